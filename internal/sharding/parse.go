@@ -1,0 +1,524 @@
+package sharding
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Parse reads a sharding in any of the three wire forms from raw JSON (an object, a
+// Shardy text string, or a PartitionSpec-like array), checks every invariant for a
+// tensor of the given shape on mesh m (shape nil: any rank), and returns it in canonical
+// form. field is the value's wire path ("source"); errors name paths under it.
+func Parse(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sharding, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return Sharding{}, Fieldf(field, "is required: give an object, a Shardy string or a PartitionSpec-like array")
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return Sharding{}, Fieldf(field, "is not a valid JSON string")
+		}
+		return ParseText(s, m, shape, field)
+	case '[':
+		return parseArray(raw, m, shape, field)
+	case '{':
+		return parseObject(raw, m, shape, field)
+	}
+	return Sharding{}, Fieldf(field, "must be an object, a Shardy string or a PartitionSpec-like array, not %s", jsonKind(raw))
+}
+
+func jsonKind(raw []byte) string {
+	switch {
+	case len(raw) == 0:
+		return "nothing"
+	case raw[0] == 't' || raw[0] == 'f':
+		return "a boolean"
+	case raw[0] == 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+func finish(s Sharding, m *Mesh, shape []int64, pt pather) (Sharding, error) {
+	if err := validate(&s, shape, pt); err != nil {
+		return Sharding{}, err
+	}
+	s.Canonicalize(m)
+	return s, nil
+}
+
+// ---- object form ----
+
+type objDim struct {
+	Axes     []json.RawMessage `json:"axes"`
+	Open     bool              `json:"open"`
+	Priority *int              `json:"priority"`
+}
+
+type objSharding struct {
+	Dims       *[]objDim         `json:"dims"`
+	Replicated []json.RawMessage `json:"replicated"`
+	Unreduced  []json.RawMessage `json:"unreduced"`
+	Text       json.RawMessage   `json:"text"`
+}
+
+type objPather string
+
+func (p objPather) whole() string { return join(string(p), "dims") }
+func (p objPather) dim(d int) (string, string) {
+	return index(join(string(p), "dims"), d), ""
+}
+func (p objPather) ref(pl place) (string, string) {
+	switch pl.list {
+	case 1:
+		return index(join(string(p), "replicated"), pl.k), ""
+	case 2:
+		return index(join(string(p), "unreduced"), pl.k), ""
+	}
+	return index(join(index(join(string(p), "dims"), pl.dim), "axes"), pl.k), ""
+}
+
+func parseObject(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sharding, error) {
+	var o objSharding
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return Sharding{}, jsonFieldError(err, field)
+	}
+	pt := objPather(field)
+	if o.Dims == nil {
+		return Sharding{}, Fieldf(join(field, "dims"), "is required: one {\"axes\": [...]} per tensor dim")
+	}
+	var errs Errors
+	s := Sharding{Dims: make([]DimSharding, len(*o.Dims))}
+	for d, od := range *o.Dims {
+		ds := DimSharding{Open: od.Open, Priority: NoPriority}
+		if od.Priority != nil {
+			ds.Priority = *od.Priority
+			if ds.Priority < 0 {
+				ds.Priority = -2 // reported by validate
+			}
+		}
+		for k, ra := range od.Axes {
+			r, err := parseRefJSON(ra, m, index(join(index(join(field, "dims"), d), "axes"), k))
+			if err != nil {
+				errs = append(errs, err.(*FieldError))
+				continue
+			}
+			ds.Axes = append(ds.Axes, r)
+		}
+		s.Dims[d] = ds
+	}
+	for k, ra := range o.Replicated {
+		r, err := parseRefJSON(ra, m, index(join(field, "replicated"), k))
+		if err != nil {
+			errs = append(errs, err.(*FieldError))
+			continue
+		}
+		s.Replicated = append(s.Replicated, r)
+	}
+	for k, ra := range o.Unreduced {
+		r, err := parseRefJSON(ra, m, index(join(field, "unreduced"), k))
+		if err != nil {
+			errs = append(errs, err.(*FieldError))
+			continue
+		}
+		s.Unreduced = append(s.Unreduced, r)
+	}
+	if len(errs) > 0 {
+		return Sharding{}, errs
+	}
+	return finish(s, m, shape, pt)
+}
+
+func parseRefJSON(raw json.RawMessage, m *Mesh, field string) (AxisRef, error) {
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		var i int
+		if err2 := json.Unmarshal(raw, &i); err2 == nil {
+			return refByIndex(i, m, field)
+		}
+		return AxisRef{}, Fieldf(field, "must be an axis name string (\"x\" or \"x:(m)k\") or a mesh axis index")
+	}
+	return ParseAxisRef(name, m, field)
+}
+
+func refByIndex(i int, m *Mesh, field string) (AxisRef, error) {
+	if i < 0 || i >= len(m.Axes) {
+		return AxisRef{}, Fieldf(field, "mesh axis index %d is out of range; the mesh has axes 0..%d (%s)", i, len(m.Axes)-1, m.axisNames())
+	}
+	return FullAxis(m.Axes[i]), nil
+}
+
+// jsonFieldError turns an encoding/json error into a field error under field.
+func jsonFieldError(err error, field string) *FieldError {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case asErr(err, &te):
+		f := field
+		if te.Field != "" {
+			f = join(field, te.Field)
+		}
+		return Fieldf(f, "must be %s, not a JSON %s", jsonTypeName(te.Type.String()), te.Value)
+	case asErr(err, &se):
+		return Fieldf(field, "malformed JSON at offset %d: %v", se.Offset, se)
+	}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		name, _ := strconv.Unquote(rest)
+		return Fieldf(join(field, name), "unknown field; allowed fields are dims, replicated, unreduced, text (and axes, open, priority inside a dim)")
+	}
+	return Fieldf(field, "%s", strings.TrimPrefix(msg, "json: "))
+}
+
+func jsonTypeName(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "an array"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "*int"), strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "a boolean"
+	}
+	return "an object"
+}
+
+// ---- array (PartitionSpec-like) form ----
+
+type arrPather struct {
+	field  string
+	single []bool // entry d was a bare string/int
+}
+
+func (p arrPather) whole() string                { return p.field }
+func (p arrPather) dim(d int) (string, string)    { return index(p.field, d), "" }
+func (p arrPather) ref(pl place) (string, string) {
+	if p.single[pl.dim] {
+		return index(p.field, pl.dim), ""
+	}
+	return index(index(p.field, pl.dim), pl.k), ""
+}
+
+func parseArray(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sharding, error) {
+	var entries []json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return Sharding{}, jsonFieldError(err, field)
+	}
+	pt := arrPather{field: field, single: make([]bool, len(entries))}
+	s := Sharding{Dims: make([]DimSharding, len(entries))}
+	var errs Errors
+	for d, e := range entries {
+		s.Dims[d].Priority = NoPriority
+		e = bytes.TrimSpace(e)
+		f := index(field, d)
+		switch {
+		case bytes.Equal(e, []byte("null")):
+		case len(e) > 0 && e[0] == '[':
+			var items []json.RawMessage
+			if err := json.Unmarshal(e, &items); err != nil {
+				errs = append(errs, jsonFieldError(err, f))
+				continue
+			}
+			for k, it := range items {
+				r, err := parseRefJSON(it, m, index(f, k))
+				if err != nil {
+					errs = append(errs, err.(*FieldError))
+					continue
+				}
+				s.Dims[d].Axes = append(s.Dims[d].Axes, r)
+			}
+		default:
+			pt.single[d] = true
+			r, err := parseRefJSON(e, m, f)
+			if err != nil {
+				errs = append(errs, Fieldf(f, "must be null, an axis name, a mesh axis index, or an array of them"))
+				continue
+			}
+			s.Dims[d].Axes = []AxisRef{r}
+		}
+	}
+	if len(errs) > 0 {
+		return Sharding{}, errs
+	}
+	return finish(s, m, shape, pt)
+}
+
+// ---- Shardy text form ----
+
+type textPather struct {
+	field string
+	dims  []int   // offset of each dim's '{'
+	refs  [][]int // offsets of each dim's axes
+	rep   []int
+	unr   []int
+}
+
+func (p *textPather) whole() string { return p.field }
+func (p *textPather) dim(d int) (string, string) {
+	return p.field, fmt.Sprintf("at offset %d (dim %d): ", p.dims[d], d)
+}
+func (p *textPather) ref(pl place) (string, string) {
+	var off int
+	switch pl.list {
+	case 0:
+		off = p.refs[pl.dim][pl.k]
+	case 1:
+		off = p.rep[pl.k]
+	default:
+		off = p.unr[pl.k]
+	}
+	return p.field, fmt.Sprintf("at offset %d: ", off)
+}
+
+type textParser struct {
+	s     string
+	pos   int
+	field string
+	m     *Mesh
+}
+
+func (p *textParser) fail(format string, args ...any) error {
+	return Fieldf(p.field, "at offset %d: "+format, append([]any{p.pos}, args...)...)
+}
+
+func (p *textParser) skip() {
+	for p.pos < len(p.s) && (p.s[p.pos] == ' ' || p.s[p.pos] == '\t' || p.s[p.pos] == '\n' || p.s[p.pos] == '\r') {
+		p.pos++
+	}
+}
+
+func (p *textParser) peek() byte {
+	p.skip()
+	if p.pos < len(p.s) {
+		return p.s[p.pos]
+	}
+	return 0
+}
+
+func (p *textParser) expect(c byte) error {
+	if p.peek() != c {
+		if p.pos >= len(p.s) {
+			return p.fail("expected '%c', found the end", c)
+		}
+		return p.fail("expected '%c', found '%c'", c, p.s[p.pos])
+	}
+	p.pos++
+	return nil
+}
+
+func (p *textParser) number() (int, error) {
+	p.skip()
+	start := p.pos
+	for p.pos < len(p.s) && p.s[p.pos] >= '0' && p.s[p.pos] <= '9' {
+		p.pos++
+	}
+	if start == p.pos {
+		return 0, p.fail("expected a number")
+	}
+	n, err := strconv.Atoi(p.s[start:p.pos])
+	if err != nil || n > math.MaxInt32 {
+		p.pos = start
+		return 0, p.fail("number %q is too large", p.s[start:p.pos])
+	}
+	return n, nil
+}
+
+// axis parses "x", "x":(m)k or "x:(m)k".
+func (p *textParser) axis() (AxisRef, int, error) {
+	p.skip()
+	start := p.pos
+	if err := p.expect('"'); err != nil {
+		return AxisRef{}, start, err
+	}
+	end := strings.IndexByte(p.s[p.pos:], '"')
+	if end < 0 {
+		return AxisRef{}, start, p.fail("unterminated axis name")
+	}
+	name := p.s[p.pos : p.pos+end]
+	p.pos += end + 1
+	if p.pos < len(p.s) && p.s[p.pos] == ':' {
+		q := p.pos
+		p.pos++
+		if err := p.expect('('); err != nil {
+			return AxisRef{}, start, err
+		}
+		pre, err := p.number()
+		if err != nil {
+			return AxisRef{}, start, err
+		}
+		if err := p.expect(')'); err != nil {
+			return AxisRef{}, start, err
+		}
+		size, err := p.number()
+		if err != nil {
+			return AxisRef{}, start, err
+		}
+		_ = q
+		name = name + ":(" + strconv.Itoa(pre) + ")" + strconv.Itoa(size)
+	}
+	r, err := ParseAxisRef(name, p.m, p.field)
+	if err != nil {
+		fe := err.(*FieldError)
+		return AxisRef{}, start, Fieldf(p.field, "at offset %d: %s", start, fe.Message)
+	}
+	return r, start, nil
+}
+
+func (p *textParser) axisList(close byte, allowOpen bool) (refs []AxisRef, offs []int, open bool, err error) {
+	if p.peek() == close {
+		p.pos++
+		return nil, nil, false, nil
+	}
+	for {
+		if allowOpen && p.peek() == '?' {
+			p.pos++
+			open = true
+			if err := p.expect(close); err != nil {
+				return nil, nil, false, err
+			}
+			return refs, offs, open, nil
+		}
+		r, off, err := p.axis()
+		if err != nil {
+			return nil, nil, false, err
+		}
+		refs = append(refs, r)
+		offs = append(offs, off)
+		switch p.peek() {
+		case ',':
+			p.pos++
+		case close:
+			p.pos++
+			return refs, offs, false, nil
+		default:
+			return nil, nil, false, p.fail("expected ',' or '%c'", close)
+		}
+	}
+}
+
+// ParseText parses Shardy's textual form, with or without the sharding<@mesh, ...>
+// wrapper, checks it for a tensor of the given shape (nil: any rank) on m and returns it
+// in canonical form. Errors name field and carry the character offset.
+func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, error) {
+	p := &textParser{s: text, field: field, m: m}
+	pt := &textPather{field: field}
+	wrapped := false
+	if p.peek() == 's' {
+		if !strings.HasPrefix(p.s[p.pos:], "sharding<") {
+			return Sharding{}, p.fail("expected '[' or \"sharding<@mesh, [...]>\"")
+		}
+		p.pos += len("sharding<")
+		if err := p.expect('@'); err != nil {
+			return Sharding{}, err
+		}
+		start := p.pos
+		for p.pos < len(p.s) && (isIdent(p.s[p.pos]) || p.s[p.pos] == '.') {
+			p.pos++
+		}
+		name := p.s[start:p.pos]
+		if name == "" {
+			return Sharding{}, p.fail("expected a mesh name after '@'")
+		}
+		if name != m.Name {
+			p.pos = start
+			return Sharding{}, p.fail("sharding is bound to mesh @%s but the request's mesh is named %q; use @%s or rename the mesh", name, m.Name, m.Name)
+		}
+		if err := p.expect(','); err != nil {
+			return Sharding{}, err
+		}
+		wrapped = true
+	}
+	if err := p.expect('['); err != nil {
+		return Sharding{}, err
+	}
+	s := Sharding{}
+	if p.peek() == ']' {
+		p.pos++
+	} else {
+		for {
+			p.skip()
+			d := len(s.Dims)
+			pt.dims = append(pt.dims, p.pos)
+			if err := p.expect('{'); err != nil {
+				return Sharding{}, err
+			}
+			refs, offs, open, err := p.axisList('}', true)
+			if err != nil {
+				return Sharding{}, err
+			}
+			ds := DimSharding{Axes: refs, Open: open, Priority: NoPriority}
+			if p.pos < len(p.s) && p.s[p.pos] == 'p' {
+				p.pos++
+				n, err := p.number()
+				if err != nil {
+					return Sharding{}, err
+				}
+				ds.Priority = n
+			}
+			s.Dims = append(s.Dims, ds)
+			pt.refs = append(pt.refs, offs)
+			_ = d
+			if p.peek() == ',' {
+				p.pos++
+				continue
+			}
+			if err := p.expect(']'); err != nil {
+				return Sharding{}, p.fail("expected ',' or ']'")
+			}
+			break
+		}
+	}
+	for p.peek() == ',' {
+		p.pos++
+		p.skip()
+		start := p.pos
+		for p.pos < len(p.s) && isIdent(p.s[p.pos]) {
+			p.pos++
+		}
+		key := p.s[start:p.pos]
+		if key != "replicated" && key != "unreduced" {
+			p.pos = start
+			return Sharding{}, p.fail("expected replicated={...} or unreduced={...}")
+		}
+		if err := p.expect('='); err != nil {
+			return Sharding{}, err
+		}
+		if err := p.expect('{'); err != nil {
+			return Sharding{}, err
+		}
+		refs, offs, _, err := p.axisList('}', false)
+		if err != nil {
+			return Sharding{}, err
+		}
+		if key == "replicated" {
+			s.Replicated = append(s.Replicated, refs...)
+			pt.rep = append(pt.rep, offs...)
+		} else {
+			s.Unreduced = append(s.Unreduced, refs...)
+			pt.unr = append(pt.unr, offs...)
+		}
+	}
+	if wrapped {
+		if err := p.expect('>'); err != nil {
+			return Sharding{}, err
+		}
+	}
+	if p.peek() != 0 {
+		return Sharding{}, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
+	}
+	return finish(s, m, shape, pt)
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
