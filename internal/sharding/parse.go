@@ -200,8 +200,8 @@ type arrPather struct {
 	single []bool // entry d was a bare string/int
 }
 
-func (p arrPather) whole() string                { return p.field }
-func (p arrPather) dim(d int) (string, string)    { return index(p.field, d), "" }
+func (p arrPather) whole() string              { return p.field }
+func (p arrPather) dim(d int) (string, string) { return index(p.field, d), "" }
 func (p arrPather) ref(pl place) (string, string) {
 	if p.single[pl.dim] {
 		return index(p.field, pl.dim), ""
