@@ -1,0 +1,35 @@
+// Package planner finds the collective schedule that moves a tensor from one sharding
+// to another on a device mesh, proves each step feasible, prices it with a cost.Model,
+// and reports it beside the communication lower bound.
+//
+// # Model
+//
+// Every mesh axis used by the source or the target is split into atoms: the common
+// refinement of every sub-axis boundary both shardings use, further split into prime
+// factors, so a plan can move part of an axis (seed 003, case 1). A state is, per tensor
+// dim, an ordered list of atoms (major to minor); atoms in no dim are replicated.
+//
+// The moves are the step ops of API.md:
+//
+//	slice              append an unused atom to the minor end of a dim (local)
+//	all_gather         drop the minor-most atom of a dim
+//	all_to_all         move the minor-most atom of one dim to the minor end of another
+//	collective_permute any change that keeps every dim's shard count (reorder, swap
+//	                   equal-sized atoms between dims, replace an atom by an unused one)
+//	reduce_scatter     reduce unreduced axes and shard a dim over them
+//	all_reduce         reduce unreduced axes
+//	all_to_all_v       the direct point-to-point exchange from tile intersections
+//
+// Planning reduces partial sums first (reduce_scatter where the target shards over the
+// reduced axes), then runs Dijkstra over states with edges priced by the cost model
+// (ties to fewer steps), pruning states whose local buffer would exceed the larger of
+// the source and target tiles and states that are fully replicated when neither end is.
+// On uneven dims a move is kept only if every device's new tile is made of data its
+// group held (checked per dim by interval arithmetic), so the flat ceildiv tiles of
+// API.md hold after every step. Consecutive moves of one kind merge into one collective.
+// The direct all_to_all_v plan and, as the last resort, gather-everything-then-slice
+// are priced beside the search result; the cheapest wins.
+//
+// Planning cost depends on the mesh rank, the tensor rank and the number of atoms, not
+// on the device count, except for the per-device lists a response asks for.
+package planner

@@ -1,0 +1,172 @@
+package planner
+
+import (
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// Range is a global or local [start, end) per dim.
+type Range [][2]int64
+
+// Transfer is one point-to-point move: the global ranges that go from device From to
+// device To, and where they sit in the sender's and the receiver's local buffers.
+type Transfer struct {
+	From        int   `json:"from"`
+	To          int   `json:"to"`
+	Ranges      Range `json:"ranges"`
+	SourceLocal Range `json:"source_local"`
+	TargetLocal Range `json:"target_local"`
+	Bytes       int64 `json:"bytes"`
+}
+
+// Pairs lists, for a collective_permute between before and after (equal shard counts
+// per dim), the [from, to] device pairs: every device receives its new tile from one
+// holder, holders keep their own tile when they need it, and no device sends twice.
+// Cost: O(devices x rank).
+func Pairs(m *sharding.Mesh, shape []int64, before, after sharding.Sharding) [][2]int {
+	lb := sharding.NewLayout(m, shape, before)
+	la := sharding.NewLayout(m, shape, after)
+	n := m.NumDevices()
+	key := func(l *sharding.Layout, coords []int) string {
+		b := make([]byte, 0, 8*len(shape))
+		for d := range shape {
+			v := l.ShardIndex(d, coords)
+			b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+		}
+		return string(b)
+	}
+	holders := map[string][]int{}
+	coords := make([]int, len(m.Axes))
+	needs := make([]string, n)
+	for pos := range n {
+		m.Coords(pos, coords)
+		id := m.DeviceAt(pos)
+		holders[key(lb, coords)] = append(holders[key(lb, coords)], id)
+		needs[id] = key(la, coords)
+	}
+	sent := make([]bool, n)
+	from := make([]int, n)
+	for i := range from {
+		from[i] = -1
+	}
+	// Keep in place first.
+	for pos := range n {
+		m.Coords(pos, coords)
+		id := m.DeviceAt(pos)
+		if key(lb, coords) == needs[id] {
+			from[id], sent[id] = id, true
+		}
+	}
+	next := map[string]int{}
+	for id := range n {
+		if from[id] >= 0 {
+			continue
+		}
+		hs := holders[needs[id]]
+		for i := next[needs[id]]; i < len(hs); i++ {
+			if !sent[hs[i]] {
+				from[id], sent[hs[i]] = hs[i], true
+				next[needs[id]] = i + 1
+				break
+			}
+		}
+	}
+	out := make([][2]int, 0, n)
+	for id := range n {
+		if from[id] >= 0 {
+			out = append(out, [2]int{from[id], id})
+		}
+	}
+	return out
+}
+
+// Transfers lists, for every device, where each part of its tile in `after` comes from:
+// the part it holds in `before` stays (not listed); every other part comes from one
+// holder of the source tile that contains it (the holder with the receiver's coordinates
+// on the axes `before` replicates, so traffic spreads over replicas). Ranges are global;
+// SourceLocal and TargetLocal are the same data in the sender's and receiver's buffers.
+// Cost: O(devices x source tiles intersecting a target tile x rank).
+func Transfers(m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) []Transfer {
+	lb := sharding.NewLayout(m, shape, before)
+	la := sharding.NewLayout(m, shape, after)
+	rank := len(shape)
+	n := m.NumDevices()
+	coords := make([]int, len(m.Axes))
+	var out []Transfer
+	for id := range n {
+		m.Coords(m.PositionOf(id), coords)
+		tgt := la.TileOf(id)
+		// Per dim, the source shard indices whose ranges meet the target range.
+		lo := make([]int, rank)
+		hi := make([]int, rank)
+		empty := false
+		for d := range rank {
+			s, e := tgt.Ranges[d][0], tgt.Ranges[d][1]
+			if s >= e {
+				empty = true
+				break
+			}
+			lo[d] = int(s / lb.Tile[d])
+			hi[d] = int((e - 1) / lb.Tile[d])
+		}
+		if empty {
+			continue
+		}
+		idx := make([]int, rank)
+		copy(idx, lo)
+		for {
+			// Box of source shard idx intersected with the target tile.
+			box := make(Range, rank)
+			sameAsOwn := true
+			elems := int64(1)
+			for d := range rank {
+				s, e := lb.Range(d, idx[d])
+				s, e = max(s, tgt.Ranges[d][0]), min(e, tgt.Ranges[d][1])
+				box[d] = [2]int64{s, e}
+				elems *= max(0, e-s)
+				sameAsOwn = sameAsOwn && lb.ShardIndex(d, coords) == idx[d]
+			}
+			if elems > 0 && !sameAsOwn {
+				sender := holderOf(m, lb, idx, coords)
+				t := Transfer{From: sender, To: id, Ranges: box, SourceLocal: make(Range, rank), TargetLocal: make(Range, rank), Bytes: sharding.BufferBytes(elems, elemBits)}
+				for d := range rank {
+					ss := int64(idx[d]) * lb.Tile[d]
+					t.SourceLocal[d] = [2]int64{box[d][0] - ss, box[d][1] - ss}
+					t.TargetLocal[d] = [2]int64{box[d][0] - tgt.Ranges[d][0], box[d][1] - tgt.Ranges[d][0]}
+				}
+				out = append(out, t)
+			}
+			d := rank - 1
+			for d >= 0 {
+				idx[d]++
+				if idx[d] <= hi[d] {
+					break
+				}
+				idx[d] = lo[d]
+				d--
+			}
+			if d < 0 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// holderOf finds the device holding source shard idx (per dim) whose coordinates on the
+// axes not fixed by the shard index equal like's.
+func holderOf(m *sharding.Mesh, l *sharding.Layout, idx []int, like []int) int {
+	c := append([]int(nil), like...)
+	// Clear the digits the sharding fixes, then set them from idx.
+	for d, ds := range l.Sharding.Dims {
+		v := idx[d]
+		for k := len(ds.Axes) - 1; k >= 0; k-- {
+			r := ds.Axes[k]
+			ai := m.AxisIndex(r.Name)
+			digit := v % r.Size
+			v /= r.Size
+			cur := r.Coord(c[ai])
+			c[ai] += (digit - cur) * r.Minor()
+		}
+	}
+	return m.DeviceAt(m.PositionOfCoords(c))
+}

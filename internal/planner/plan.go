@@ -1,0 +1,302 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// Version identifies the planner's algorithm; it is part of every cache key.
+const Version = "planner/1"
+
+// Op is a step op of API.md.
+type Op string
+
+// The step ops.
+const (
+	OpSlice             Op = "slice"
+	OpAllGather         Op = "all_gather"
+	OpAllToAll          Op = "all_to_all"
+	OpCollectivePermute Op = "collective_permute"
+	OpAllToAllV         Op = "all_to_all_v"
+	OpReduceScatter     Op = "reduce_scatter"
+	OpAllReduce         Op = "all_reduce"
+)
+
+// AllOps lists every step op.
+var AllOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpCollectivePermute, OpAllToAllV, OpReduceScatter, OpAllReduce}
+
+// Strategy names a planning strategy.
+type Strategy string
+
+// The strategies.
+const (
+	Optimal Strategy = "optimal"
+	XLA     Strategy = "xla"
+)
+
+// Request is one reshard problem. Source and Target are validated shardings of Shape
+// on Mesh.
+type Request struct {
+	Mesh     *sharding.Mesh
+	Shape    []int64
+	ElemBits int
+	Source   sharding.Sharding
+	Target   sharding.Sharding
+	Model    cost.Model
+	// AllowedOps restricts the step ops (nil: all).
+	AllowedOps []Op
+	// MaxExpansions bounds the search (0: DefaultMaxExpansions).
+	MaxExpansions int
+}
+
+// DefaultMaxExpansions bounds the number of states the search expands.
+const DefaultMaxExpansions = 20000
+
+// Step is one step of a plan. Field use by op follows API.md.
+type Step struct {
+	Op               Op
+	Dims             []int // slice: the dims sliced
+	Dim              int   // all_gather, reduce_scatter; -1 otherwise
+	SplitDim         int   // all_to_all; -1 otherwise
+	ConcatDim        int   // all_to_all; -1 otherwise
+	MeshAxes         []sharding.AxisRef
+	Before, After    sharding.Sharding
+	LocalShapeBefore []int64
+	LocalShapeAfter  []int64
+	GroupSize        int
+	GroupCount       int
+	BytesPerDevice   int64
+	Cost             cost.Estimate
+
+	before, after state // atom states (nil for a fallback step built from shardings)
+}
+
+// Summary totals a plan.
+type Summary struct {
+	Strategy                 Strategy
+	Collectives              int
+	TimeUS                   float64
+	BytesPerDevice           int64
+	LowerBoundBytesPerDevice int64
+	Efficiency               float64
+	PeakBytesPerDevice       int64
+	FullRematerialization    bool
+	SearchExpansions         int
+	Candidates               []Candidate
+}
+
+// Candidate is a plan the planner priced and compared.
+type Candidate struct {
+	Name           string  `json:"name"`
+	Steps          int     `json:"steps"`
+	TimeUS         float64 `json:"time_us"`
+	BytesPerDevice int64   `json:"bytes_per_device"`
+	Chosen         bool    `json:"chosen"`
+}
+
+// Plan is a schedule that moves the data from Source to Target.
+type Plan struct {
+	Request *Request
+	Steps   []Step
+	Summary Summary
+
+	sp   *space
+	name string
+}
+
+// ErrNoPlan is returned when the allowed ops admit no plan.
+var ErrNoPlan = errors.New("no plan")
+
+// NoPlanError says which ops would make a plan possible.
+type NoPlanError struct{ Need []Op }
+
+func (e *NoPlanError) Error() string {
+	names := make([]string, len(e.Need))
+	for i, o := range e.Need {
+		names[i] = string(o)
+	}
+	return "no plan uses only the allowed ops; allow one of: " + strings.Join(names, ", ")
+}
+
+func (e *NoPlanError) Unwrap() error { return ErrNoPlan }
+
+func (r *Request) allowed(op Op) bool {
+	return r.AllowedOps == nil || slices.Contains(r.AllowedOps, op)
+}
+
+// Reshard plans the cheapest schedule it can find from r.Source to r.Target. The error
+// is a *sharding.FieldError for requests the planner cannot express (target unreduced
+// axes the source does not hold as partial sums), a *NoPlanError when AllowedOps admit no
+// plan, or ctx's error.
+func Reshard(ctx context.Context, r *Request) (*Plan, error) {
+	if r.MaxExpansions == 0 {
+		r.MaxExpansions = DefaultMaxExpansions
+	}
+	src, tgt := r.Source, r.Target
+	// Unreduced axes: the target may keep some of the source's partial sums, never add.
+	for i, u := range tgt.Unreduced {
+		if !slices.Contains(src.Unreduced, u) {
+			return nil, sharding.Fieldf(fmt.Sprintf("target.unreduced[%d]", i), "the source holds no partial sums over %q; a reshard cannot create them (drop it from target.unreduced, or make it unreduced in the source)", u.String())
+		}
+	}
+	var reduce []sharding.AxisRef
+	for _, u := range src.Unreduced {
+		if !slices.Contains(tgt.Unreduced, u) {
+			reduce = append(reduce, u)
+		}
+	}
+	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, src, tgt)
+	p := &Plan{Request: r, sp: sp}
+	var cands []*Plan
+	lb := LowerBound(r)
+	if ok {
+		start := sp.stateOf(src)
+		goal := sp.stateOf(tgt)
+		var pre []move
+		if len(reduce) > 0 {
+			mv, okr := sp.reduction(start, goal, reduce, r)
+			if !okr {
+				return nil, &NoPlanError{Need: []Op{OpAllReduce, OpReduceScatter}}
+			}
+			pre = append(pre, mv)
+			start = mv.after
+		}
+		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced)
+		if err != nil {
+			return nil, err
+		}
+		p.Summary.SearchExpansions = expansions
+		if found {
+			sc := &Plan{Request: r, sp: sp}
+			sc.Steps = sp.steps(r, append(pre, moves...))
+			sc.Summary.SearchExpansions = expansions
+			cands = append(cands, sc.named("search"))
+		}
+		if r.allowed(OpAllToAllV) && (len(reduce) == 0 || len(pre) > 0) {
+			av := &Plan{Request: r, sp: sp}
+			from := afterOf(pre, start)
+			av.Steps = append(sp.steps(r, pre), sp.directStep(r, from, goal, tgt.Unreduced))
+			cands = append(cands, av.named("all_to_all_v"))
+		}
+		if r.allowed(OpAllGather) && r.allowed(OpSlice) {
+			gs := &Plan{Request: r, sp: sp}
+			gs.Steps = sp.steps(r, append(pre, sp.gatherThenSlice(afterOf(pre, start), goal, tgt.Unreduced)...))
+			cands = append(cands, gs.named("gather_then_slice"))
+		}
+	} else if r.allowed(OpAllToAllV) && len(reduce) == 0 {
+		// Refs that fit no common factorisation: only the direct exchange expresses it.
+		av := &Plan{Request: r}
+		av.Steps = []Step{directFromShardings(r, lb)}
+		cands = append(cands, av.named("all_to_all_v"))
+	}
+	if len(cands) == 0 {
+		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
+	}
+	best := pickBest(cands)
+	best.Summary.SearchExpansions = p.Summary.SearchExpansions
+	best.finish(lb)
+	for _, c := range cands {
+		c.finishTotals()
+		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
+	}
+	return best, nil
+}
+
+func afterOf(pre []move, start state) state {
+	if len(pre) == 0 {
+		return start
+	}
+	return pre[len(pre)-1].after
+}
+
+// pickBest prefers plans without full rematerialization, then the lowest time, then
+// fewer steps.
+func pickBest(cands []*Plan) *Plan {
+	best := cands[0]
+	for _, c := range cands[1:] {
+		c.finishTotals()
+		best.finishTotals()
+		if better(c, best) {
+			best = c
+		}
+	}
+	return best
+}
+
+func better(a, b *Plan) bool {
+	if a.Summary.FullRematerialization != b.Summary.FullRematerialization {
+		return !a.Summary.FullRematerialization
+	}
+	const eps = 1e-9
+	if a.Summary.TimeUS < b.Summary.TimeUS-eps {
+		return true
+	}
+	if a.Summary.TimeUS > b.Summary.TimeUS+eps {
+		return false
+	}
+	if len(a.Steps) != len(b.Steps) {
+		return len(a.Steps) < len(b.Steps)
+	}
+	return a.Summary.BytesPerDevice < b.Summary.BytesPerDevice
+}
+
+func (p *Plan) named(n string) *Plan { p.name = n; return p }
+
+// finishTotals fills the totals that do not need the lower bound.
+func (p *Plan) finishTotals() {
+	s := &p.Summary
+	s.Strategy = Optimal
+	s.Collectives, s.TimeUS, s.BytesPerDevice = 0, 0, 0
+	r := p.Request
+	srcRep, tgtRep := r.Source.IsFullyReplicated(), r.Target.IsFullyReplicated()
+	s.PeakBytesPerDevice = bufferBytes(r, r.Source)
+	s.FullRematerialization = false
+	for i, st := range p.Steps {
+		if st.Op != OpSlice {
+			s.Collectives++
+		}
+		s.TimeUS += st.Cost.TimeUS
+		s.BytesPerDevice += st.BytesPerDevice
+		s.PeakBytesPerDevice = max(s.PeakBytesPerDevice, bufferBytes(r, st.After))
+		if i < len(p.Steps)-1 && !srcRep && !tgtRep && st.After.IsFullyReplicated() && len(r.Shape) > 0 {
+			s.FullRematerialization = true
+		}
+	}
+}
+
+func (p *Plan) finish(lb int64) {
+	p.finishTotals()
+	s := &p.Summary
+	s.LowerBoundBytesPerDevice = lb
+	switch {
+	case s.BytesPerDevice == 0 && lb == 0:
+		s.Efficiency = 1
+	case s.BytesPerDevice == 0:
+		s.Efficiency = 1
+	default:
+		s.Efficiency = float64(lb) / float64(s.BytesPerDevice)
+	}
+}
+
+// bufferBytes is the padded local buffer size of s.
+func bufferBytes(r *Request, s sharding.Sharding) int64 {
+	n := int64(1)
+	for d, c := range s.ShardCounts() {
+		n *= sharding.CeilDiv(r.Shape[d], int64(c))
+	}
+	return sharding.BufferBytes(n, r.ElemBits)
+}
+
+func localShape(r *Request, s sharding.Sharding) []int64 {
+	out := make([]int64, len(r.Shape))
+	for d, c := range s.ShardCounts() {
+		out[d] = sharding.CeilDiv(r.Shape[d], int64(c))
+	}
+	return out
+}

@@ -1,0 +1,299 @@
+package planner
+
+import (
+	"container/heap"
+	"context"
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// move is one edge of the search: an op from before to after over the group atoms.
+type move struct {
+	op         Op
+	dim, dim2  int     // slice/gather/reduce_scatter dim; all_to_all: dim = from, dim2 = to
+	dims       []int   // slice: every dim sliced
+	group      []uint8 // atoms the collective runs over
+	before     state
+	after      state
+	unrBefore  []sharding.AxisRef
+	unrAfter   []sharding.AxisRef
+	reduceRefs []sharding.AxisRef // reductions: the axes reduced
+	est        cost.Estimate
+	bytes      int64 // received by the busiest device
+}
+
+type node struct {
+	st    state
+	g     float64
+	steps int
+	mv    *move
+	prev  *node
+	index int
+}
+
+type pq []*node
+
+func (q pq) Len() int { return len(q) }
+func (q pq) Less(i, j int) bool {
+	if q[i].g != q[j].g {
+		return q[i].g < q[j].g
+	}
+	return q[i].steps < q[j].steps
+}
+func (q pq) Swap(i, j int) { q[i], q[j] = q[j], q[i]; q[i].index = i; q[j].index = j }
+func (q *pq) Push(x any)   { n := x.(*node); n.index = len(*q); *q = append(*q, n) }
+func (q *pq) Pop() any {
+	old := *q
+	n := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return n
+}
+
+// search runs Dijkstra from start to goal over slice, all_gather, all_to_all and
+// collective_permute moves. It returns the moves, the number of expansions, and whether
+// the goal was reached within the budget.
+func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef) ([]move, int, bool, error) {
+	if start.equal(goal) {
+		return nil, 0, true, nil
+	}
+	srcRep := r.Source.IsFullyReplicated()
+	tgtRep := r.Target.IsFullyReplicated()
+	maxTile := max(sp.tileElems(start), sp.tileElems(goal))
+	goalMask := goal.used()
+	startNode := &node{st: start}
+	best := map[string]float64{start.key(): 0}
+	q := &pq{startNode}
+	expansions := 0
+	for q.Len() > 0 {
+		n := heap.Pop(q).(*node)
+		if g, ok := best[n.st.key()]; ok && g < n.g {
+			continue
+		}
+		if n.st.equal(goal) {
+			var mv []move
+			for x := n; x.mv != nil; x = x.prev {
+				mv = append(mv, *x.mv)
+			}
+			slices.Reverse(mv)
+			return mergeMoves(sp, r, mv), expansions, true, nil
+		}
+		expansions++
+		if expansions > r.MaxExpansions {
+			break
+		}
+		if expansions%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, expansions, false, err
+			}
+		}
+		for _, mv := range sp.neighbors(r, n.st, goal, goalMask, unr) {
+			if sp.tileElems(mv.after) > maxTile {
+				continue
+			}
+			if !srcRep && !tgtRep && mv.after.used() == 0 && len(unr) == 0 && !mv.after.equal(goal) {
+				continue // never pass through full replication
+			}
+			g := n.g + mv.est.TimeUS
+			k := mv.after.key()
+			if old, ok := best[k]; ok && old <= g {
+				continue
+			}
+			best[k] = g
+			m := mv
+			heap.Push(q, &node{st: mv.after, g: g, steps: n.steps + 1, mv: &m, prev: n})
+		}
+	}
+	return nil, expansions, false, nil
+}
+
+// neighbors lists the moves out of st that the request allows and that are feasible.
+func (sp *space) neighbors(r *Request, st, goal state, goalMask uint64, unr []sharding.AxisRef) []move {
+	var out []move
+	used := st.used()
+	add := func(mv move) {
+		mv.before, mv.unrBefore, mv.unrAfter = st, unr, unr
+		var group uint64
+		for _, a := range mv.group {
+			group |= 1 << a
+		}
+		if mv.op != OpCollectivePermute && !sp.feasible(st, mv.after, group) {
+			return
+		}
+		sp.price(r, &mv)
+		out = append(out, mv)
+	}
+	rank := len(st)
+	if r.allowed(OpSlice) {
+		for a := range sp.atoms {
+			u := uint8(a)
+			if used&(1<<u) != 0 || goalMask&(1<<u) == 0 {
+				continue
+			}
+			for d := range rank {
+				nx := st.clone()
+				nx[d] = append(nx[d], u)
+				add(move{op: OpSlice, dim: d, dims: []int{d}, group: nil, after: nx})
+			}
+		}
+	}
+	for d := range rank {
+		n := len(st[d])
+		for k := 1; k <= n; k++ {
+			suffix := st[d][n-k:]
+			if r.allowed(OpAllGather) {
+				nx := st.clone()
+				nx[d] = nx[d][:n-k]
+				add(move{op: OpAllGather, dim: d, group: slices.Clone(suffix), after: nx})
+			}
+			if r.allowed(OpAllToAll) {
+				for b := range rank {
+					if b == d {
+						continue
+					}
+					nx := st.clone()
+					nx[d] = nx[d][:n-k]
+					nx[b] = append(nx[b], suffix...)
+					add(move{op: OpAllToAll, dim: d, dim2: b, group: slices.Clone(suffix), after: nx})
+				}
+			}
+		}
+	}
+	if r.allowed(OpCollectivePermute) {
+		// Direct to the goal when every dim already has the goal's shard count.
+		same := true
+		for d := range rank {
+			if sp.count(st[d]) != sp.count(goal[d]) {
+				same = false
+				break
+			}
+		}
+		if same && !st.equal(goal) {
+			add(move{op: OpCollectivePermute, group: changedAtoms(st, goal), after: goal.clone()})
+		}
+		// Swap two equal-sized atoms anywhere, or replace an atom by an unused one.
+		type pos struct{ d, i int }
+		var ps []pos
+		for d := range rank {
+			for i := range st[d] {
+				ps = append(ps, pos{d, i})
+			}
+		}
+		for x := range ps {
+			a := st[ps[x].d][ps[x].i]
+			for y := x + 1; y < len(ps); y++ {
+				b := st[ps[y].d][ps[y].i]
+				if sp.atoms[a].Size != sp.atoms[b].Size {
+					continue
+				}
+				nx := st.clone()
+				nx[ps[x].d][ps[x].i], nx[ps[y].d][ps[y].i] = b, a
+				add(move{op: OpCollectivePermute, group: []uint8{a, b}, after: nx})
+			}
+			for u := range sp.atoms {
+				if used&(1<<uint(u)) != 0 || sp.atoms[u].Size != sp.atoms[a].Size || goalMask&(1<<uint(u)) == 0 {
+					continue
+				}
+				nx := st.clone()
+				nx[ps[x].d][ps[x].i] = uint8(u)
+				add(move{op: OpCollectivePermute, group: []uint8{a, uint8(u)}, after: nx})
+			}
+		}
+	}
+	return out
+}
+
+func changedAtoms(a, b state) []uint8 {
+	var out []uint8
+	seen := uint64(0)
+	for d := range a {
+		for i, x := range a[d] {
+			if i >= len(b[d]) || b[d][i] != x {
+				if seen&(1<<x) == 0 {
+					out = append(out, x)
+					seen |= 1 << x
+				}
+			}
+		}
+		for i, x := range b[d] {
+			if i >= len(a[d]) || a[d][i] != x {
+				if seen&(1<<x) == 0 {
+					out = append(out, x)
+					seen |= 1 << x
+				}
+			}
+		}
+	}
+	return out
+}
+
+// price fills the bytes and the estimate of mv.
+func (sp *space) price(r *Request, mv *move) {
+	inBytes := sp.bytes(sp.tileElems(mv.before))
+	outBytes := sp.bytes(sp.tileElems(mv.after))
+	k := int64(1)
+	for _, a := range mv.group {
+		k *= int64(sp.atoms[a].Size)
+	}
+	c := cost.Collective{Mesh: r.Mesh, Axes: sp.refs(sortedAtoms(sp, mv.group))}
+	switch mv.op {
+	case OpSlice:
+		mv.bytes, mv.est = 0, cost.Estimate{}
+		return
+	case OpAllGather:
+		c.Kind, c.Bytes = cost.AllGather, outBytes
+		mv.bytes = outBytes - outBytes/k
+	case OpAllToAll:
+		c.Kind, c.Bytes = cost.AllToAll, inBytes*k
+		mv.bytes = inBytes - inBytes/k
+	case OpCollectivePermute:
+		c.Kind, c.Bytes = cost.CollectivePermute, inBytes
+		mv.bytes = inBytes
+	case OpReduceScatter:
+		c.Kind, c.Bytes = cost.ReduceScatter, inBytes
+		mv.bytes = inBytes - inBytes/k
+	case OpAllReduce:
+		c.Kind, c.Bytes = cost.AllReduce, inBytes
+		mv.bytes = 2 * (inBytes - inBytes/k)
+	}
+	mv.est = r.Model.Estimate(c)
+}
+
+// sortedAtoms orders atoms by mesh axis and pre-size so adjacent pieces merge.
+func sortedAtoms(sp *space, ids []uint8) []uint8 {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, func(a, b uint8) int {
+		ra, rb := sp.atoms[a], sp.atoms[b]
+		ia, ib := sp.mesh.AxisIndex(ra.Name), sp.mesh.AxisIndex(rb.Name)
+		if ia != ib {
+			return ia - ib
+		}
+		return ra.Pre - rb.Pre
+	})
+	return out
+}
+
+// mergeMoves merges runs of slices and runs of collective-permutes into one step each.
+func mergeMoves(sp *space, r *Request, mv []move) []move {
+	var out []move
+	for _, m := range mv {
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			if last.op == m.op && (m.op == OpSlice || m.op == OpCollectivePermute) {
+				last.after = m.after
+				if m.op == OpSlice {
+					if !slices.Contains(last.dims, m.dim) {
+						last.dims = append(last.dims, m.dim)
+					}
+				} else {
+					last.group = changedAtoms(last.before, last.after)
+				}
+				sp.price(r, last)
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}

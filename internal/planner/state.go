@@ -1,0 +1,336 @@
+package planner
+
+import (
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// maxPrimeAtoms bounds how many atoms prime-splitting may create; above it the planner
+// keeps the coarser common refinement (fewer states to search on big meshes).
+const maxPrimeAtoms = 10
+
+// state is, per tensor dim, the atoms sharding it (major to minor), by atom id.
+type state [][]uint8
+
+func (s state) clone() state {
+	c := make(state, len(s))
+	for i, d := range s {
+		c[i] = slices.Clone(d)
+	}
+	return c
+}
+
+// key encodes s for the visited set.
+func (s state) key() string {
+	n := len(s)
+	for _, d := range s {
+		n += len(d)
+	}
+	b := make([]byte, 0, n)
+	for _, d := range s {
+		b = append(b, d...)
+		b = append(b, 0xff)
+	}
+	return string(b)
+}
+
+func (s state) equal(o state) bool {
+	for i := range s {
+		if !slices.Equal(s[i], o[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// used returns the bitmask of atoms in some dim.
+func (s state) used() uint64 {
+	var m uint64
+	for _, d := range s {
+		for _, a := range d {
+			m |= 1 << a
+		}
+	}
+	return m
+}
+
+// space is the atom decomposition of one reshard problem.
+type space struct {
+	mesh     *sharding.Mesh
+	shape    []int64
+	elemBits int
+	atoms    []sharding.AxisRef
+}
+
+// newSpace splits every axis that src or tgt uses into atoms: the common refinement of
+// all sub-axis boundaries, split into prime factors while the atom count stays small.
+// It reports false when two refs of one axis fit no common factorisation.
+func newSpace(m *sharding.Mesh, shape []int64, elemBits int, shardings ...sharding.Sharding) (*space, bool) {
+	bounds := map[string][]int{}
+	for _, s := range shardings {
+		for _, r := range s.UsedAxes() {
+			bounds[r.Name] = append(bounds[r.Name], r.Pre, r.Next())
+		}
+	}
+	type interval struct {
+		ref   sharding.AxisRef
+		prime []int
+	}
+	var ivs []interval
+	total := 0
+	for _, ax := range m.Axes {
+		b, ok := bounds[ax.Name]
+		if !ok || ax.Size == 1 {
+			continue
+		}
+		b = append(b, 1, ax.Size)
+		slices.Sort(b)
+		b = slices.Compact(b)
+		for i := 0; i+1 < len(b); i++ {
+			if b[i+1]%b[i] != 0 {
+				return nil, false
+			}
+			size := b[i+1] / b[i]
+			ref := sharding.AxisRef{Name: ax.Name, Pre: b[i], Size: size, Of: ax.Size}
+			ivs = append(ivs, interval{ref: ref, prime: primeFactors(size)})
+			total += len(ivs[len(ivs)-1].prime)
+		}
+	}
+	sp := &space{mesh: m, shape: shape, elemBits: elemBits}
+	split := total <= maxPrimeAtoms
+	for _, iv := range ivs {
+		if !split || len(iv.prime) == 1 {
+			sp.atoms = append(sp.atoms, iv.ref)
+			continue
+		}
+		pre := iv.ref.Pre
+		for _, p := range iv.prime {
+			sp.atoms = append(sp.atoms, iv.ref.Sub(pre, p))
+			pre *= p
+		}
+	}
+	if len(sp.atoms) > 60 {
+		return nil, false
+	}
+	return sp, true
+}
+
+func primeFactors(n int) []int {
+	var out []int
+	for p := 2; p*p <= n; p++ {
+		for n%p == 0 {
+			out = append(out, p)
+			n /= p
+		}
+	}
+	if n > 1 {
+		out = append(out, n)
+	}
+	return out
+}
+
+// atomsOf maps refs to atom ids (each ref is a run of consecutive atoms).
+func (sp *space) atomsOf(refs []sharding.AxisRef) []uint8 {
+	var out []uint8
+	for _, r := range refs {
+		for id, a := range sp.atoms {
+			if r.Contains(a) {
+				out = append(out, uint8(id))
+			}
+		}
+	}
+	return out
+}
+
+// stateOf converts a sharding's dims into a state.
+func (sp *space) stateOf(s sharding.Sharding) state {
+	st := make(state, len(s.Dims))
+	for d, ds := range s.Dims {
+		st[d] = sp.atomsOf(ds.Axes)
+	}
+	return st
+}
+
+// refs converts atom ids back to merged axis refs.
+func (sp *space) refs(ids []uint8) []sharding.AxisRef {
+	out := make([]sharding.AxisRef, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, sp.atoms[id])
+	}
+	return sharding.MergeAdjacent(out)
+}
+
+// sharding converts a state to a sharding with the given unreduced axes.
+func (sp *space) sharding(st state, unreduced []sharding.AxisRef) sharding.Sharding {
+	s := sharding.Replicated(len(st))
+	for d, ids := range st {
+		s.Dims[d].Axes = sp.refs(ids)
+	}
+	s.Unreduced = slices.Clone(unreduced)
+	return s
+}
+
+// counts returns the shard count per dim.
+func (sp *space) count(ids []uint8) int {
+	n := 1
+	for _, id := range ids {
+		n *= sp.atoms[id].Size
+	}
+	return n
+}
+
+// tile is the padded local length of dim d with the given atoms.
+func (sp *space) tile(d int, ids []uint8) int64 {
+	return sharding.CeilDiv(sp.shape[d], int64(sp.count(ids)))
+}
+
+// tileElems is the padded local element count of st.
+func (sp *space) tileElems(st state) int64 {
+	n := int64(1)
+	for d, ids := range st {
+		n *= sp.tile(d, ids)
+	}
+	return n
+}
+
+func (sp *space) bytes(elems int64) int64 { return sharding.BufferBytes(elems, sp.elemBits) }
+
+// dimCovered checks, for dim d, that every device's new range (atoms after) lies inside
+// the union of the old ranges (atoms before) of the devices that differ from it only on
+// the group atoms. Without uneven tiles it holds for every move this package makes, so
+// the check enumerates shard indices only when some tile involved does not divide D.
+func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
+	if slices.Equal(before, after) {
+		return true
+	}
+	D := sp.shape[d]
+	nb, na := int64(sp.count(before)), int64(sp.count(after))
+	if D%nb == 0 && D%na == 0 {
+		return true
+	}
+	tb, ta := sharding.CeilDiv(D, nb), sharding.CeilDiv(D, na)
+	// Atoms relevant to this dim: those in before or after. Enumerate their coordinates.
+	var rel []uint8
+	seen := uint64(0)
+	for _, id := range before {
+		rel = append(rel, id)
+		seen |= 1 << id
+	}
+	for _, id := range after {
+		if seen&(1<<id) == 0 {
+			rel = append(rel, id)
+			seen |= 1 << id
+		}
+	}
+	combos := 1
+	for _, id := range rel {
+		combos *= sp.atoms[id].Size
+		if combos > 1<<16 {
+			return false // too many shards to check: treat as infeasible (the search prunes it)
+		}
+	}
+	coords := make([]int, len(sp.atoms))
+	idx := func(ids []uint8) int64 {
+		v := int64(0)
+		for _, id := range ids {
+			v = v*int64(sp.atoms[id].Size) + int64(coords[id])
+		}
+		return v
+	}
+	rng := func(i, t int64) (int64, int64) {
+		s := min(i*t, D)
+		return s, min(s+t, D)
+	}
+	// Group atoms among rel vary; others are fixed per device.
+	var fixed, free []uint8
+	for _, id := range rel {
+		if group&(1<<id) != 0 {
+			free = append(free, id)
+		} else {
+			fixed = append(fixed, id)
+		}
+	}
+	ok := true
+	var overFixed func(k int)
+	overFixed = func(k int) {
+		if !ok {
+			return
+		}
+		if k < len(fixed) {
+			for c := 0; c < sp.atoms[fixed[k]].Size; c++ {
+				coords[fixed[k]] = c
+				overFixed(k + 1)
+			}
+			return
+		}
+		// For every assignment of the free atoms, the device's after range must be
+		// covered by the union of before ranges over all free assignments.
+		var covered [][2]int64
+		var collect func(j int)
+		collect = func(j int) {
+			if j < len(free) {
+				for c := 0; c < sp.atoms[free[j]].Size; c++ {
+					coords[free[j]] = c
+					collect(j + 1)
+				}
+				return
+			}
+			s, e := rng(idx(before), tb)
+			covered = append(covered, [2]int64{s, e})
+		}
+		collect(0)
+		var check func(j int)
+		check = func(j int) {
+			if !ok {
+				return
+			}
+			if j < len(free) {
+				for c := 0; c < sp.atoms[free[j]].Size; c++ {
+					coords[free[j]] = c
+					check(j + 1)
+				}
+				return
+			}
+			s, e := rng(idx(after), ta)
+			if !intervalCovered(s, e, covered) {
+				ok = false
+			}
+		}
+		check(0)
+	}
+	overFixed(0)
+	return ok
+}
+
+// intervalCovered reports whether [s, e) lies inside the union of ivs.
+func intervalCovered(s, e int64, ivs [][2]int64) bool {
+	if s >= e {
+		return true
+	}
+	sorted := slices.Clone(ivs)
+	slices.SortFunc(sorted, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+	pos := s
+	for _, iv := range sorted {
+		if iv[0] > pos {
+			break
+		}
+		if iv[1] > pos {
+			pos = iv[1]
+		}
+		if pos >= e {
+			return true
+		}
+	}
+	return pos >= e
+}
+
+// feasible checks a move from before to after whose group varies the atoms in group.
+func (sp *space) feasible(before, after state, group uint64) bool {
+	for d := range before {
+		if !sp.dimCovered(d, before[d], after[d], group) {
+			return false
+		}
+	}
+	return true
+}
