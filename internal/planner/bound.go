@@ -6,9 +6,10 @@ import (
 
 // LowerBound is API.md's lower bound for r: the most bytes of its target tile any
 // device's source tile lacks, plus, when the source holds partial sums the target does
-// not (group size p), (p-1) target tiles where the reduced axes end up sharding the
-// tensor, or 2(p-1)/p of the smaller of the source and target tiles where they end up
-// replicated.
+// not (group size p), (p-1) x min(target tile, source tile / p) where the reduced axes
+// end up sharding the tensor (API.md says target tile; reducing on the smaller source
+// buffer first can beat that, so the bound takes the smaller), or 2(p-1)/p of the smaller
+// of the source and target tiles where they end up replicated.
 func LowerBound(r *Request) int64 {
 	lb := LowerBoundBetween(r, r.Source, r.Target)
 	p := 1
@@ -35,12 +36,13 @@ func LowerBound(r *Request) int64 {
 	if p == 1 {
 		return lb
 	}
-	tgt := bufferBytes(r, r.Target)
+	tgt, src := bufferBytes(r, r.Target), bufferBytes(r, r.Source)
 	if sharded {
-		return lb + int64(p-1)*tgt
+		// A reduce_scatter may run on the source buffer before anything else moves, so
+		// the bound uses the smaller of the target tile and the source tile's 1/p share.
+		return lb + int64(p-1)*min(tgt, src/int64(p))
 	}
-	t := min(bufferBytes(r, r.Source), tgt)
-	return lb + 2*int64(p-1)*t/int64(p)
+	return lb + 2*int64(p-1)*min(src, tgt)/int64(p)
 }
 
 func containsRef(refs []sharding.AxisRef, r sharding.AxisRef) bool {

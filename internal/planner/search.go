@@ -228,13 +228,24 @@ func changedAtoms(a, b state) []uint8 {
 	return out
 }
 
-// price fills the bytes and the estimate of mv.
+// price fills the bytes and the estimate of mv. Buffers are padded (XLA pads uneven
+// shards), so bytes count padding: all_gather receives k-1 input buffers; all_to_all and
+// reduce_scatter split the input along one dim, padded to a multiple of k, and receive
+// k-1 pieces; all_reduce receives 2(k-1) pieces.
 func (sp *space) price(r *Request, mv *move) {
-	inBytes := sp.bytes(sp.tileElems(mv.before))
-	outBytes := sp.bytes(sp.tileElems(mv.after))
+	inElems := sp.tileElems(mv.before)
+	inBytes := sp.bytes(inElems)
 	k := int64(1)
 	for _, a := range mv.group {
 		k *= int64(sp.atoms[a].Size)
+	}
+	// piece: the input split k ways along the dim that gets split (padded).
+	piece := func(d int) int64 {
+		l := sp.tile(d, mv.before[d])
+		if l == 0 {
+			return 0
+		}
+		return sp.bytes(inElems / l * sharding.CeilDiv(l, k))
 	}
 	c := cost.Collective{Mesh: r.Mesh, Axes: sp.refs(sortedAtoms(sp, mv.group))}
 	switch mv.op {
@@ -242,20 +253,20 @@ func (sp *space) price(r *Request, mv *move) {
 		mv.bytes, mv.est = 0, cost.Estimate{}
 		return
 	case OpAllGather:
-		c.Kind, c.Bytes = cost.AllGather, outBytes
-		mv.bytes = outBytes - outBytes/k
+		c.Kind, c.Bytes = cost.AllGather, k*inBytes
+		mv.bytes = (k - 1) * inBytes
 	case OpAllToAll:
-		c.Kind, c.Bytes = cost.AllToAll, inBytes*k
-		mv.bytes = inBytes - inBytes/k
+		c.Kind, c.Bytes = cost.AllToAll, k*inBytes
+		mv.bytes = (k - 1) * piece(mv.dim2)
 	case OpCollectivePermute:
 		c.Kind, c.Bytes = cost.CollectivePermute, inBytes
 		mv.bytes = inBytes
 	case OpReduceScatter:
 		c.Kind, c.Bytes = cost.ReduceScatter, inBytes
-		mv.bytes = inBytes - inBytes/k
+		mv.bytes = (k - 1) * piece(mv.dim)
 	case OpAllReduce:
 		c.Kind, c.Bytes = cost.AllReduce, inBytes
-		mv.bytes = 2 * (inBytes - inBytes/k)
+		mv.bytes = 2 * (k - 1) * sp.bytes(sharding.CeilDiv(inElems, k))
 	}
 	mv.est = r.Model.Estimate(c)
 }
