@@ -240,10 +240,27 @@ func better(a, b *Plan) bool {
 	if a.Summary.TimeUS > b.Summary.TimeUS+eps {
 		return false
 	}
+	if a.Summary.Collectives != b.Summary.Collectives {
+		return a.Summary.Collectives < b.Summary.Collectives
+	}
+	// At equal time, a schedule of standard collectives beats the point-to-point one:
+	// every backend runs them, and they are what XLA and Shardy emit.
+	if av, bv := a.usesP2P(), b.usesP2P(); av != bv {
+		return !av
+	}
 	if len(a.Steps) != len(b.Steps) {
 		return len(a.Steps) < len(b.Steps)
 	}
 	return a.Summary.BytesPerDevice < b.Summary.BytesPerDevice
+}
+
+func (p *Plan) usesP2P() bool {
+	for _, s := range p.Steps {
+		if s.Op == OpAllToAllV {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Plan) named(n string) *Plan { p.name = n; return p }

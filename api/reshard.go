@@ -1,0 +1,416 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/planner"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// ReshardRequest is the body of POST /v1/reshard.
+type ReshardRequest struct {
+	// Mesh is a mesh object or the string "x=2,y=4".
+	Mesh json.RawMessage `json:"mesh" validate:"required" swaggertype:"object"`
+	// Shape is the global tensor shape; every dim >= 1.
+	Shape []int64 `json:"shape" validate:"required,dive,gte=1" example:"2048,2048"`
+	// DType is the element type (or give element_bytes instead).
+	DType string `json:"dtype,omitempty" example:"f32" enums:"pred,s8,u8,s16,u16,f16,bf16,s32,u32,f32,s64,u64,f64,c64,c128,f8e4m3fn,f8e5m2,s4,u4"`
+	// ElementBytes is the element size in bytes, instead of dtype.
+	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64"`
+	// Source and Target shardings, each in any input form.
+	Source json.RawMessage `json:"source" validate:"required" swaggertype:"object"`
+	Target json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
+	// CostModel is a profile name from GET /v1/cost-models or an object (default tpu-v5p).
+	CostModel json.RawMessage `json:"cost_model,omitempty" swaggertype:"object"`
+	// Strategy: optimal (default) or xla (predict XLA's SPMD partitioner).
+	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
+	// Include asks for extra lists: tiles, transfers, diagram, pairs (collective_permute
+	// pairs and all_to_all_v transfers in steps, even above the device-list limit).
+	Include []string `json:"include,omitempty" validate:"omitempty,max=8,dive,oneof=tiles transfers diagram pairs"`
+	// AllowedOps restricts the step ops to those the caller's backend runs.
+	AllowedOps []string `json:"allowed_ops,omitempty" validate:"omitempty,max=7,dive,oneof=slice all_gather all_to_all collective_permute all_to_all_v reduce_scatter all_reduce"`
+	// Policy: forbid_full_rematerialization turns a plan that rematerializes into a 422.
+	Policy *Policy `json:"policy,omitempty"`
+} // @name ReshardRequest
+
+// Policy is what a CI gate refuses.
+type Policy struct {
+	ForbidFullRematerialization bool `json:"forbid_full_rematerialization"`
+} // @name Policy
+
+// StepJSON is one step of a plan (API.md step ops and their fields).
+type StepJSON struct {
+	Op        string `json:"op" example:"collective_permute" enums:"slice,all_gather,all_to_all,collective_permute,all_to_all_v,reduce_scatter,all_reduce"`
+	Dims      []int  `json:"dims,omitempty"`
+	Dim       *int   `json:"dim,omitempty"`
+	SplitDim  *int   `json:"split_dim,omitempty"`
+	ConcatDim *int   `json:"concat_dim,omitempty"`
+	// MeshAxes are the axes (or sub-axes) the step's groups span.
+	MeshAxes []string `json:"mesh_axes"`
+	// Pairs ([from, to] device ids) of a collective_permute.
+	Pairs [][2]int `json:"pairs,omitempty"`
+	// Transfers of an all_to_all_v.
+	Transfers        []planner.Transfer `json:"transfers,omitempty"`
+	Before           ShardingJSON       `json:"before"`
+	After            ShardingJSON       `json:"after"`
+	LocalShapeBefore []int64            `json:"local_shape_before"`
+	LocalShapeAfter  []int64            `json:"local_shape_after"`
+	GroupSize        int                `json:"group_size"`
+	GroupCount       int                `json:"group_count"`
+	// BytesPerDevice is the most any device receives in this step.
+	BytesPerDevice int64   `json:"bytes_per_device"`
+	Link           string  `json:"link,omitempty" example:"ici"`
+	TimeUS         float64 `json:"time_us"`
+	LatencyUS      float64 `json:"latency_us"`
+	BandwidthUS    float64 `json:"bandwidth_us"`
+} // @name Step
+
+// SummaryJSON totals a plan.
+type SummaryJSON struct {
+	Strategy                 string              `json:"strategy" example:"optimal"`
+	CostModel                string              `json:"cost_model" example:"tpu-v5p"`
+	Collectives              int                 `json:"collectives"`
+	TimeUS                   float64             `json:"time_us"`
+	BytesPerDevice           int64               `json:"bytes_per_device"`
+	LowerBoundBytesPerDevice int64               `json:"lower_bound_bytes_per_device"`
+	Efficiency               float64             `json:"efficiency"`
+	PeakBytesPerDevice       int64               `json:"peak_bytes_per_device"`
+	FullRematerialization    bool                `json:"full_rematerialization"`
+	SearchExpansions         int                 `json:"search_expansions"`
+	Candidates               []planner.Candidate `json:"candidates,omitempty"`
+} // @name Summary
+
+// Suggestion is an intermediate sharding that avoids XLA's fallback when inserted as a
+// sharding constraint.
+type Suggestion struct {
+	PartitionSpec string       `json:"partition_spec,omitempty" example:"P('D', ('X','Y'))"`
+	Sharding      ShardingJSON `json:"sharding"`
+} // @name Suggestion
+
+// TilesPair lists the source and target tiles of every device.
+type TilesPair struct {
+	Source []sharding.DeviceTile `json:"source"`
+	Target []sharding.DeviceTile `json:"target"`
+} // @name TilesPair
+
+// ReshardResponse is a plan.
+type ReshardResponse struct {
+	PlanID               string             `json:"plan_id"`
+	Mesh                 MeshObject         `json:"mesh"`
+	Shape                []int64            `json:"shape"`
+	Source               ShardingJSON       `json:"source"`
+	Target               ShardingJSON       `json:"target"`
+	Steps                []StepJSON         `json:"steps"`
+	Summary              SummaryJSON        `json:"summary"`
+	SuggestedConstraints []Suggestion       `json:"suggested_constraints"`
+	XLAWarning           string             `json:"xla_warning,omitempty"`
+	Tiles                *TilesPair         `json:"tiles,omitempty"`
+	Transfers            []planner.Transfer `json:"transfers,omitempty"`
+	Diagram              string             `json:"diagram,omitempty"`
+	// ListsOmitted is true when per-device lists (pairs, transfers) were left out because
+	// the mesh has more devices than the list limit; Note says how to ask for them.
+	ListsOmitted bool   `json:"lists_omitted,omitempty"`
+	Note         string `json:"note,omitempty"`
+} // @name ReshardResponse
+
+// reshardInput is a decoded, validated reshard request.
+type reshardInput struct {
+	req      ReshardRequest
+	mesh     *sharding.Mesh
+	elemBits int
+	src, tgt sharding.Sharding
+	model    cost.Model
+	strategy planner.Strategy
+	ops      []planner.Op
+	include  map[string]bool
+	key      string
+}
+
+func (s *Server) decodeReshard(r *http.Request) (*reshardInput, error) {
+	in := &reshardInput{include: map[string]bool{}}
+	if err := s.decodeJSON(r, &in.req); err != nil {
+		return nil, err
+	}
+	return in, s.prepareReshard(in)
+}
+
+// prepareReshard parses and validates the request's meaning and computes its key.
+func (s *Server) prepareReshard(in *reshardInput) error {
+	req := &in.req
+	m, err := parseMesh(req.Mesh, "mesh", s.limits)
+	if err != nil {
+		return err
+	}
+	in.mesh = m
+	if err := checkShape(req.Shape, "shape", s.limits); err != nil {
+		return err
+	}
+	if in.elemBits, err = elementBits(req.DType, req.ElementBytes, "dtype"); err != nil {
+		return err
+	}
+	var fes sharding.Errors
+	if in.src, err = sharding.Parse(req.Source, m, req.Shape, "source"); err != nil {
+		fes = appendFieldErrors(fes, err)
+	}
+	if in.tgt, err = sharding.Parse(req.Target, m, req.Shape, "target"); err != nil {
+		fes = appendFieldErrors(fes, err)
+	}
+	if in.model, err = cost.Resolve(req.CostModel, "cost_model"); err != nil {
+		fes = appendFieldErrors(fes, err)
+	}
+	if len(fes) > 0 {
+		return fes
+	}
+	in.strategy = planner.Optimal
+	if req.Strategy == string(planner.XLA) {
+		in.strategy = planner.XLA
+	}
+	for _, o := range req.AllowedOps {
+		in.ops = append(in.ops, planner.Op(o))
+	}
+	for _, i := range req.Include {
+		in.include[i] = true
+	}
+	in.key = reshardKey(in)
+	return nil
+}
+
+func appendFieldErrors(fes sharding.Errors, err error) sharding.Errors {
+	if more, ok := sharding.AsFieldErrors(err); ok {
+		return append(fes, more...)
+	}
+	return append(fes, sharding.Fieldf("", "%v", err))
+}
+
+// reshardKey hashes the canonical request: the same request in any accepted input form
+// gets the same key (and plan id).
+func reshardKey(in *reshardInput) string {
+	ops := slices.Clone(in.req.AllowedOps)
+	slices.Sort(ops)
+	inc := slices.Clone(in.req.Include)
+	slices.Sort(inc)
+	inc = slices.Compact(inc)
+	model := in.model.Name()
+	if cm, ok := in.model.(interface{ Fingerprint() string }); ok {
+		model = cm.Fingerprint()
+	}
+	canon := struct {
+		V        string   `json:"v"`
+		Kind     string   `json:"kind"`
+		Mesh     string   `json:"mesh"`
+		MeshName string   `json:"mesh_name"`
+		IDs      []int    `json:"ids"`
+		Shape    []int64  `json:"shape"`
+		Bits     int      `json:"bits"`
+		Src      string   `json:"src"`
+		Tgt      string   `json:"tgt"`
+		Model    string   `json:"model"`
+		Strategy string   `json:"strategy"`
+		Ops      []string `json:"ops"`
+		Include  []string `json:"include"`
+	}{planner.Version, "reshard", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs, in.req.Shape, in.elemBits, in.src.Body(), in.tgt.Body(), model, string(in.strategy), ops, inc}
+	b, _ := json.Marshal(canon)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// reshard godoc
+//
+//	@Summary		Plan a reshard
+//	@Description	Finds the cheapest collective schedule (slice, all_gather, all_to_all, collective_permute, all_to_all_v, reduce_scatter, all_reduce) that moves a tensor from `source` to `target` sharding, priced by `cost_model`, with the communication lower bound and efficiency beside it. `strategy: xla` predicts XLA's SPMD partitioner, flags its involuntary full rematerialization and suggests constraints that avoid it. With `Accept: text/plain` the answer is the mesh-contents diagram. `policy.forbid_full_rematerialization` turns a plan that rematerializes into a 422 carrying the plan.
+//	@Tags			reshard
+//	@Accept			json
+//	@Produce		json
+//	@Produce		text/plain
+//	@Produce		application/problem+json
+//	@Param			request	body		ReshardRequest	true	"mesh, tensor, source and target shardings"
+//	@Success		200		{object}	ReshardResponse
+//	@Header			200		{string}	X-Cache	"hit or miss"
+//	@Failure		400		{object}	Problem	"invalid JSON, field, sharding or cost model; or no plan with allowed_ops"
+//	@Failure		413		{object}	Problem	"body too large"
+//	@Failure		415		{object}	Problem	"not JSON"
+//	@Failure		422		{object}	Problem	"policy violation: the plan (under `plan`) rematerializes"
+//	@Failure		503		{object}	Problem	"overloaded or timed out"
+//	@Router			/v1/reshard [post]
+func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
+	in, err := s.decodeReshard(r)
+	if err != nil {
+		return err
+	}
+	textOut := wantsText(r)
+	if textOut {
+		in.include["diagram"] = true
+		in.key = reshardKey(in)
+	}
+	body, hit, err := s.memo.Do(r.Context(), in.key, func(ctx context.Context) ([]byte, error) {
+		resp, err := s.planReshard(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return encodeJSON(resp)
+	})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit])
+	if err := policyCheck(in.req.Policy, body); err != nil {
+		return err
+	}
+	if textOut {
+		var d struct {
+			Diagram string `json:"diagram"`
+		}
+		if err := json.Unmarshal(body, &d); err != nil {
+			return err
+		}
+		writeBody(w, http.StatusOK, "text/plain; charset=utf-8", []byte(d.Diagram))
+		return nil
+	}
+	writeBody(w, http.StatusOK, "application/json", body)
+	return nil
+}
+
+func wantsText(r *http.Request) bool {
+	a := r.Header.Get("Accept")
+	return strings.Contains(a, "text/plain") && !strings.Contains(a, "application/json")
+}
+
+// policyCheck turns a plan that violates the policy into a 422 carrying the plan.
+func policyCheck(p *Policy, body []byte) error {
+	if p == nil || !p.ForbidFullRematerialization {
+		return nil
+	}
+	var probe struct {
+		Summary struct {
+			FullRematerialization bool   `json:"full_rematerialization"`
+			Strategy              string `json:"strategy"`
+		} `json:"summary"`
+		XLAWarning           string          `json:"xla_warning"`
+		SuggestedConstraints json.RawMessage `json:"suggested_constraints"`
+	}
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return err
+	}
+	if !probe.Summary.FullRematerialization {
+		return nil
+	}
+	detail := "the plan goes through an involuntary full rematerialization (every device holds the whole tensor)"
+	if probe.XLAWarning != "" {
+		detail += ": " + probe.XLAWarning
+	}
+	return NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", detail).
+		With("violations", []map[string]string{{"policy": "forbid_full_rematerialization", "message": detail}}).
+		With("plan", json.RawMessage(body)).
+		With("suggested_constraints", probe.SuggestedConstraints)
+}
+
+// planReshard computes the response of a reshard request.
+func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardResponse, error) {
+	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops}
+	var p *planner.Plan
+	var info *xlaResult
+	var err error
+	if in.strategy == planner.XLA {
+		p, info, err = xlaPlan(ctx, preq)
+	} else {
+		p, err = planner.Reshard(ctx, preq)
+	}
+	if err != nil {
+		var npe *planner.NoPlanError
+		if errors.As(err, &npe) {
+			return nil, Invalid(slugInvalidRequest, "No plan with the allowed ops", sharding.Fieldf("allowed_ops", "%s", npe.Error()))
+		}
+		return nil, err
+	}
+	return s.renderPlan(in, p, info), nil
+}
+
+// renderPlan builds the wire form of a plan.
+func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *xlaResult) *ReshardResponse {
+	m := in.mesh
+	name := m.Name
+	n := m.NumDevices()
+	lists := n <= s.limits.ListDeviceLimit || in.include["pairs"]
+	resp := &ReshardResponse{
+		PlanID: in.key, Mesh: meshJSON(m), Shape: in.req.Shape,
+		Source: shardingJSON(in.src, name), Target: shardingJSON(in.tgt, name),
+		Steps:                make([]StepJSON, 0, len(p.Steps)),
+		SuggestedConstraints: []Suggestion{},
+	}
+	for _, st := range p.Steps {
+		sj := StepJSON{
+			Op: string(st.Op), MeshAxes: refStrings(st.MeshAxes),
+			Before: shardingJSON(st.Before, name), After: shardingJSON(st.After, name),
+			LocalShapeBefore: st.LocalShapeBefore, LocalShapeAfter: st.LocalShapeAfter,
+			GroupSize: st.GroupSize, GroupCount: st.GroupCount, BytesPerDevice: st.BytesPerDevice,
+			Link: st.Cost.Link, TimeUS: st.Cost.TimeUS, LatencyUS: st.Cost.LatencyUS, BandwidthUS: st.Cost.BandwidthUS,
+		}
+		switch st.Op {
+		case planner.OpSlice:
+			sj.Dims = st.Dims
+		case planner.OpAllGather, planner.OpReduceScatter:
+			d := st.Dim
+			sj.Dim = &d
+		case planner.OpAllToAll:
+			a, b := st.SplitDim, st.ConcatDim
+			sj.SplitDim, sj.ConcatDim = &a, &b
+		case planner.OpCollectivePermute:
+			if lists {
+				sj.Pairs = planner.Pairs(m, in.req.Shape, st.Before, st.After)
+			} else {
+				resp.ListsOmitted = true
+			}
+		case planner.OpAllToAllV:
+			if lists {
+				sj.Transfers = planner.Transfers(m, in.req.Shape, in.elemBits, st.Before, st.After)
+			} else {
+				resp.ListsOmitted = true
+			}
+		}
+		resp.Steps = append(resp.Steps, sj)
+	}
+	sum := p.Summary
+	resp.Summary = SummaryJSON{
+		Strategy: string(sum.Strategy), CostModel: in.model.Name(), Collectives: sum.Collectives, TimeUS: sum.TimeUS,
+		BytesPerDevice: sum.BytesPerDevice, LowerBoundBytesPerDevice: sum.LowerBoundBytesPerDevice,
+		Efficiency: sum.Efficiency, PeakBytesPerDevice: sum.PeakBytesPerDevice,
+		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: sum.Candidates,
+	}
+	if info != nil {
+		resp.XLAWarning = info.Warning
+		for _, sg := range info.Suggested {
+			resp.SuggestedConstraints = append(resp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, name)})
+		}
+	}
+	if in.include["tiles"] {
+		resp.Tiles = &TilesPair{
+			Source: sharding.NewLayout(m, in.req.Shape, in.src).Tiles(nil),
+			Target: sharding.NewLayout(m, in.req.Shape, in.tgt).Tiles(nil),
+		}
+	}
+	if in.include["transfers"] {
+		resp.Transfers = planner.Transfers(m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt))
+	}
+	if in.include["diagram"] {
+		resp.Diagram = planner.Diagram(p)
+	}
+	if resp.ListsOmitted {
+		resp.Note = fmt.Sprintf("the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are left out; add \"pairs\" to include to get them", n, s.limits.ListDeviceLimit)
+	}
+	return resp
+}
+
+func stripUnreduced(s sharding.Sharding) sharding.Sharding {
+	c := s.Clone()
+	c.Unreduced = nil
+	return c
+}
