@@ -172,7 +172,10 @@ func (sp *space) neighbors(r *Request, st, goal state, goalMask uint64, unr []sh
 		if same && !st.equal(goal) {
 			add(move{op: OpCollectivePermute, group: changedAtoms(st, goal), after: goal.clone()})
 		}
-		// Swap two equal-sized atoms anywhere, or replace an atom by an unused one.
+		// Swap two equal-sized atoms, or replace an atom by an unused one, when that puts
+		// a goal atom at its goal position (undirected permutations only widen the search
+		// without making plans cheaper: a later permute can do them in the same step).
+		atGoal := func(d, i int, a uint8) bool { return i < len(goal[d]) && goal[d][i] == a }
 		type pos struct{ d, i int }
 		var ps []pos
 		for d := range rank {
@@ -181,23 +184,25 @@ func (sp *space) neighbors(r *Request, st, goal state, goalMask uint64, unr []sh
 			}
 		}
 		for x := range ps {
-			a := st[ps[x].d][ps[x].i]
+			px := ps[x]
+			a := st[px.d][px.i]
 			for y := x + 1; y < len(ps); y++ {
-				b := st[ps[y].d][ps[y].i]
-				if sp.atoms[a].Size != sp.atoms[b].Size {
+				py := ps[y]
+				b := st[py.d][py.i]
+				if sp.atoms[a].Size != sp.atoms[b].Size || !(atGoal(px.d, px.i, b) || atGoal(py.d, py.i, a)) {
 					continue
 				}
 				nx := st.clone()
-				nx[ps[x].d][ps[x].i], nx[ps[y].d][ps[y].i] = b, a
+				nx[px.d][px.i], nx[py.d][py.i] = b, a
 				add(move{op: OpCollectivePermute, group: []uint8{a, b}, after: nx})
 			}
-			for u := range sp.atoms {
-				if used&(1<<uint(u)) != 0 || sp.atoms[u].Size != sp.atoms[a].Size || goalMask&(1<<uint(u)) == 0 {
-					continue
+			if px.i < len(goal[px.d]) {
+				u := goal[px.d][px.i]
+				if used&(1<<u) == 0 && sp.atoms[u].Size == sp.atoms[a].Size {
+					nx := st.clone()
+					nx[px.d][px.i] = u
+					add(move{op: OpCollectivePermute, group: []uint8{a, u}, after: nx})
 				}
-				nx := st.clone()
-				nx[ps[x].d][ps[x].i] = uint8(u)
-				add(move{op: OpCollectivePermute, group: []uint8{a, uint8(u)}, after: nx})
 			}
 		}
 	}
