@@ -1,0 +1,19 @@
+# syntax=docker/dockerfile:1
+
+# Build: a static binary (no cgo) with the module cache and build cache mounted.
+FROM golang:1.26 AS build
+WORKDIR /src
+ENV CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    go build -trimpath -ldflags="-s -w" -o /out/shardplan ./cmd/server
+
+# Run: distroless static, non-root (uid 65532), nothing but the binary.
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/shardplan /usr/local/bin/shardplan
+ENV SHARDPLAN_ADDR=:8080 SHARDPLAN_LOG_FORMAT=json
+EXPOSE 8080
+USER nonroot:nonroot
+ENTRYPOINT ["/usr/local/bin/shardplan"]

@@ -1,0 +1,122 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Health is the body of GET /healthz.
+type Health struct {
+	Status string `json:"status" example:"ok"`
+} // @name Health
+
+// Readiness is the body of GET /readyz when ready. Checks maps each dependency to "ok"
+// or what is wrong with it.
+type Readiness struct {
+	Status string            `json:"status" example:"ready"`
+	Checks map[string]string `json:"checks"`
+} // @name Readiness
+
+// healthz godoc
+//
+//	@Summary		Liveness
+//	@Description	Answers 200 while the process is alive.
+//	@Tags			ops
+//	@Produce		json
+//	@Success		200	{object}	Health
+//	@Router			/healthz [get]
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	return writeJSON(w, http.StatusOK, Health{Status: "ok"})
+}
+
+// readyCheckTimeout bounds each readiness check.
+const readyCheckTimeout = time.Second
+
+// readyz godoc
+//
+//	@Summary		Readiness
+//	@Description	Answers 200 when the service takes traffic: not draining, and every dependency check (e.g. the cache) passes. Otherwise 503 problem+json with the same `checks` object.
+//	@Tags			ops
+//	@Produce		json
+//	@Produce		application/problem+json
+//	@Success		200	{object}	Readiness
+//	@Failure		503	{object}	Problem
+//	@Router			/readyz [get]
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	checks := map[string]string{"draining": "ok"}
+	ready := true
+	if s.draining.Load() {
+		checks["draining"] = "shutting down"
+		ready = false
+	}
+	names := make([]string, 0, len(s.checks))
+	for name := range s.checks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	results := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
+			defer cancel()
+			results[i] = s.checks[name](ctx)
+		})
+	}
+	wg.Wait()
+	for i, name := range names {
+		if results[i] != nil {
+			checks[name] = results[i].Error()
+			ready = false
+		} else {
+			checks[name] = "ok"
+		}
+	}
+	if !ready {
+		return NewProblem(http.StatusServiceUnavailable, slugNotReady, "Not ready",
+			"the service is not taking traffic; see checks").With("checks", checks).WithHeader("Retry-After", "5")
+	}
+	return writeJSON(w, http.StatusOK, Readiness{Status: "ready", Checks: checks})
+}
+
+// openAPI godoc
+//
+//	@Summary	OpenAPI spec
+//	@Tags		ops
+//	@Produce	json
+//	@Success	200	{object}	object
+//	@Router		/openapi.json [get]
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) error {
+	if len(s.openapi) == 0 {
+		return NewProblem(http.StatusNotFound, slugNotFound, "Not found", "this build carries no OpenAPI spec")
+	}
+	writeBody(w, http.StatusOK, "application/json", s.openapi)
+	return nil
+}
+
+const docsPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>shardplan API</title>
+<link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>
+<body><noscript>The spec is at <a href="/openapi.json">/openapi.json</a>.</noscript>
+<p style="font-family:sans-serif">Spec: <a href="/openapi.json">/openapi.json</a></p>
+<div id="ui"></div>
+<script src="https://unpkg.com/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script>window.onload=function(){SwaggerUIBundle({url:"/openapi.json",dom_id:"#ui"})}</script>
+</body></html>
+`
+
+// docs godoc
+//
+//	@Summary		API docs page
+//	@Description	A page that renders /openapi.json with Swagger UI (loaded from a CDN) to try the API.
+//	@Tags			ops
+//	@Produce		html
+//	@Success		200	{string}	string
+//	@Router			/docs [get]
+func (s *Server) docs(w http.ResponseWriter, _ *http.Request) error {
+	writeBody(w, http.StatusOK, "text/html; charset=utf-8", []byte(docsPage))
+	return nil
+}

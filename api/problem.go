@@ -1,0 +1,233 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// ProblemTypeBase prefixes every problem type URI: the slug follows it.
+const ProblemTypeBase = "https://shardplan.dev/problems/"
+
+// ProblemContentType is the media type of every error body (RFC 9457).
+const ProblemContentType = "application/problem+json"
+
+// Problem is an RFC 9457 problem details object, the body of every failure. It is also an
+// error, so handlers return it and one renderer (writeProblem) writes it.
+type Problem struct {
+	// Type is a URI naming the kind of problem: https://shardplan.dev/problems/<slug>.
+	Type string `json:"type" example:"https://shardplan.dev/problems/invalid-sharding"`
+	// Title is constant per Type.
+	Title string `json:"title" example:"Invalid sharding"`
+	// Status equals the HTTP status code.
+	Status int `json:"status" example:"400"`
+	// Detail says what went wrong in this occurrence.
+	Detail string `json:"detail,omitempty" example:"sharding[0]: unknown mesh axis \"q\" (mesh axes: x, y)"`
+	// Instance is the request id of this occurrence.
+	Instance string `json:"instance,omitempty" example:"host/abcdef-000001"`
+	// Errors lists the invalid fields by wire path, for validation failures.
+	Errors []*sharding.FieldError `json:"errors,omitempty"`
+	// Extensions are extra members (e.g. "checks", "violations", "plan"), merged into the
+	// top-level object when encoded.
+	Extensions map[string]any `json:"-" swaggerignore:"true"`
+
+	headers http.Header // extra response headers (Retry-After, Allow)
+	cause   error       // internal cause, logged, never sent
+} // @name Problem
+
+// Error implements error.
+func (p *Problem) Error() string {
+	if p.Detail != "" {
+		return p.Title + ": " + p.Detail
+	}
+	return p.Title
+}
+
+// Unwrap returns the internal cause, if any.
+func (p *Problem) Unwrap() error { return p.cause }
+
+// MarshalJSON merges Extensions into the object; the standard members win.
+func (p *Problem) MarshalJSON() ([]byte, error) {
+	type plain Problem
+	b, err := encodeJSON((*plain)(p))
+	if err != nil || len(p.Extensions) == 0 {
+		return b, err
+	}
+	m := make(map[string]any, len(p.Extensions)+7)
+	for k, v := range p.Extensions {
+		m[k] = v
+	}
+	var std map[string]json.RawMessage
+	if err := json.Unmarshal(b, &std); err != nil {
+		return nil, err
+	}
+	for k, v := range std {
+		m[k] = v
+	}
+	return encodeJSON(m)
+}
+
+// WithHeader returns p with a response header set.
+func (p *Problem) WithHeader(key, value string) *Problem {
+	if p.headers == nil {
+		p.headers = http.Header{}
+	}
+	p.headers.Set(key, value)
+	return p
+}
+
+// With returns p with an extension member set.
+func (p *Problem) With(key string, value any) *Problem {
+	if p.Extensions == nil {
+		p.Extensions = map[string]any{}
+	}
+	p.Extensions[key] = value
+	return p
+}
+
+// NewProblem builds a problem of the given status, slug and title; detail is formatted.
+func NewProblem(status int, slug, title, format string, args ...any) *Problem {
+	detail := format
+	if len(args) > 0 {
+		detail = fmt.Sprintf(format, args...)
+	}
+	return &Problem{Type: ProblemTypeBase + slug, Title: title, Status: status, Detail: detail}
+}
+
+// Invalid is a 400 listing field errors; detail joins them.
+func Invalid(slug, title string, errs ...*sharding.FieldError) *Problem {
+	p := &Problem{Type: ProblemTypeBase + slug, Title: title, Status: http.StatusBadRequest, Errors: errs}
+	parts := make([]string, len(errs))
+	for i, e := range errs {
+		parts[i] = e.Error()
+	}
+	p.Detail = strings.Join(parts, "; ")
+	return p
+}
+
+// Problem slugs and titles used by shardplan.
+const (
+	slugInvalidJSON      = "invalid-json"
+	slugInvalidRequest   = "invalid-request"
+	slugInvalidMesh      = "invalid-mesh"
+	slugInvalidSharding  = "invalid-sharding"
+	slugLimitExceeded    = "limit-exceeded"
+	slugBodyTooLarge     = "body-too-large"
+	slugUnsupportedMedia = "unsupported-media-type"
+	slugNotFound         = "not-found"
+	slugMethodNotAllowed = "method-not-allowed"
+	slugOverloaded       = "overloaded"
+	slugTimeout          = "timeout"
+	slugNotReady         = "not-ready"
+	slugPolicyViolation  = "policy-violation" // 422, with "violations" and "plan" extensions
+	slugRateLimited      = "rate-limited"     // 429, with Retry-After
+	slugInternal         = "internal"
+)
+
+// limitExceeded is a 400 naming the field, the limit and its value.
+func limitExceeded(field, format string, args ...any) *Problem {
+	return Invalid(slugLimitExceeded, "Request exceeds a limit", sharding.Fieldf(field, format, args...))
+}
+
+// problemFrom classifies any error a handler returns:
+//   - *Problem as is;
+//   - sharding field errors (sharding.FieldError / sharding.Errors) -> 400 invalid-sharding,
+//     or invalid-mesh when every field is under "mesh";
+//   - context.DeadlineExceeded -> 503 timeout;
+//   - *http.MaxBytesError -> 413;
+//   - anything else -> 500 with a generic detail (the cause is logged, never sent).
+func (s *Server) problemFrom(err error) *Problem {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	if fes, ok := sharding.AsFieldErrors(err); ok {
+		slug, title := classifyFields(fes)
+		return Invalid(slug, title, fes...)
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return bodyTooLarge(mbe.Limit)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return s.timeoutProblem()
+	}
+	p = NewProblem(http.StatusInternalServerError, slugInternal, "Internal error", "the server failed to handle this request; quote the instance id when reporting it")
+	p.cause = err
+	return p
+}
+
+func bodyTooLarge(limit int64) *Problem {
+	return NewProblem(http.StatusRequestEntityTooLarge, slugBodyTooLarge, "Request body too large",
+		"the request body exceeds the limit of %d bytes (SHARDPLAN_MAX_BODY_BYTES)", limit)
+}
+
+func (s *Server) timeoutProblem() *Problem {
+	return NewProblem(http.StatusServiceUnavailable, slugTimeout, "Request timed out",
+		"the request took longer than the limit of %s (SHARDPLAN_REQUEST_TIMEOUT); ask for less (fewer devices, smaller graph) or retry", s.limits.RequestTimeout).
+		WithHeader("Retry-After", "1")
+}
+
+// writeProblem is the one renderer of failures: it classifies err, logs it (5xx at Error
+// with the cause), and writes application/problem+json with instance = request id.
+func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.problemFrom(err)
+	out := *p
+	out.Instance = middleware.GetReqID(r.Context())
+	if out.Status >= 500 {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("request_id", out.Instance), slog.Int("status", out.Status),
+			slog.String("type", out.Type), slog.Any("error", err))
+	}
+	body, mErr := encodeJSON(&out)
+	if mErr != nil {
+		body = []byte(`{"type":"` + ProblemTypeBase + slugInternal + `","title":"Internal error","status":500}`)
+		out.Status = http.StatusInternalServerError
+	}
+	h := w.Header()
+	for k, vs := range p.headers {
+		h[k] = vs
+	}
+	h.Set("Content-Type", ProblemContentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(out.Status)
+	_, _ = w.Write(body)
+}
+
+// classifyFields picks the problem type of a list of field errors by the root of their
+// paths: all under "mesh" -> invalid-mesh; all under a sharding-valued field (anything
+// but the plain request fields) -> invalid-sharding; otherwise invalid-request.
+func classifyFields(fes sharding.Errors) (slug, title string) {
+	kinds := map[string]bool{}
+	for _, fe := range fes {
+		root := fe.Field
+		if i := strings.IndexAny(root, ".["); i >= 0 {
+			root = root[:i]
+		}
+		switch root {
+		case "mesh":
+			kinds[slugInvalidMesh] = true
+		case "", "shape", "dtype", "element_bytes", "locate", "devices", "include", "cost_model", "strategy", "policy", "allowed_ops", "options":
+			kinds[slugInvalidRequest] = true
+		default:
+			kinds[slugInvalidSharding] = true
+		}
+	}
+	switch {
+	case len(kinds) == 1 && kinds[slugInvalidMesh]:
+		return slugInvalidMesh, "Invalid mesh"
+	case len(kinds) == 1 && kinds[slugInvalidSharding]:
+		return slugInvalidSharding, "Invalid sharding"
+	}
+	return slugInvalidRequest, "Invalid request"
+}

@@ -1,0 +1,215 @@
+// Package api is shardplan's HTTP transport: the chi router and its middleware, request
+// and response types, decoding and validation, and the one problem+json renderer every
+// failure goes through. It translates JSON to the domain packages and back; it holds no
+// planning logic.
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/go-playground/validator/v10"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Limits bound what one request may ask for. Every limit is named (with its environment
+// variable) in the 4xx a request over it gets.
+type Limits struct {
+	MaxBodyBytes    int64         // SHARDPLAN_MAX_BODY_BYTES
+	MaxDevices      int           // SHARDPLAN_MAX_DEVICES
+	MaxRank         int           // SHARDPLAN_MAX_RANK
+	MaxMeshAxes     int           // SHARDPLAN_MAX_MESH_AXES
+	ListDeviceLimit int           // SHARDPLAN_LIST_DEVICE_LIMIT: above it, device lists are left out unless asked for
+	RequestTimeout  time.Duration // SHARDPLAN_REQUEST_TIMEOUT
+	MaxInflight     int           // SHARDPLAN_MAX_INFLIGHT: concurrent /v1 requests; more get 503
+}
+
+// DefaultLimits are the limits of a service started with no configuration.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBodyBytes:    1 << 20,
+		MaxDevices:      65536,
+		MaxRank:         16,
+		MaxMeshAxes:     8,
+		ListDeviceLimit: 1024,
+		RequestTimeout:  10 * time.Second,
+		MaxInflight:     256,
+	}
+}
+
+// Check is a readiness check: nil when the dependency is usable. It must return within
+// its context's deadline.
+type Check func(ctx context.Context) error
+
+// Deps is everything a Server needs. Zero values get defaults: a discarding logger,
+// DefaultLimits, a fresh private registry, NopMemo.
+type Deps struct {
+	Logger   *slog.Logger
+	Limits   Limits
+	Registry *prometheus.Registry
+	// Memo memoizes encoded responses (internal/cache plugs in here).
+	Memo Memo
+	// Checks are readiness checks by name (e.g. "cache"); /readyz runs them all.
+	Checks map[string]Check
+	// OpenAPI is the spec served at GET /openapi.json.
+	OpenAPI []byte
+}
+
+// Server is shardplan's HTTP handler. Build it with New; it is safe for concurrent use.
+type Server struct {
+	log      *slog.Logger
+	limits   Limits
+	reg      *prometheus.Registry
+	memo     Memo
+	checks   map[string]Check
+	openapi  []byte
+	validate *validator.Validate
+	draining atomic.Bool
+	inflight chan struct{}
+	metrics  *httpMetrics
+	router   chi.Router
+}
+
+// New builds a Server from deps.
+func New(deps Deps) (*Server, error) {
+	s := &Server{
+		log:     deps.Logger,
+		limits:  deps.Limits,
+		reg:     deps.Registry,
+		memo:    deps.Memo,
+		checks:  deps.Checks,
+		openapi: deps.OpenAPI,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.limits == (Limits{}) {
+		s.limits = DefaultLimits()
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	if s.memo == nil {
+		s.memo = NopMemo{}
+	}
+	if s.limits.MaxInflight > 0 {
+		s.inflight = make(chan struct{}, s.limits.MaxInflight)
+	}
+	s.validate = newValidator()
+	m, err := newHTTPMetrics(s.reg)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.router = s.routes()
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// SetDraining flips readiness: while draining, /readyz answers 503 so load balancers
+// stop sending traffic before the listener closes.
+func (s *Server) SetDraining(v bool) { s.draining.Store(v) }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(sanitizeRequestID, middleware.RequestID, echoRequestID, s.observe, s.recoverer, middleware.GetHead)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeProblem(w, r, NewProblem(http.StatusNotFound, slugNotFound, "Not found",
+			"no route %s %s; see GET /openapi.json for the routes", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		// chi sets Allow only in its default 405 handler; find the methods ourselves.
+		allowed := s.allowedMethods(r.URL.Path)
+		s.writeProblem(w, r, NewProblem(http.StatusMethodNotAllowed, slugMethodNotAllowed, "Method not allowed",
+			"%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allowed, ", ")).
+			WithHeader("Allow", strings.Join(allowed, ", ")))
+	})
+
+	r.Get("/healthz", s.handle(s.healthz))
+	r.Get("/readyz", s.handle(s.readyz))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	r.Get("/openapi.json", s.handle(s.openAPI))
+	r.Get("/docs", s.handle(s.docs))
+
+	// The API routes. An inline group (not a sub-router) so its middleware runs after
+	// routing and the route pattern is complete even for a 413/415/503 it answers.
+	r.Group(func(r chi.Router) {
+		r.Use(s.throttle, s.timeout, s.limitBody, s.requireJSON)
+		r.Post("/v1/tiles", s.handle(s.tiles))
+		r.Post("/v1/reshard", s.handle(s.reshard))
+		r.Get("/v1/plans/{plan_id}", s.handle(s.plan))
+	})
+	return r
+}
+
+// allowedMethods lists the methods some route answers on path.
+func (s *Server) allowedMethods(path string) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if s.router.Match(chi.NewRouteContext(), m, path) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// handlerFunc is the signature of every shardplan handler: it writes a success response
+// itself (usually through writeJSON) or returns an error that writeProblem renders.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle adapts a handlerFunc to http.HandlerFunc.
+func (s *Server) handle(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+				// The client went away; nobody will read an answer.
+				s.log.LogAttrs(r.Context(), slog.LevelDebug, "client gone", slog.String("request_id", middleware.GetReqID(r.Context())))
+				w.WriteHeader(499)
+				return
+			}
+			s.writeProblem(w, r, err)
+		}
+	}
+}
+
+// writeJSON encodes v, then writes status and the bytes (no half-written 200s).
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	body, err := encodeJSON(v)
+	if err != nil {
+		return err
+	}
+	writeBody(w, status, "application/json", body)
+	return nil
+}
+
+// encodeJSON marshals v without HTML escaping (shardings print "<" and ">").
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,63 @@
+package api
+
+import "github.com/shardplan/shardplan/internal/sharding"
+
+// ShardingJSON is the canonical output form of a sharding (API.md "Sharding").
+type ShardingJSON struct {
+	// Dims has one entry per tensor dim.
+	Dims []DimShardingJSON `json:"dims"`
+	// Replicated lists the explicitly replicated axes, in mesh order.
+	Replicated []string `json:"replicated,omitempty" example:"w"`
+	// Unreduced lists the axes over which the tensor holds partial sums, in mesh order.
+	Unreduced []string `json:"unreduced,omitempty" example:"u"`
+	// Text is Shardy's textual form (output only; also accepted as input).
+	Text string `json:"text" example:"sharding<@mesh, [{\"x\"}, {\"z\", \"y\", ?}p1], replicated={\"w\"}>"`
+} // @name Sharding
+
+// DimShardingJSON is the sharding of one tensor dim.
+type DimShardingJSON struct {
+	// Axes shard the dim, major to minor: "x" (a full axis) or "x:(m)k" (a sub-axis).
+	Axes []string `json:"axes" example:"x,y:(1)2"`
+	// Open: propagation may add axes to this dim.
+	Open bool `json:"open,omitempty"`
+	// Priority is Shardy's p<N>, 0 highest; absent means none.
+	Priority *int `json:"priority,omitempty" validate:"omitempty,gte=0"`
+} // @name DimSharding
+
+// shardingJSON renders s (canonical, on a mesh named meshName) in the wire's canonical
+// output form. Endpoints that answer with shardings (tiles, reshard, graph) all use it.
+func shardingJSON(s sharding.Sharding, meshName string) ShardingJSON {
+	out := ShardingJSON{Dims: make([]DimShardingJSON, len(s.Dims)), Text: s.Text(meshName)}
+	for i, d := range s.Dims {
+		dj := DimShardingJSON{Axes: refStrings(d.Axes), Open: d.Open}
+		if d.Priority != sharding.NoPriority {
+			p := d.Priority
+			dj.Priority = &p
+		}
+		out.Dims[i] = dj
+	}
+	if len(s.Replicated) > 0 {
+		out.Replicated = refStrings(s.Replicated)
+	}
+	if len(s.Unreduced) > 0 {
+		out.Unreduced = refStrings(s.Unreduced)
+	}
+	return out
+}
+
+func refStrings(refs []sharding.AxisRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.String()
+	}
+	return out
+}
+
+// meshJSON renders a validated mesh in its object form.
+func meshJSON(m *sharding.Mesh) MeshObject {
+	out := MeshObject{Name: m.Name, Axes: make([]MeshAxis, len(m.Axes)), DeviceIDs: m.DeviceIDs}
+	for i, a := range m.Axes {
+		out.Axes[i] = MeshAxis{Name: a.Name, Size: a.Size}
+	}
+	return out
+}

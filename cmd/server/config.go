@@ -1,0 +1,262 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardplan/shardplan/api"
+)
+
+// config is everything the service reads at start: defaults, overridden by environment
+// variables, overridden by flags. Validate checks it in one place.
+type config struct {
+	Addr            string
+	RedisURL        string
+	LogLevel        string
+	LogFormat       string
+	MaxBodyBytes    int64
+	MaxDevices      int
+	MaxRank         int
+	MaxMeshAxes     int
+	ListDeviceLimit int
+	RequestTimeout  time.Duration
+	ShutdownTimeout time.Duration
+	DrainDelay      time.Duration
+	MaxInflight     int
+	CacheTTL        time.Duration
+	CacheMaxBytes   int64
+}
+
+func defaultConfig() config {
+	l := api.DefaultLimits()
+	return config{
+		Addr:            ":8080",
+		LogLevel:        "info",
+		LogFormat:       "text",
+		MaxBodyBytes:    l.MaxBodyBytes,
+		MaxDevices:      l.MaxDevices,
+		MaxRank:         l.MaxRank,
+		MaxMeshAxes:     l.MaxMeshAxes,
+		ListDeviceLimit: l.ListDeviceLimit,
+		RequestTimeout:  l.RequestTimeout,
+		ShutdownTimeout: 15 * time.Second,
+		MaxInflight:     l.MaxInflight,
+		CacheTTL:        time.Hour,
+		CacheMaxBytes:   64 << 20,
+	}
+}
+
+// setting is one configuration value: its env name, flag name, usage and where it lives.
+type setting struct {
+	env, flag, usage string
+	ptr              any // *string, *int, *int64, *time.Duration
+}
+
+func (c *config) settings() []setting {
+	return []setting{
+		{"SHARDPLAN_ADDR", "addr", "listen address (host:port; port 0 picks a free one)", &c.Addr},
+		{"REDIS_URL", "redis-url", "Redis URL for the plan cache (redis://, rediss://, unix://); empty: in-process cache", &c.RedisURL},
+		{"SHARDPLAN_LOG_LEVEL", "log-level", "log level: debug, info, warn, error", &c.LogLevel},
+		{"SHARDPLAN_LOG_FORMAT", "log-format", "log format: json or text", &c.LogFormat},
+		{"SHARDPLAN_MAX_BODY_BYTES", "max-body-bytes", "largest request body in bytes (413 above)", &c.MaxBodyBytes},
+		{"SHARDPLAN_MAX_DEVICES", "max-devices", "largest mesh, in devices", &c.MaxDevices},
+		{"SHARDPLAN_MAX_RANK", "max-rank", "largest tensor rank", &c.MaxRank},
+		{"SHARDPLAN_MAX_MESH_AXES", "max-mesh-axes", "most mesh axes", &c.MaxMeshAxes},
+		{"SHARDPLAN_LIST_DEVICE_LIMIT", "list-device-limit", "above this many devices, per-device lists are left out of responses unless asked for", &c.ListDeviceLimit},
+		{"SHARDPLAN_REQUEST_TIMEOUT", "request-timeout", "deadline of one request (503 timeout after it)", &c.RequestTimeout},
+		{"SHARDPLAN_SHUTDOWN_TIMEOUT", "shutdown-timeout", "how long a graceful shutdown waits for in-flight requests", &c.ShutdownTimeout},
+		{"SHARDPLAN_DRAIN_DELAY", "drain-delay", "on SIGTERM, how long /readyz answers 503 before the listener closes (let load balancers notice)", &c.DrainDelay},
+		{"SHARDPLAN_MAX_INFLIGHT", "max-inflight", "most concurrent /v1 requests (503 overloaded above)", &c.MaxInflight},
+		{"SHARDPLAN_CACHE_TTL", "cache-ttl", "how long a memoized plan is kept", &c.CacheTTL},
+		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes", &c.CacheMaxBytes},
+	}
+}
+
+// flagValue adapts a setting's pointer to flag.Value, parsing like the env var does.
+type flagValue struct{ s setting }
+
+func (v flagValue) String() string {
+	if v.s.ptr == nil {
+		return ""
+	}
+	return formatSetting(v.s.ptr)
+}
+
+func (v flagValue) Set(x string) error { return parseSetting(v.s.ptr, x) }
+
+func formatSetting(p any) string {
+	switch p := p.(type) {
+	case *string:
+		return *p
+	case *int:
+		return strconv.Itoa(*p)
+	case *int64:
+		return strconv.FormatInt(*p, 10)
+	case *time.Duration:
+		return p.String()
+	}
+	return ""
+}
+
+func parseSetting(p any, x string) error {
+	x = strings.TrimSpace(x)
+	switch p := p.(type) {
+	case *string:
+		*p = x
+	case *int:
+		n, err := strconv.Atoi(x)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", x)
+		}
+		*p = n
+	case *int64:
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", x)
+		}
+		*p = n
+	case *time.Duration:
+		d, err := time.ParseDuration(x)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration (e.g. 10s, 500ms)", x)
+		}
+		*p = d
+	}
+	return nil
+}
+
+// loadConfig builds the config: defaults, then env (via getenv), then flags in args.
+// A malformed or out-of-range value is an error naming its env variable and flag.
+func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	c := defaultConfig()
+	set := c.settings()
+	for _, s := range set {
+		if v := getenv(s.env); v != "" {
+			if err := parseSetting(s.ptr, v); err != nil {
+				return c, fmt.Errorf("%s: %w", s.env, err)
+			}
+		}
+	}
+	fs := flag.NewFlagSet("shardplan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	for _, s := range set {
+		fs.Var(flagValue{s}, s.flag, s.usage+" (env "+s.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	var errs []error
+	bad := func(env, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{env}, args...)...))
+	}
+	if c.Addr == "" {
+		bad("SHARDPLAN_ADDR", "must not be empty")
+	}
+	if c.RedisURL != "" {
+		u, err := url.Parse(c.RedisURL)
+		switch {
+		case err != nil:
+			bad("REDIS_URL", "is not a URL")
+		case u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix":
+			bad("REDIS_URL", "scheme %q is not redis, rediss or unix", u.Scheme)
+		}
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		bad("SHARDPLAN_LOG_LEVEL", "%v", err)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("SHARDPLAN_LOG_FORMAT", "%q is not json or text", c.LogFormat)
+	}
+	positive := []struct {
+		env string
+		v   int64
+	}{
+		{"SHARDPLAN_MAX_BODY_BYTES", c.MaxBodyBytes},
+		{"SHARDPLAN_MAX_DEVICES", int64(c.MaxDevices)},
+		{"SHARDPLAN_MAX_RANK", int64(c.MaxRank)},
+		{"SHARDPLAN_MAX_MESH_AXES", int64(c.MaxMeshAxes)},
+		{"SHARDPLAN_LIST_DEVICE_LIMIT", int64(c.ListDeviceLimit)},
+		{"SHARDPLAN_MAX_INFLIGHT", int64(c.MaxInflight)},
+		{"SHARDPLAN_CACHE_MAX_BYTES", c.CacheMaxBytes},
+		{"SHARDPLAN_REQUEST_TIMEOUT", int64(c.RequestTimeout)},
+		{"SHARDPLAN_SHUTDOWN_TIMEOUT", int64(c.ShutdownTimeout)},
+		{"SHARDPLAN_CACHE_TTL", int64(c.CacheTTL)},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			bad(p.env, "must be > 0")
+		}
+	}
+	if c.DrainDelay < 0 {
+		bad("SHARDPLAN_DRAIN_DELAY", "must be >= 0")
+	}
+	if c.MaxDevices > 1<<30 {
+		bad("SHARDPLAN_MAX_DEVICES", "%d is above the hard ceiling of %d", c.MaxDevices, 1<<30)
+	}
+	if c.MaxRank > 1024 {
+		bad("SHARDPLAN_MAX_RANK", "%d is above the hard ceiling of 1024", c.MaxRank)
+	}
+	if c.MaxMeshAxes > 64 {
+		bad("SHARDPLAN_MAX_MESH_AXES", "%d is above the hard ceiling of 64", c.MaxMeshAxes)
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q is not debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func (c config) limits() api.Limits {
+	return api.Limits{
+		MaxBodyBytes:    c.MaxBodyBytes,
+		MaxDevices:      c.MaxDevices,
+		MaxRank:         c.MaxRank,
+		MaxMeshAxes:     c.MaxMeshAxes,
+		ListDeviceLimit: c.ListDeviceLimit,
+		RequestTimeout:  c.RequestTimeout,
+		MaxInflight:     c.MaxInflight,
+	}
+}
+
+// redactURL hides the password of a URL (REDIS_URL) for logs.
+func redactURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparseable, hidden)"
+	}
+	return u.Redacted()
+}
+
+// logAttrs is the config as log attributes, secrets redacted.
+func (c config) logAttrs() []slog.Attr {
+	var out []slog.Attr
+	for _, s := range c.settings() {
+		v := formatSetting(s.ptr)
+		if s.env == "REDIS_URL" {
+			v = redactURL(v)
+		}
+		out = append(out, slog.String(s.env, v))
+	}
+	return out
+}

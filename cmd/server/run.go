@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/shardplan/shardplan/api"
+	"github.com/shardplan/shardplan/openapi"
+)
+
+// run is the whole service: it loads the config from args and getenv, listens, serves
+// until ctx is cancelled or SIGINT/SIGTERM arrives, then drains gracefully. It prints
+// "listening on HOST:PORT" to stdout once the listener is bound (tests parse that line)
+// and logs to stderr. A second signal during the drain kills the process (the default
+// signal behaviour is restored after the first).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(args, getenv, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("config: %w", err)
+	}
+	logger := newLogger(cfg, stderr)
+	logger.LogAttrs(ctx, slog.LevelInfo, "config", cfg.logAttrs()...)
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector(),
+	)
+
+	// The cache hook: the lead plugs internal/cache in here (in-process LRU, or Redis when
+	// cfg.RedisURL is set), adds its readiness check and closes it after the drain.
+	var memo api.Memo = api.NopMemo{}
+	checks := map[string]api.Check{}
+	if cfg.RedisURL != "" {
+		logger.Warn("REDIS_URL is set but this build has no Redis cache yet; plans are not memoized")
+	}
+
+	srv, err := api.New(api.Deps{
+		Logger:   logger,
+		Limits:   cfg.limits(),
+		Registry: reg,
+		Memo:     memo,
+		Checks:   checks,
+		OpenAPI:  openapi.JSON,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SHARDPLAN_ADDR): %w", cfg.Addr, err)
+	}
+	addr := ln.Addr().String()
+	logger.Info("listening", slog.String("addr", addr))
+	fmt.Fprintf(stdout, "listening on %s\n", addr)
+
+	// baseCtx is every request's parent; it is cancelled when the drain times out, so
+	// in-flight work that polls ctx stops instead of being cut off mid-write.
+	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      cfg.RequestTimeout + 10*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		stop() // a second SIGINT/SIGTERM now kills the process
+		logger.Info("shutting down", slog.Duration("drain_delay", cfg.DrainDelay), slog.Duration("timeout", cfg.ShutdownTimeout))
+		srv.SetDraining(true)
+		if cfg.DrainDelay > 0 {
+			// Keep serving (readiness 503) so load balancers stop routing here first.
+			time.Sleep(cfg.DrainDelay)
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		err := hs.Shutdown(sctx)
+		if err != nil {
+			cancelBase()
+			_ = hs.Close()
+			err = fmt.Errorf("shutdown: %w", err)
+		}
+		// Close the cache (Redis) here, after the last request.
+		logger.Info("stopped")
+		return err
+	})
+	return g.Wait()
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	level, _ := parseLevel(cfg.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	} else {
+		h = slog.NewTextHandler(w, opts)
+	}
+	return slog.New(h).With(slog.String("service", "shardplan"))
+}

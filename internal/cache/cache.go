@@ -1,0 +1,315 @@
+package cache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+)
+
+// maxPendingWrites bounds the background writes in flight; beyond it a
+// write is dropped (and counted) rather than queued, so a slow Redis cannot
+// pile up goroutines.
+const maxPendingWrites = 1024
+
+// Cache memoizes encoded plan responses in a Store. It is safe for
+// concurrent use. Store failures are counted and served as misses; Cache
+// methods only return errors from the caller's compute function or context.
+type Cache struct {
+	store Store
+	cfg   Config // defaults applied
+	group singleflight.Group
+	m     *metrics
+
+	writes chan struct{} // semaphore of pending background writes
+	mu     sync.Mutex    // guards closed and wg.Add against Close's wg.Wait
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Open builds the Store cfg selects (Redis when RedisURL or Addrs is set,
+// else the in-process LRU) and a Cache over it, registering metrics on reg
+// (nil: not registered). It does not contact Redis: a Redis that is down at
+// start-up is a miss per request and a failing Status, not an error here.
+func Open(cfg Config, reg prometheus.Registerer) (*Cache, error) {
+	store, err := NewStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := New(store, cfg, reg)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// NewStore validates cfg and returns the Store it selects: *Redis when
+// RedisURL or Addrs is set, else *LRU bounded by MaxBytes.
+func NewStore(cfg Config) (Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.UsesRedis() {
+		return NewRedis(cfg)
+	}
+	return NewLRU(cfg.withDefaults().MaxBytes), nil
+}
+
+// New returns a Cache over store using cfg's TTL, Timeout, Prefix and
+// Version, registering its metrics on reg (nil: not registered). It fails if
+// cfg is invalid or the metrics are already registered on reg. The Cache
+// owns store: Close closes it.
+func New(store Store, cfg Config, reg prometheus.Registerer) (*Cache, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Cache{
+		store:  store,
+		cfg:    cfg.withDefaults(),
+		m:      m,
+		writes: make(chan struct{}, maxPendingWrites),
+	}, nil
+}
+
+// PlanID returns the plan id of a canonical request: the lowercase hex
+// SHA-256 of its bytes (API.md's plan_id). It does not modify canonical.
+func PlanID(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// ValidPlanID reports whether id has the form PlanID returns: 64 lowercase
+// hex digits.
+func ValidPlanID(id string) bool {
+	if len(id) != 2*sha256.Size {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Key returns the store key of a plan id: Prefix + Version + ":" + planID,
+// e.g. "shardplan:plan:v1.2.0:9f86d0…". Pass it to GetOrCompute; Lookup
+// derives the same key from the plan id alone.
+func (c *Cache) Key(planID string) string {
+	return c.cfg.Prefix + c.cfg.Version + ":" + planID
+}
+
+// Backend names the store: "memory", "redis", "redis-sentinel" or
+// "redis-cluster".
+func (c *Cache) Backend() string { return c.store.Name() }
+
+// TTL returns the lifetime of a memoized plan.
+func (c *Cache) TTL() time.Duration { return c.cfg.TTL }
+
+// GetOrCompute returns the value stored under key (hit = true) or, on a
+// miss, the result of compute (hit = false), which is then written to the
+// store in the background under context.WithoutCancel(ctx) and its own
+// deadline, so the write neither delays the response nor is dropped when
+// the client goes away.
+//
+// Concurrent misses on the same key call compute once and share its result.
+// compute runs under ctx's values and deadline but not its cancellation, so
+// one caller leaving does not fail the others; each caller stops waiting
+// when its own ctx is done and then returns ctx.Err(). A panic in compute is
+// returned to every waiter as a *PanicError.
+//
+// A store failure is counted (result="error") and served as a miss; it costs
+// the caller at most the store's deadline. The only errors returned are
+// compute's and ctx's. Callers must not modify the returned slice: it is
+// shared with other callers and, in memory, with the store.
+func (c *Cache) GetOrCompute(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) (value []byte, hit bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	v, ok, err := c.get(ctx, key)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, false, ctx.Err() // the caller left; not a store failure
+	case err != nil:
+		c.m.lookupErr.Inc()
+	case ok:
+		c.m.hit.Inc()
+		return v, true, nil
+	default:
+		c.m.miss.Inc()
+	}
+
+	led := false
+	ch := c.group.DoChan(key, func() (any, error) {
+		led = true
+		cctx, cancel := detach(ctx)
+		defer cancel()
+		v, err := safeCompute(cctx, compute)
+		if err != nil {
+			return nil, err
+		}
+		c.setAsync(ctx, key, v)
+		return v, nil
+	})
+	select {
+	case r := <-ch:
+		if !led {
+			c.m.coalesced.Inc()
+		}
+		if r.Err != nil {
+			return nil, false, r.Err
+		}
+		return r.Val.([]byte), false, nil
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+// Do is GetOrCompute under Key(planID): the memo the HTTP layer calls with a
+// request's plan id (it makes *Cache satisfy api.Memo, and with Lookup
+// api.PlanLookup, without this package importing api).
+func (c *Cache) Do(ctx context.Context, planID string, compute func(context.Context) ([]byte, error)) ([]byte, bool, error) {
+	return c.GetOrCompute(ctx, c.Key(planID), compute)
+}
+
+// Lookup returns the memoized plan with the given plan id, as stored by
+// GetOrCompute under Key(planID), for GET /v1/plans/{plan_id}. It reports
+// false for an id that is not a valid plan id (without a store call), for an
+// absent or expired plan, and when the store fails (counted as an error).
+// Lookups are not counted in shardplan_cache_requests_total.
+func (c *Cache) Lookup(ctx context.Context, planID string) ([]byte, bool) {
+	if !ValidPlanID(planID) {
+		return nil, false
+	}
+	v, ok, err := c.get(ctx, c.Key(planID))
+	if err != nil {
+		return nil, false
+	}
+	return v, ok
+}
+
+// get is one measured store read.
+func (c *Cache) get(ctx context.Context, key string) ([]byte, bool, error) {
+	start := time.Now()
+	v, ok, err := c.store.Get(ctx, key)
+	c.m.duration.WithLabelValues(opGet).Observe(time.Since(start).Seconds())
+	if err != nil && ctx.Err() == nil {
+		c.m.errors.WithLabelValues(opGet).Inc()
+	}
+	return v, ok, err
+}
+
+// setAsync writes value under key in the background, detached from ctx's
+// cancellation and bounded by the cache's own deadline.
+func (c *Cache) setAsync(ctx context.Context, key string, value []byte) {
+	select {
+	case c.writes <- struct{}{}:
+	default:
+		c.m.dropped.Inc()
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		<-c.writes
+		return
+	}
+	wctx := context.WithoutCancel(ctx)
+	c.wg.Go(func() {
+		defer func() { <-c.writes }()
+		wctx, cancel := context.WithTimeout(wctx, c.cfg.Timeout)
+		defer cancel()
+		start := time.Now()
+		err := c.store.Set(wctx, key, value, c.cfg.TTL)
+		c.m.duration.WithLabelValues(opSet).Observe(time.Since(start).Seconds())
+		if err != nil {
+			c.m.errors.WithLabelValues(opSet).Inc()
+		}
+	})
+}
+
+// Status is the cache's readiness, for /readyz.
+type Status struct {
+	// Backend is Backend(): "memory", "redis", "redis-sentinel" or "redis-cluster".
+	Backend string `json:"backend"`
+	// OK reports whether the store answered a ping (every shard of a cluster).
+	OK bool `json:"ok"`
+	// Error is the ping failure; it names addresses, never credentials.
+	Error string `json:"error,omitempty"`
+	// Latency is how long the ping took.
+	Latency time.Duration `json:"latency_ns"`
+}
+
+// Status pings the store under the cache's deadline (or ctx's, if earlier).
+// It never blocks plan requests. A failing Redis makes OK false; API.md asks
+// /readyz to report it, while plan requests keep being served as misses.
+func (c *Cache) Status(ctx context.Context) Status {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	err := c.store.Ping(ctx)
+	d := time.Since(start)
+	c.m.duration.WithLabelValues(opPing).Observe(d.Seconds())
+	s := Status{Backend: c.store.Name(), OK: err == nil, Latency: d}
+	if err != nil {
+		c.m.errors.WithLabelValues(opPing).Inc()
+		s.Error = err.Error()
+	}
+	return s
+}
+
+// Close waits for pending background writes (each bounded by the cache's
+// deadline), then closes the store. Calls after Close serve misses: compute
+// still runs, nothing is written. Close it last during shutdown.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
+	return c.store.Close()
+}
+
+// PanicError is returned by GetOrCompute when compute panicked.
+type PanicError struct {
+	Value any    // the value passed to panic
+	Stack []byte // the panicking goroutine's stack
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("cache: compute panicked: %v", e.Value) }
+
+// safeCompute turns a panic in compute into a *PanicError: singleflight's
+// DoChan runs compute on its own goroutine, where a panic would end the
+// process.
+func safeCompute(ctx context.Context, compute func(context.Context) ([]byte, error)) (v []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return compute(ctx)
+}
+
+// detach returns a context with ctx's values and deadline but not its
+// cancellation.
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(d, dl)
+	}
+	return context.WithCancel(d)
+}

@@ -1,0 +1,125 @@
+package cache
+
+import (
+	"container/list"
+	"context"
+	"sync"
+	"time"
+)
+
+// DefaultMaxBytes bounds the in-process LRU when Config.MaxBytes is zero.
+const DefaultMaxBytes = 64 << 20 // 64 MiB
+
+// LRU is an in-process, byte-bounded, least-recently-used Store with TTLs.
+// The bound counts len(key)+len(value) of every entry, in bytes; an entry
+// larger than the bound is not stored. Expired entries are dropped when read
+// and otherwise age out through eviction. All operations are O(1).
+type LRU struct {
+	mu       sync.Mutex
+	maxBytes int64
+	bytes    int64
+	ll       *list.List // front = most recently used; elements hold *lruEntry
+	items    map[string]*list.Element
+	now      func() time.Time
+}
+
+type lruEntry struct {
+	key     string
+	value   []byte
+	expires time.Time // zero: never
+}
+
+func (e *lruEntry) size() int64 { return int64(len(e.key) + len(e.value)) }
+
+// NewLRU returns an empty LRU bounded by maxBytes bytes of keys and values;
+// maxBytes <= 0 selects DefaultMaxBytes.
+func NewLRU(maxBytes int64) *LRU {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	return &LRU{
+		maxBytes: maxBytes,
+		ll:       list.New(),
+		items:    make(map[string]*list.Element),
+		now:      time.Now,
+	}
+}
+
+// Get implements Store. It never fails. The returned slice is shared with
+// the cache and must not be modified.
+func (l *LRU) Get(_ context.Context, key string) ([]byte, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	el, ok := l.items[key]
+	if !ok {
+		return nil, false, nil
+	}
+	e := el.Value.(*lruEntry)
+	if !e.expires.IsZero() && !l.now().Before(e.expires) {
+		l.removeElement(el)
+		return nil, false, nil
+	}
+	l.ll.MoveToFront(el)
+	return e.value, true, nil
+}
+
+// Set implements Store. It copies value, replaces any previous entry for
+// key and evicts least recently used entries until the bound holds. A value
+// whose entry exceeds the bound is not stored (and any previous entry for key
+// is removed). It never fails.
+func (l *LRU) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
+	e := &lruEntry{key: key, value: append([]byte(nil), value...)}
+	if ttl > 0 {
+		e.expires = l.now().Add(ttl)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if el, ok := l.items[key]; ok {
+		l.removeElement(el)
+	}
+	if e.size() > l.maxBytes {
+		return nil
+	}
+	l.items[key] = l.ll.PushFront(e)
+	l.bytes += e.size()
+	for l.bytes > l.maxBytes {
+		l.removeElement(l.ll.Back())
+	}
+	return nil
+}
+
+func (l *LRU) removeElement(el *list.Element) {
+	e := l.ll.Remove(el).(*lruEntry)
+	delete(l.items, e.key)
+	l.bytes -= e.size()
+}
+
+// Len returns the number of entries, expired ones included until dropped.
+func (l *LRU) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ll.Len()
+}
+
+// Bytes returns the bytes of keys and values currently held.
+func (l *LRU) Bytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes
+}
+
+// Ping implements Store; the in-process store is always reachable.
+func (l *LRU) Ping(context.Context) error { return nil }
+
+// Close implements Store; it drops every entry.
+func (l *LRU) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ll.Init()
+	clear(l.items)
+	l.bytes = 0
+	return nil
+}
+
+// Name implements Store.
+func (l *LRU) Name() string { return BackendMemory }

@@ -1,0 +1,69 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	requests  *prometheus.CounterVec // result: hit|miss|error
+	errors    *prometheus.CounterVec // op: get|set|ping
+	duration  *prometheus.HistogramVec
+	coalesced prometheus.Counter
+	dropped   prometheus.Counter
+
+	hit, miss, lookupErr prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardplan_cache_requests_total",
+			Help: "Plan cache lookups by result: hit, miss, or error (a store failure served as a miss).",
+		}, []string{"result"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardplan_cache_errors_total",
+			Help: "Plan cache store operations that failed, by operation.",
+		}, []string{"op"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "shardplan_cache_operation_duration_seconds",
+			Help:    "Latency of plan cache store operations, by operation.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"op"}),
+		coalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardplan_cache_coalesced_total",
+			Help: "Plan cache misses that waited for an identical in-flight computation instead of computing.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardplan_cache_dropped_writes_total",
+			Help: "Plan cache writes skipped because too many writes were pending.",
+		}),
+	}
+	m.hit = m.requests.WithLabelValues("hit")
+	m.miss = m.requests.WithLabelValues("miss")
+	m.lookupErr = m.requests.WithLabelValues("error")
+	for _, op := range []string{opGet, opSet, opPing} {
+		m.errors.WithLabelValues(op)
+		m.duration.WithLabelValues(op)
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.coalesced, m.dropped} {
+		if err := reg.Register(c); err != nil {
+			if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+				return nil, fmt.Errorf("cache: metrics already registered on this registry: %w", err)
+			}
+			return nil, fmt.Errorf("cache: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+const (
+	opGet  = "get"
+	opSet  = "set"
+	opPing = "ping"
+)
