@@ -143,6 +143,8 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	r.Get("/openapi.json", s.handle(s.openAPI))
 	r.Get("/docs", s.handle(s.docs))
+	r.Get("/v1/cost-models", s.handle(s.costModels))
+	r.Get("/v1/cost-models/{name}", s.handle(s.costModel))
 
 	// The API routes. An inline group (not a sub-router) so its middleware runs after
 	// routing and the route pattern is complete even for a 413/415/503 it answers.
