@@ -1,5 +1,3 @@
-// Package cost prices collectives on a device mesh: the pluggable bandwidth model the
-// planner chooses schedules by.
 package cost
 
 import "github.com/shardplan/shardplan/internal/sharding"
