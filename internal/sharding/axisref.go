@@ -92,7 +92,8 @@ func ParseAxisRef(s string, m *Mesh, field string) (AxisRef, error) {
 	if !ok {
 		return AxisRef{}, Fieldf(field, "sub-axis %q is not of the form \"%s:(m)k\" (m the product of the pieces major to it, k its size)", s, name)
 	}
-	if size <= 1 || pre < 1 || a.Size%(pre*size) != 0 {
+	// Bound m and k by n before multiplying: m*k must not overflow.
+	if size <= 1 || pre < 1 || pre > a.Size || size > a.Size || a.Size%(pre*size) != 0 {
 		return AxisRef{}, Fieldf(field, "sub-axis %q is invalid for axis %q of size %d: need k > 1, m >= 1 and m*k dividing %d", s, name, a.Size, a.Size)
 	}
 	return AxisRef{Name: name, Pre: pre, Size: size, Of: a.Size}, nil

@@ -52,8 +52,15 @@ func ParseMeshString(s, field string) (*Mesh, error) {
 		}
 		m.Axes = append(m.Axes, Axis{Name: strings.TrimSpace(name), Size: n})
 	}
-	if err := m.Validate(field); err != nil {
-		return nil, err
+	if err := m.Validate(""); err != nil {
+		// The string form has no axes[i] paths on the wire: every error names field,
+		// and the messages name the axis.
+		es, _ := AsFieldErrors(err)
+		out := make(Errors, len(es))
+		for i, e := range es {
+			out[i] = Fieldf(field, "%s", e.Message)
+		}
+		return nil, out
 	}
 	return m, nil
 }
@@ -94,11 +101,13 @@ func (m *Mesh) Validate(field string) error {
 			errs = append(errs, Fieldf(join(f, "size"), "axis %q has size %d; sizes must be >= 1", a.Name, a.Size))
 			continue
 		}
-		total *= int64(a.Size)
-		if total > MaxMeshDevices {
+		// Compare before multiplying: total*size could overflow int64 and wrap to a
+		// small (even zero) device count.
+		if int64(a.Size) > MaxMeshDevices/total {
 			errs = append(errs, Fieldf(join(f, "size"), "the mesh has more than %d devices; use fewer or smaller axes", MaxMeshDevices))
 			return errs
 		}
+		total *= int64(a.Size)
 	}
 	if len(errs) > 0 {
 		return errs

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -37,6 +38,14 @@ func jsonKind(raw []byte) string {
 	switch {
 	case len(raw) == 0:
 		return "nothing"
+	case !json.Valid(raw):
+		return "malformed JSON"
+	case raw[0] == '"':
+		return "a string"
+	case raw[0] == '[':
+		return "an array"
+	case raw[0] == '{':
+		return "an object"
 	case raw[0] == 't' || raw[0] == 'f':
 		return "a boolean"
 	case raw[0] == 'n':
@@ -56,17 +65,21 @@ func finish(s Sharding, m *Mesh, shape []int64, pt pather) (Sharding, error) {
 
 // ---- object form ----
 
-type objDim struct {
-	Axes     []json.RawMessage `json:"axes"`
-	Open     bool              `json:"open"`
-	Priority *int              `json:"priority"`
-}
+// The object form is decoded level by level (every value first as raw JSON) so that each
+// error names the exact wire path, array indices included: encoding/json's own paths
+// drop the indices ("dims.open") and its unknown-field errors drop the path entirely.
 
 type objSharding struct {
-	Dims       *[]objDim         `json:"dims"`
-	Replicated []json.RawMessage `json:"replicated"`
-	Unreduced  []json.RawMessage `json:"unreduced"`
-	Text       json.RawMessage   `json:"text"`
+	Dims       json.RawMessage `json:"dims"`
+	Replicated json.RawMessage `json:"replicated"`
+	Unreduced  json.RawMessage `json:"unreduced"`
+	Text       json.RawMessage `json:"text"`
+}
+
+type objDim struct {
+	Axes     json.RawMessage `json:"axes"`
+	Open     json.RawMessage `json:"open"`
+	Priority json.RawMessage `json:"priority"`
 }
 
 type objPather string
@@ -85,53 +98,112 @@ func (p objPather) ref(pl place) (string, string) {
 	return index(join(index(join(string(p), "dims"), pl.dim), "axes"), pl.k), ""
 }
 
-func parseObject(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sharding, error) {
-	var o objSharding
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
+}
+
+// decodeStrict decodes one JSON object into v, rejecting unknown fields and trailing data.
+func decodeStrict(raw []byte, v any, field, allowed string) *FieldError {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
-		return Sharding{}, jsonFieldError(err, field)
+	if err := dec.Decode(v); err != nil {
+		fe := jsonFieldError(err, field)
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			fe.Message = "unknown field; allowed fields are " + allowed
+		}
+		return fe
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Fieldf(field, "has data after the JSON value; send exactly one JSON value")
+	}
+	return nil
+}
+
+// rawList decodes an optional JSON array (null or absent: empty).
+func rawList(raw json.RawMessage, field, what string) ([]json.RawMessage, *FieldError) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, Fieldf(field, "must be an array of %s, not %s", what, jsonKind(bytes.TrimSpace(raw)))
+	}
+	return items, nil
+}
+
+func parseObject(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sharding, error) {
+	var o objSharding
+	if fe := decodeStrict(raw, &o, field, "dims, replicated, unreduced, text"); fe != nil {
+		return Sharding{}, fe
 	}
 	pt := objPather(field)
-	if o.Dims == nil {
-		return Sharding{}, Fieldf(join(field, "dims"), "is required: one {\"axes\": [...]} per tensor dim")
+	dimsField := join(field, "dims")
+	if isNull(o.Dims) {
+		return Sharding{}, Fieldf(dimsField, "is required: one {\"axes\": [...]} per tensor dim")
+	}
+	dims, fe := rawList(o.Dims, dimsField, "{\"axes\": [...]} objects, one per tensor dim")
+	if fe != nil {
+		return Sharding{}, fe
 	}
 	var errs Errors
-	s := Sharding{Dims: make([]DimSharding, len(*o.Dims))}
-	for d, od := range *o.Dims {
-		ds := DimSharding{Open: od.Open, Priority: NoPriority}
-		if od.Priority != nil {
-			ds.Priority = *od.Priority
-			if ds.Priority < 0 {
-				ds.Priority = -2 // reported by validate
-			}
+	refs := func(raw json.RawMessage, f string) []AxisRef {
+		items, fe := rawList(raw, f, "axis names")
+		if fe != nil {
+			errs = append(errs, fe)
+			return nil
 		}
-		for k, ra := range od.Axes {
-			r, err := parseRefJSON(ra, m, index(join(index(join(field, "dims"), d), "axes"), k))
+		var out []AxisRef
+		for k, it := range items {
+			r, err := parseRefJSON(it, m, index(f, k))
 			if err != nil {
 				errs = append(errs, err.(*FieldError))
 				continue
 			}
-			ds.Axes = append(ds.Axes, r)
+			out = append(out, r)
+		}
+		return out
+	}
+	s := Sharding{Dims: make([]DimSharding, len(dims))}
+	for d, rd := range dims {
+		f := index(dimsField, d)
+		ds := DimSharding{Priority: NoPriority}
+		var od objDim
+		if b := bytes.TrimSpace(rd); len(b) == 0 || b[0] != '{' {
+			errs = append(errs, Fieldf(f, "must be an object like {\"axes\": [\"x\"]}, not %s", jsonKind(b)))
+			continue
+		}
+		if fe := decodeStrict(rd, &od, f, "axes, open, priority"); fe != nil {
+			errs = append(errs, fe)
+			continue
+		}
+		ds.Axes = refs(od.Axes, join(f, "axes"))
+		if !isNull(od.Open) {
+			if err := json.Unmarshal(od.Open, &ds.Open); err != nil {
+				errs = append(errs, Fieldf(join(f, "open"), "must be a boolean, not %s", jsonKind(bytes.TrimSpace(od.Open))))
+			}
+		}
+		if !isNull(od.Priority) {
+			pf := join(f, "priority")
+			txt := string(bytes.TrimSpace(od.Priority))
+			n, err := strconv.ParseInt(txt, 10, 64)
+			switch {
+			case err != nil && (len(txt) == 0 || (txt[0] != '-' && (txt[0] < '0' || txt[0] > '9'))):
+				errs = append(errs, Fieldf(pf, "must be an integer >= 0, not %s", jsonKind([]byte(txt))))
+			case err != nil:
+				errs = append(errs, Fieldf(pf, "%s is not an integer in 0..%d", txt, math.MaxInt32))
+			case n < 0:
+				errs = append(errs, Fieldf(pf, "priority %d is negative; priorities are >= 0 (0 is highest)", n))
+			case n > math.MaxInt32:
+				errs = append(errs, Fieldf(pf, "priority %d is too large; use 0..%d", n, math.MaxInt32))
+			default:
+				ds.Priority = int(n)
+			}
 		}
 		s.Dims[d] = ds
 	}
-	for k, ra := range o.Replicated {
-		r, err := parseRefJSON(ra, m, index(join(field, "replicated"), k))
-		if err != nil {
-			errs = append(errs, err.(*FieldError))
-			continue
-		}
-		s.Replicated = append(s.Replicated, r)
-	}
-	for k, ra := range o.Unreduced {
-		r, err := parseRefJSON(ra, m, index(join(field, "unreduced"), k))
-		if err != nil {
-			errs = append(errs, err.(*FieldError))
-			continue
-		}
-		s.Unreduced = append(s.Unreduced, r)
-	}
+	s.Replicated = refs(o.Replicated, join(field, "replicated"))
+	s.Unreduced = refs(o.Unreduced, join(field, "unreduced"))
 	if len(errs) > 0 {
 		return Sharding{}, errs
 	}
@@ -139,6 +211,9 @@ func parseObject(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sha
 }
 
 func parseRefJSON(raw json.RawMessage, m *Mesh, field string) (AxisRef, error) {
+	if isNull(raw) {
+		return AxisRef{}, Fieldf(field, "must be an axis name string (\"x\" or \"x:(m)k\") or a mesh axis index, not null")
+	}
 	var name string
 	if err := json.Unmarshal(raw, &name); err != nil {
 		var i int
@@ -226,7 +301,7 @@ func parseArray(raw json.RawMessage, m *Mesh, shape []int64, field string) (Shar
 		case len(e) > 0 && e[0] == '[':
 			var items []json.RawMessage
 			if err := json.Unmarshal(e, &items); err != nil {
-				errs = append(errs, jsonFieldError(err, f))
+				errs = append(errs, Fieldf(f, "must be an array of axis names or mesh axis indices"))
 				continue
 			}
 			for k, it := range items {
@@ -239,9 +314,13 @@ func parseArray(raw json.RawMessage, m *Mesh, shape []int64, field string) (Shar
 			}
 		default:
 			pt.single[d] = true
+			if len(e) == 0 || (e[0] != '"' && e[0] != '-' && (e[0] < '0' || e[0] > '9')) {
+				errs = append(errs, Fieldf(f, "must be null, an axis name, a mesh axis index, or an array of them, not %s", jsonKind(e)))
+				continue
+			}
 			r, err := parseRefJSON(e, m, f)
 			if err != nil {
-				errs = append(errs, Fieldf(f, "must be null, an axis name, a mesh axis index, or an array of them"))
+				errs = append(errs, err.(*FieldError))
 				continue
 			}
 			s.Dims[d].Axes = []AxisRef{r}
@@ -325,10 +404,11 @@ func (p *textParser) number() (int, error) {
 	if start == p.pos {
 		return 0, p.fail("expected a number")
 	}
-	n, err := strconv.Atoi(p.s[start:p.pos])
+	digits := p.s[start:p.pos]
+	n, err := strconv.Atoi(digits)
 	if err != nil || n > math.MaxInt32 {
 		p.pos = start
-		return 0, p.fail("number %q is too large", p.s[start:p.pos])
+		return 0, p.fail("number %s is too large; the largest accepted is %d", digits, math.MaxInt32)
 	}
 	return n, nil
 }

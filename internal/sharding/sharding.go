@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -232,10 +233,12 @@ func dimErr(pt pather, d int, format string, args ...any) *FieldError {
 	return Fieldf(f, note+format, args...)
 }
 
+// refName names the place of a ref inside a message: its field path, or "offset N" in
+// the text form.
 func refName(pt pather, p place) string {
 	f, note := pt.ref(p)
 	if note != "" {
-		return strings.TrimSuffix(note, ": ")
+		return strings.TrimPrefix(strings.TrimSuffix(note, ": "), "at ")
 	}
 	return f
 }
@@ -257,6 +260,9 @@ func validate(s *Sharding, shape []int64, pt pather) error {
 		}
 		if ds.Priority < NoPriority {
 			errs = append(errs, dimErr(pt, d, "priority %d is negative; priorities are >= 0 (0 is highest)", ds.Priority))
+		}
+		if ds.Priority > math.MaxInt32 {
+			errs = append(errs, dimErr(pt, d, "priority %d is too large; use 0..%d", ds.Priority, math.MaxInt32))
 		}
 		if ds.Priority != NoPriority && !ds.Open && len(ds.Axes) == 0 {
 			errs = append(errs, dimErr(pt, d, "an empty closed dim cannot carry a priority; drop the priority or open the dim"))
@@ -289,6 +295,44 @@ func validate(s *Sharding, shape []int64, pt pather) error {
 		}
 	}
 	return errs.Err()
+}
+
+// Validate checks a sharding built in code (not parsed) against mesh m and a tensor of
+// the given shape (nil: any rank): every axis ref names a mesh axis, carries that axis's
+// size in Of and is a valid sub-axis, and the invariants Parse enforces hold (rank, no
+// axis used twice or overlapping, coexisting sub-axes, priorities). It does not check
+// the canonical form (see Canonicalize). Errors are a *FieldError or Errors whose paths
+// are those of the object form under field ("dims[1].axes[0]" when field is "").
+func (s Sharding) Validate(m *Mesh, shape []int64, field string) error {
+	pt := objPather(field)
+	var errs Errors
+	check := func(r AxisRef, p place) {
+		f, _ := pt.ref(p)
+		i := m.AxisIndex(r.Name)
+		switch {
+		case i < 0:
+			errs = append(errs, Fieldf(f, "unknown mesh axis %q (mesh axes: %s)", r.Name, m.axisNames()))
+		case r.Of != m.Axes[i].Size:
+			errs = append(errs, Fieldf(f, "axis ref %s says axis %q has size %d but the mesh says %d", quoteRef(r), r.Name, r.Of, m.Axes[i].Size))
+		case r.Pre < 1 || r.Size < 1 || r.Pre > r.Of || r.Size > r.Of || r.Of%(r.Pre*r.Size) != 0 || (r.Size == 1 && r.Of != 1):
+			errs = append(errs, Fieldf(f, "sub-axis (%d)%d is invalid for axis %q of size %d: need k > 1, m >= 1 and m*k dividing %d", r.Pre, r.Size, r.Name, r.Of, r.Of))
+		}
+	}
+	for d, ds := range s.Dims {
+		for k, r := range ds.Axes {
+			check(r, place{0, d, k})
+		}
+	}
+	for k, r := range s.Replicated {
+		check(r, place{1, 0, k})
+	}
+	for k, r := range s.Unreduced {
+		check(r, place{2, 0, k})
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return validate(&s, shape, pt)
 }
 
 func quoteRef(r AxisRef) string { return `"` + r.String() + `"` }

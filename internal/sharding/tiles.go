@@ -1,6 +1,8 @@
 package sharding
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,16 +17,27 @@ type Layout struct {
 	Counts   []int   // shard count per dim
 	Tile     []int64 // padded local length per dim
 
-	axisIdx [][]int // per dim, the mesh axis index of each axis ref
+	axisIdx [][]int      // per dim, the mesh axis index of each axis ref
+	digits  [][]dimDigit // per dim, how each axis ref's coordinate is read
+}
+
+// dimDigit reads one axis ref's coordinate from the device coordinates:
+// (coords[axis] / minor) % size, or coords[axis] itself for a full axis.
+type dimDigit struct {
+	axis, minor, size int
+	full              bool
 }
 
 // NewLayout prepares the tile maps of s (already validated against m and shape).
 func NewLayout(m *Mesh, shape []int64, s Sharding) *Layout {
-	l := &Layout{Mesh: m, Shape: shape, Sharding: s, Counts: s.ShardCounts(), Tile: make([]int64, len(shape)), axisIdx: make([][]int, len(shape))}
+	l := &Layout{Mesh: m, Shape: shape, Sharding: s, Counts: s.ShardCounts(), Tile: make([]int64, len(shape)),
+		axisIdx: make([][]int, len(shape)), digits: make([][]dimDigit, len(shape))}
 	for d := range shape {
 		l.Tile[d] = CeilDiv(shape[d], int64(l.Counts[d]))
 		for _, r := range s.Dims[d].Axes {
-			l.axisIdx[d] = append(l.axisIdx[d], m.AxisIndex(r.Name))
+			a := m.AxisIndex(r.Name)
+			l.axisIdx[d] = append(l.axisIdx[d], a)
+			l.digits[d] = append(l.digits[d], dimDigit{axis: a, minor: r.Minor(), size: r.Size, full: r.IsFull()})
 		}
 	}
 	return l
@@ -37,8 +50,12 @@ func CeilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // mesh coordinates.
 func (l *Layout) ShardIndex(d int, coords []int) int {
 	idx := 0
-	for k, r := range l.Sharding.Dims[d].Axes {
-		idx = idx*r.Size + r.Coord(coords[l.axisIdx[d][k]])
+	for _, g := range l.digits[d] {
+		c := coords[g.axis]
+		if !g.full {
+			c = (c / g.minor) % g.size
+		}
+		idx = idx*g.size + c
 	}
 	return idx
 }
@@ -70,32 +87,131 @@ type DeviceTile struct {
 
 // TileOf returns the tile of device id (0 <= id < devices).
 func (l *Layout) TileOf(id int) DeviceTile {
-	coords := l.Mesh.Coords(l.Mesh.PositionOf(id), nil)
-	t := DeviceTile{Device: id, Coords: coords, Ranges: make([][2]int64, len(l.Shape)), LocalShape: append([]int64(nil), l.Tile...), Padding: make([]int64, len(l.Shape))}
-	for d := range l.Shape {
-		s, e := l.Range(d, l.ShardIndex(d, coords))
-		t.Ranges[d] = [2]int64{s, e}
-		t.Padding[d] = l.Tile[d] - (e - s)
-	}
+	r := len(l.Shape)
+	var t DeviceTile
+	ints := make([]int64, 2*r)
+	l.fill(&t, id, make([]int, len(l.Mesh.Axes)), make([][2]int64, r), ints[:r:r], ints[r:])
 	return t
 }
 
-// Tiles returns the tiles of the given device ids, or of every device in id order when
-// ids is nil.
-func (l *Layout) Tiles(ids []int) []DeviceTile {
-	if ids == nil {
-		n := l.Mesh.NumDevices()
-		out := make([]DeviceTile, n)
-		for id := range n {
-			out[id] = l.TileOf(id)
-		}
-		return out
+// fill writes the tile of device id into t, using the given slices (of the right
+// lengths) as its Coords, Ranges, LocalShape and Padding.
+func (l *Layout) fill(t *DeviceTile, id int, coords []int, ranges [][2]int64, local, padding []int64) {
+	t.Device = id
+	t.Coords = l.Mesh.Coords(l.Mesh.PositionOf(id), coords)
+	t.Ranges, t.LocalShape, t.Padding = ranges, local, padding
+	copy(local, l.Tile)
+	for d := range l.Shape {
+		s, e := l.Range(d, l.ShardIndex(d, t.Coords))
+		ranges[d] = [2]int64{s, e}
+		padding[d] = l.Tile[d] - (e - s)
 	}
-	out := make([]DeviceTile, len(ids))
-	for i, id := range ids {
-		out[i] = l.TileOf(id)
+}
+
+// Tiles returns the tiles of the given device ids (each 0 <= id < devices), or of every
+// device in id order when ids is nil. It costs O(devices x (rank + mesh axes)) and makes
+// a constant number of allocations: the tiles share four backing arrays (capacity-capped,
+// so appending to one tile's slice never writes into another's).
+func (l *Layout) Tiles(ids []int) []DeviceTile {
+	n := len(ids)
+	if ids == nil {
+		n = l.Mesh.NumDevices()
+	}
+	r, na := len(l.Shape), len(l.Mesh.Axes)
+	out := make([]DeviceTile, n)
+	coords := make([]int, n*na)
+	ranges := make([][2]int64, n*r)
+	ints := make([]int64, 2*n*r)
+	slot := func(i int) (c []int, rg [][2]int64, loc, pad []int64) {
+		return coords[i*na : (i+1)*na : (i+1)*na], ranges[i*r : (i+1)*r : (i+1)*r],
+			ints[2*i*r : (2*i+1)*r : (2*i+1)*r], ints[(2*i+1)*r : (2*i+2)*r : (2*i+2)*r]
+	}
+	if ids == nil {
+		if tables := l.shardTables(); tables != nil {
+			l.allTiles(out, tables, slot)
+			return out
+		}
+	}
+	for i := range out {
+		id := i
+		if ids != nil {
+			id = ids[i]
+		}
+		c, rg, loc, pad := slot(i)
+		l.fill(&out[i], id, c, rg, loc, pad)
 	}
 	return out
+}
+
+// maxTableAxis bounds the mesh axis size for which shardTables builds lookup tables.
+const maxTableAxis = 1 << 16
+
+// axisTable maps a coordinate on mesh axis `axis` to its contribution to a dim's shard
+// index: the sum over the dim's refs of that axis of (ref coordinate x the product of
+// the sizes of the refs minor to it).
+type axisTable struct {
+	axis    int
+	contrib []int
+}
+
+// shardTables returns, per dim, one table per mesh axis sharding it, so that a shard
+// index is a sum of lookups; nil when an axis is too large for a table.
+func (l *Layout) shardTables() [][]axisTable {
+	out := make([][]axisTable, len(l.Shape))
+	for d := range l.Shape {
+		digits := l.digits[d]
+		weight := 1
+		for k := len(digits) - 1; k >= 0; k-- {
+			g := digits[k]
+			size := l.Mesh.Axes[g.axis].Size
+			if size > maxTableAxis {
+				return nil
+			}
+			ti := slices.IndexFunc(out[d], func(t axisTable) bool { return t.axis == g.axis })
+			if ti < 0 {
+				out[d] = append(out[d], axisTable{axis: g.axis, contrib: make([]int, size)})
+				ti = len(out[d]) - 1
+			}
+			for c := range size {
+				v := c
+				if !g.full {
+					v = (c / g.minor) % g.size
+				}
+				out[d][ti].contrib[c] += v * weight
+			}
+			weight *= g.size
+		}
+	}
+	return out
+}
+
+// allTiles fills the tiles of every device, walking mesh positions in row-major order
+// with an odometer (no divisions per device) and placing each at out[id].
+func (l *Layout) allTiles(out []DeviceTile, tables [][]axisTable, slot func(int) ([]int, [][2]int64, []int64, []int64)) {
+	m := l.Mesh
+	cur := make([]int, len(m.Axes))
+	for p := range out {
+		id := m.DeviceAt(p)
+		c, rg, loc, pad := slot(id)
+		copy(c, cur)
+		copy(loc, l.Tile)
+		for d, tbs := range tables {
+			idx := 0
+			for _, tb := range tbs {
+				idx += tb.contrib[cur[tb.axis]]
+			}
+			s, e := l.Range(d, idx)
+			rg[d] = [2]int64{s, e}
+			pad[d] = l.Tile[d] - (e - s)
+		}
+		out[id] = DeviceTile{Device: id, Coords: c, Ranges: rg, LocalShape: loc, Padding: pad}
+		for a := len(cur) - 1; a >= 0; a-- {
+			if cur[a]++; cur[a] < m.Axes[a].Size {
+				break
+			}
+			cur[a] = 0
+		}
+	}
 }
 
 // Owner is a device holding an element, with the element's index in its local buffer.
@@ -105,13 +221,28 @@ type Owner struct {
 	LocalIndex []int64 `json:"local_index"`
 }
 
+// Contains reports whether idx is an index inside the layout's shape.
+func (l *Layout) Contains(idx []int64) bool {
+	if len(idx) != len(l.Shape) {
+		return false
+	}
+	for d, i := range idx {
+		if i < 0 || i >= l.Shape[d] {
+			return false
+		}
+	}
+	return true
+}
+
 // Locate returns every device holding global index idx (in device id order), with the
-// element's local index. idx must be inside the shape. The cost is O(devices holding it
+// element's local index. It returns nil when idx is not inside the shape (see Contains). The cost is O(devices holding it
 // x mesh rank): the owners' coordinates are enumerated, not searched.
 func (l *Layout) Locate(idx []int64) []Owner {
+	if !l.Contains(idx) {
+		return nil
+	}
 	// Per mesh axis, the coordinate is fixed by the dims its refs shard, or free.
 	m := l.Mesh
-	fixed := make([]int, len(m.Axes)) // partial coordinate built from pieces
 	covered := make([]int, len(m.Axes))
 	for i := range covered {
 		covered[i] = 1 // product of piece sizes fixed so far
@@ -129,7 +260,6 @@ func (l *Layout) Locate(idx []int64) []Owner {
 		}
 	}
 	for _, p := range pieces {
-		fixed[p.axis] += p.val * p.minor
 		covered[p.axis] *= p.size
 	}
 	// Enumerate the free part of every axis: the coordinate digits not fixed by pieces.
@@ -149,13 +279,29 @@ func (l *Layout) Locate(idx []int64) []Owner {
 		}
 		choices[a] = cs
 	}
-	var owners []Owner
-	coords := make([]int, len(m.Axes))
+	total := 1
+	for a, cs := range choices {
+		if cs == nil {
+			total *= m.Axes[a].Size
+		} else {
+			total *= len(cs)
+		}
+	}
+	// One backing array each for the owners' coords and local indices (capacity-capped).
+	na, r := len(m.Axes), len(local)
+	owners := make([]Owner, 0, total)
+	coordBuf := make([]int, total*na)
+	localBuf := make([]int64, total*r)
+	coords := make([]int, na)
 	var rec func(a int)
 	rec = func(a int) {
-		if a == len(m.Axes) {
-			id := m.DeviceAt(m.PositionOfCoords(coords))
-			owners = append(owners, Owner{Device: id, Coords: append([]int(nil), coords...), LocalIndex: append([]int64(nil), local...)})
+		if a == na {
+			i := len(owners)
+			c := coordBuf[i*na : (i+1)*na : (i+1)*na]
+			li := localBuf[i*r : (i+1)*r : (i+1)*r]
+			copy(c, coords)
+			copy(li, local)
+			owners = append(owners, Owner{Device: m.DeviceAt(m.PositionOfCoords(coords)), Coords: c, LocalIndex: li})
 			return
 		}
 		if choices[a] == nil {
@@ -171,7 +317,9 @@ func (l *Layout) Locate(idx []int64) []Owner {
 		}
 	}
 	rec(0)
-	sortOwners(owners)
+	if m.DeviceIDs != nil { // identity ids come out in order already
+		sortOwners(owners)
+	}
 	return owners
 }
 
@@ -188,11 +336,7 @@ func matches(axis, c int, ps []axisPiece) bool {
 }
 
 func sortOwners(os []Owner) {
-	for i := 1; i < len(os); i++ {
-		for j := i; j > 0 && os[j].Device < os[j-1].Device; j-- {
-			os[j], os[j-1] = os[j-1], os[j]
-		}
-	}
+	slices.SortFunc(os, func(a, b Owner) int { return cmp.Compare(a.Device, b.Device) })
 }
 
 // Maps returns the symbolic maps of the mesh notes for this layout, e.g.
@@ -201,17 +345,17 @@ func sortOwners(os []Owner) {
 // named after the mesh axes; a dim sharded by several axes uses their mixed-radix index.
 func (l *Layout) Maps() (deviceToGlobal, globalToDevice string) {
 	m := l.Mesh
-	idxNames := []string{"i", "j", "k", "l", "m", "n", "o", "p", "q", "r"}
-	localNames := []string{"a", "b", "c", "e", "f", "g", "h", "u", "v", "w"}
-	name := func(names []string, d int) string {
-		if d < len(names) {
-			return names[d]
-		}
-		return "x" + strconv.Itoa(d)
-	}
+	idxNames, localNames := l.indexNames()
+	name := func(names []string, d int) string { return names[d] }
+	// coordName is the coordinate along r, (c / minor) % size, without no-op terms.
 	coordName := func(r AxisRef) string {
-		if r.IsFull() {
+		switch {
+		case r.IsFull():
 			return r.Name
+		case r.Pre == 1: // the major-most piece: no mod needed
+			return r.Name + " floordiv " + strconv.Itoa(r.Minor())
+		case r.Minor() == 1: // the minor-most piece: no floordiv needed
+			return r.Name + " mod " + strconv.Itoa(r.Size)
 		}
 		return "(" + r.Name + " floordiv " + strconv.Itoa(r.Minor()) + ") mod " + strconv.Itoa(r.Size)
 	}
@@ -223,7 +367,7 @@ func (l *Layout) Maps() (deviceToGlobal, globalToDevice string) {
 		}
 		e := coordName(axes[0])
 		for _, r := range axes[1:] {
-			e = "(" + e + ") * " + strconv.Itoa(r.Size) + " + " + wrapIfSub(coordName(r), r)
+			e = wrapExpr(e) + " * " + strconv.Itoa(r.Size) + " + " + wrapExpr(coordName(r))
 		}
 		return e
 	}
@@ -239,7 +383,7 @@ func (l *Layout) Maps() (deviceToGlobal, globalToDevice string) {
 			rhsGlobal = append(rhsGlobal, name(localNames, d))
 			gLocal = append(gLocal, name(idxNames, d))
 		} else {
-			rhsGlobal = append(rhsGlobal, wrapSum(shardExpr(d))+" * "+t+" + "+name(localNames, d))
+			rhsGlobal = append(rhsGlobal, wrapExpr(shardExpr(d))+" * "+t+" + "+name(localNames, d))
 			gLocal = append(gLocal, name(idxNames, d)+" mod "+t)
 		}
 		gIdx = append(gIdx, name(idxNames, d))
@@ -247,6 +391,7 @@ func (l *Layout) Maps() (deviceToGlobal, globalToDevice string) {
 	// global -> device: per mesh axis, the coordinate (or * when free)
 	for _, a := range m.Axes {
 		var parts []string
+		covered := 1 // product of the sizes of a's pieces that shard some dim
 		for d := range l.Shape {
 			axes := l.Sharding.Dims[d].Axes
 			t := strconv.FormatInt(l.Tile[d], 10)
@@ -254,6 +399,7 @@ func (l *Layout) Maps() (deviceToGlobal, globalToDevice string) {
 			for k := len(axes) - 1; k >= 0; k-- {
 				r := axes[k]
 				if r.Name == a.Name {
+					covered *= r.Size
 					e := name(idxNames, d) + " floordiv " + t
 					if after > 1 {
 						e = "(" + e + ") floordiv " + strconv.Itoa(after)
@@ -261,7 +407,7 @@ func (l *Layout) Maps() (deviceToGlobal, globalToDevice string) {
 					if k > 0 {
 						e = "(" + e + ") mod " + strconv.Itoa(r.Size)
 					}
-					if !r.IsFull() {
+					if r.Minor() > 1 {
 						e = "(" + e + ") * " + strconv.Itoa(r.Minor())
 					}
 					parts = append(parts, e)
@@ -269,12 +415,11 @@ func (l *Layout) Maps() (deviceToGlobal, globalToDevice string) {
 				after *= r.Size
 			}
 		}
-		switch len(parts) {
-		case 0:
-			gDev = append(gDev, "*")
-		default:
-			gDev = append(gDev, strings.Join(parts, " + "))
+		if covered < a.Size || len(parts) == 0 {
+			// Some digits of the coordinate are not fixed by any dim: any value holds it.
+			parts = append(parts, "*")
 		}
+		gDev = append(gDev, strings.Join(parts, " + "))
 	}
 	glob = gIdx
 	deviceToGlobal = "d(" + strings.Join(dev, ", ") + ")[" + strings.Join(lhsLocal, ", ") + "] -> t[" + strings.Join(rhsGlobal, ", ") + "]"
@@ -282,15 +427,47 @@ func (l *Layout) Maps() (deviceToGlobal, globalToDevice string) {
 	return deviceToGlobal, globalToDevice
 }
 
-func wrapIfSub(e string, r AxisRef) string {
-	if r.IsFull() {
-		return e
+// indexNames names the global and local indices of the maps: letters from i on (i, j for
+// the global indices of a rank-2 tensor, then k, l for the local ones, as in the seed's
+// "d(m, n)[k, l] -> t[m * 6 + k, n * 6 + l]"), skipping "t", "d" and every mesh axis
+// name so that no name is ambiguous.
+func (l *Layout) indexNames() (global, local []string) {
+	taken := map[string]bool{"t": true, "d": true}
+	for _, a := range l.Mesh.Axes {
+		taken[a.Name] = true
 	}
-	return "(" + e + ")"
+	pool := "ijklmnopqrsuvwabcefgh"
+	next, extra := 0, 0
+	fresh := func() string {
+		for {
+			var n string
+			if next < len(pool) {
+				n = pool[next : next+1]
+				next++
+			} else {
+				n = "i" + strconv.Itoa(extra)
+				extra++
+			}
+			if !taken[n] {
+				taken[n] = true
+				return n
+			}
+		}
+	}
+	r := len(l.Shape)
+	global, local = make([]string, r), make([]string, r)
+	for d := range global {
+		global[d] = fresh()
+	}
+	for d := range local {
+		local[d] = fresh()
+	}
+	return global, local
 }
 
-func wrapSum(e string) string {
-	if strings.ContainsAny(e, "+*") {
+// wrapExpr parenthesises e unless it is a single name or number.
+func wrapExpr(e string) string {
+	if strings.Contains(e, " ") {
 		return "(" + e + ")"
 	}
 	return e

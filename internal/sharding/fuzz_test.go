@@ -1,0 +1,148 @@
+package sharding
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fuzzMesh has full axes, a size-one axis and axes with non-power-of-two factors.
+const fuzzMesh = "x=4,y=6,z=2,w=1"
+
+// checkParsed asserts the fuzz contract of a parser result: an error is made of field
+// errors under "source"; a sharding is valid, and re-prints and re-parses (text and
+// object form, and array form when it has one) to an equal sharding.
+func checkParsed(t *testing.T, m *Mesh, s Sharding, err error) {
+	t.Helper()
+	if err != nil {
+		requireOnlyFieldErrors(t, err, "source")
+		return
+	}
+	require.NoError(t, s.Validate(m, nil, ""), "parsed %s", s)
+	text := s.Text(m.Name)
+	again, err := ParseText(text, m, nil, "source")
+	require.NoError(t, err, "re-parse %s", text)
+	require.True(t, s.Equal(again), "%s -> %s", text, again)
+	require.Equal(t, text, again.Text(m.Name), "printing is canonical")
+
+	obj, err := json.Marshal(s.Object(m.Name))
+	require.NoError(t, err)
+	again, err = Parse(obj, m, nil, "source")
+	require.NoError(t, err, "re-parse %s", obj)
+	require.True(t, s.Equal(again), "%s -> %s", obj, again)
+
+	if spec, ok := s.PartitionSpec(); ok {
+		arr, err := json.Marshal(spec)
+		require.NoError(t, err)
+		again, err = Parse(arr, m, nil, "source")
+		require.NoError(t, err, "re-parse %s", arr)
+		require.True(t, s.Equal(again), "%s -> %s", arr, again)
+	}
+}
+
+func FuzzParseText(f *testing.F) {
+	for _, s := range []string{
+		`[{"x"}, {"z", "y", ?}p1], replicated={"w"}`,
+		`sharding<@mesh, [{"x"}, {?}], unreduced={"z"}>`,
+		`[{"y":(1)2}, {"y":(2)3}]`,
+		`[{"y:(2)3", "x":(1)2}], replicated={"x":(2)2}`,
+		`[{"x":(1)2, "x":(2)2}]`,
+		`[]`,
+		`[{}p0]`,
+		`[{"x"}, {"x"}]`,
+		`[{"y":(1)2}, {"y":(3)2}]`,
+		`[{"q"}]`,
+		`sharding<@other, []>`,
+		`[{"x"}p99999999999]`,
+		`[{"x":(4294967296)2}]`,
+		`[{"x"}`,
+		`[{"x}]`,
+		`sharding<@mesh`,
+		"",
+	} {
+		f.Add(s)
+	}
+	m := mustMesh(f, fuzzMesh)
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseText(text, m, nil, "source")
+		checkParsed(t, m, s, err)
+	})
+}
+
+func FuzzParseArray(f *testing.F) {
+	for _, s := range []string{
+		`["x", null, ["z", "y"]]`,
+		`[[0], [1, 2]]`,
+		`[null, []]`,
+		`["y:(2)3", ["y:(1)2", 3]]`,
+		`[["x:(1)2", "x:(2)2"]]`,
+		`[]`,
+		`["x", "x"]`,
+		`[[0], [9]]`,
+		`[["x:(1)2"], ["x:(3)2"]]`,
+		`[true]`,
+		`[[null]]`,
+		`[1.5]`,
+		`["x:(4611686018427387904)4"]`,
+		`[-1]`,
+		`["x",`,
+		`[{"axes": []}]`,
+	} {
+		f.Add(s)
+	}
+	m := mustMesh(f, fuzzMesh)
+	f.Fuzz(func(t *testing.T, raw string) {
+		s, err := Parse(json.RawMessage(raw), m, nil, "source")
+		checkParsed(t, m, s, err)
+	})
+}
+
+func FuzzParseObject(f *testing.F) {
+	for _, s := range []string{
+		`{"dims": [{"axes": ["x"]}, {"axes": ["z", "y"], "open": true, "priority": 1}], "replicated": ["w"], "unreduced": []}`,
+		`{"dims": [{"axes": [0]}, {"axes": ["y:(2)3"]}], "text": "ignored"}`,
+		`{"dims": []}`,
+		`{"dims": [{"open": true, "priority": 0}]}`,
+		`{"dims": [{"axes": ["x"]}, {"axes": ["x:(1)2"]}]}`,
+		`{"dims": [{"axes": ["x"], "priority": -1}]}`,
+		`{"dims": [{"axes": [], "priority": 1}]}`,
+		`{"dims": [{"bogus": 1}]}`,
+		`{"dims": {}}`,
+		`{"dims": [{"open": "yes"}]}`,
+		`{"dims": [{"priority": 1e400}]}`,
+		`{"dims": [{}]} {}`,
+		`{"replicated": ["x"]}`,
+		`{"dims": [`,
+	} {
+		f.Add(s)
+	}
+	m := mustMesh(f, fuzzMesh)
+	f.Fuzz(func(t *testing.T, raw string) {
+		s, err := Parse(json.RawMessage(raw), m, nil, "source")
+		checkParsed(t, m, s, err)
+	})
+}
+
+func FuzzParseMeshString(f *testing.F) {
+	for _, s := range []string{
+		"x=2,y=4", " a = 3 ", "x=1", "x=1073741824", "x=2,x=2", "x=0", "x=-1", "1x=2", "x", "",
+		"x=1000000000,y=1000000000", "x=4,y=4611686018427387904", "x=2,,y=2", "x=+2",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseMeshString(s, "mesh")
+		if err != nil {
+			requireOnlyFieldErrors(t, err, "mesh")
+			require.Nil(t, m)
+			return
+		}
+		n := m.NumDevices()
+		require.True(t, n >= 1 && n <= MaxMeshDevices, "%d devices", n)
+		again, err := ParseMeshString(m.String(), "mesh")
+		require.NoError(t, err, "re-parse %q", m.String())
+		require.Equal(t, m.Axes, again.Axes)
+		require.Equal(t, m.String(), again.String())
+	})
+}
