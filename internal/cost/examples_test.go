@@ -2,6 +2,7 @@ package cost
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -149,7 +150,7 @@ func TestAllToAllRatios(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			model := mustResolve(t, `{"links":{"ici":{"bandwidth_gbps":100,"topology":"`+tc.topology+`"}}}`)
-			m := testMesh(t, "x="+itoa(tc.n))
+			m := testMesh(t, "x="+strconv.Itoa(tc.n))
 			c := Collective{Kind: AllToAll, Bytes: 1 << 30, Mesh: m, Axes: group(t, m, "x")}
 			a2a := model.Estimate(c)
 			c.Kind = AllGather
@@ -157,11 +158,4 @@ func TestAllToAllRatios(t *testing.T) {
 			assert.InDelta(t, tc.want, a2a.BandwidthUS/ag.BandwidthUS, 1e-9)
 		})
 	}
-}
-
-func itoa(i int) string { return json.Number(jsonInt(i)).String() }
-
-func jsonInt(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
 }
