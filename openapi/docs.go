@@ -113,6 +113,118 @@ const docTemplate = `{
                 }
             }
         },
+        "/v1/cost-models": {
+            "get": {
+                "description": "Every built-in cost model with its link classes, bandwidths, latencies, topology rules and the source of each figure. A request's ` + "`" + `cost_model` + "`" + ` names one of these or passes an object (a base profile plus overrides, or a fully custom model).",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "cost"
+                ],
+                "summary": "List the built-in bandwidth profiles",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/CostModelList"
+                        }
+                    }
+                }
+            }
+        },
+        "/v1/cost-models/{name}": {
+            "get": {
+                "produces": [
+                    "application/json",
+                    "application/problem+json"
+                ],
+                "tags": [
+                    "cost"
+                ],
+                "summary": "One built-in bandwidth profile",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "example": "tpu-v5p",
+                        "description": "profile name or alias",
+                        "name": "name",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/github_com_shardplan_shardplan_internal_cost.ProfileInfo"
+                        }
+                    },
+                    "404": {
+                        "description": "no such profile",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    }
+                }
+            }
+        },
+        "/v1/plans/{plan_id}": {
+            "get": {
+                "description": "Returns the response of an earlier POST /v1/reshard by its ` + "`" + `plan_id` + "`" + ` (the SHA-256 hex of the canonical request), byte for byte, while it is in the plan cache: plans are kept for SHARDPLAN_CACHE_TTL (in-process, or in Redis shared by every replica when REDIS_URL is set). 404 once it has expired or been evicted; POST the request again to recompute it.",
+                "produces": [
+                    "application/json",
+                    "application/problem+json"
+                ],
+                "tags": [
+                    "reshard"
+                ],
+                "summary": "Fetch a memoized plan (permalink)",
+                "parameters": [
+                    {
+                        "maxLength": 64,
+                        "minLength": 64,
+                        "type": "string",
+                        "description": "plan id: 64 lowercase hex digits",
+                        "name": "plan_id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/ReshardResponse"
+                        },
+                        "headers": {
+                            "X-Cache": {
+                                "type": "string",
+                                "description": "always hit"
+                            }
+                        }
+                    },
+                    "400": {
+                        "description": "malformed plan id",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "404": {
+                        "description": "no memoized plan with this id",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "503": {
+                        "description": "overloaded or timed out",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    }
+                }
+            }
+        },
         "/v1/reshard": {
             "post": {
                 "description": "Finds the cheapest collective schedule (slice, all_gather, all_to_all, collective_permute, all_to_all_v, reduce_scatter, all_reduce) that moves a tensor from ` + "`" + `source` + "`" + ` to ` + "`" + `target` + "`" + ` sharding, priced by ` + "`" + `cost_model` + "`" + `, with the communication lower bound and efficiency beside it. ` + "`" + `strategy: xla` + "`" + ` predicts XLA's SPMD partitioner, flags its involuntary full rematerialization and suggests constraints that avoid it. With ` + "`" + `Accept: text/plain` + "`" + ` the answer is the mesh-contents diagram. ` + "`" + `policy.forbid_full_rematerialization` + "`" + ` turns a plan that rematerializes into a 422 carrying the plan.",
@@ -246,6 +358,21 @@ const docTemplate = `{
         }
     },
     "definitions": {
+        "CostModelList": {
+            "type": "object",
+            "properties": {
+                "default": {
+                    "type": "string",
+                    "example": "tpu-v5p"
+                },
+                "models": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_cost.ProfileInfo"
+                    }
+                }
+            }
+        },
         "DimSharding": {
             "type": "object",
             "properties": {
@@ -296,7 +423,7 @@ const docTemplate = `{
                 "owners": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/sharding.Owner"
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.Owner"
                     }
                 }
             }
@@ -374,7 +501,7 @@ const docTemplate = `{
                     "description": "Errors lists the invalid fields by wire path, for validation failures.",
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/sharding.FieldError"
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.FieldError"
                     }
                 },
                 "instance": {
@@ -567,7 +694,7 @@ const docTemplate = `{
                 "transfers": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/planner.Transfer"
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_planner.Transfer"
                     }
                 },
                 "xla_warning": {
@@ -705,7 +832,7 @@ const docTemplate = `{
                     "description": "Transfers of an all_to_all_v.",
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/planner.Transfer"
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_planner.Transfer"
                     }
                 }
             }
@@ -731,7 +858,7 @@ const docTemplate = `{
                 "candidates": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/planner.Candidate"
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_planner.Candidate"
                     }
                 },
                 "collectives": {
@@ -771,13 +898,13 @@ const docTemplate = `{
                 "source": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/sharding.DeviceTile"
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.DeviceTile"
                     }
                 },
                 "target": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/sharding.DeviceTile"
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.DeviceTile"
                     }
                 }
             }
@@ -870,7 +997,7 @@ const docTemplate = `{
                     "description": "Devices are the tiles of the asked devices (all devices by default).",
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/sharding.DeviceTile"
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.DeviceTile"
                     }
                 },
                 "devices_omitted": {
@@ -929,7 +1056,94 @@ const docTemplate = `{
                 }
             }
         },
-        "planner.Candidate": {
+        "github_com_shardplan_shardplan_internal_cost.LinkInfo": {
+            "type": "object",
+            "properties": {
+                "bandwidth_gbps": {
+                    "type": "number"
+                },
+                "base_latency_us": {
+                    "type": "number"
+                },
+                "latency_us": {
+                    "description": "LatencyUS is the latency of one step (hop) in µs; BaseLatencyUS is paid once per\ncollective (software launch), the largest over the links a collective uses.",
+                    "type": "number"
+                },
+                "links_per_chip": {
+                    "type": "integer"
+                },
+                "sources": {
+                    "description": "Sources cite each figure, keyed by its JSON name.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "string"
+                    }
+                },
+                "topology": {
+                    "description": "Topology is \"torus\" (ring per axis, wrapped per Wrap), \"ring_bidi\", \"ring_uni\",\n\"line\" or \"switch\".",
+                    "type": "string"
+                },
+                "wrap": {
+                    "description": "Wrap is the wraparound rule of a torus: \"always\", \"never\", \"size16\" (an axis\nwraps iff its size is 16) or \"cube\" (every axis on this link wraps iff all of\nthem are multiples of 4 and their product is a multiple of 64).",
+                    "type": "string"
+                }
+            }
+        },
+        "github_com_shardplan_shardplan_internal_cost.ProfileInfo": {
+            "type": "object",
+            "properties": {
+                "aliases": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "axis_links": {
+                    "description": "AxisLinks overrides the link class of mesh axes by name.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "string"
+                    }
+                },
+                "description": {
+                    "type": "string"
+                },
+                "efficiency": {
+                    "description": "Efficiency scales every bandwidth: the achievable fraction of the peak, in (0, 1].",
+                    "type": "number"
+                },
+                "gpus_per_node": {
+                    "description": "GPUsPerNode \u003e 0 makes a GPU model: a group axis whose device span fits in a node\nrides \"nvlink\", any other \"ib\". 0 puts every axis on \"ici\".",
+                    "type": "integer"
+                },
+                "hierarchy": {
+                    "description": "Hierarchy is how the levels of a group that spans several link classes combine:\n\"sequential\" (the phases add up, the default) or \"overlapped\" (pipelined: the\nslowest phase bounds).",
+                    "type": "string"
+                },
+                "links": {
+                    "description": "Links are the figures per link class (\"ici\", \"nvlink\", \"ib\", \"dcn\").",
+                    "type": "object",
+                    "additionalProperties": {
+                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_cost.LinkInfo"
+                    }
+                },
+                "mode": {
+                    "description": "Mode is how the latency and bandwidth terms combine: \"additive\" (T = L + B, the\ndefault) or \"max\" (T = max(L, B), scaling-book's form).",
+                    "type": "string"
+                },
+                "name": {
+                    "type": "string"
+                },
+                "sources": {
+                    "description": "Sources cite the model-level figures (gpus_per_node).",
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "string"
+                    }
+                }
+            }
+        },
+        "github_com_shardplan_shardplan_internal_planner.Candidate": {
             "type": "object",
             "properties": {
                 "bytes_per_device": {
@@ -949,7 +1163,7 @@ const docTemplate = `{
                 }
             }
         },
-        "planner.Transfer": {
+        "github_com_shardplan_shardplan_internal_planner.Transfer": {
             "type": "object",
             "properties": {
                 "bytes": {
@@ -993,7 +1207,7 @@ const docTemplate = `{
                 }
             }
         },
-        "sharding.DeviceTile": {
+        "github_com_shardplan_shardplan_internal_sharding.DeviceTile": {
             "type": "object",
             "properties": {
                 "coords": {
@@ -1029,7 +1243,7 @@ const docTemplate = `{
                 }
             }
         },
-        "sharding.FieldError": {
+        "github_com_shardplan_shardplan_internal_sharding.FieldError": {
             "type": "object",
             "properties": {
                 "field": {
@@ -1040,7 +1254,7 @@ const docTemplate = `{
                 }
             }
         },
-        "sharding.Owner": {
+        "github_com_shardplan_shardplan_internal_sharding.Owner": {
             "type": "object",
             "properties": {
                 "coords": {

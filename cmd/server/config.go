@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shardplan/shardplan/api"
+	"github.com/shardplan/shardplan/internal/cache"
 )
 
 // config is everything the service reads at start: defaults, overridden by environment
@@ -32,6 +33,17 @@ type config struct {
 	MaxInflight     int
 	CacheTTL        time.Duration
 	CacheMaxBytes   int64
+	// Plan cache (internal/cache) beyond REDIS_URL, TTL and size; see cacheConfig.
+	RedisAddrs        string // comma-separated host:port seeds
+	RedisMasterName   string
+	RedisCluster      bool
+	RedisUsername     string
+	RedisPassword     string
+	RedisDialTimeout  time.Duration
+	RedisReadTimeout  time.Duration
+	RedisWriteTimeout time.Duration
+	CacheTimeout      time.Duration
+	CachePrefix       string
 }
 
 func defaultConfig() config {
@@ -50,6 +62,12 @@ func defaultConfig() config {
 		MaxInflight:     l.MaxInflight,
 		CacheTTL:        time.Hour,
 		CacheMaxBytes:   64 << 20,
+
+		RedisDialTimeout:  cache.DefaultDialTimeout,
+		RedisReadTimeout:  cache.DefaultReadTimeout,
+		RedisWriteTimeout: cache.DefaultWriteTimeout,
+		CacheTimeout:      cache.DefaultTimeout,
+		CachePrefix:       cache.DefaultPrefix,
 	}
 }
 
@@ -76,6 +94,16 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_MAX_INFLIGHT", "max-inflight", "most concurrent /v1 requests (503 overloaded above)", &c.MaxInflight},
 		{"SHARDPLAN_CACHE_TTL", "cache-ttl", "how long a memoized plan is kept", &c.CacheTTL},
 		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes", &c.CacheMaxBytes},
+		{"SHARDPLAN_CACHE_TIMEOUT", "cache-timeout", "deadline of one cache call (a slower Redis is a miss)", &c.CacheTimeout},
+		{"SHARDPLAN_CACHE_PREFIX", "cache-prefix", "prefix of every plan cache key", &c.CachePrefix},
+		{"SHARDPLAN_REDIS_ADDRS", "redis-addrs", "comma-separated Redis host:port seeds (Cluster nodes or Sentinels), added to REDIS_URL's", &c.RedisAddrs},
+		{"SHARDPLAN_REDIS_MASTER_NAME", "redis-master-name", "Sentinel master name; set, it selects Sentinel", &c.RedisMasterName},
+		{"SHARDPLAN_REDIS_CLUSTER", "redis-cluster", "use Redis Cluster (even with one seed address)", &c.RedisCluster},
+		{"SHARDPLAN_REDIS_USERNAME", "redis-username", "Redis username (replaces REDIS_URL's)", &c.RedisUsername},
+		{"SHARDPLAN_REDIS_PASSWORD", "redis-password", "Redis password (replaces REDIS_URL's; never logged)", &c.RedisPassword},
+		{"SHARDPLAN_REDIS_DIAL_TIMEOUT", "redis-dial-timeout", "Redis connect timeout", &c.RedisDialTimeout},
+		{"SHARDPLAN_REDIS_READ_TIMEOUT", "redis-read-timeout", "Redis socket read timeout", &c.RedisReadTimeout},
+		{"SHARDPLAN_REDIS_WRITE_TIMEOUT", "redis-write-timeout", "Redis socket write timeout", &c.RedisWriteTimeout},
 	}
 }
 
@@ -91,6 +119,9 @@ func (v flagValue) String() string {
 
 func (v flagValue) Set(x string) error { return parseSetting(v.s.ptr, x) }
 
+// IsBoolFlag lets a bool setting be given as a bare flag (-redis-cluster).
+func (v flagValue) IsBoolFlag() bool { _, ok := v.s.ptr.(*bool); return ok }
+
 func formatSetting(p any) string {
 	switch p := p.(type) {
 	case *string:
@@ -101,6 +132,8 @@ func formatSetting(p any) string {
 		return strconv.FormatInt(*p, 10)
 	case *time.Duration:
 		return p.String()
+	case *bool:
+		return strconv.FormatBool(*p)
 	}
 	return ""
 }
@@ -128,6 +161,12 @@ func parseSetting(p any, x string) error {
 			return fmt.Errorf("%q is not a duration (e.g. 10s, 500ms)", x)
 		}
 		*p = d
+	case *bool:
+		b, err := strconv.ParseBool(x)
+		if err != nil {
+			return fmt.Errorf("%q is not a boolean (true or false)", x)
+		}
+		*p = b
 	}
 	return nil
 }
@@ -195,6 +234,10 @@ func (c config) validate() error {
 		{"SHARDPLAN_REQUEST_TIMEOUT", int64(c.RequestTimeout)},
 		{"SHARDPLAN_SHUTDOWN_TIMEOUT", int64(c.ShutdownTimeout)},
 		{"SHARDPLAN_CACHE_TTL", int64(c.CacheTTL)},
+		{"SHARDPLAN_CACHE_TIMEOUT", int64(c.CacheTimeout)},
+		{"SHARDPLAN_REDIS_DIAL_TIMEOUT", int64(c.RedisDialTimeout)},
+		{"SHARDPLAN_REDIS_READ_TIMEOUT", int64(c.RedisReadTimeout)},
+		{"SHARDPLAN_REDIS_WRITE_TIMEOUT", int64(c.RedisWriteTimeout)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {
@@ -212,6 +255,12 @@ func (c config) validate() error {
 	}
 	if c.MaxMeshAxes > 64 {
 		bad("SHARDPLAN_MAX_MESH_AXES", "%d is above the hard ceiling of 64", c.MaxMeshAxes)
+	}
+	if len(errs) == 0 {
+		// The Redis topology (URL, addresses, master name, cluster) as go-redis sees it.
+		if err := c.cacheConfig().Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -245,6 +294,10 @@ func redactURL(s string) string {
 	if err != nil {
 		return "(unparseable, hidden)"
 	}
+	if q := u.Query(); q.Has("password") { // Sentinel URLs carry the master's password there
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
 	return u.Redacted()
 }
 
@@ -253,8 +306,13 @@ func (c config) logAttrs() []slog.Attr {
 	var out []slog.Attr
 	for _, s := range c.settings() {
 		v := formatSetting(s.ptr)
-		if s.env == "REDIS_URL" {
+		switch s.env {
+		case "REDIS_URL":
 			v = redactURL(v)
+		case "SHARDPLAN_REDIS_PASSWORD":
+			if v != "" {
+				v = "xxxxx"
+			}
 		}
 		out = append(out, slog.String(s.env, v))
 	}

@@ -48,13 +48,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		collectors.NewBuildInfoCollector(),
 	)
 
-	// The cache hook: the lead plugs internal/cache in here (in-process LRU, or Redis when
-	// cfg.RedisURL is set), adds its readiness check and closes it after the drain.
-	var memo api.Memo = api.NopMemo{}
-	checks := map[string]api.Check{}
-	if cfg.RedisURL != "" {
-		logger.Warn("REDIS_URL is set but this build has no Redis cache yet; plans are not memoized")
+	// The plan cache: in-process LRU, or Redis when REDIS_URL / SHARDPLAN_REDIS_ADDRS is
+	// set. It does not connect here: a Redis that is down means misses and a failing
+	// "cache" readiness check, never a failed start or request. Closed after the drain.
+	memo, cacheCheck, err := openCache(cfg, reg, logger)
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
 	}
+	defer memo.Close() // early returns; idempotent after the shutdown's Close
+	logger.LogAttrs(ctx, slog.LevelInfo, "plan cache", slog.Any("cache", cfg.cacheConfig()), slog.String("backend", memo.Backend()))
+	checks := map[string]api.Check{"cache": cacheCheck}
 
 	srv, err := api.New(api.Deps{
 		Logger:   logger,
@@ -115,7 +118,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			_ = hs.Close()
 			err = fmt.Errorf("shutdown: %w", err)
 		}
-		// Close the cache (Redis) here, after the last request.
+		// Close the cache (Redis) last: after the last request, waiting for its pending writes.
+		if cerr := memo.Close(); cerr != nil {
+			logger.Warn("closing the plan cache", slog.String("error", cerr.Error()))
+		}
 		logger.Info("stopped")
 		return err
 	})

@@ -1,0 +1,493 @@
+package propagation
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// Result is the outcome of Propagate.
+type Result struct {
+	// Shardings is the propagated sharding of every tensor. Open flags are kept as the
+	// annotations (or their absence) left them, explicit replication is kept and
+	// priorities are dropped, so feeding Shardings back as annotations is a fixpoint. Use
+	// Closed for the final, closed form.
+	Shardings map[string]sharding.Sharding `json:"-"`
+	// Ops lists, per op in graph order (regions flattened), the sharding it computes in.
+	Ops []OpSharding `json:"ops"`
+	// Reshards are the operand and result layout changes the ops need, in op order.
+	Reshards []Reshard `json:"reshards"`
+	// Reductions are the all-reduces / reduce-scatters sharded reduction factors need.
+	Reductions []Reduction `json:"reductions"`
+	// Explain gives, per tensor, where the axes of each dim came from.
+	Explain map[string][]Origin `json:"explain"`
+	// Refined lists the annotated tensors whose open dims gained axes, sorted.
+	Refined []string `json:"refined"`
+	Stats   Stats    `json:"stats"`
+}
+
+// Closed returns the shardings with every dim closed and without replicated lists, the
+// form Shardy's export gives back.
+func (r *Result) Closed() map[string]sharding.Sharding {
+	out := make(map[string]sharding.Sharding, len(r.Shardings))
+	for k, s := range r.Shardings {
+		out[k] = layoutOf(s)
+	}
+	return out
+}
+
+// OpSharding is the sharding an op computes in: the common axes of each factor and the
+// resulting layout of each operand and result.
+type OpSharding struct {
+	Op   string `json:"op"`
+	Kind string `json:"kind"`
+	// Rule is the op's sharding rule in Shardy's notation ("" when it has none).
+	Rule     string              `json:"rule,omitempty"`
+	Factors  []FactorAxes        `json:"factors,omitempty"`
+	Operands []sharding.Sharding `json:"-"`
+	Results  []sharding.Sharding `json:"-"`
+}
+
+// FactorAxes is one factor of an op's rule and the axes it is computed on.
+type FactorAxes struct {
+	Factor string             `json:"factor"`
+	Size   int64              `json:"size"`
+	Type   FactorType         `json:"type"`
+	Axes   []sharding.AxisRef `json:"axes"`
+}
+
+// Reshard is one tensor layout change an op needs: an operand moved to the layout the
+// op computes in before it runs, or a result moved from that layout to its own after.
+type Reshard struct {
+	Op     string            `json:"op"`
+	Tensor string            `json:"tensor"`
+	From   sharding.Sharding `json:"-"`
+	To     sharding.Sharding `json:"-"`
+}
+
+// Reduction kinds.
+const (
+	AllReduce     = "all_reduce"
+	ReduceScatter = "reduce_scatter"
+)
+
+// Reduction is a collective that sums partial results over Axes: an all_reduce, or a
+// reduce_scatter that also leaves Tensor sharded on Axes along Dim.
+type Reduction struct {
+	Op     string             `json:"op"`
+	Tensor string             `json:"tensor"`
+	Kind   string             `json:"kind"`
+	Axes   []sharding.AxisRef `json:"axes"`
+	Dim    int                `json:"dim"`
+}
+
+// Origin says where some axes of a tensor dim came from: "annotation", or e.g.
+// "x dim 0 through mm (factor i)".
+type Origin struct {
+	Dim  int                `json:"dim"`
+	Axes []sharding.AxisRef `json:"axes"`
+	From string             `json:"from"`
+}
+
+// layoutOf is s closed, without priorities or replicated list.
+func layoutOf(s sharding.Sharding) sharding.Sharding {
+	out := sharding.Sharding{Dims: make([]sharding.DimSharding, len(s.Dims)), Unreduced: slices.Clone(s.Unreduced)}
+	for i, d := range s.Dims {
+		out.Dims[i] = sharding.DimSharding{Axes: slices.Clone(d.Axes), Priority: sharding.NoPriority}
+	}
+	return out
+}
+
+var typePrecedence = [...]int{FactorPassThrough: 3, FactorReduction: 2, FactorPermutation: 1, FactorNeedReplication: 0}
+
+// finalize builds the Result from the propagated state (section (d) of PROPAGATION.md).
+func (p *propagator) finalize(ctx context.Context) (*Result, error) {
+	gs := p.gs
+	res := &Result{Shardings: map[string]sharding.Sharding{}, Explain: map[string][]Origin{}}
+	for _, ts := range gs.tensors {
+		s := ts.sh.Clone()
+		for d := range s.Dims {
+			s.Dims[d].Priority = sharding.NoPriority
+		}
+		s.Canonicalize(gs.mesh)
+		res.Shardings[ts.name] = s
+		if len(ts.origins) > 0 {
+			res.Explain[ts.name] = ts.origins
+		}
+		if ts.ann != nil {
+			for d, ads := range ts.ann.Dims {
+				if ads.Open && !refsEqual(ads.Axes, s.Dims[d].Axes) {
+					res.Refined = append(res.Refined, ts.name)
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(res.Refined)
+	// edges of each while, by op index
+	edges := map[int][]*node{}
+	for _, n := range gs.nodes {
+		if n.edge {
+			edges[n.opIndex] = append(edges[n.opIndex], n)
+		}
+	}
+	for i, name := range gs.opNames {
+		if i&63 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		os := OpSharding{Op: name, Kind: gs.opKinds[i]}
+		if ni := gs.opNodes[i]; ni >= 0 {
+			p.computeOp(gs.nodes[ni], &os, res)
+		}
+		for _, e := range edges[i] {
+			var tmp OpSharding
+			p.computeOp(e, &tmp, res)
+		}
+		res.Ops = append(res.Ops, os)
+	}
+	res.Stats = Stats{Visits: p.visits, Updates: p.updates, Passes: p.passes}
+	return res, nil
+}
+
+// computeOp chooses the common per-factor axes of n (findCommonAxes), the layouts its
+// tensors are computed in, and the reshards and reductions that implies.
+func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
+	gs := p.gs
+	r := n.rule
+	nf := p.project(n)
+	nt := len(n.tensors)
+	assign := p.commonAxes(n, nf)
+	if !n.edge {
+		os.Rule = r.String()
+		for f := range nf {
+			os.Factors = append(os.Factors, FactorAxes{Factor: FactorName(f), Size: r.FactorSizes[f], Type: r.Types[f], Axes: assign[f]})
+		}
+	}
+	var reduced []axisRef
+	for f := range nf {
+		if r.Types[f] == FactorReduction {
+			reduced = append(reduced, assign[f]...)
+		}
+	}
+	sharding.SortAxisRefs(reduced, gs.mesh)
+	reduced = sharding.MergeAdjacent(reduced)
+	for t, id := range n.tensors {
+		ts := gs.tensors[id]
+		final := layoutOf(ts.sh)
+		computed := sharding.Sharding{Dims: make([]sharding.DimSharding, len(ts.shape))}
+		for d, fs := range r.Dims(t) {
+			var axes []axisRef
+			for _, f := range fs {
+				axes = append(axes, assign[f]...)
+				if product(assign[f]) < r.FactorSizes[f] {
+					break
+				}
+			}
+			computed.Dims[d] = sharding.DimSharding{Axes: sharding.MergeAdjacent(axes), Priority: sharding.NoPriority}
+		}
+		if t < n.nOperands {
+			if len(ts.sh.Unreduced) > 0 && !p.passesUnreduced(n) {
+				res.Reductions = append(res.Reductions, Reduction{Op: n.name, Tensor: ts.name, Kind: AllReduce, Axes: slices.Clone(ts.sh.Unreduced)})
+			} else {
+				computed.Unreduced = slices.Clone(ts.sh.Unreduced)
+			}
+			if !n.edge {
+				os.Operands = append(os.Operands, computed)
+			}
+			if !computed.SameLayout(final) {
+				res.Reshards = append(res.Reshards, Reshard{Op: n.name, Tensor: ts.name, From: withUnreduced(final, computed.Unreduced), To: computed})
+			}
+			continue
+		}
+		// result: partial over the reduced axes it does not keep unreduced
+		var partial []axisRef
+		for _, a := range reduced {
+			if !slices.Contains(ts.sh.Unreduced, a) {
+				partial = append(partial, a)
+			}
+		}
+		computed.Unreduced = slices.Clone(ts.sh.Unreduced)
+		if !n.edge {
+			os.Results = append(os.Results, computed)
+		}
+		after := computed
+		if len(partial) > 0 {
+			red := Reduction{Op: n.name, Tensor: ts.name, Kind: AllReduce, Axes: partial}
+			if d := scatterDim(computed, final, partial); d >= 0 {
+				red.Kind, red.Dim = ReduceScatter, d
+				after = layoutOf(computed)
+				after.Dims[d].Axes = mergeAppend(computed.Dims[d].Axes, orderAs(partial, final.Dims[d].Axes)...)
+			}
+			res.Reductions = append(res.Reductions, red)
+		}
+		if !after.SameLayout(final) {
+			res.Reshards = append(res.Reshards, Reshard{Op: n.name, Tensor: ts.name, From: after, To: final})
+		}
+	}
+	_ = nt
+}
+
+func withUnreduced(s sharding.Sharding, u []axisRef) sharding.Sharding {
+	s.Unreduced = slices.Clone(u)
+	return s
+}
+
+// passesUnreduced reports whether n may carry unreduced operands through (linear
+// elementwise ops whose results are unreduced on the same axes).
+func (p *propagator) passesUnreduced(n *node) bool {
+	switch n.kind {
+	case "add", "subtract", "sub", "negate", "neg", "sharding_constraint", "copy", "while":
+	default:
+		return false
+	}
+	u := p.gs.tensors[n.tensors[0]].sh.Unreduced
+	for _, id := range n.tensors {
+		if !refsEqual(p.gs.tensors[id].sh.Unreduced, u) {
+			return false
+		}
+	}
+	return true
+}
+
+// scatterDim returns the dim along which final adds exactly the partial axes to
+// computed (the reduce_scatter case), or -1.
+func scatterDim(computed, final sharding.Sharding, partial []axisRef) int {
+	for d := range final.Dims {
+		fa, ca := final.Dims[d].Axes, computed.Dims[d].Axes
+		all := true
+		for _, a := range partial {
+			if !containsAxis(fa, a) || containsAxis(ca, a) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return d
+		}
+	}
+	return -1
+}
+
+func containsAxis(list []axisRef, a axisRef) bool {
+	for _, b := range list {
+		if b.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// orderAs returns axes ordered as they appear in ref.
+func orderAs(axes, ref []axisRef) []axisRef {
+	out := slices.Clone(axes)
+	pos := func(a axisRef) int {
+		for i, b := range ref {
+			if b.Contains(a) {
+				return i
+			}
+		}
+		return len(ref)
+	}
+	slices.SortStableFunc(out, func(a, b axisRef) int { return pos(a) - pos(b) })
+	return out
+}
+
+// commonAxes picks one list of axes per factor for the op to compute in (PROPAGATION.md
+// (d).2): the tensors' own factor shardings when they already agree, otherwise a
+// greedy choice among every prefix of every tensor's factor sharding, scored by the
+// elements of the tensors that agree, the factor type, the sharding size and the axis
+// names. Axes left on need-replication factors move to batching factors when they
+// divide them.
+func (p *propagator) commonAxes(n *node, nf int) [][]axisRef {
+	r := n.rule
+	nt := len(n.tensors)
+	assign := make([][]axisRef, nf)
+	if p.agrees(n, nf, assign) {
+		return assign
+	}
+	clear(assign)
+	blockedBy := func(t int) [][]axisRef {
+		ts := p.gs.tensors[n.tensors[t]]
+		return [][]axisRef{ts.sh.Replicated, ts.sh.Unreduced}
+	}
+	eligible := func(f int) bool {
+		for t := range nt {
+			for _, fs := range r.Dims(t) {
+				for k, g := range fs {
+					if g == f && k > 0 && product(assign[fs[k-1]]) < r.FactorSizes[fs[k-1]] {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	}
+	type cand struct {
+		f     int
+		axes  []axisRef
+		elems int64
+		prec  int
+		gain  int64
+		text  string
+	}
+	better := func(a, b cand) bool {
+		if a.elems != b.elems {
+			return a.elems > b.elems
+		}
+		if a.prec != b.prec {
+			return a.prec > b.prec
+		}
+		if a.gain != b.gain {
+			return a.gain > b.gain
+		}
+		if a.f != b.f {
+			return a.f < b.f
+		}
+		return a.text < b.text
+	}
+	for range nf * 64 {
+		var best *cand
+		for f := range nf {
+			if !eligible(f) {
+				continue
+			}
+			for t := range nt {
+				fs := &p.proj[t*nf+f]
+				if !fs.present {
+					continue
+				}
+				for k := len(assign[f]); k <= len(fs.axes); k++ {
+					if k == 0 {
+						continue
+					}
+					c := truncate(fs.axes[:k:k], func(a axisRef, _ int64) (axisRef, bool) {
+						var ok bool
+						for g := range nf {
+							if g == f {
+								continue
+							}
+							for _, x := range assign[g] {
+								if a, ok = prefixWithoutOverlap(a, x); !ok {
+									return a, false
+								}
+							}
+						}
+						for q := range nt {
+							if !p.proj[q*nf+f].present {
+								continue
+							}
+							for _, list := range blockedBy(q) {
+								for _, x := range list {
+									if a, ok = prefixWithoutOverlap(a, x); !ok {
+										return a, false
+									}
+								}
+							}
+						}
+						return a, true
+					})
+					if !isStrictPrefix(assign[f], c) {
+						continue
+					}
+					cd := cand{f: f, axes: c, prec: typePrecedence[r.Types[f]], gain: product(c) / product(assign[f]), text: axesText(c)}
+					for q := range nt {
+						if qs := &p.proj[q*nf+f]; qs.present && isPrefixOrEqual(c, qs.axes) {
+							cd.elems += p.gs.tensors[n.tensors[q]].elems
+						}
+					}
+					if best == nil || better(cd, *best) {
+						cc := cd
+						best = &cc
+					}
+				}
+			}
+		}
+		if best == nil {
+			break
+		}
+		assign[best.f] = best.axes
+	}
+	// Re-home need-replication axes onto batching factors (pass-through, in every tensor).
+	for f := range nf {
+		if r.Types[f] != FactorNeedReplication || len(assign[f]) == 0 {
+			continue
+		}
+		moved := assign[f]
+		assign[f] = nil
+		for _, a := range moved {
+			for b := range nf {
+				if r.Types[b] != FactorPassThrough || r.Blocked[b] {
+					continue
+				}
+				inAll, free := true, true
+				for q := range nt {
+					if !p.proj[q*nf+b].present {
+						inAll = false
+						break
+					}
+					for _, list := range blockedBy(q) {
+						for _, x := range list {
+							free = free && !x.Overlaps(a)
+						}
+					}
+				}
+				if inAll && free && r.FactorSizes[b]%(product(assign[b])*int64(a.Size)) == 0 {
+					assign[b] = mergeAppend(assign[b], a)
+					break
+				}
+			}
+		}
+	}
+	return assign
+}
+
+// agrees fills assign and reports true when every factor has the same axes in every
+// tensor that maps it, need-replication factors are unsharded, no overflow axes are
+// involved and no axis serves two factors.
+func (p *propagator) agrees(n *node, nf int, assign [][]axisRef) bool {
+	r := n.rule
+	for f := range nf {
+		seen := false
+		for t := range n.tensors {
+			fs := &p.proj[t*nf+f]
+			if !fs.present {
+				continue
+			}
+			if len(fs.overflow) > 0 {
+				return false
+			}
+			if !seen {
+				assign[f], seen = fs.axes, true
+			} else if !refsEqual(assign[f], fs.axes) {
+				return false
+			}
+		}
+		if r.Types[f] == FactorNeedReplication && len(assign[f]) > 0 {
+			return false
+		}
+	}
+	for f := range nf {
+		for g := f + 1; g < nf; g++ {
+			for _, a := range assign[f] {
+				for _, b := range assign[g] {
+					if a.Overlaps(b) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+func axesText(axes []axisRef) string {
+	parts := make([]string, len(axes))
+	for i, a := range axes {
+		parts[i] = a.String()
+	}
+	return strings.Join(parts, ",")
+}
