@@ -104,18 +104,23 @@ type TilesPair struct {
 
 // ReshardResponse is a plan.
 type ReshardResponse struct {
-	PlanID               string             `json:"plan_id"`
-	Mesh                 MeshObject         `json:"mesh"`
-	Shape                []int64            `json:"shape"`
-	Source               ShardingJSON       `json:"source"`
-	Target               ShardingJSON       `json:"target"`
-	Steps                []StepJSON         `json:"steps"`
-	Summary              SummaryJSON        `json:"summary"`
-	SuggestedConstraints []Suggestion       `json:"suggested_constraints"`
-	XLAWarning           string             `json:"xla_warning,omitempty"`
-	Tiles                *TilesPair         `json:"tiles,omitempty"`
-	Transfers            []planner.Transfer `json:"transfers,omitempty"`
-	Diagram              string             `json:"diagram,omitempty"`
+	PlanID               string       `json:"plan_id"`
+	Mesh                 MeshObject   `json:"mesh"`
+	Shape                []int64      `json:"shape"`
+	Source               ShardingJSON `json:"source"`
+	Target               ShardingJSON `json:"target"`
+	Steps                []StepJSON   `json:"steps"`
+	Summary              SummaryJSON  `json:"summary"`
+	SuggestedConstraints []Suggestion `json:"suggested_constraints"`
+	XLAWarning           string       `json:"xla_warning,omitempty"`
+	// XLAPath names the ReshardNoCache branches XLA takes (strategy xla).
+	XLAPath []string `json:"xla_path,omitempty"`
+	// SourceHlo and TargetHlo are the endpoints in XLA's HloSharding text (strategy xla).
+	SourceHlo string             `json:"source_hlo,omitempty"`
+	TargetHlo string             `json:"target_hlo,omitempty"`
+	Tiles     *TilesPair         `json:"tiles,omitempty"`
+	Transfers []planner.Transfer `json:"transfers,omitempty"`
+	Diagram   string             `json:"diagram,omitempty"`
 	// ListsOmitted is true when per-device lists (pairs, transfers) were left out because
 	// the mesh has more devices than the list limit; Note says how to ask for them.
 	ListsOmitted bool   `json:"lists_omitted,omitempty"`
@@ -317,7 +322,7 @@ func policyCheck(p *Policy, body []byte) error {
 func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardResponse, error) {
 	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops}
 	var p *planner.Plan
-	var info *xlaResult
+	var info *planner.XLAInfo
 	var err error
 	if in.strategy == planner.XLA {
 		p, info, err = xlaPlan(ctx, preq)
@@ -335,7 +340,7 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 }
 
 // renderPlan builds the wire form of a plan.
-func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *xlaResult) *ReshardResponse {
+func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *planner.XLAInfo) *ReshardResponse {
 	m := in.mesh
 	name := m.Name
 	n := m.NumDevices()
@@ -387,6 +392,8 @@ func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *xlaResult) 
 	}
 	if info != nil {
 		resp.XLAWarning = info.Warning
+		resp.XLAPath = info.Path
+		resp.SourceHlo, resp.TargetHlo = info.SourceHlo, info.TargetHlo
 		for _, sg := range info.Suggested {
 			resp.SuggestedConstraints = append(resp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, name)})
 		}

@@ -157,7 +157,7 @@ const docTemplate = `{
                     "200": {
                         "description": "OK",
                         "schema": {
-                            "$ref": "#/definitions/github_com_shardplan_shardplan_internal_cost.ProfileInfo"
+                            "$ref": "#/definitions/cost.ProfileInfo"
                         }
                     },
                     "404": {
@@ -368,7 +368,7 @@ const docTemplate = `{
                 "models": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_cost.ProfileInfo"
+                        "$ref": "#/definitions/cost.ProfileInfo"
                     }
                 }
             }
@@ -423,7 +423,7 @@ const docTemplate = `{
                 "owners": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.Owner"
+                        "$ref": "#/definitions/sharding.Owner"
                     }
                 }
             }
@@ -501,7 +501,7 @@ const docTemplate = `{
                     "description": "Errors lists the invalid fields by wire path, for validation failures.",
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.FieldError"
+                        "$ref": "#/definitions/sharding.FieldError"
                     }
                 },
                 "instance": {
@@ -670,6 +670,10 @@ const docTemplate = `{
                 "source": {
                     "$ref": "#/definitions/Sharding"
                 },
+                "source_hlo": {
+                    "description": "SourceHlo and TargetHlo are the endpoints in XLA's HloSharding text (strategy xla).",
+                    "type": "string"
+                },
                 "steps": {
                     "type": "array",
                     "items": {
@@ -688,13 +692,23 @@ const docTemplate = `{
                 "target": {
                     "$ref": "#/definitions/Sharding"
                 },
+                "target_hlo": {
+                    "type": "string"
+                },
                 "tiles": {
                     "$ref": "#/definitions/TilesPair"
                 },
                 "transfers": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_planner.Transfer"
+                        "$ref": "#/definitions/planner.Transfer"
+                    }
+                },
+                "xla_path": {
+                    "description": "XLAPath names the ReshardNoCache branches XLA takes (strategy xla).",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
                     }
                 },
                 "xla_warning": {
@@ -832,7 +846,7 @@ const docTemplate = `{
                     "description": "Transfers of an all_to_all_v.",
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_planner.Transfer"
+                        "$ref": "#/definitions/planner.Transfer"
                     }
                 }
             }
@@ -858,7 +872,7 @@ const docTemplate = `{
                 "candidates": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_planner.Candidate"
+                        "$ref": "#/definitions/planner.Candidate"
                     }
                 },
                 "collectives": {
@@ -898,13 +912,13 @@ const docTemplate = `{
                 "source": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.DeviceTile"
+                        "$ref": "#/definitions/sharding.DeviceTile"
                     }
                 },
                 "target": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.DeviceTile"
+                        "$ref": "#/definitions/sharding.DeviceTile"
                     }
                 }
             }
@@ -997,7 +1011,7 @@ const docTemplate = `{
                     "description": "Devices are the tiles of the asked devices (all devices by default).",
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_sharding.DeviceTile"
+                        "$ref": "#/definitions/sharding.DeviceTile"
                     }
                 },
                 "devices_omitted": {
@@ -1056,7 +1070,7 @@ const docTemplate = `{
                 }
             }
         },
-        "github_com_shardplan_shardplan_internal_cost.LinkInfo": {
+        "cost.LinkInfo": {
             "type": "object",
             "properties": {
                 "bandwidth_gbps": {
@@ -1089,7 +1103,7 @@ const docTemplate = `{
                 }
             }
         },
-        "github_com_shardplan_shardplan_internal_cost.ProfileInfo": {
+        "cost.ProfileInfo": {
             "type": "object",
             "properties": {
                 "aliases": {
@@ -1124,7 +1138,7 @@ const docTemplate = `{
                     "description": "Links are the figures per link class (\"ici\", \"nvlink\", \"ib\", \"dcn\").",
                     "type": "object",
                     "additionalProperties": {
-                        "$ref": "#/definitions/github_com_shardplan_shardplan_internal_cost.LinkInfo"
+                        "$ref": "#/definitions/cost.LinkInfo"
                     }
                 },
                 "mode": {
@@ -1143,7 +1157,7 @@ const docTemplate = `{
                 }
             }
         },
-        "github_com_shardplan_shardplan_internal_planner.Candidate": {
+        "planner.Candidate": {
             "type": "object",
             "properties": {
                 "bytes_per_device": {
@@ -1163,7 +1177,7 @@ const docTemplate = `{
                 }
             }
         },
-        "github_com_shardplan_shardplan_internal_planner.Transfer": {
+        "planner.Transfer": {
             "type": "object",
             "properties": {
                 "bytes": {
@@ -1207,7 +1221,7 @@ const docTemplate = `{
                 }
             }
         },
-        "github_com_shardplan_shardplan_internal_sharding.DeviceTile": {
+        "sharding.DeviceTile": {
             "type": "object",
             "properties": {
                 "coords": {
@@ -1243,7 +1257,7 @@ const docTemplate = `{
                 }
             }
         },
-        "github_com_shardplan_shardplan_internal_sharding.FieldError": {
+        "sharding.FieldError": {
             "type": "object",
             "properties": {
                 "field": {
@@ -1254,7 +1268,7 @@ const docTemplate = `{
                 }
             }
         },
-        "github_com_shardplan_shardplan_internal_sharding.Owner": {
+        "sharding.Owner": {
             "type": "object",
             "properties": {
                 "coords": {
