@@ -940,7 +940,9 @@ func hasSubAxis(s sharding.Sharding) bool {
 // plan through them.
 func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan) {
 	rr := *r
-	rr.AllowedOps = nil
+	// Constraints need intermediate states: a single point-to-point exchange has none,
+	// so the chain comes from the best plan of standard collectives.
+	rr.AllowedOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpCollectivePermute, OpReduceScatter, OpAllReduce}
 	opt, err := Reshard(ctx, &rr)
 	if err != nil || opt.Summary.FullRematerialization {
 		return nil, nil
