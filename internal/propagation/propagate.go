@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/bits"
@@ -41,6 +42,13 @@ type factorSharding struct {
 	dim      int
 }
 
+// key orders factors in the aggressive strategy.
+type key struct {
+	srcSize  int64
+	candSize int64
+	srcIdx   int
+}
+
 // propagator runs the fixpoint over a prepared graph. It is single-use and not safe for
 // concurrent use.
 type propagator struct {
@@ -53,6 +61,7 @@ type propagator struct {
 	cands [][]axisRef
 	dirty []bool
 	order []int
+	keys  []key
 
 	visits, updates, passes int
 }
@@ -485,7 +494,14 @@ func (p *propagator) compatible(n *node, nf, f int, dir direction) []axisRef {
 func (p *propagator) within(n *node, nf, t, f int, a axisRef, prev int64) (axisRef, bool) {
 	ts := p.gs.tensors[n.tensors[t]]
 	var ok bool
-	for _, list := range [][]axisRef{ts.sh.Replicated, ts.sh.Unreduced, ts.deferred} {
+	for k := range 3 {
+		list := ts.sh.Replicated
+		switch k {
+		case 1:
+			list = ts.sh.Unreduced
+		case 2:
+			list = ts.deferred
+		}
 		for _, r := range list {
 			if a, ok = prefixWithoutOverlap(a, r); !ok {
 				return a, false
@@ -584,12 +600,11 @@ func (p *propagator) basic(n *node, nf int) {
 // candidate as it can on its own, earlier factors claiming shared axes first.
 func (p *propagator) aggressive(n *node, nf int) {
 	nt := len(n.tensors)
-	type key struct {
-		srcSize  int64
-		candSize int64
-		srcIdx   int
+	keys := p.keys[:0]
+	for range nf {
+		keys = append(keys, key{})
 	}
-	keys := make([]key, nf)
+	p.keys = keys
 	p.order = p.order[:0]
 	elementwise := n.class == classElementwise
 	for f := range nf {
@@ -611,18 +626,17 @@ func (p *propagator) aggressive(n *node, nf int) {
 		}
 		keys[f] = k
 	}
-	sort.SliceStable(p.order, func(i, j int) bool {
-		a, b := keys[p.order[i]], keys[p.order[j]]
-		if a.srcSize != b.srcSize {
-			return a.srcSize > b.srcSize
+	slices.SortFunc(p.order, func(i, j int) int {
+		a, b := keys[i], keys[j]
+		switch {
+		case a.srcSize != b.srcSize:
+			return cmp.Compare(b.srcSize, a.srcSize)
+		case a.candSize != b.candSize:
+			return cmp.Compare(b.candSize, a.candSize)
+		case a.srcIdx != b.srcIdx:
+			return cmp.Compare(a.srcIdx, b.srcIdx)
 		}
-		if a.candSize != b.candSize {
-			return a.candSize > b.candSize
-		}
-		if a.srcIdx != b.srcIdx {
-			return a.srcIdx < b.srcIdx
-		}
-		return p.order[i] < p.order[j]
+		return cmp.Compare(i, j)
 	})
 	visitTensor := func(t int) {
 		for _, f := range p.order {
@@ -674,10 +688,15 @@ func (p *propagator) writeBack(n *node, nf int) []int {
 			if !old.Open {
 				continue
 			}
-			var axes []axisRef
 			touched := false
 			for _, f := range fs {
 				touched = touched || !refsEqual(row[f].axes, p.base[t*nf+f])
+			}
+			if !touched {
+				continue
+			}
+			var axes []axisRef
+			for _, f := range fs {
 				axes = append(axes, row[f].axes...)
 				if len(row[f].overflow) > 0 {
 					axes = append(axes, row[f].overflow...)
@@ -686,9 +705,6 @@ func (p *propagator) writeBack(n *node, nf int) []int {
 				if product(row[f].axes) < r.FactorSizes[f] {
 					break
 				}
-			}
-			if !touched {
-				continue
 			}
 			axes = sharding.MergeAdjacent(axes)
 			if !isStrictPrefix(old.Axes, axes) || !p.fits(ts, d, axes) {

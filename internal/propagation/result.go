@@ -310,10 +310,12 @@ func (p *propagator) commonAxes(n *node, nf int) [][]axisRef {
 		return assign
 	}
 	clear(assign)
-	blockedBy := func(t int) [][]axisRef {
+	blocked := make([][][]axisRef, nt)
+	for t := range nt {
 		ts := p.gs.tensors[n.tensors[t]]
-		return [][]axisRef{ts.sh.Replicated, ts.sh.Unreduced}
+		blocked[t] = [][]axisRef{ts.sh.Replicated, ts.sh.Unreduced}
 	}
+	blockedBy := func(t int) [][]axisRef { return blocked[t] }
 	eligible := func(f int) bool {
 		for t := range nt {
 			for _, fs := range r.Dims(t) {
