@@ -112,7 +112,8 @@ func prepare(g *Graph, m *sharding.Mesh) (*graphState, error) {
 		for i := range ops {
 			f := prefix + "[" + strconv.Itoa(i) + "]"
 			idx := len(flat)
-			flat = append(flat, flatOp{op: &ops[i], field: f, while: while})
+			o := ops[i] // a copy: prepare names unnamed ops and must not modify g
+			flat = append(flat, flatOp{op: &o, field: f, while: while})
 			if ops[i].Kind == "while" {
 				if ops[i].Cond != nil {
 					walk(ops[i].Cond.Ops, f+".cond.ops", idx)

@@ -21,7 +21,7 @@ serve() { # serve ENV...: start the server, set ADDR and PID
   [ -n "$ADDR" ] || { echo "server did not start" >&2; exit 1; }
 }
 stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; }
-summary() { grep -E 'Requests/sec|99%|non-2xx|Socket errors|non-200' || true; }
+summary() { grep -E 'Requests/sec|99%|non-2xx|Socket errors|non-200|not a hit' || true; }
 
 run_set() { # run_set LABEL ENV...
   local label=$1; shift
