@@ -1,0 +1,213 @@
+"""Client tests against a running shardplan service.
+
+The base URL comes from SHARDPLAN_URL; without it the class is skipped (the Go test
+cmd/server/python_client_test.go starts the real service and sets it).
+"""
+
+import os
+import socket
+import unittest
+
+from shardplan import (
+    Client,
+    ShardplanConnectionError,
+    ShardplanError,
+    from_named_sharding,
+    mesh_from_device_mesh,
+    sharding_from_placements,
+    spec_from_partition_spec,
+    to_partition_spec_string,
+)
+from tests.fakes import P, NamedSharding, Partial, Replicate, Shard, device_mesh, jax_mesh
+
+URL = os.environ.get("SHARDPLAN_URL", "")
+
+# The API.md /v1/reshard example.
+EXAMPLE = {"mesh": "X=2,Y=4", "shape": [2048, 2048], "dtype": "f32", "source": ["X", None], "target": ["Y", "X"]}
+
+# Seed 003, case 4 ([D,(X,Y)] -> [-,(D,Y,X,T)]): XLA falls back to a full
+# rematerialization (internal/planner/xla_test.go).
+CASE4 = {
+    "mesh": "C=1,D=2,Y=8,X=4,T=4",
+    "shape": [2048, 2048],
+    "dtype": "f32",
+    "source": ["D", ["X", "Y"]],
+    "target": [None, ["D", "Y", "X", "T"]],
+}
+
+# The API.md /v1/graph example.
+GRAPH = {
+    "mesh": {"name": "mesh", "axes": [{"name": "data", "size": 2}, {"name": "model", "size": 4}]},
+    "tensors": {
+        "x": {"shape": [8, 16], "dtype": "bf16", "sharding": ["data", None]},
+        "w": {"shape": [16, 32], "dtype": "bf16", "sharding": '[{}, {"model"}]'},
+        "y": {"shape": [8, 32], "dtype": "bf16"},
+    },
+    "ops": [
+        {
+            "name": "mm",
+            "op": "dot_general",
+            "operands": ["x", "w"],
+            "results": ["y"],
+            "attrs": {"lhs_contracting_dimensions": [1], "rhs_contracting_dimensions": [0]},
+        }
+    ],
+    "options": {"conflict_resolution": "aggressive", "op_priority": True},
+    "strategy": "optimal",
+}
+
+
+def axes(sharding):
+    return [d["axes"] for d in sharding["dims"]]
+
+
+@unittest.skipUnless(URL, "SHARDPLAN_URL is not set")
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Client(URL, timeout=60)
+
+    def test_healthz(self):
+        self.assertEqual(self.c.healthz()["status"], "ok")
+
+    def test_tiles(self):
+        r = self.c.tiles(mesh="x=2,y=4", shape=[16, 23], dtype="f32", sharding=["x", "y"], locate=[[13, 17]])
+        self.assertEqual(r["tile_shape"], [8, 6])
+        self.assertEqual(len(r["devices"]), 8)
+        self.assertEqual(r["devices"][0]["ranges"], [[0, 8], [0, 6]])
+        self.assertEqual(axes(r["sharding"]), [["x"], ["y"]])
+        self.assertEqual(len(r["locate"][0]["owners"]), 1)
+        self.assertEqual(r.status, 200)
+
+    def test_reshard_example_and_cache(self):
+        body = dict(EXAMPLE, include=["transfers"])
+        r = self.c.reshard(body)
+        self.assertGreaterEqual(len(r["steps"]), 1)
+        self.assertGreaterEqual(r["summary"]["collectives"], 1)
+        self.assertIn("efficiency", r["summary"])
+        self.assertGreater(r["summary"]["efficiency"], 0)
+        self.assertEqual(r["steps"][0]["before"]["dims"], r["source"]["dims"])
+        self.assertEqual(r["steps"][-1]["after"]["dims"], r["target"]["dims"])
+        self.assertIn(r.cache, ("hit", "miss"))
+        self.assertEqual(len(r["plan_id"]), 64)
+        again = self.c.reshard(body)
+        self.assertEqual(again.cache, "hit")
+        self.assertEqual(again["plan_id"], r["plan_id"])
+        # Keywords override the positional body.
+        other = self.c.reshard(body, target=["X", "Y"])
+        self.assertEqual(axes(other["target"]), [["X"], ["Y"]])
+
+    def test_plan_lookup(self):
+        r = self.c.reshard(EXAMPLE)
+        got = self.c.plan(r["plan_id"])
+        self.assertEqual(got["plan_id"], r["plan_id"])
+        with self.assertRaises(ShardplanError) as cm:
+            self.c.plan("0" * 64)
+        self.assertEqual(cm.exception.status, 404)
+
+    def test_reshard_diagram(self):
+        d = self.c.reshard_diagram(dict(EXAMPLE, shape=[8, 8]))
+        self.assertIsInstance(d, str)
+        self.assertIn("step 1", d)
+        self.assertIn(d.cache, ("hit", "miss"))
+
+    def test_reshard_from_jax(self):
+        mesh = jax_mesh((2, 4), ("data", "model"), ids=[0, 1, 2, 3, 7, 6, 5, 4])
+        m, src = from_named_sharding(NamedSharding(mesh, P("data")), 2)
+        tgt = spec_from_partition_spec(P(None, ("data", "model")), 2)
+        r = self.c.reshard(mesh=m, shape=[64, 128], dtype="bf16", source=src, target=tgt)
+        self.assertEqual(axes(r["source"]), [["data"], []])
+        self.assertEqual(axes(r["target"]), [[], ["data", "model"]])
+        self.assertGreaterEqual(r["summary"]["collectives"], 1)
+        self.assertEqual(to_partition_spec_string(r["target"]), "P(None, ('data','model'))")
+
+    def test_reshard_from_dtensor_partial(self):
+        dm = device_mesh((2, 4), ("dp", "tp"))
+        mesh = mesh_from_device_mesh(dm)
+        names = dm.mesh_dim_names
+        src = sharding_from_placements([Partial(), Shard(1)], names, 2)
+        tgt = sharding_from_placements([Shard(0), Shard(1)], names, 2)
+        r = self.c.reshard(mesh=mesh, shape=[16, 32], dtype="f32", source=src, target=tgt)
+        self.assertEqual(r["source"].get("unreduced"), ["dp"])
+        ops = [s["op"] for s in r["steps"]]
+        self.assertTrue({"reduce_scatter", "all_reduce"} & set(ops), ops)
+        # And to a replicated tensor: the partial sums must be reduced.
+        rep = sharding_from_placements([Replicate(), Replicate()], names, 2)
+        r = self.c.reshard(mesh=mesh, shape=[16, 32], dtype="f32", source=src, target=rep)
+        ops = [s["op"] for s in r["steps"]]
+        self.assertTrue({"reduce_scatter", "all_reduce"} & set(ops), ops)
+
+    def test_400_field_paths(self):
+        with self.assertRaises(ShardplanError) as cm:
+            self.c.reshard(EXAMPLE, source=["X", None], target=["Y", "q"])
+        e = cm.exception
+        self.assertEqual(e.status, 400)
+        self.assertTrue(e.type.startswith("https://"), e.type)
+        self.assertTrue(e.title)
+        self.assertIn("target[1]", e.fields)
+        self.assertIn("q", e.detail)
+        self.assertIn("target[1]", str(e))
+        # The object form names the path inside it.
+        with self.assertRaises(ShardplanError) as cm:
+            self.c.tiles(mesh="x=2,y=4", shape=[16, 23], dtype="f32", sharding={"dims": [{"axes": ["x"]}, {"axes": ["q"]}]})
+        self.assertIn("sharding.dims[1].axes[0]", cm.exception.fields)
+
+    def test_422_policy_suggestions(self):
+        with self.assertRaises(ShardplanError) as cm:
+            self.c.reshard(CASE4, strategy="xla", policy={"forbid_full_rematerialization": True})
+        e = cm.exception
+        self.assertEqual(e.status, 422)
+        self.assertTrue(e.violations)
+        self.assertEqual(e.violations[0].get("policy"), "forbid_full_rematerialization")
+        self.assertIsNotNone(e.plan)
+        self.assertTrue(e.plan["summary"]["full_rematerialization"])
+        self.assertTrue(e.suggested_constraints)
+        s = e.suggested_constraints[0]
+        self.assertEqual(to_partition_spec_string(s["sharding"]), s["partition_spec"])
+        self.assertIn(s["partition_spec"], str(e))
+        # Without the policy the same plan is a 200.
+        r = self.c.reshard(CASE4, strategy="xla")
+        self.assertTrue(r["summary"]["full_rematerialization"])
+
+    def test_cost_models(self):
+        ms = self.c.cost_models()
+        names = [m["name"] for m in ms["models"]]
+        self.assertIn(ms["default"], names)
+        one = self.c.cost_model(names[0])
+        self.assertEqual(one["name"], names[0])
+        with self.assertRaises(ShardplanError) as cm:
+            self.c.cost_model("no-such-model")
+        self.assertEqual(cm.exception.status, 404)
+
+    def test_graph(self):
+        models = self.c.cost_models()
+        names = {m["name"] for m in models["models"]}
+        for m in models["models"]:
+            names.update(m.get("aliases") or [])
+        model = "h100-nvlink" if "h100-nvlink" in names else models["default"]
+        r = self.c.graph(GRAPH, cost_model=model)
+        sh = r["shardings"]
+        for t in ("x", "w", "y"):
+            self.assertIn(t, sh)
+        self.assertEqual(axes(sh["x"]), [["data"], []])
+        self.assertEqual(axes(sh["w"]), [[], ["model"]])
+        # y = x @ w: rows follow x, columns follow w.
+        self.assertEqual(axes(sh["y"]), [["data"], ["model"]])
+        self.assertIn("summary", r)
+
+
+class ConnectionTest(unittest.TestCase):
+    def test_unreachable(self):
+        # A port that was just free: nothing listens there.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        c = Client("http://127.0.0.1:%d" % port, timeout=5)
+        with self.assertRaises(ShardplanConnectionError) as cm:
+            c.healthz()
+        self.assertIsNone(cm.exception.status)
+        self.assertIsInstance(cm.exception, ShardplanError)
+
+
+if __name__ == "__main__":
+    unittest.main()
