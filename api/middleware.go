@@ -184,11 +184,16 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody rejects a declared Content-Length over Limits.MaxBodyBytes with 413 and caps
-// the body with http.MaxBytesReader (the decode helper maps its error to 413).
-func (s *Server) limitBody(next http.Handler) http.Handler {
+// limitBody rejects a declared Content-Length over max with 413 and caps the body with
+// http.MaxBytesReader (the decode helper maps its error to 413). max <= 0: no limit.
+func (s *Server) limitBody(max int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return s.limitBodyTo(max, next)
+	}
+}
+
+func (s *Server) limitBodyTo(max int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		max := s.limits.MaxBodyBytes
 		if max > 0 && r.Body != nil && r.Body != http.NoBody {
 			if r.ContentLength > max {
 				s.writeProblem(w, r, bodyTooLarge(max))

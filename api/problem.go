@@ -120,6 +120,7 @@ const (
 	slugInvalidRequest   = "invalid-request"
 	slugInvalidMesh      = "invalid-mesh"
 	slugInvalidSharding  = "invalid-sharding"
+	slugInvalidGraph     = "invalid-graph" // /v1/graph: ops, tensors, inputs, outputs
 	slugLimitExceeded    = "limit-exceeded"
 	slugBodyTooLarge     = "body-too-large"
 	slugUnsupportedMedia = "unsupported-media-type"
@@ -168,7 +169,7 @@ func (s *Server) problemFrom(err error) *Problem {
 
 func bodyTooLarge(limit int64) *Problem {
 	return NewProblem(http.StatusRequestEntityTooLarge, slugBodyTooLarge, "Request body too large",
-		"the request body exceeds the limit of %d bytes (SHARDPLAN_MAX_BODY_BYTES)", limit)
+		"the request body exceeds the limit of %d bytes (SHARDPLAN_MAX_BODY_BYTES; SHARDPLAN_MAX_GRAPH_BODY_BYTES for /v1/graph)", limit)
 }
 
 func (s *Server) timeoutProblem() *Problem {
@@ -219,6 +220,14 @@ func classifyFields(fes sharding.Errors) (slug, title string) {
 			kinds[slugInvalidMesh] = true
 		case "", "shape", "dtype", "element_bytes", "locate", "devices", "include", "cost_model", "strategy", "policy", "allowed_ops", "options":
 			kinds[slugInvalidRequest] = true
+		case "ops", "inputs", "outputs":
+			kinds[slugInvalidGraph] = true
+		case "tensors":
+			if strings.Contains(fe.Field, ".sharding") {
+				kinds[slugInvalidSharding] = true
+			} else {
+				kinds[slugInvalidGraph] = true
+			}
 		default:
 			kinds[slugInvalidSharding] = true
 		}
@@ -228,6 +237,8 @@ func classifyFields(fes sharding.Errors) (slug, title string) {
 		return slugInvalidMesh, "Invalid mesh"
 	case len(kinds) == 1 && kinds[slugInvalidSharding]:
 		return slugInvalidSharding, "Invalid sharding"
+	case len(kinds) == 1 && kinds[slugInvalidGraph]:
+		return slugInvalidGraph, "Invalid graph"
 	}
 	return slugInvalidRequest, "Invalid request"
 }

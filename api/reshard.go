@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -76,17 +77,21 @@ type StepJSON struct {
 
 // SummaryJSON totals a plan.
 type SummaryJSON struct {
-	Strategy                 string              `json:"strategy" example:"optimal"`
-	CostModel                string              `json:"cost_model" example:"tpu-v5p"`
-	Collectives              int                 `json:"collectives"`
-	TimeUS                   float64             `json:"time_us"`
-	BytesPerDevice           int64               `json:"bytes_per_device"`
-	LowerBoundBytesPerDevice int64               `json:"lower_bound_bytes_per_device"`
-	Efficiency               float64             `json:"efficiency"`
-	PeakBytesPerDevice       int64               `json:"peak_bytes_per_device"`
-	FullRematerialization    bool                `json:"full_rematerialization"`
-	SearchExpansions         int                 `json:"search_expansions"`
-	Candidates               []planner.Candidate `json:"candidates,omitempty"`
+	Strategy                 string  `json:"strategy" example:"optimal"`
+	CostModel                string  `json:"cost_model" example:"tpu-v5p"`
+	Collectives              int     `json:"collectives"`
+	TimeUS                   float64 `json:"time_us"`
+	BytesPerDevice           int64   `json:"bytes_per_device"`
+	LowerBoundBytesPerDevice int64   `json:"lower_bound_bytes_per_device"`
+	Efficiency               float64 `json:"efficiency"`
+	PeakBytesPerDevice       int64   `json:"peak_bytes_per_device"`
+	FullRematerialization    bool    `json:"full_rematerialization"`
+	// XLAFallback (strategy xla) is true when XLA's last-resort path runs and logs its
+	// "Involuntary full rematerialization" warning, also when it only replicates within
+	// device groups (full_rematerialization then stays false). The policy fires on both.
+	XLAFallback      bool                `json:"xla_fallback,omitempty"`
+	SearchExpansions int                 `json:"search_expansions"`
+	Candidates       []planner.Candidate `json:"candidates,omitempty"`
 } // @name Summary
 
 // Suggestion is an intermediate sharding that avoids XLA's fallback when inserted as a
@@ -296,8 +301,8 @@ func policyCheck(p *Policy, body []byte) error {
 	}
 	var probe struct {
 		Summary struct {
-			FullRematerialization bool   `json:"full_rematerialization"`
-			Strategy              string `json:"strategy"`
+			FullRematerialization bool `json:"full_rematerialization"`
+			XLAFallback           bool `json:"xla_fallback"`
 		} `json:"summary"`
 		XLAWarning           string          `json:"xla_warning"`
 		SuggestedConstraints json.RawMessage `json:"suggested_constraints"`
@@ -305,10 +310,13 @@ func policyCheck(p *Policy, body []byte) error {
 	if err := json.Unmarshal(body, &probe); err != nil {
 		return err
 	}
-	if !probe.Summary.FullRematerialization {
+	if !probe.Summary.FullRematerialization && !probe.Summary.XLAFallback {
 		return nil
 	}
 	detail := "the plan goes through an involuntary full rematerialization (every device holds the whole tensor)"
+	if !probe.Summary.FullRematerialization {
+		detail = "XLA falls back to rematerializing the tensor within device groups (every device of a group holds the group's whole part)"
+	}
 	if probe.XLAWarning != "" {
 		detail += ": " + probe.XLAWarning
 	}
@@ -348,49 +356,12 @@ func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *planner.XLA
 	resp := &ReshardResponse{
 		PlanID: in.key, Mesh: meshJSON(m), Shape: in.req.Shape,
 		Source: shardingJSON(in.src, name), Target: shardingJSON(in.tgt, name),
-		Steps:                make([]StepJSON, 0, len(p.Steps)),
 		SuggestedConstraints: []Suggestion{},
 	}
-	for _, st := range p.Steps {
-		sj := StepJSON{
-			Op: string(st.Op), MeshAxes: refStrings(st.MeshAxes),
-			Before: shardingJSON(st.Before, name), After: shardingJSON(st.After, name),
-			LocalShapeBefore: st.LocalShapeBefore, LocalShapeAfter: st.LocalShapeAfter,
-			GroupSize: st.GroupSize, GroupCount: st.GroupCount, BytesPerDevice: st.BytesPerDevice,
-			Link: st.Cost.Link, TimeUS: st.Cost.TimeUS, LatencyUS: st.Cost.LatencyUS, BandwidthUS: st.Cost.BandwidthUS,
-		}
-		switch st.Op {
-		case planner.OpSlice:
-			sj.Dims = st.Dims
-		case planner.OpAllGather, planner.OpReduceScatter:
-			d := st.Dim
-			sj.Dim = &d
-		case planner.OpAllToAll:
-			a, b := st.SplitDim, st.ConcatDim
-			sj.SplitDim, sj.ConcatDim = &a, &b
-		case planner.OpCollectivePermute:
-			if lists {
-				sj.Pairs = planner.Pairs(m, in.req.Shape, st.Before, st.After)
-			} else {
-				resp.ListsOmitted = true
-			}
-		case planner.OpAllToAllV:
-			if lists {
-				sj.Transfers = planner.Transfers(m, in.req.Shape, in.elemBits, st.Before, st.After)
-			} else {
-				resp.ListsOmitted = true
-			}
-		}
-		resp.Steps = append(resp.Steps, sj)
-	}
-	sum := p.Summary
-	resp.Summary = SummaryJSON{
-		Strategy: string(sum.Strategy), CostModel: in.model.Name(), Collectives: sum.Collectives, TimeUS: sum.TimeUS,
-		BytesPerDevice: sum.BytesPerDevice, LowerBoundBytesPerDevice: sum.LowerBoundBytesPerDevice,
-		Efficiency: sum.Efficiency, PeakBytesPerDevice: sum.PeakBytesPerDevice,
-		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: sum.Candidates,
-	}
+	resp.Steps, resp.ListsOmitted = renderSteps(m, in.req.Shape, in.elemBits, p, lists)
+	resp.Summary = summaryJSON(p, in.model)
 	if info != nil {
+		resp.Summary.XLAFallback = info.Fallback
 		resp.XLAWarning = info.Warning
 		resp.XLAPath = info.Path
 		resp.SourceHlo, resp.TargetHlo = info.SourceHlo, info.TargetHlo
@@ -420,4 +391,58 @@ func stripUnreduced(s sharding.Sharding) sharding.Sharding {
 	c := s.Clone()
 	c.Unreduced = nil
 	return c
+}
+
+// renderSteps gives the wire form of p's steps for a tensor of shape and element size
+// bits on m. With lists false, collective_permute pairs and all_to_all_v transfers are
+// left out and omitted says so.
+func renderSteps(m *sharding.Mesh, shape []int64, bits int, p *planner.Plan, lists bool) (steps []StepJSON, omitted bool) {
+	name := m.Name
+	steps = make([]StepJSON, 0, len(p.Steps))
+	for _, st := range p.Steps {
+		sj := StepJSON{
+			Op: string(st.Op), MeshAxes: refStrings(st.MeshAxes),
+			Before: shardingJSON(st.Before, name), After: shardingJSON(st.After, name),
+			LocalShapeBefore: st.LocalShapeBefore, LocalShapeAfter: st.LocalShapeAfter,
+			GroupSize: st.GroupSize, GroupCount: st.GroupCount, BytesPerDevice: st.BytesPerDevice,
+			Link: st.Cost.Link, TimeUS: st.Cost.TimeUS, LatencyUS: st.Cost.LatencyUS, BandwidthUS: st.Cost.BandwidthUS,
+		}
+		switch st.Op {
+		case planner.OpSlice:
+			sj.Dims = st.Dims
+		case planner.OpAllGather, planner.OpReduceScatter:
+			d := st.Dim
+			sj.Dim = &d
+		case planner.OpAllToAll:
+			a, b := st.SplitDim, st.ConcatDim
+			sj.SplitDim, sj.ConcatDim = &a, &b
+		case planner.OpCollectivePermute:
+			if lists {
+				// Sorted by sender, as XLA prints source_target_pairs and API.md lists them.
+				sj.Pairs = planner.Pairs(m, shape, st.Before, st.After)
+				slices.SortFunc(sj.Pairs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+			} else {
+				omitted = true
+			}
+		case planner.OpAllToAllV:
+			if lists {
+				sj.Transfers = planner.Transfers(m, shape, bits, st.Before, st.After)
+			} else {
+				omitted = true
+			}
+		}
+		steps = append(steps, sj)
+	}
+	return steps, omitted
+}
+
+// summaryJSON totals p for the wire.
+func summaryJSON(p *planner.Plan, model cost.Model) SummaryJSON {
+	sum := p.Summary
+	return SummaryJSON{
+		Strategy: string(sum.Strategy), CostModel: model.Name(), Collectives: sum.Collectives, TimeUS: sum.TimeUS,
+		BytesPerDevice: sum.BytesPerDevice, LowerBoundBytesPerDevice: sum.LowerBoundBytesPerDevice,
+		Efficiency: sum.Efficiency, PeakBytesPerDevice: sum.PeakBytesPerDevice,
+		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: sum.Candidates,
+	}
 }

@@ -33,6 +33,10 @@ type Limits struct {
 	ListDeviceLimit int           // SHARDPLAN_LIST_DEVICE_LIMIT: above it, device lists are left out unless asked for
 	RequestTimeout  time.Duration // SHARDPLAN_REQUEST_TIMEOUT
 	MaxInflight     int           // SHARDPLAN_MAX_INFLIGHT: concurrent /v1 requests; more get 503
+	// Graph limits (POST /v1/graph): body size, ops (regions included) and tensors.
+	MaxGraphBodyBytes int64 // SHARDPLAN_MAX_GRAPH_BODY_BYTES
+	MaxGraphOps       int   // SHARDPLAN_MAX_GRAPH_OPS
+	MaxGraphTensors   int   // SHARDPLAN_MAX_GRAPH_TENSORS
 }
 
 // DefaultLimits are the limits of a service started with no configuration.
@@ -45,6 +49,10 @@ func DefaultLimits() Limits {
 		ListDeviceLimit: 1024,
 		RequestTimeout:  10 * time.Second,
 		MaxInflight:     256,
+
+		MaxGraphBodyBytes: 32 << 20,
+		MaxGraphOps:       100000,
+		MaxGraphTensors:   200000,
 	}
 }
 
@@ -149,10 +157,15 @@ func (s *Server) routes() chi.Router {
 	// The API routes. An inline group (not a sub-router) so its middleware runs after
 	// routing and the route pattern is complete even for a 413/415/503 it answers.
 	r.Group(func(r chi.Router) {
-		r.Use(s.throttle, s.timeout, s.limitBody, s.requireJSON)
+		r.Use(s.throttle, s.timeout, s.limitBody(s.limits.MaxBodyBytes), s.requireJSON)
 		r.Post("/v1/tiles", s.handle(s.tiles))
 		r.Post("/v1/reshard", s.handle(s.reshard))
 		r.Get("/v1/plans/{plan_id}", s.handle(s.plan))
+	})
+	// Graphs are bigger than single reshards: their own body limit.
+	r.Group(func(r chi.Router) {
+		r.Use(s.throttle, s.timeout, s.limitBody(s.limits.MaxGraphBodyBytes), s.requireJSON)
+		r.Post("/v1/graph", s.handle(s.graph))
 	})
 	return r
 }

@@ -31,6 +31,9 @@ type config struct {
 	ShutdownTimeout time.Duration
 	DrainDelay      time.Duration
 	MaxInflight     int
+	MaxGraphBytes   int64
+	MaxGraphOps     int
+	MaxGraphTensors int
 	CacheTTL        time.Duration
 	CacheMaxBytes   int64
 	// Plan cache (internal/cache) beyond REDIS_URL, TTL and size; see cacheConfig.
@@ -60,6 +63,9 @@ func defaultConfig() config {
 		RequestTimeout:  l.RequestTimeout,
 		ShutdownTimeout: 15 * time.Second,
 		MaxInflight:     l.MaxInflight,
+		MaxGraphBytes:   l.MaxGraphBodyBytes,
+		MaxGraphOps:     l.MaxGraphOps,
+		MaxGraphTensors: l.MaxGraphTensors,
 		CacheTTL:        time.Hour,
 		CacheMaxBytes:   64 << 20,
 
@@ -92,6 +98,9 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_SHUTDOWN_TIMEOUT", "shutdown-timeout", "how long a graceful shutdown waits for in-flight requests", &c.ShutdownTimeout},
 		{"SHARDPLAN_DRAIN_DELAY", "drain-delay", "on SIGTERM, how long /readyz answers 503 before the listener closes (let load balancers notice)", &c.DrainDelay},
 		{"SHARDPLAN_MAX_INFLIGHT", "max-inflight", "most concurrent /v1 requests (503 overloaded above)", &c.MaxInflight},
+		{"SHARDPLAN_MAX_GRAPH_BODY_BYTES", "max-graph-body-bytes", "largest POST /v1/graph body in bytes (413 above)", &c.MaxGraphBytes},
+		{"SHARDPLAN_MAX_GRAPH_OPS", "max-graph-ops", "most ops in a graph, while regions included", &c.MaxGraphOps},
+		{"SHARDPLAN_MAX_GRAPH_TENSORS", "max-graph-tensors", "most tensors in a graph", &c.MaxGraphTensors},
 		{"SHARDPLAN_CACHE_TTL", "cache-ttl", "how long a memoized plan is kept", &c.CacheTTL},
 		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes", &c.CacheMaxBytes},
 		{"SHARDPLAN_CACHE_TIMEOUT", "cache-timeout", "deadline of one cache call (a slower Redis is a miss)", &c.CacheTimeout},
@@ -233,6 +242,9 @@ func (c config) validate() error {
 		{"SHARDPLAN_CACHE_MAX_BYTES", c.CacheMaxBytes},
 		{"SHARDPLAN_REQUEST_TIMEOUT", int64(c.RequestTimeout)},
 		{"SHARDPLAN_SHUTDOWN_TIMEOUT", int64(c.ShutdownTimeout)},
+		{"SHARDPLAN_MAX_GRAPH_BODY_BYTES", c.MaxGraphBytes},
+		{"SHARDPLAN_MAX_GRAPH_OPS", int64(c.MaxGraphOps)},
+		{"SHARDPLAN_MAX_GRAPH_TENSORS", int64(c.MaxGraphTensors)},
 		{"SHARDPLAN_CACHE_TTL", int64(c.CacheTTL)},
 		{"SHARDPLAN_CACHE_TIMEOUT", int64(c.CacheTimeout)},
 		{"SHARDPLAN_REDIS_DIAL_TIMEOUT", int64(c.RedisDialTimeout)},
@@ -282,6 +294,10 @@ func (c config) limits() api.Limits {
 		ListDeviceLimit: c.ListDeviceLimit,
 		RequestTimeout:  c.RequestTimeout,
 		MaxInflight:     c.MaxInflight,
+
+		MaxGraphBodyBytes: c.MaxGraphBytes,
+		MaxGraphOps:       c.MaxGraphOps,
+		MaxGraphTensors:   c.MaxGraphTensors,
 	}
 }
 

@@ -81,6 +81,10 @@ type Reduction struct {
 	Kind   string             `json:"kind"`
 	Axes   []sharding.AxisRef `json:"axes"`
 	Dim    int                `json:"dim"`
+	// From is Tensor's layout holding the partial sums (Axes among its Unreduced) and To
+	// the layout once they are summed: what a planner reshards between to price it.
+	From sharding.Sharding `json:"-"`
+	To   sharding.Sharding `json:"-"`
 }
 
 // Origin says where some axes of a tensor dim came from: "annotation", or e.g.
@@ -191,7 +195,8 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 		}
 		if t < n.nOperands {
 			if len(ts.sh.Unreduced) > 0 && !p.passesUnreduced(n) {
-				res.Reductions = append(res.Reductions, Reduction{Op: n.name, Tensor: ts.name, Kind: AllReduce, Axes: slices.Clone(ts.sh.Unreduced)})
+				res.Reductions = append(res.Reductions, Reduction{Op: n.name, Tensor: ts.name, Kind: AllReduce, Axes: slices.Clone(ts.sh.Unreduced),
+					From: final, To: withUnreduced(final, nil)})
 			} else {
 				computed.Unreduced = slices.Clone(ts.sh.Unreduced)
 			}
@@ -222,6 +227,8 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 				after = layoutOf(computed)
 				after.Dims[d].Axes = mergeAppend(computed.Dims[d].Axes, orderAs(partial, final.Dims[d].Axes)...)
 			}
+			red.From = withUnreduced(computed, append(slices.Clone(computed.Unreduced), partial...))
+			red.To = after
 			res.Reductions = append(res.Reductions, red)
 		}
 		if !after.SameLayout(final) {

@@ -1,0 +1,682 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/planner"
+	"github.com/shardplan/shardplan/internal/propagation"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// GraphRequest is the body of POST /v1/graph (API.md). It documents the wire form; the
+// handler reads the graph part with propagation.Decode, which names every field it
+// rejects by its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").
+type GraphRequest struct {
+	// Mesh is a mesh object or the string "x=2,y=4".
+	Mesh json.RawMessage `json:"mesh" validate:"required" swaggertype:"object"`
+	// Tensors maps each tensor id to its shape, dtype and optional sharding annotation
+	// (any input form; a tensor without one has every dim open).
+	Tensors map[string]GraphTensor `json:"tensors" validate:"required"`
+	// Ops in any order (a DAG outside while regions).
+	Ops []GraphOp `json:"ops"`
+	// Inputs and Outputs are the graph's arguments and results (tensor ids).
+	Inputs  []string `json:"inputs,omitempty"`
+	Outputs []string `json:"outputs,omitempty"`
+	// Options tune propagation.
+	Options *GraphOptions `json:"options,omitempty"`
+	// CostModel is a profile name from GET /v1/cost-models or an object (default tpu-v5p).
+	CostModel json.RawMessage `json:"cost_model,omitempty" swaggertype:"object"`
+	// Strategy plans every reshard the optimal way (default) or predicts XLA's.
+	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
+	// Include asks for extra lists: ops (the sharding each op computes in: factors,
+	// operand and result layouts), pairs (per-device lists above the device-list limit).
+	Include []string `json:"include,omitempty" validate:"omitempty,max=4,dive,oneof=ops pairs"`
+	// Policy: forbid_full_rematerialization turns a graph with a rematerializing reshard
+	// into a 422.
+	Policy *Policy `json:"policy,omitempty"`
+} // @name GraphRequest
+
+// GraphTensor is one tensor of a graph.
+type GraphTensor struct {
+	Shape []int64 `json:"shape" example:"8,16"`
+	// DType is the element type (default f32).
+	DType string `json:"dtype,omitempty" example:"bf16"`
+	// Sharding is an annotation in any input form.
+	Sharding json.RawMessage `json:"sharding,omitempty" swaggertype:"object"`
+} // @name GraphTensor
+
+// GraphOp is one op of a graph: a StableHLO op name and attributes.
+type GraphOp struct {
+	Name     string   `json:"name" example:"mm"`
+	Op       string   `json:"op" example:"dot_general"`
+	Operands []string `json:"operands"`
+	Results  []string `json:"results"`
+	// Attrs holds the op's StableHLO attributes by name.
+	Attrs map[string]any `json:"attrs,omitempty"`
+	// Rule is the Shardy sharding rule of a "custom" op.
+	Rule string `json:"rule,omitempty" example:"([i, k], [k, j])->([i, j]) {i=8, j=32, k=16} reduction={k}"`
+	// Cond and Body are the regions of a "while" op.
+	Cond *GraphRegion `json:"cond,omitempty"`
+	Body *GraphRegion `json:"body,omitempty"`
+} // @name GraphOp
+
+// GraphRegion is the condition or body of a while op.
+type GraphRegion struct {
+	Params  []string          `json:"params"`
+	Ops     []json.RawMessage `json:"ops" swaggertype:"array,object"`
+	Returns []string          `json:"returns"`
+} // @name GraphRegion
+
+// GraphOptions tune propagation.
+type GraphOptions struct {
+	ConflictResolution string `json:"conflict_resolution,omitempty" enums:"aggressive,basic,basic_then_aggressive"`
+	OpPriority         *bool  `json:"op_priority,omitempty"`
+} // @name GraphOptions
+
+// graphEnvelope is what the handler decodes: GraphRequest's fields with the graph part
+// left raw for propagation.Decode. TestGraphEnvelopeMatchesRequest keeps the two in step.
+type graphEnvelope struct {
+	Mesh      json.RawMessage `json:"mesh" validate:"required"`
+	Tensors   json.RawMessage `json:"tensors" validate:"required"`
+	Ops       json.RawMessage `json:"ops"`
+	Inputs    json.RawMessage `json:"inputs,omitempty"`
+	Outputs   json.RawMessage `json:"outputs,omitempty"`
+	Options   json.RawMessage `json:"options,omitempty"`
+	CostModel json.RawMessage `json:"cost_model,omitempty"`
+	Strategy  string          `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla"`
+	Include   []string        `json:"include,omitempty" validate:"omitempty,max=4,dive,oneof=ops pairs"`
+	Policy    *Policy         `json:"policy,omitempty"`
+}
+
+// GraphResponse is a propagated graph and its collective schedule.
+type GraphResponse struct {
+	PlanID string     `json:"plan_id"`
+	Mesh   MeshObject `json:"mesh"`
+	// Shardings is the final (closed) sharding of every tensor.
+	Shardings map[string]ShardingJSON `json:"shardings"`
+	// Collectives lists, in op order, every layout change and reduction the graph needs.
+	Collectives []GraphCollective `json:"collectives"`
+	Summary     GraphSummary      `json:"summary"`
+	// Explain gives, per tensor, where the axes of each dim came from.
+	Explain map[string][]ExplainEntry `json:"explain"`
+	// Refined lists the annotated tensors whose open dims gained axes.
+	Refined []string `json:"refined"`
+	// Ops is the sharding each op computes in (include "ops").
+	Ops   []OpShardingJSON  `json:"ops,omitempty"`
+	Stats propagation.Stats `json:"stats"`
+	// ListsOmitted: per-device lists were left out (see Note).
+	ListsOmitted bool   `json:"lists_omitted,omitempty"`
+	Note         string `json:"note,omitempty"`
+} // @name GraphResponse
+
+// Collective kinds of a graph.
+const (
+	kindReshard   = "reshard"
+	kindReduction = "reduction"
+)
+
+// GraphCollective is one reshard or reduction of a graph, named by the op and tensor
+// that cause it.
+type GraphCollective struct {
+	OpName string `json:"op_name" example:"mm"`
+	Tensor string `json:"tensor" example:"x"`
+	Kind   string `json:"kind" enums:"reshard,reduction"`
+	// Reduction is propagation's reading of a reduction: all_reduce, or reduce_scatter
+	// when the result is then sharded on the reduced axes (Dim).
+	Reduction string   `json:"reduction,omitempty" enums:"all_reduce,reduce_scatter"`
+	MeshAxes  []string `json:"mesh_axes,omitempty"`
+	Dim       *int     `json:"dim,omitempty"`
+	Shape     []int64  `json:"shape"`
+	// Plan is a reshard's full plan.
+	Plan *GraphPlan `json:"plan,omitempty"`
+	// Steps are a reduction's steps.
+	Steps                 []StepJSON `json:"steps,omitempty"`
+	TimeUS                float64    `json:"time_us"`
+	BytesPerDevice        int64      `json:"bytes_per_device"`
+	FullRematerialization bool       `json:"full_rematerialization"`
+	// XLAFallback (strategy xla): XLA's last resort runs for this reshard.
+	XLAFallback bool `json:"xla_fallback,omitempty"`
+} // @name GraphCollective
+
+// GraphPlan is the plan of one reshard in a graph.
+type GraphPlan struct {
+	Source               ShardingJSON `json:"source"`
+	Target               ShardingJSON `json:"target"`
+	Steps                []StepJSON   `json:"steps"`
+	Summary              SummaryJSON  `json:"summary"`
+	SuggestedConstraints []Suggestion `json:"suggested_constraints,omitempty"`
+	XLAWarning           string       `json:"xla_warning,omitempty"`
+	XLAPath              []string     `json:"xla_path,omitempty"`
+} // @name GraphPlan
+
+// GraphSummary totals a graph's collectives.
+type GraphSummary struct {
+	Strategy  string `json:"strategy" example:"optimal"`
+	CostModel string `json:"cost_model" example:"tpu-v5p"`
+	// TimeUS sums every collective's time (a serial upper bound; no overlap assumed).
+	TimeUS float64 `json:"time_us"`
+	// Collectives counts the communicating steps over the whole graph.
+	Collectives    int   `json:"collectives"`
+	Reshards       int   `json:"reshards"`
+	Reductions     int   `json:"reductions"`
+	BytesPerDevice int64 `json:"bytes_per_device"`
+	// FullRematerialization is true when some reshard fully replicates a tensor that
+	// neither its source nor its target replicates.
+	FullRematerialization bool `json:"full_rematerialization"`
+	// XLAFallback (strategy xla): some reshard takes XLA's last-resort path.
+	XLAFallback bool `json:"xla_fallback,omitempty"`
+	// UniquePlans is how many distinct reshard problems were planned (equal ones share).
+	UniquePlans int `json:"unique_plans"`
+} // @name GraphSummary
+
+// ExplainEntry says where some axes of a tensor dim came from.
+type ExplainEntry struct {
+	Dim  int      `json:"dim"`
+	Axes []string `json:"axes"`
+	From string   `json:"from" example:"x dim 0 through mm (factor i)"`
+} // @name ExplainEntry
+
+// OpShardingJSON is the sharding an op computes in.
+type OpShardingJSON struct {
+	Name     string           `json:"name"`
+	Kind     string           `json:"kind"`
+	Rule     string           `json:"rule,omitempty"`
+	Factors  []FactorAxesJSON `json:"factors,omitempty"`
+	Operands []ShardingJSON   `json:"operands,omitempty"`
+	Results  []ShardingJSON   `json:"results,omitempty"`
+} // @name OpSharding
+
+// FactorAxesJSON is one factor of an op's rule and the axes it is computed on.
+type FactorAxesJSON struct {
+	Factor string   `json:"factor" example:"i"`
+	Size   int64    `json:"size"`
+	Type   string   `json:"type" enums:"pass_through,reduction,need_replication,permutation"`
+	Axes   []string `json:"axes"`
+} // @name FactorAxes
+
+// graphInput is a decoded, validated graph request.
+type graphInput struct {
+	env      graphEnvelope
+	mesh     *sharding.Mesh
+	graph    *propagation.Graph
+	opts     propagation.Options
+	model    cost.Model
+	strategy planner.Strategy
+	include  map[string]bool
+	key      string
+}
+
+// graph godoc
+//
+//	@Summary		Propagate shardings through an op graph and plan its collectives
+//	@Description	Runs Shardy's factor-based propagation over the graph (annotations, op and user priorities, basic or aggressive conflict resolution), then plans every reshard an op needs with the reshard planner (or XLA's emulation with `strategy: xla`) and every reduction of a sharded contracting factor (all_reduce or reduce_scatter). `explain` says where each dim's axes came from; `refined` lists annotated tensors whose open dims gained axes. `policy.forbid_full_rematerialization` turns a graph with a rematerializing reshard into a 422 naming each one.
+//	@Tags			graph
+//	@Accept			json
+//	@Produce		json
+//	@Produce		application/problem+json
+//	@Param			request	body		GraphRequest	true	"mesh, tensors, ops"
+//	@Success		200		{object}	GraphResponse
+//	@Header			200		{string}	X-Cache	"hit or miss"
+//	@Failure		400		{object}	Problem	"invalid JSON, mesh, tensor, op, attribute, sharding or cost model (the field is named); unknown op (the supported ops are listed); cycle outside while"
+//	@Failure		413		{object}	Problem	"body too large"
+//	@Failure		415		{object}	Problem	"not JSON"
+//	@Failure		422		{object}	Problem	"policy violation: a reshard rematerializes (the graph's answer is under `plan`)"
+//	@Failure		503		{object}	Problem	"overloaded or timed out"
+//	@Router			/v1/graph [post]
+func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
+	if r.Body == nil {
+		return emptyBody()
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return bodyTooLarge(mbe.Limit)
+		}
+		return NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "could not read the request body: %v", err)
+	}
+	in, err := s.prepareGraph(body)
+	if err != nil {
+		return err
+	}
+	out, hit, err := s.memo.Do(r.Context(), in.key, func(ctx context.Context) ([]byte, error) {
+		resp, err := s.planGraph(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return encodeJSON(resp)
+	})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit])
+	if err := graphPolicyCheck(in.env.Policy, out); err != nil {
+		return err
+	}
+	writeBody(w, http.StatusOK, "application/json", out)
+	return nil
+}
+
+// prepareGraph decodes and validates a graph body and computes its key.
+func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
+	in := &graphInput{include: map[string]bool{}}
+	if err := decodeBytes(body, &in.env); err != nil {
+		return nil, err
+	}
+	if err := s.validateStruct(&in.env); err != nil {
+		return nil, err
+	}
+	m, err := parseMesh(in.env.Mesh, "mesh", s.limits)
+	if err != nil {
+		return nil, err
+	}
+	in.mesh = m
+	var fes sharding.Errors
+	if in.model, err = cost.Resolve(in.env.CostModel, "cost_model"); err != nil {
+		fes = appendFieldErrors(fes, err)
+	}
+	g, opts, err := propagation.Decode(body, m)
+	if err != nil {
+		fes = appendFieldErrors(fes, err)
+	}
+	if len(fes) > 0 {
+		return nil, fes
+	}
+	if err := s.checkGraphLimits(g); err != nil {
+		return nil, err
+	}
+	in.graph, in.opts = g, opts
+	in.strategy = planner.Optimal
+	if in.env.Strategy == string(planner.XLA) {
+		in.strategy = planner.XLA
+	}
+	for _, i := range in.env.Include {
+		in.include[i] = true
+	}
+	in.key, err = graphKey(in)
+	return in, err
+}
+
+// checkGraphLimits enforces the graph-size and rank limits.
+func (s *Server) checkGraphLimits(g *propagation.Graph) error {
+	lim := s.limits
+	if lim.MaxGraphTensors > 0 && len(g.Tensors) > lim.MaxGraphTensors {
+		return limitExceeded("tensors", "has %d tensors; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS)", len(g.Tensors), lim.MaxGraphTensors)
+	}
+	if n := countOps(g.Ops); lim.MaxGraphOps > 0 && n > lim.MaxGraphOps {
+		return limitExceeded("ops", "has %d ops (regions included); the limit is %d (SHARDPLAN_MAX_GRAPH_OPS)", n, lim.MaxGraphOps)
+	}
+	for _, id := range sortedTensorIDs(g) {
+		if r := len(g.Tensors[id].Shape); lim.MaxRank > 0 && r > lim.MaxRank {
+			return limitExceeded("tensors."+id+".shape", "has rank %d; the limit is %d (SHARDPLAN_MAX_RANK)", r, lim.MaxRank)
+		}
+	}
+	return nil
+}
+
+func countOps(ops []propagation.Op) int {
+	n := len(ops)
+	for _, op := range ops {
+		for _, rg := range []*propagation.Region{op.Cond, op.Body} {
+			if rg != nil {
+				n += countOps(rg.Ops)
+			}
+		}
+	}
+	return n
+}
+
+func sortedTensorIDs(g *propagation.Graph) []string {
+	ids := make([]string, 0, len(g.Tensors))
+	for id := range g.Tensors {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// graphKey hashes the canonical graph request: annotations by their canonical text, ops
+// by their JSON with sorted keys, so equal graphs in any input form share a plan id.
+func graphKey(in *graphInput) (string, error) {
+	h := sha256.New()
+	model := in.model.Name()
+	if cm, ok := in.model.(interface{ Fingerprint() string }); ok {
+		model = cm.Fingerprint()
+	}
+	inc := slices.Clone(in.env.Include)
+	slices.Sort(inc)
+	inc = slices.Compact(inc)
+	head, _ := json.Marshal([]any{planner.Version, "graph", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs,
+		model, string(in.strategy), inc, in.opts, in.graph.Inputs, in.graph.Outputs})
+	h.Write(head)
+	for _, id := range sortedTensorIDs(in.graph) {
+		t := in.graph.Tensors[id]
+		ann := "-"
+		if t.Sharding != nil {
+			ann = t.Sharding.Body()
+		}
+		line, _ := json.Marshal([]any{id, t.Shape, t.ElemBits, ann})
+		h.Write(line)
+	}
+	// Ops: a generic decode re-encodes with sorted object keys and no whitespace.
+	var ops any
+	if raw := bytes.TrimSpace(in.env.Ops); len(raw) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&ops); err != nil {
+			return "", err
+		}
+	}
+	canon, err := json.Marshal(ops)
+	if err != nil {
+		return "", err
+	}
+	h.Write(canon)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// reshardProblem identifies one reshard (or reduction) to plan; equal problems in a
+// graph (every layer of a transformer) are planned once.
+type reshardProblem struct {
+	shape    []int64
+	bits     int
+	from, to sharding.Sharding
+	xla      bool
+	// op and tensor name the first collective that needs this plan (for errors).
+	op, tensor string
+}
+
+func (p reshardProblem) key() string {
+	return fmt.Sprint(p.shape, "|", p.bits, "|", p.from.Body(), "|", p.to.Body(), "|", p.xla)
+}
+
+type plannedReshard struct {
+	plan *planner.Plan
+	info *planner.XLAInfo
+}
+
+// planGraph propagates, plans every reshard and reduction, and builds the response.
+func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse, error) {
+	res, err := propagation.Propagate(ctx, in.graph, in.mesh, in.opts)
+	if err != nil {
+		return nil, err
+	}
+	m := in.mesh
+	name := m.Name
+	type item struct {
+		order   int
+		coll    GraphCollective
+		problem string
+	}
+	opOrder := make(map[string]int, len(res.Ops))
+	for i, o := range res.Ops {
+		opOrder[o.Op] = i
+	}
+	results := resultTensors(in.graph.Ops, map[string]map[string]bool{})
+	// phase orders an op's collectives: operand reductions, operand reshards, result
+	// reductions, result reshards.
+	phase := func(op, tensor string, reduction bool) int {
+		p := 1
+		if reduction {
+			p = 0
+		}
+		if results[op][tensor] {
+			p += 2
+		}
+		return opOrder[op]*4 + p
+	}
+	problems := map[string]reshardProblem{}
+	var items []item
+	for _, rs := range res.Reshards {
+		t := in.graph.Tensors[rs.Tensor]
+		if hasZeroDim(t.Shape) {
+			continue
+		}
+		pr := reshardProblem{shape: t.Shape, bits: t.ElemBits, from: canonical(rs.From, m), to: canonical(rs.To, m), xla: in.strategy == planner.XLA, op: rs.Op, tensor: rs.Tensor}
+		k := pr.key()
+		if _, ok := problems[k]; !ok {
+			problems[k] = pr
+		}
+		items = append(items, item{order: phase(rs.Op, rs.Tensor, false), problem: k,
+			coll: GraphCollective{OpName: rs.Op, Tensor: rs.Tensor, Kind: kindReshard, Shape: t.Shape}})
+	}
+	for _, rd := range res.Reductions {
+		t := in.graph.Tensors[rd.Tensor]
+		if hasZeroDim(t.Shape) {
+			continue
+		}
+		// Reductions are emitted by the partitioner with the op, not by XLA's reshard
+		// dispatch: they are always planned the optimal way.
+		pr := reshardProblem{shape: t.Shape, bits: t.ElemBits, from: canonical(rd.From, m), to: canonical(rd.To, m), op: rd.Op, tensor: rd.Tensor}
+		k := pr.key()
+		if _, ok := problems[k]; !ok {
+			problems[k] = pr
+		}
+		c := GraphCollective{OpName: rd.Op, Tensor: rd.Tensor, Kind: kindReduction, Reduction: rd.Kind, MeshAxes: refStrings(rd.Axes), Shape: t.Shape}
+		if rd.Kind == propagation.ReduceScatter {
+			d := rd.Dim
+			c.Dim = &d
+		}
+		items = append(items, item{order: phase(rd.Op, rd.Tensor, true), problem: k, coll: c})
+	}
+	plans, err := s.planProblems(ctx, in, problems)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(items, func(a, b int) bool { return items[a].order < items[b].order })
+
+	lists := m.NumDevices() <= s.limits.ListDeviceLimit || in.include["pairs"]
+	resp := &GraphResponse{
+		Mesh: meshJSON(m), Shardings: make(map[string]ShardingJSON, len(res.Shardings)),
+		Collectives: make([]GraphCollective, 0, len(items)),
+		Explain:     make(map[string][]ExplainEntry, len(res.Explain)),
+		Refined:     res.Refined, Stats: res.Stats,
+		Summary: GraphSummary{Strategy: string(in.strategy), CostModel: in.model.Name(), UniquePlans: len(problems)},
+	}
+	if resp.Refined == nil {
+		resp.Refined = []string{}
+	}
+	for id, sh := range res.Closed() {
+		resp.Shardings[id] = shardingJSON(sh, name)
+	}
+	for id, origins := range res.Explain {
+		es := make([]ExplainEntry, len(origins))
+		for i, o := range origins {
+			es[i] = ExplainEntry{Dim: o.Dim, Axes: refStrings(o.Axes), From: o.From}
+		}
+		resp.Explain[id] = es
+	}
+	for _, it := range items {
+		pp := plans[it.problem]
+		pr := problems[it.problem]
+		c := it.coll
+		steps, omitted := renderSteps(m, pr.shape, pr.bits, pp.plan, lists)
+		resp.ListsOmitted = resp.ListsOmitted || omitted
+		sum := pp.plan.Summary
+		c.TimeUS, c.BytesPerDevice, c.FullRematerialization = sum.TimeUS, sum.BytesPerDevice, sum.FullRematerialization
+		if c.Kind == kindReshard {
+			gp := &GraphPlan{Source: shardingJSON(pr.from, name), Target: shardingJSON(pr.to, name), Steps: steps, Summary: summaryJSON(pp.plan, in.model)}
+			if pp.info != nil {
+				c.XLAFallback = pp.info.Fallback
+				resp.Summary.XLAFallback = resp.Summary.XLAFallback || pp.info.Fallback
+				gp.Summary.XLAFallback = pp.info.Fallback
+				gp.XLAWarning, gp.XLAPath = pp.info.Warning, pp.info.Path
+				for _, sg := range pp.info.Suggested {
+					gp.SuggestedConstraints = append(gp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, name)})
+				}
+			}
+			c.Plan = gp
+			resp.Summary.Reshards++
+		} else {
+			c.Steps = steps
+			resp.Summary.Reductions++
+		}
+		resp.Summary.TimeUS += sum.TimeUS
+		resp.Summary.Collectives += sum.Collectives
+		resp.Summary.BytesPerDevice += sum.BytesPerDevice
+		resp.Summary.FullRematerialization = resp.Summary.FullRematerialization || sum.FullRematerialization
+		resp.Collectives = append(resp.Collectives, c)
+	}
+	if in.include["ops"] {
+		resp.Ops = opShardingsJSON(res.Ops, name)
+	}
+	if resp.ListsOmitted {
+		resp.Note = fmt.Sprintf("the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are left out; add \"pairs\" to include to get them", m.NumDevices(), s.limits.ListDeviceLimit)
+	}
+	resp.PlanID = in.key
+	return resp, nil
+}
+
+// planProblems plans every distinct problem, in parallel up to GOMAXPROCS.
+func (s *Server) planProblems(ctx context.Context, in *graphInput, problems map[string]reshardProblem) (map[string]plannedReshard, error) {
+	keys := make([]string, 0, len(problems))
+	for k := range problems {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]plannedReshard, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, k := range keys {
+		g.Go(func() error {
+			pr := problems[k]
+			req := &planner.Request{Mesh: in.mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: in.model}
+			var err error
+			if pr.xla {
+				out[i].plan, out[i].info, err = xlaPlan(gctx, req)
+			} else {
+				out[i].plan, err = planner.Reshard(gctx, req)
+			}
+			if _, ok := sharding.AsFieldErrors(err); ok {
+				// The planner names request fields ("target"); here the request is the graph.
+				return sharding.Fieldf("tensors."+pr.tensor+".sharding", "op %q needs %q moved from %s to %s, which cannot be planned: %v", pr.op, pr.tensor, pr.from.Body(), pr.to.Body(), err)
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	m := make(map[string]plannedReshard, len(keys))
+	for i, k := range keys {
+		m[k] = out[i]
+	}
+	return m, nil
+}
+
+// resultTensors maps each op name to the tensors it produces, regions included.
+func resultTensors(ops []propagation.Op, out map[string]map[string]bool) map[string]map[string]bool {
+	for _, op := range ops {
+		set := map[string]bool{}
+		for _, t := range op.Results {
+			set[t] = true
+		}
+		out[op.Name] = set
+		for _, rg := range []*propagation.Region{op.Cond, op.Body} {
+			if rg != nil {
+				resultTensors(rg.Ops, out)
+			}
+		}
+	}
+	return out
+}
+
+func hasZeroDim(shape []int64) bool { return slices.Contains(shape, 0) }
+
+func canonical(s sharding.Sharding, m *sharding.Mesh) sharding.Sharding {
+	c := s.Clone()
+	c.Canonicalize(m)
+	return c
+}
+
+func opShardingsJSON(ops []propagation.OpSharding, meshName string) []OpShardingJSON {
+	out := make([]OpShardingJSON, len(ops))
+	for i, o := range ops {
+		oj := OpShardingJSON{Name: o.Op, Kind: o.Kind, Rule: o.Rule}
+		for _, f := range o.Factors {
+			oj.Factors = append(oj.Factors, FactorAxesJSON{Factor: f.Factor, Size: f.Size, Type: f.Type.String(), Axes: refStrings(f.Axes)})
+		}
+		for _, sh := range o.Operands {
+			oj.Operands = append(oj.Operands, shardingJSON(sh, meshName))
+		}
+		for _, sh := range o.Results {
+			oj.Results = append(oj.Results, shardingJSON(sh, meshName))
+		}
+		out[i] = oj
+	}
+	return out
+}
+
+// graphPolicyCheck turns a graph with a rematerializing reshard into a 422 naming each
+// one, carrying the whole answer under "plan" and the suggested constraints per reshard.
+func graphPolicyCheck(p *Policy, body []byte) error {
+	if p == nil || !p.ForbidFullRematerialization {
+		return nil
+	}
+	var probe struct {
+		Summary     GraphSummary `json:"summary"`
+		Collectives []struct {
+			OpName                string `json:"op_name"`
+			Tensor                string `json:"tensor"`
+			FullRematerialization bool   `json:"full_rematerialization"`
+			XLAFallback           bool   `json:"xla_fallback"`
+			Plan                  *struct {
+				XLAWarning           string          `json:"xla_warning"`
+				SuggestedConstraints json.RawMessage `json:"suggested_constraints"`
+			} `json:"plan"`
+		} `json:"collectives"`
+	}
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return err
+	}
+	if !probe.Summary.FullRematerialization && !probe.Summary.XLAFallback {
+		return nil
+	}
+	type violation struct {
+		Policy               string          `json:"policy"`
+		OpName               string          `json:"op_name"`
+		Tensor               string          `json:"tensor"`
+		Message              string          `json:"message"`
+		SuggestedConstraints json.RawMessage `json:"suggested_constraints,omitempty"`
+	}
+	var vs []violation
+	var names []string
+	for _, c := range probe.Collectives {
+		if !c.FullRematerialization && !c.XLAFallback {
+			continue
+		}
+		msg := fmt.Sprintf("reshard of %q for op %q goes through an involuntary full rematerialization", c.Tensor, c.OpName)
+		if !c.FullRematerialization {
+			msg = fmt.Sprintf("reshard of %q for op %q takes XLA's fallback within device groups", c.Tensor, c.OpName)
+		}
+		v := violation{Policy: "forbid_full_rematerialization", OpName: c.OpName, Tensor: c.Tensor}
+		if c.Plan != nil {
+			if c.Plan.XLAWarning != "" {
+				msg += ": " + c.Plan.XLAWarning
+			}
+			v.SuggestedConstraints = c.Plan.SuggestedConstraints
+		}
+		v.Message = msg
+		vs = append(vs, v)
+		names = append(names, c.OpName+"/"+c.Tensor)
+	}
+	detail := fmt.Sprintf("%d reshard(s) go through an involuntary full rematerialization: %s", len(vs), strings.Join(names, ", "))
+	return NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", detail).
+		With("violations", vs).
+		With("plan", json.RawMessage(body))
+}

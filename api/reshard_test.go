@@ -1,0 +1,144 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func postReshard(t *testing.T, h http.Handler, body string) ReshardResponse {
+	t.Helper()
+	rec := do(t, h, http.MethodPost, "/v1/reshard", "application/json", body)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var r ReshardResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &r))
+	requireChain(t, r.Source, r.Target, r.Steps)
+	return r
+}
+
+// TestReshardAPIExample is API.md's /v1/reshard example (seed 003 case 1): one slice and
+// one collective_permute with XLA's pairs, at the lower bound.
+func TestReshardAPIExample(t *testing.T) {
+	s := newTestServer(t, nil)
+	r := postReshard(t, s, `{"mesh": "X=2,Y=4", "shape": [2048, 2048], "dtype": "f32",
+	  "source": ["X", null], "target": ["Y", "X"], "cost_model": "tpu-v5p", "include": ["tiles", "transfers", "diagram"]}`)
+	require.Len(t, r.Steps, 2)
+	assert.Equal(t, "slice", r.Steps[0].Op)
+	assert.Equal(t, int64(0), r.Steps[0].BytesPerDevice)
+	cp := r.Steps[1]
+	assert.Equal(t, "collective_permute", cp.Op)
+	assert.Equal(t, [][2]int{{0, 0}, {1, 4}, {2, 1}, {3, 5}, {4, 2}, {5, 6}, {6, 3}, {7, 7}}, cp.Pairs)
+	assert.Equal(t, int64(2<<20), cp.BytesPerDevice)
+	assert.Equal(t, []int64{512, 1024}, cp.LocalShapeAfter)
+	assert.Equal(t, "ici", cp.Link)
+	assert.Positive(t, cp.TimeUS)
+	assert.InDelta(t, cp.TimeUS, cp.LatencyUS+cp.BandwidthUS, 1e-9)
+	assert.Equal(t, 1, r.Summary.Collectives)
+	assert.Equal(t, int64(2<<20), r.Summary.LowerBoundBytesPerDevice)
+	assert.Equal(t, 1.0, r.Summary.Efficiency)
+	assert.False(t, r.Summary.FullRematerialization)
+	assert.Equal(t, []Suggestion{}, r.SuggestedConstraints)
+	require.NotNil(t, r.Tiles)
+	assert.Len(t, r.Tiles.Source, 8)
+	assert.NotEmpty(t, r.Transfers)
+	assert.Contains(t, r.Diagram, "collective_permute")
+}
+
+// seed 003 case 4: [D, (X, Y)] -> [-, (D, Y, X, T)] on 256 devices.
+const case4 = `{"mesh": "C=1,D=2,Y=8,X=4,T=4", "shape": [2048, 2048], "dtype": "f32",
+  "source": ["D", ["X", "Y"]], "target": [null, ["D", "Y", "X", "T"]]%s}`
+
+func TestReshardPolicy(t *testing.T) {
+	s := newTestServer(t, nil)
+	t.Run("xla rematerializes: 422 with the plan and suggestions", func(t *testing.T) {
+		rec := do(t, s, http.MethodPost, "/v1/reshard", "application/json",
+			strings.Replace(case4, "%s", `, "strategy": "xla", "policy": {"forbid_full_rematerialization": true}`, 1))
+		requireProblem(t, rec, http.StatusUnprocessableEntity, slugPolicyViolation)
+		var p struct {
+			Violations []map[string]string `json:"violations"`
+			Plan       ReshardResponse     `json:"plan"`
+			Suggested  []Suggestion        `json:"suggested_constraints"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &p))
+		require.Len(t, p.Violations, 1)
+		assert.Equal(t, "forbid_full_rematerialization", p.Violations[0]["policy"])
+		assert.Contains(t, p.Violations[0]["message"], "Involuntary full rematerialization")
+		assert.True(t, p.Plan.Summary.FullRematerialization)
+		assert.Equal(t, int64(15.75*(1<<20)), p.Plan.Summary.BytesPerDevice)
+		assert.Equal(t, "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}", p.Plan.SourceHlo)
+		require.NotEmpty(t, p.Suggested)
+		assert.Equal(t, "P('D', ('X','Y','T'))", p.Suggested[0].PartitionSpec)
+		assert.Equal(t, p.Suggested, p.Plan.SuggestedConstraints)
+	})
+	t.Run("optimal passes the same gate", func(t *testing.T) {
+		r := postReshard(t, s, strings.Replace(case4, "%s", `, "policy": {"forbid_full_rematerialization": true}`, 1))
+		assert.False(t, r.Summary.FullRematerialization)
+		assert.LessOrEqual(t, r.Summary.BytesPerDevice, int64(96<<10))
+	})
+	t.Run("xla without the policy answers 200", func(t *testing.T) {
+		r := postReshard(t, s, strings.Replace(case4, "%s", `, "strategy": "xla"`, 1))
+		assert.True(t, r.Summary.FullRematerialization)
+		assert.True(t, r.Summary.XLAFallback)
+		assert.NotEmpty(t, r.XLAWarning)
+	})
+	t.Run("fallback within device groups also fires", func(t *testing.T) {
+		body := `{"mesh": "w=2,p=2,q=2,r=2", "shape": [4, 8, 8, 8], "dtype": "f32",
+		  "source": ["w", "p", null, ["q", "r"]], "target": ["w", null, ["p", "q", "r"], null], "strategy": "xla"%s}`
+		r := postReshard(t, s, strings.Replace(body, "%s", "", 1))
+		assert.False(t, r.Summary.FullRematerialization, "every intermediate stays sharded on w")
+		assert.True(t, r.Summary.XLAFallback)
+		assert.Contains(t, r.XLAPath, "group_equal_dims")
+		rec := do(t, s, http.MethodPost, "/v1/reshard", "application/json", strings.Replace(body, "%s", `, "policy": {"forbid_full_rematerialization": true}`, 1))
+		p := requireProblem(t, rec, http.StatusUnprocessableEntity, slugPolicyViolation)
+		assert.Contains(t, p.Detail, "within device groups")
+	})
+}
+
+func TestReshardTextDiagram(t *testing.T) {
+	s := newTestServer(t, nil)
+	req := `{"mesh": "x=2,y=2", "shape": [4, 4], "dtype": "f32", "source": ["x", "y"], "target": ["y", "x"]}`
+	rec := do(t, s, http.MethodPost, "/v1/reshard", "application/json", req)
+	require.Equal(t, http.StatusOK, rec.Code)
+	var r ReshardResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &r))
+	assert.Empty(t, r.Diagram, "the diagram only when asked for")
+
+	hreq := strings.NewReader(req)
+	httpReq, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/reshard", hreq)
+	require.NoError(t, err)
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Accept", "text/plain")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httpReq)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, "text/plain; charset=utf-8", w.Header().Get("Content-Type"))
+	assert.Contains(t, w.Body.String(), "collective_permute")
+}
+
+func TestReshardBadInput(t *testing.T) {
+	s := newTestServer(t, nil)
+	cases := []struct {
+		name, body, slug, field string
+	}{
+		{"unknown axis", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["q"], "target": [null]}`, slugInvalidSharding, "source[0]"},
+		{"rank mismatch", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x", null], "target": [null]}`, slugInvalidSharding, "source"},
+		{"axis used twice", `{"mesh": "x=2,y=2", "shape": [4, 4], "dtype": "f32", "source": {"dims": [{"axes": ["x"]}, {"axes": ["x"]}]}, "target": [null, null]}`, slugInvalidSharding, "source.dims[1].axes[0]"},
+		{"text offset", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": "[{\"x\"", "target": [null]}`, slugInvalidSharding, "source"},
+		{"no plan with allowed ops", `{"mesh": "x=2,y=2", "shape": [4, 4], "dtype": "f32", "source": ["x", "y"], "target": ["y", "x"], "allowed_ops": ["slice"]}`, slugInvalidRequest, "allowed_ops"},
+		{"unknown op name", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": [null], "target": [null], "allowed_ops": ["teleport"]}`, slugInvalidRequest, "allowed_ops[0]"},
+		{"mesh name mismatch", `{"mesh": {"name": "m", "axes": [{"name": "x", "size": 2}]}, "shape": [4], "dtype": "f32", "source": "sharding<@other, [{\"x\"}]>", "target": [null]}`, slugInvalidSharding, "source"},
+		{"target creates partial sums", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": [null], "target": {"dims": [{"axes": []}], "unreduced": ["x"]}, "strategy": "xla"}`, slugInvalidSharding, "target.unreduced[0]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := do(t, s, http.MethodPost, "/v1/reshard", "application/json", tc.body)
+			p := requireProblem(t, rec, http.StatusBadRequest, tc.slug)
+			assert.Contains(t, fields(p), tc.field, rec.Body.String())
+		})
+	}
+}
