@@ -96,27 +96,3 @@ func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) error {
 	writeBody(w, http.StatusOK, "application/json", s.openapi)
 	return nil
 }
-
-const docsPage = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>shardplan API</title>
-<link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>
-<body><noscript>The spec is at <a href="/openapi.json">/openapi.json</a>.</noscript>
-<p style="font-family:sans-serif">Spec: <a href="/openapi.json">/openapi.json</a></p>
-<div id="ui"></div>
-<script src="https://unpkg.com/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
-<script>window.onload=function(){SwaggerUIBundle({url:"/openapi.json",dom_id:"#ui"})}</script>
-</body></html>
-`
-
-// docs godoc
-//
-//	@Summary		API docs page
-//	@Description	A page that renders /openapi.json with Swagger UI (loaded from a CDN) to try the API.
-//	@Tags			ops
-//	@Produce		html
-//	@Success		200	{string}	string
-//	@Router			/docs [get]
-func (s *Server) docs(w http.ResponseWriter, _ *http.Request) error {
-	writeBody(w, http.StatusOK, "text/html; charset=utf-8", []byte(docsPage))
-	return nil
-}

@@ -151,6 +151,7 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	r.Get("/openapi.json", s.handle(s.openAPI))
 	r.Get("/docs", s.handle(s.docs))
+	r.Get("/docs/{asset}", s.handle(s.docsAsset))
 	r.Get("/v1/cost-models", s.handle(s.costModels))
 	r.Get("/v1/cost-models/{name}", s.handle(s.costModel))
 

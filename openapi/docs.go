@@ -29,14 +29,14 @@ const docTemplate = `{
     "paths": {
         "/docs": {
             "get": {
-                "description": "A page that renders /openapi.json with Swagger UI (loaded from a CDN) to try the API.",
+                "description": "An interactive page that lists the operations of /openapi.json by tag, shows their parameters and request schemas with example bodies, and sends requests to this server (\"Try it\"). Its script and styles are embedded in the binary and served under /docs/; it loads nothing from other origins (strict Content-Security-Policy).",
                 "produces": [
                     "text/html"
                 ],
                 "tags": [
                     "ops"
                 ],
-                "summary": "API docs page",
+                "summary": "API explorer",
                 "responses": {
                     "200": {
                         "description": "OK",
@@ -162,6 +162,77 @@ const docTemplate = `{
                     },
                     "404": {
                         "description": "no such profile",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    }
+                }
+            }
+        },
+        "/v1/graph": {
+            "post": {
+                "description": "Runs Shardy's factor-based propagation over the graph (annotations, op and user priorities, basic or aggressive conflict resolution), then plans every reshard an op needs with the reshard planner (or XLA's emulation with ` + "`" + `strategy: xla` + "`" + `) and every reduction of a sharded contracting factor (all_reduce or reduce_scatter). ` + "`" + `explain` + "`" + ` says where each dim's axes came from; ` + "`" + `refined` + "`" + ` lists annotated tensors whose open dims gained axes. ` + "`" + `policy.forbid_full_rematerialization` + "`" + ` turns a graph with a rematerializing reshard into a 422 naming each one.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json",
+                    "application/problem+json"
+                ],
+                "tags": [
+                    "graph"
+                ],
+                "summary": "Propagate shardings through an op graph and plan its collectives",
+                "parameters": [
+                    {
+                        "description": "mesh, tensors, ops",
+                        "name": "request",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/GraphRequest"
+                        }
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/GraphResponse"
+                        },
+                        "headers": {
+                            "X-Cache": {
+                                "type": "string",
+                                "description": "hit or miss"
+                            }
+                        }
+                    },
+                    "400": {
+                        "description": "invalid JSON, mesh, tensor, op, attribute, sharding or cost model (the field is named); unknown op (the supported ops are listed); cycle outside while",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "413": {
+                        "description": "body too large",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "415": {
+                        "description": "not JSON",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "policy violation: a reshard rematerializes (the graph's answer is under ` + "`" + `plan` + "`" + `)",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "503": {
+                        "description": "overloaded or timed out",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }
@@ -398,6 +469,446 @@ const docTemplate = `{
                 }
             }
         },
+        "ExplainEntry": {
+            "type": "object",
+            "properties": {
+                "axes": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "dim": {
+                    "type": "integer"
+                },
+                "from": {
+                    "type": "string",
+                    "example": "x dim 0 through mm (factor i)"
+                }
+            }
+        },
+        "FactorAxes": {
+            "type": "object",
+            "properties": {
+                "axes": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "factor": {
+                    "type": "string",
+                    "example": "i"
+                },
+                "size": {
+                    "type": "integer"
+                },
+                "type": {
+                    "type": "string",
+                    "enum": [
+                        "pass_through",
+                        "reduction",
+                        "need_replication",
+                        "permutation"
+                    ]
+                }
+            }
+        },
+        "GraphCollective": {
+            "type": "object",
+            "properties": {
+                "bytes_per_device": {
+                    "type": "integer"
+                },
+                "dim": {
+                    "type": "integer"
+                },
+                "full_rematerialization": {
+                    "type": "boolean"
+                },
+                "kind": {
+                    "type": "string",
+                    "enum": [
+                        "reshard",
+                        "reduction"
+                    ]
+                },
+                "mesh_axes": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "op_name": {
+                    "type": "string",
+                    "example": "mm"
+                },
+                "plan": {
+                    "description": "Plan is a reshard's full plan.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/GraphPlan"
+                        }
+                    ]
+                },
+                "reduction": {
+                    "description": "Reduction is propagation's reading of a reduction: all_reduce, or reduce_scatter\nwhen the result is then sharded on the reduced axes (Dim).",
+                    "type": "string",
+                    "enum": [
+                        "all_reduce",
+                        "reduce_scatter"
+                    ]
+                },
+                "shape": {
+                    "type": "array",
+                    "items": {
+                        "type": "integer"
+                    }
+                },
+                "steps": {
+                    "description": "Steps are a reduction's steps.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/Step"
+                    }
+                },
+                "tensor": {
+                    "type": "string",
+                    "example": "x"
+                },
+                "time_us": {
+                    "type": "number"
+                },
+                "xla_fallback": {
+                    "description": "XLAFallback (strategy xla): XLA's last resort runs for this reshard.",
+                    "type": "boolean"
+                }
+            }
+        },
+        "GraphOp": {
+            "type": "object",
+            "properties": {
+                "attrs": {
+                    "description": "Attrs holds the op's StableHLO attributes by name.",
+                    "type": "object",
+                    "additionalProperties": {}
+                },
+                "body": {
+                    "$ref": "#/definitions/GraphRegion"
+                },
+                "cond": {
+                    "description": "Cond and Body are the regions of a \"while\" op.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/GraphRegion"
+                        }
+                    ]
+                },
+                "name": {
+                    "type": "string",
+                    "example": "mm"
+                },
+                "op": {
+                    "type": "string",
+                    "example": "dot_general"
+                },
+                "operands": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "results": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "rule": {
+                    "description": "Rule is the Shardy sharding rule of a \"custom\" op.",
+                    "type": "string",
+                    "example": "([i, k], [k, j])-\u003e([i, j]) {i=8, j=32, k=16} reduction={k}"
+                }
+            }
+        },
+        "GraphOptions": {
+            "type": "object",
+            "properties": {
+                "conflict_resolution": {
+                    "type": "string",
+                    "enum": [
+                        "aggressive",
+                        "basic",
+                        "basic_then_aggressive"
+                    ]
+                },
+                "op_priority": {
+                    "type": "boolean"
+                }
+            }
+        },
+        "GraphPlan": {
+            "type": "object",
+            "properties": {
+                "source": {
+                    "$ref": "#/definitions/Sharding"
+                },
+                "steps": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/Step"
+                    }
+                },
+                "suggested_constraints": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/Suggestion"
+                    }
+                },
+                "summary": {
+                    "$ref": "#/definitions/Summary"
+                },
+                "target": {
+                    "$ref": "#/definitions/Sharding"
+                },
+                "xla_path": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "xla_warning": {
+                    "type": "string"
+                }
+            }
+        },
+        "GraphRegion": {
+            "type": "object",
+            "properties": {
+                "ops": {
+                    "type": "array",
+                    "items": {
+                        "type": "object"
+                    }
+                },
+                "params": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "returns": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                }
+            }
+        },
+        "GraphRequest": {
+            "type": "object",
+            "required": [
+                "mesh",
+                "tensors"
+            ],
+            "properties": {
+                "cost_model": {
+                    "description": "CostModel is a profile name from GET /v1/cost-models or an object (default tpu-v5p).",
+                    "type": "object"
+                },
+                "include": {
+                    "description": "Include asks for extra lists: ops (the sharding each op computes in: factors,\noperand and result layouts), pairs (per-device lists above the device-list limit).",
+                    "type": "array",
+                    "maxItems": 4,
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "inputs": {
+                    "description": "Inputs and Outputs are the graph's arguments and results (tensor ids).",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "mesh": {
+                    "description": "Mesh is a mesh object or the string \"x=2,y=4\".",
+                    "type": "object"
+                },
+                "ops": {
+                    "description": "Ops in any order (a DAG outside while regions).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/GraphOp"
+                    }
+                },
+                "options": {
+                    "description": "Options tune propagation.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/GraphOptions"
+                        }
+                    ]
+                },
+                "outputs": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "policy": {
+                    "description": "Policy: forbid_full_rematerialization turns a graph with a rematerializing reshard\ninto a 422.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/Policy"
+                        }
+                    ]
+                },
+                "strategy": {
+                    "description": "Strategy plans every reshard the optimal way (default) or predicts XLA's.",
+                    "type": "string",
+                    "enum": [
+                        "optimal",
+                        "xla"
+                    ]
+                },
+                "tensors": {
+                    "description": "Tensors maps each tensor id to its shape, dtype and optional sharding annotation\n(any input form; a tensor without one has every dim open).",
+                    "type": "object",
+                    "additionalProperties": {
+                        "$ref": "#/definitions/GraphTensor"
+                    }
+                }
+            }
+        },
+        "GraphResponse": {
+            "type": "object",
+            "properties": {
+                "collectives": {
+                    "description": "Collectives lists, in op order, every layout change and reduction the graph needs.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/GraphCollective"
+                    }
+                },
+                "explain": {
+                    "description": "Explain gives, per tensor, where the axes of each dim came from.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "array",
+                        "items": {
+                            "$ref": "#/definitions/ExplainEntry"
+                        }
+                    }
+                },
+                "lists_omitted": {
+                    "description": "ListsOmitted: per-device lists were left out (see Note).",
+                    "type": "boolean"
+                },
+                "mesh": {
+                    "$ref": "#/definitions/MeshObject"
+                },
+                "note": {
+                    "type": "string"
+                },
+                "ops": {
+                    "description": "Ops is the sharding each op computes in (include \"ops\").",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/OpSharding"
+                    }
+                },
+                "plan_id": {
+                    "type": "string"
+                },
+                "refined": {
+                    "description": "Refined lists the annotated tensors whose open dims gained axes.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "shardings": {
+                    "description": "Shardings is the final (closed) sharding of every tensor.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "$ref": "#/definitions/Sharding"
+                    }
+                },
+                "stats": {
+                    "$ref": "#/definitions/propagation.Stats"
+                },
+                "summary": {
+                    "$ref": "#/definitions/GraphSummary"
+                }
+            }
+        },
+        "GraphSummary": {
+            "type": "object",
+            "properties": {
+                "bytes_per_device": {
+                    "type": "integer"
+                },
+                "collectives": {
+                    "description": "Collectives counts the communicating steps over the whole graph.",
+                    "type": "integer"
+                },
+                "cost_model": {
+                    "type": "string",
+                    "example": "tpu-v5p"
+                },
+                "full_rematerialization": {
+                    "description": "FullRematerialization is true when some reshard fully replicates a tensor that\nneither its source nor its target replicates.",
+                    "type": "boolean"
+                },
+                "reductions": {
+                    "type": "integer"
+                },
+                "reshards": {
+                    "type": "integer"
+                },
+                "strategy": {
+                    "type": "string",
+                    "example": "optimal"
+                },
+                "time_us": {
+                    "description": "TimeUS sums every collective's time (a serial upper bound; no overlap assumed).",
+                    "type": "number"
+                },
+                "unique_plans": {
+                    "description": "UniquePlans is how many distinct reshard problems were planned (equal ones share).",
+                    "type": "integer"
+                },
+                "xla_fallback": {
+                    "description": "XLAFallback (strategy xla): some reshard takes XLA's last-resort path.",
+                    "type": "boolean"
+                }
+            }
+        },
+        "GraphTensor": {
+            "type": "object",
+            "properties": {
+                "dtype": {
+                    "description": "DType is the element type (default f32).",
+                    "type": "string",
+                    "example": "bf16"
+                },
+                "shape": {
+                    "type": "array",
+                    "items": {
+                        "type": "integer"
+                    },
+                    "example": [
+                        8,
+                        16
+                    ]
+                },
+                "sharding": {
+                    "description": "Sharding is an annotation in any input form.",
+                    "type": "object"
+                }
+            }
+        },
         "Health": {
             "type": "object",
             "properties": {
@@ -478,6 +989,38 @@ const docTemplate = `{
                     "description": "Name binds Shardy text shardings (sharding\u003c@name, ...\u003e); default \"mesh\".",
                     "type": "string",
                     "example": "mesh"
+                }
+            }
+        },
+        "OpSharding": {
+            "type": "object",
+            "properties": {
+                "factors": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/FactorAxes"
+                    }
+                },
+                "kind": {
+                    "type": "string"
+                },
+                "name": {
+                    "type": "string"
+                },
+                "operands": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/Sharding"
+                    }
+                },
+                "results": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/Sharding"
+                    }
+                },
+                "rule": {
+                    "type": "string"
                 }
             }
         },
@@ -903,6 +1446,10 @@ const docTemplate = `{
                 },
                 "time_us": {
                     "type": "number"
+                },
+                "xla_fallback": {
+                    "description": "XLAFallback (strategy xla) is true when XLA's last-resort path runs and logs its\n\"Involuntary full rematerialization\" warning, also when it only replicates within\ndevice groups (full_rematerialization then stays false). The policy fires on both.",
+                    "type": "boolean"
                 }
             }
         },
@@ -1217,6 +1764,23 @@ const docTemplate = `{
                     }
                 },
                 "to": {
+                    "type": "integer"
+                }
+            }
+        },
+        "propagation.Stats": {
+            "type": "object",
+            "properties": {
+                "passes": {
+                    "description": "Passes is the number of fixpoint runs (user priorities x op-priority stages x\nstrategies).",
+                    "type": "integer"
+                },
+                "updates": {
+                    "description": "Updates is the number of tensor dims that gained axes.",
+                    "type": "integer"
+                },
+                "visits": {
+                    "description": "Visits is the number of op visits over every pass.",
                     "type": "integer"
                 }
             }
