@@ -53,6 +53,9 @@ type Request struct {
 	AllowedOps []Op
 	// MaxExpansions bounds the search (0: DefaultMaxExpansions).
 	MaxExpansions int
+
+	// noHeuristic makes the search plain Dijkstra (tests compare it with A*).
+	noHeuristic bool
 }
 
 // DefaultMaxExpansions bounds the number of states the search expands.

@@ -1,8 +1,8 @@
 package planner
 
 import (
-	"container/heap"
 	"context"
+	"encoding/binary"
 	"slices"
 
 	"github.com/shardplan/shardplan/internal/cost"
@@ -24,57 +24,130 @@ type move struct {
 	bytes      int64 // received by the busiest device
 }
 
-type node struct {
-	st    state
-	g     float64
-	steps int
-	mv    *move
-	prev  *node
-	index int
+// The search is Dijkstra's algorithm made A* by an admissible heuristic (heuristic.go).
+//
+// Correctness. Edge costs are the cost model's estimates, never negative; slices cost
+// nothing. A node's priority is f = g + h with h a lower bound on the cost of every path
+// from the node to the goal (h = 0 without a bound, which is plain Dijkstra). A node
+// whose state already has a path of cost <= g is not pushed, and a state is pushed again
+// whenever a strictly cheaper path to it appears, even after it was expanded (a
+// relaxed bound need not be consistent, so states may be re-opened). With an admissible
+// h, the first goal popped is therefore a cheapest path in search costs: any cheaper
+// path would have an open node with f below it. Ties between equal f go to fewer steps.
+//
+// Pruning never removes a cheapest plan among the plans the search admits: the tile and
+// full-replication limits and the feasibility check are properties of a single state
+// or move, applied identically on every path, and the filters run cheapest first
+// (tile size, replication, cost against the best known g, then feasibility) only to
+// save work; a move rejected by one filter is rejected whatever the order.
+
+// node is one entry of the search: a state reached at cost g (h is the heuristic of
+// that state) by the move op/dim/dim2 from node prev (-1 at the start).
+type node[K comparable] struct {
+	st        state
+	key       K
+	g, f      float64
+	steps     int32
+	prev      int32
+	op        Op
+	dim, dim2 int16
 }
 
-type pq []*node
+// openQueue is a binary heap of node indices ordered by (f, steps).
+type openQueue[K comparable] struct {
+	nodes []node[K]
+	idx   []int32
+}
 
-func (q pq) Len() int { return len(q) }
-func (q pq) Less(i, j int) bool {
-	if q[i].g != q[j].g {
-		return q[i].g < q[j].g
+func (q *openQueue[K]) less(i, j int) bool {
+	a, b := &q.nodes[q.idx[i]], &q.nodes[q.idx[j]]
+	if a.f != b.f {
+		return a.f < b.f
 	}
-	return q[i].steps < q[j].steps
-}
-func (q pq) Swap(i, j int) { q[i], q[j] = q[j], q[i]; q[i].index = i; q[j].index = j }
-func (q *pq) Push(x any)   { n := x.(*node); n.index = len(*q); *q = append(*q, n) }
-func (q *pq) Pop() any {
-	old := *q
-	n := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return n
+	return a.steps < b.steps
 }
 
-// search runs Dijkstra from start to goal over slice, all_gather, all_to_all and
-// collective_permute moves. It returns the moves, the number of expansions, and whether
-// the goal was reached within the budget.
+// push and pop are container/heap's algorithm without the interface boxing.
+func (q *openQueue[K]) push(i int32) {
+	q.idx = append(q.idx, i)
+	j := len(q.idx) - 1
+	for j > 0 {
+		p := (j - 1) / 2
+		if !q.less(j, p) {
+			break
+		}
+		q.idx[p], q.idx[j] = q.idx[j], q.idx[p]
+		j = p
+	}
+}
+
+func (q *openQueue[K]) pop() int32 {
+	n := len(q.idx) - 1
+	q.idx[0], q.idx[n] = q.idx[n], q.idx[0]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n || l < 0 {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && q.less(r, l) {
+			j = r
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q.idx[i], q.idx[j] = q.idx[j], q.idx[i]
+		i = j
+	}
+	x := q.idx[n]
+	q.idx = q.idx[:n]
+	return x
+}
+
+// seen is what the search knows of a state: the cheapest cost found and its heuristic.
+type seen struct{ g, h float64 }
+
+// search finds the cheapest schedule from start to goal over slice, all_gather,
+// all_to_all and collective_permute moves. It returns the moves, the number of
+// expansions, and whether the goal was reached within the budget.
 func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef) ([]move, int, bool, error) {
 	if start.equal(goal) {
 		return nil, 0, true, nil
 	}
-	srcRep := r.Source.IsFullyReplicated()
-	tgtRep := r.Target.IsFullyReplicated()
-	maxTile := max(sp.tileElems(start), sp.tileElems(goal))
-	goalMask := goal.used()
-	startNode := &node{st: start}
-	best := map[string]float64{start.key(): 0}
-	q := &pq{startNode}
+	s := newSearcher(sp, r, start, goal, unr)
+	if packable(sp, len(goal)) {
+		return runSearch(ctx, s, start, func(st state) packedKey { return packKey(st) })
+	}
+	return runSearch(ctx, s, start, func(st state) string { return st.key() })
+}
+
+// runSearch is the search loop over a state key type K: packedKey when every state fits
+// one (no allocation per lookup), the string key otherwise.
+func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
+	sp, r := s.sp, s.r
+	q := &openQueue[K]{}
+	best := map[K]seen{}
+	push := func(st state, key K, g, h float64, steps int32, prev int32, op Op, dim, dim2 int) {
+		q.nodes = append(q.nodes, node[K]{st: st, key: key, g: g, f: g + h, steps: steps, prev: prev, op: op, dim: int16(dim), dim2: int16(dim2)})
+		q.push(int32(len(q.nodes) - 1))
+	}
+	startKey := keyOf(start)
+	h0 := s.heuristic(start)
+	best[startKey] = seen{0, h0}
+	push(start, startKey, 0, h0, 0, -1, "", 0, 0)
+	goalKey := keyOf(s.goal)
 	expansions := 0
-	for q.Len() > 0 {
-		n := heap.Pop(q).(*node)
-		if g, ok := best[n.st.key()]; ok && g < n.g {
-			continue
+	for len(q.idx) > 0 {
+		ni := q.pop()
+		n := q.nodes[ni]
+		if b := best[n.key]; b.g < n.g {
+			continue // a cheaper path to this state was pushed after this one
 		}
-		if n.st.equal(goal) {
+		if n.key == goalKey {
 			var mv []move
-			for x := n; x.mv != nil; x = x.prev {
-				mv = append(mv, *x.mv)
+			for x := ni; q.nodes[x].prev >= 0; x = q.nodes[x].prev {
+				mv = append(mv, s.moveOf(q.nodes[q.nodes[x].prev].st, &q.nodes[x].st, q.nodes[x].op, int(q.nodes[x].dim), int(q.nodes[x].dim2)))
 			}
 			slices.Reverse(mv)
 			return mergeMoves(sp, r, mv), expansions, true, nil
@@ -88,125 +161,302 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 				return nil, expansions, false, err
 			}
 		}
-		for _, mv := range sp.neighbors(r, n.st, goal, goalMask, unr) {
-			if sp.tileElems(mv.after) > maxTile {
-				continue
+		s.expand(n.st, func(nx state, op Op, dim, dim2 int, group uint64) {
+			g := n.g + s.price(op, group, s.inBytes)
+			k := keyOf(nx)
+			old, ok := best[k]
+			if ok && old.g <= g {
+				return
 			}
-			if !srcRep && !tgtRep && mv.after.used() == 0 && len(unr) == 0 && !mv.after.equal(goal) {
-				continue // never pass through full replication
+			if op != OpCollectivePermute && !s.feasible(n.st, nx, group) {
+				return
 			}
-			g := n.g + mv.est.TimeUS
-			k := mv.after.key()
-			if old, ok := best[k]; ok && old <= g {
-				continue
+			h := old.h
+			if !ok {
+				h = s.heuristic(nx)
 			}
-			best[k] = g
-			m := mv
-			heap.Push(q, &node{st: mv.after, g: g, steps: n.steps + 1, mv: &m, prev: n})
-		}
+			best[k] = seen{g, h}
+			push(nx.clone(), k, g, h, n.steps+1, ni, op, dim, dim2)
+		})
 	}
 	return nil, expansions, false, nil
 }
 
-// neighbors lists the moves out of st that the request allows and that are feasible.
-func (sp *space) neighbors(r *Request, st, goal state, goalMask uint64, unr []sharding.AxisRef) []move {
-	var out []move
-	used := st.used()
-	add := func(mv move) {
-		mv.before, mv.unrBefore, mv.unrAfter = st, unr, unr
-		var group uint64
-		for _, a := range mv.group {
-			group |= 1 << a
+// moveOf rebuilds the move op from before to *after (the group follows from the two
+// states: the dropped suffix for all_gather and all_to_all, the changed atoms for a
+// collective_permute); prices are filled by steps.
+func (s *searcher) moveOf(before state, after *state, op Op, dim, dim2 int) move {
+	m := move{op: op, dim: dim, dim2: dim2, before: before, after: *after, unrBefore: s.unr, unrAfter: s.unr}
+	switch op {
+	case OpSlice:
+		m.dims = []int{dim}
+	case OpAllGather, OpAllToAll:
+		m.group = slices.Clone(before[dim][len((*after)[dim]):])
+	case OpCollectivePermute:
+		m.group = changedAtoms(before, *after)
+	}
+	return m
+}
+
+// searcher holds one search's per-request invariants and memo tables.
+type searcher struct {
+	sp       *space
+	r        *Request
+	goal     state
+	goalMask uint64
+	unr      []sharding.AxisRef
+	maxTile  int64
+	noRep    bool // prune fully replicated intermediate states
+
+	prices map[priceKey]float64
+	covers map[string]bool
+	buf    []byte
+
+	// scratch for expand
+	nx      state
+	counts  []int64
+	inBytes int64
+
+	h *bound // nil: plain Dijkstra
+}
+
+type priceKey struct {
+	op    Op
+	group uint64
+	in    int64
+}
+
+func newSearcher(sp *space, r *Request, start, goal state, unr []sharding.AxisRef) *searcher {
+	s := &searcher{
+		sp: sp, r: r, goal: goal, goalMask: goal.used(), unr: unr,
+		maxTile: max(sp.tileElems(start), sp.tileElems(goal)),
+		noRep:   !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && len(unr) == 0,
+		prices:  map[priceKey]float64{},
+		covers:  map[string]bool{},
+		counts:  make([]int64, len(goal)),
+	}
+	s.nx = make(state, len(goal))
+	for d := range s.nx {
+		s.nx[d] = make([]uint8, 0, len(sp.atoms))
+	}
+	if !r.noHeuristic {
+		s.h = newBound(sp, r, goal)
+	}
+	return s
+}
+
+func (s *searcher) heuristic(st state) float64 {
+	if s.h == nil {
+		return 0
+	}
+	return s.h.time(st)
+}
+
+// price is the search cost of a move: the model's time for the collective op over the
+// group atoms on an input buffer of in bytes, memoized (the same collective recurs on
+// many states). It builds the same cost.Collective as (*space).price.
+func (s *searcher) price(op Op, group uint64, in int64) float64 {
+	if op == OpSlice {
+		return 0
+	}
+	key := priceKey{op, group, in}
+	if t, ok := s.prices[key]; ok {
+		return t
+	}
+	var ids []uint8
+	k := int64(1)
+	for a := range s.sp.atoms {
+		if group&(1<<a) != 0 {
+			ids = append(ids, uint8(a))
+			k *= int64(s.sp.atoms[a].Size)
 		}
-		if mv.op != OpCollectivePermute && !sp.feasible(st, mv.after, group) {
+	}
+	c := cost.Collective{Mesh: s.r.Mesh, Axes: s.sp.refs(sortedAtoms(s.sp, ids))}
+	switch op {
+	case OpAllGather:
+		c.Kind, c.Bytes = cost.AllGather, k*in
+	case OpAllToAll:
+		c.Kind, c.Bytes = cost.AllToAll, k*in
+	case OpCollectivePermute:
+		c.Kind, c.Bytes = cost.CollectivePermute, in
+	}
+	t := s.r.Model.Estimate(c).TimeUS
+	s.prices[key] = t
+	return t
+}
+
+// feasible is (*space).feasible with the per-dim answers memoized: a dim's answer
+// depends only on its atoms before and after and on which of them the group varies.
+func (s *searcher) feasible(before, after state, group uint64) bool {
+	sp := s.sp
+	for d := range before {
+		b, a := before[d], after[d]
+		if slices.Equal(b, a) {
+			continue
+		}
+		D := sp.shape[d]
+		if D%int64(sp.count(b)) == 0 && D%int64(sp.count(a)) == 0 {
+			continue
+		}
+		var rel uint64
+		for _, x := range b {
+			rel |= 1 << x
+		}
+		for _, x := range a {
+			rel |= 1 << x
+		}
+		buf := append(s.buf[:0], byte(d), byte(len(b)))
+		buf = append(buf, b...)
+		buf = append(buf, a...)
+		buf = binary.LittleEndian.AppendUint64(buf, group&rel)
+		s.buf = buf
+		ok, hit := s.covers[string(buf)]
+		if !hit {
+			ok = sp.dimCovered(d, b, a, group)
+			s.covers[string(buf)] = ok
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// expand calls yield for every move out of st that the request allows and that passes
+// the cheap filters (tile size, full replication). nx is scratch, valid during the call
+// only. Moves are generated in a fixed order (slices,
+// then per dim gathers and all-to-alls, then permutes) so ties resolve the same way on
+// every run.
+func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, group uint64)) {
+	sp, r, goal := s.sp, s.r, s.goal
+	rank := len(st)
+	used := st.used()
+	for d := range rank {
+		s.counts[d] = int64(sp.count(st[d]))
+	}
+	s.inBytes = sp.bytes(s.tileOf(-1, 0, -1, 0))
+	nx := s.nx
+	reset := func() {
+		for d := range rank {
+			nx[d] = append(nx[d][:0], st[d]...)
+		}
+	}
+	// emit applies the cheap filters; c1/c2 are the new counts of dims d1/d2 (-1: none).
+	emit := func(op Op, dim, dim2 int, group uint64, d1 int, c1 int64, d2 int, c2 int64) {
+		tile := s.tileOf(d1, c1, d2, c2)
+		if tile > s.maxTile {
 			return
 		}
-		sp.price(r, &mv)
-		out = append(out, mv)
+		if s.noRep && op != OpSlice && nx.used() == 0 && !nx.equal(goal) {
+			return // never pass through full replication
+		}
+		yield(nx, op, dim, dim2, group)
 	}
-	rank := len(st)
 	if r.allowed(OpSlice) {
 		for a := range sp.atoms {
 			u := uint8(a)
-			if used&(1<<u) != 0 || goalMask&(1<<u) == 0 {
+			if used&(1<<u) != 0 || s.goalMask&(1<<u) == 0 {
 				continue
 			}
 			for d := range rank {
-				nx := st.clone()
+				reset()
 				nx[d] = append(nx[d], u)
-				add(move{op: OpSlice, dim: d, dims: []int{d}, group: nil, after: nx})
+				emit(OpSlice, d, 0, 0, d, s.counts[d]*int64(sp.atoms[u].Size), -1, 0)
 			}
 		}
 	}
+	gather, a2a := r.allowed(OpAllGather), r.allowed(OpAllToAll)
 	for d := range rank {
 		n := len(st[d])
-		for k := 1; k <= n; k++ {
-			suffix := st[d][n-k:]
-			if r.allowed(OpAllGather) {
-				nx := st.clone()
-				nx[d] = nx[d][:n-k]
-				add(move{op: OpAllGather, dim: d, group: slices.Clone(suffix), after: nx})
+		var group uint64
+		k := int64(1)
+		for j := 1; j <= n; j++ {
+			a := st[d][n-j]
+			group |= 1 << a
+			k *= int64(sp.atoms[a].Size)
+			suffix := st[d][n-j:]
+			if gather {
+				reset()
+				nx[d] = nx[d][:n-j]
+				emit(OpAllGather, d, 0, group, d, s.counts[d]/k, -1, 0)
 			}
-			if r.allowed(OpAllToAll) {
+			if a2a {
 				for b := range rank {
 					if b == d {
 						continue
 					}
-					nx := st.clone()
-					nx[d] = nx[d][:n-k]
+					reset()
+					nx[d] = nx[d][:n-j]
 					nx[b] = append(nx[b], suffix...)
-					add(move{op: OpAllToAll, dim: d, dim2: b, group: slices.Clone(suffix), after: nx})
+					emit(OpAllToAll, d, b, group, d, s.counts[d]/k, b, s.counts[b]*k)
 				}
 			}
 		}
 	}
-	if r.allowed(OpCollectivePermute) {
-		// Direct to the goal when every dim already has the goal's shard count.
-		same := true
+	if !r.allowed(OpCollectivePermute) {
+		return
+	}
+	// Direct to the goal when every dim already has the goal's shard count.
+	same := true
+	for d := range rank {
+		if s.counts[d] != int64(sp.count(goal[d])) {
+			same = false
+			break
+		}
+	}
+	if same && !st.equal(goal) {
 		for d := range rank {
-			if sp.count(st[d]) != sp.count(goal[d]) {
-				same = false
-				break
-			}
+			nx[d] = append(nx[d][:0], goal[d]...)
 		}
-		if same && !st.equal(goal) {
-			add(move{op: OpCollectivePermute, group: changedAtoms(st, goal), after: goal.clone()})
-		}
-		// Swap two equal-sized atoms, or replace an atom by an unused one, when that puts
-		// a goal atom at its goal position (undirected permutations only widen the search
-		// without making plans cheaper: a later permute can do them in the same step).
-		atGoal := func(d, i int, a uint8) bool { return i < len(goal[d]) && goal[d][i] == a }
-		type pos struct{ d, i int }
-		var ps []pos
-		for d := range rank {
-			for i := range st[d] {
-				ps = append(ps, pos{d, i})
-			}
-		}
-		for x := range ps {
-			px := ps[x]
-			a := st[px.d][px.i]
-			for y := x + 1; y < len(ps); y++ {
-				py := ps[y]
-				b := st[py.d][py.i]
-				if sp.atoms[a].Size != sp.atoms[b].Size || !(atGoal(px.d, px.i, b) || atGoal(py.d, py.i, a)) {
-					continue
+		emit(OpCollectivePermute, 0, 0, maskOf(changedAtoms(st, goal)), -1, 0, -1, 0)
+	}
+	// Swap two equal-sized atoms, or replace an atom by an unused one, when that puts a
+	// goal atom at its goal position (undirected permutations only widen the search
+	// without making plans cheaper: a later permute can do them in the same step).
+	atGoal := func(d, i int, a uint8) bool { return i < len(goal[d]) && goal[d][i] == a }
+	for dx := range rank {
+		for ix, a := range st[dx] {
+			for dy := dx; dy < rank; dy++ {
+				iy0 := 0
+				if dy == dx {
+					iy0 = ix + 1
 				}
-				nx := st.clone()
-				nx[px.d][px.i], nx[py.d][py.i] = b, a
-				add(move{op: OpCollectivePermute, group: []uint8{a, b}, after: nx})
+				for iy := iy0; iy < len(st[dy]); iy++ {
+					b := st[dy][iy]
+					if sp.atoms[a].Size != sp.atoms[b].Size || !(atGoal(dx, ix, b) || atGoal(dy, iy, a)) {
+						continue
+					}
+					reset()
+					nx[dx][ix], nx[dy][iy] = b, a
+					emit(OpCollectivePermute, 0, 0, 1<<a|1<<b, -1, 0, -1, 0)
+				}
 			}
-			if px.i < len(goal[px.d]) {
-				u := goal[px.d][px.i]
+			if ix < len(goal[dx]) {
+				u := goal[dx][ix]
 				if used&(1<<u) == 0 && sp.atoms[u].Size == sp.atoms[a].Size {
-					nx := st.clone()
-					nx[px.d][px.i] = u
-					add(move{op: OpCollectivePermute, group: []uint8{a, u}, after: nx})
+					reset()
+					nx[dx][ix] = u
+					emit(OpCollectivePermute, 0, 0, 1<<a|1<<u, -1, 0, -1, 0)
 				}
 			}
 		}
 	}
-	return out
+}
+
+// tileOf is the local element count of the expanded state's counts with dim d1 set to
+// c1 and d2 to c2 (-1: unchanged).
+func (s *searcher) tileOf(d1 int, c1 int64, d2 int, c2 int64) int64 {
+	n := int64(1)
+	for d, c := range s.counts {
+		switch d {
+		case d1:
+			c = c1
+		case d2:
+			c = c2
+		}
+		n *= sharding.CeilDiv(s.sp.shape[d], c)
+	}
+	return n
 }
 
 func changedAtoms(a, b state) []uint8 {

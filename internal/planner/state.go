@@ -334,3 +334,35 @@ func (sp *space) feasible(before, after state, group uint64) bool {
 	}
 	return true
 }
+
+// packedKey is a state key that needs no allocation: per dim its atom ids plus one, then
+// a separator, six bits a symbol, ten symbols in each of 4 words.
+type packedKey [4]uint64
+
+const packedSymbols = 4 * 10 // ten 6-bit symbols per word
+
+// packable reports whether every state of sp with the given rank fits a packedKey:
+// at most rank separators plus every atom once, atom ids below 62.
+func packable(sp *space, rank int) bool {
+	return len(sp.atoms) <= 62 && rank+len(sp.atoms) <= packedSymbols
+}
+
+// packKey encodes s (see packable). Distinct states give distinct keys: the symbol
+// sequence lists each dim's atoms followed by the separator 63, and unused symbols
+// stay 0, which no atom or separator uses.
+func packKey(s state) packedKey {
+	var k packedKey
+	i := 0
+	put := func(v uint64) {
+		w, off := i/10, (i%10)*6
+		k[w] |= v << off
+		i++
+	}
+	for _, d := range s {
+		for _, a := range d {
+			put(uint64(a) + 1)
+		}
+		put(63)
+	}
+	return k
+}

@@ -1,0 +1,101 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// problem is one random reshard of TestPlansReplayOnRandomProblems.
+type problem struct {
+	mesh     *sharding.Mesh
+	shape    []int64
+	src, tgt sharding.Sharding
+}
+
+// randomProblems draws the same problems as TestPlansReplayOnRandomProblems (same seed,
+// same draws in the same order).
+func randomProblems(t *testing.T, n int) []problem {
+	rng := rand.New(rand.NewPCG(7, 11))
+	out := make([]problem, 0, n)
+	for range n {
+		m := randomMesh(t, rng, 64)
+		rank := 1 + rng.IntN(3)
+		shape := make([]int64, rank)
+		for d := range shape {
+			shape[d] = int64(1 + rng.IntN(12))
+		}
+		pieces := randomPieces(rng, m)
+		src := randomSharding(rng, m, rank, pieces, rng.IntN(4) == 0)
+		tgt := randomSharding(rng, m, rank, randomPieces(rng, m), false)
+		if len(src.Unreduced) > 0 && rng.IntN(2) == 0 {
+			free := true
+			for _, a := range tgt.UsedAxes() {
+				if a.Overlaps(src.Unreduced[0]) {
+					free = false
+				}
+			}
+			if free {
+				tgt.Unreduced = append(tgt.Unreduced, src.Unreduced[0])
+			}
+		}
+		out = append(out, problem{m, shape, src, tgt})
+	}
+	return out
+}
+
+// TestAStarMatchesDijkstra is the checker of the A* heuristic: on the random problems
+// (scaled up to realistic tensor sizes, where bandwidth terms matter) and on the corpus
+// meshes, under models with a lower bound, planning with and without the heuristic
+// gives plans of equal cost, and A* never expands more states than the budget allows
+// Dijkstra.
+func TestAStarMatchesDijkstra(t *testing.T) {
+	tpu, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	h100, ok := cost.Profile("h100")
+	require.True(t, ok)
+	models := []struct {
+		name  string
+		model cost.Model
+	}{{"uniform", cost.Uniform(100, 1)}, {"tpu-v5p", tpu}, {"h100", h100}, {"test", testModel{}}}
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	problems := randomProblems(t, n)
+	var astar, dijkstra int
+	for i, pb := range problems {
+		for _, scale := range []int64{1, 1 << 10} {
+			shape := make([]int64, len(pb.shape))
+			for d, x := range pb.shape {
+				shape[d] = x * scale
+			}
+			for _, md := range models {
+				name := fmt.Sprintf("%d %s x%d %s %v %s->%s", i, md.name, scale, pb.mesh, shape, pb.src, pb.tgt)
+				a := &Request{Mesh: pb.mesh, Shape: shape, ElemBits: 32, Source: pb.src, Target: pb.tgt, Model: md.model}
+				d := *a
+				d.noHeuristic = true
+				pa, err := Reshard(context.Background(), a)
+				require.NoError(t, err, name)
+				pd, err := Reshard(context.Background(), &d)
+				require.NoError(t, err, name)
+				tol := 1e-9 * max(1, math.Abs(pd.Summary.TimeUS))
+				if !assert.InDelta(t, pd.Summary.TimeUS, pa.Summary.TimeUS, tol, name) {
+					t.Logf("A*: %s\nDijkstra: %s", describe(pa), describe(pd))
+				}
+				assert.Equal(t, pd.Summary.FullRematerialization, pa.Summary.FullRematerialization, name)
+				astar += pa.Summary.SearchExpansions
+				dijkstra += pd.Summary.SearchExpansions
+			}
+		}
+	}
+	t.Logf("expansions: A* %d, Dijkstra %d", astar, dijkstra)
+}

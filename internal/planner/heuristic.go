@@ -1,0 +1,199 @@
+package planner
+
+import (
+	"math"
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// lowerBounder is implemented by cost models that can bound their own estimates from
+// below (cost.Fabric). The search relies on the contract cost.Fabric.LowerBound
+// documents: Estimate(c) is never below LowerBound(c) in any term, and
+// LowerBound(c).BandwidthUS is at least the bytes a device must send or receive in c
+// over its injection bandwidth on the links of c's group (per device on average for an
+// all_to_all, whose bound is total traffic over total injection), with one injection
+// bandwidth per group whatever the kind.
+type lowerBounder interface {
+	LowerBound(c cost.Collective) cost.Estimate
+}
+
+// maxBoundAtoms caps the atom count for which newBound probes every group (2^n - 1
+// LowerBound calls); above it the search runs without a heuristic.
+const maxBoundAtoms = 10
+
+// bound is the A* heuristic: a lower bound, in µs, on the cost of every path from a
+// state to the goal.
+//
+// Why it is admissible. Let M(s) be the data (bytes) that devices lack of their goal
+// tile in state s, summed over all N devices, and let inj be the largest injection
+// bandwidth the model's LowerBound gives any group of atoms (probed once per request
+// with a collective_permute, whose bound is bytes / injection). A slice receives
+// nothing and only shrinks tiles, so M cannot drop. In a collective over group G, every
+// byte a device gains of its goal tile is a byte it received, and
+//
+//	all_gather of V = k x in:   each device receives (k-1) x in = inj(G) x BW
+//	all_to_all of V = k x in:   a group of k receives (k-1) x in in total (every device
+//	                            keeps its own piece of its padded input) = k x inj(G) x BW
+//	collective_permute of in:   each device receives at most in = inj(G) x BW
+//
+// where BW is LowerBound's bandwidth term for that collective. So one move lowers M by
+// at most N x inj x BW <= N x inj x cost, and every path to the goal (M = 0) costs at
+// least M(s) / (N x inj). A path that still has to move bytes also pays at least one
+// collective's latency, and no collective of positive bytes has a LowerBound latency
+// below latMin (the least over every group, again probed). The heuristic is
+// max(latMin, M/(N x inj)) when M > 0, else 0: each term is a lower bound, so the
+// maximum is one too.
+//
+// M itself is bounded from below without enumerating devices (missing below), so the
+// heuristic is admissible but need not be consistent; the search re-opens a state when
+// it finds a cheaper path to it, which keeps A* exact under an admissible heuristic.
+type bound struct {
+	sp        *space
+	goal      state
+	perByte   float64 // µs per byte of the average missing data: 1 / inj
+	latMin    float64 // µs
+	elemBytes float64
+	goalElems float64   // E|T|: average goal tile elements (exact: sum of tiles / N)
+	goalPad   []float64 // padded goal tile length per dim
+	ov        map[string]float64
+	buf       []byte
+}
+
+// newBound builds the heuristic for r, or returns nil when the model gives no lower
+// bound (the search is then plain Dijkstra).
+func newBound(sp *space, r *Request, goal state) *bound {
+	lb, ok := r.Model.(lowerBounder)
+	n := len(sp.atoms)
+	if !ok || n == 0 || n > maxBoundAtoms {
+		return nil
+	}
+	const probe = 1 << 30
+	inj, lat := 0.0, math.Inf(1)
+	ids := make([]uint8, 0, n)
+	for g := uint64(1); g < 1<<n; g++ {
+		ids = ids[:0]
+		for a := range n {
+			if g&(1<<a) != 0 {
+				ids = append(ids, uint8(a))
+			}
+		}
+		e := lb.LowerBound(cost.Collective{Kind: cost.CollectivePermute, Bytes: probe, Mesh: r.Mesh, Axes: sp.refs(sortedAtoms(sp, ids))})
+		if e.BandwidthUS <= 0 || math.IsNaN(e.BandwidthUS) {
+			return nil // no finite injection bandwidth: no useful bound
+		}
+		inj = max(inj, probe/e.BandwidthUS)
+		lat = min(lat, e.LatencyUS)
+	}
+	b := &bound{sp: sp, goal: goal, perByte: 1 / inj, latMin: max(lat, 0), elemBytes: float64(r.ElemBits) / 8,
+		goalElems: 1, goalPad: make([]float64, len(goal)), ov: map[string]float64{}}
+	for d, ids := range goal {
+		c := int64(sp.count(ids))
+		b.goalElems *= float64(sp.shape[d]) / float64(c)
+		b.goalPad[d] = float64(sharding.CeilDiv(sp.shape[d], c))
+	}
+	return b
+}
+
+// time is the heuristic of st in µs.
+func (b *bound) time(st state) float64 {
+	m := b.missing(st)
+	if m <= 0 {
+		return 0
+	}
+	return max(b.latMin, m*b.elemBytes*b.perByte)
+}
+
+// missing is a lower bound on the average over devices of the goal-tile elements a
+// device lacks in st, E|T| - E|T ∩ S|, where T and S are a device's goal and current
+// tiles (boxes, so |T ∩ S| is the product of the per-dim overlaps ov_d).
+//
+// E|T| is exact: the goal dims use disjoint atoms, whose coordinates are independent and
+// uniform over devices, and the flat ceil tiles of a dim sum to its length. E|T ∩ S| is
+// bounded above by E|S| (exact the same way) and, for every dim d0, by
+// E[ov_d0] x prod over d != d0 of the padded goal tile length (ov_d <= that length on
+// every device). E[ov_d0] depends only on the atoms of st[d0] and goal[d0], so it is
+// computed exactly by enumerating their coordinates, once per distinct st[d0].
+func (b *bound) missing(st state) float64 {
+	sp := b.sp
+	inter := 1.0
+	for d, ids := range st {
+		inter *= float64(sp.shape[d]) / float64(sp.count(ids))
+	}
+	for d0 := range st {
+		v := b.overlap(d0, st[d0])
+		for d := range st {
+			if d != d0 {
+				v *= b.goalPad[d]
+			}
+		}
+		inter = min(inter, v)
+	}
+	return b.goalElems - inter
+}
+
+// overlap is E[ov_d]: the average over devices of the overlap, along dim d, of a
+// device's range under atoms ids and under the goal's atoms.
+func (b *bound) overlap(d int, ids []uint8) float64 {
+	sp := b.sp
+	g := b.goal[d]
+	D := sp.shape[d]
+	if slices.Equal(ids, g) {
+		return float64(D) / float64(sp.count(g))
+	}
+	b.buf = append(append(b.buf[:0], byte(d)), ids...)
+	if v, ok := b.ov[string(b.buf)]; ok {
+		return v
+	}
+	cs, ct := int64(sp.count(ids)), int64(sp.count(g))
+	// The atoms either list uses, and their coordinates (an odometer).
+	var rel []uint8
+	var seenMask uint64
+	combos := int64(1)
+	for _, l := range [][]uint8{ids, g} {
+		for _, a := range l {
+			if seenMask&(1<<a) == 0 {
+				seenMask |= 1 << a
+				rel = append(rel, a)
+				combos *= int64(sp.atoms[a].Size)
+			}
+		}
+	}
+	var v float64
+	if combos > 1<<14 {
+		// Too many to enumerate: ov <= both ranges' lengths, whose averages are exact.
+		v = min(float64(D)/float64(cs), float64(D)/float64(ct))
+	} else {
+		ts, tt := sharding.CeilDiv(D, cs), sharding.CeilDiv(D, ct)
+		coords := make([]int, len(sp.atoms))
+		index := func(l []uint8) int64 {
+			x := int64(0)
+			for _, a := range l {
+				x = x*int64(sp.atoms[a].Size) + int64(coords[a])
+			}
+			return x
+		}
+		var sum int64
+		for {
+			s0 := min(index(ids)*ts, D)
+			t0 := min(index(g)*tt, D)
+			sum += max(0, min(s0+ts, t0+tt, D)-max(s0, t0))
+			k := len(rel) - 1
+			for ; k >= 0; k-- {
+				a := rel[k]
+				coords[a]++
+				if coords[a] < sp.atoms[a].Size {
+					break
+				}
+				coords[a] = 0
+			}
+			if k < 0 {
+				break
+			}
+		}
+		v = float64(sum) / float64(combos)
+	}
+	b.ov[string(b.buf)] = v
+	return v
+}
