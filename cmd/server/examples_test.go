@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// exampleCase is what posting one file of examples/ to the real server must give: the
+// status and the values at some JSON paths ("steps.1.op"; "steps.#" is a length). A
+// 422's plan is under "plan.".
+type exampleCase struct {
+	file   string
+	status int
+	want   map[string]any
+}
+
+// exampleCases covers every file in examples/ (TestExamplesAllCovered checks).
+var exampleCases = []exampleCase{
+	{"tiles-16x23.json", 200, map[string]any{
+		"tile_shape":                    []any{6.0, 6.0},
+		"maps.global_to_device":         "t[i, j] -> d(i floordiv 6, j floordiv 6)[i mod 6, j mod 6]",
+		"devices.#":                     12,
+		"devices.10.ranges":             []any{[]any{12.0, 16.0}, []any{12.0, 18.0}},
+		"devices.10.padding":            []any{2.0, 0.0},
+		"locate.0.owners.0.device":      10.0,
+		"locate.0.owners.0.local_index": []any{1.0, 5.0},
+	}},
+	{"reshard-seed003-case1.json", 200, map[string]any{
+		"steps.#": 2, "steps.0.op": "slice", "steps.1.op": "collective_permute",
+		"steps.1.pairs":                        []any{[]any{0.0, 0.0}, []any{1.0, 4.0}, []any{2.0, 1.0}, []any{3.0, 5.0}, []any{4.0, 2.0}, []any{5.0, 6.0}, []any{6.0, 3.0}, []any{7.0, 7.0}},
+		"summary.bytes_per_device":             2097152.0,
+		"summary.lower_bound_bytes_per_device": 2097152.0,
+		"summary.efficiency":                   1.0,
+	}},
+	{"reshard-seed003-case2.json", 200, map[string]any{
+		"steps.#": 3, "steps.0.op": "slice", "steps.1.op": "all_to_all", "steps.2.op": "collective_permute",
+		"summary.strategy": "xla", "summary.full_rematerialization": false,
+	}},
+	{"reshard-seed003-case3.json", 200, map[string]any{
+		"steps.#": 2, "steps.0.op": "slice", "steps.1.op": "all_to_all", "steps.1.group_size": 16.0,
+		"summary.full_rematerialization": false,
+	}},
+	{"reshard-seed003-case4-optimal.json", 200, map[string]any{
+		"summary.full_rematerialization":       false,
+		"summary.bytes_per_device":             65536.0,
+		"summary.lower_bound_bytes_per_device": 65536.0,
+	}},
+	{"ci-gate-xla-case4.json", 422, map[string]any{
+		"type":                                   "https://shardplan.dev/problems/policy-violation",
+		"violations.0.policy":                    "forbid_full_rematerialization",
+		"plan.summary.full_rematerialization":    true,
+		"plan.summary.bytes_per_device":          16515072.0,
+		"plan.source_hlo":                        "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}",
+		"suggested_constraints.0.partition_spec": "P('D', ('X','Y','T'))",
+	}},
+	// The fix: the suggested constraint splits the reshard into two hops XLA handles.
+	{"ci-gate-xla-case4-hop1.json", 200, map[string]any{"summary.xla_fallback": nil, "summary.full_rematerialization": false}},
+	{"ci-gate-xla-case4-hop2.json", 200, map[string]any{"summary.xla_fallback": nil, "summary.full_rematerialization": false}},
+	{"reshard-partial-sums.json", 200, map[string]any{
+		"steps.#": 1, "steps.0.op": "reduce_scatter", "steps.0.mesh_axes": []any{"model"}, "steps.0.dim": 1.0,
+	}},
+	{"reshard-h100-keeps-nvlink.json", 200, map[string]any{
+		"steps.0.op": "all_to_all", "steps.0.link": "nvlink", "steps.1.op": "slice", "summary.cost_model": "h100",
+	}},
+	{"reshard-custom-cost-model.json", 200, map[string]any{"summary.cost_model": "h100+custom", "steps.1.link": "ib"}},
+	{"graph-api-example.json", 200, map[string]any{
+		"shardings.y.dims.0.axes": []any{"data"}, "shardings.y.dims.1.axes": []any{"model"},
+		"collectives.#": 0, "explain.y.0.from": "x dim 0 through mm (factor i)",
+	}},
+	{"graph-mlp.json", 200, map[string]any{
+		"shardings.h.dims.1.axes": []any{"model"}, "shardings.a.dims.1.axes": []any{"model"},
+		"collectives.#": 1, "collectives.0.op_name": "down", "collectives.0.kind": "reduction",
+		"collectives.0.reduction": "all_reduce", "collectives.0.steps.0.op": "all_reduce",
+		"summary.full_rematerialization": false, "ops.#": 3,
+	}},
+	{"graph-ci-gate.json", 422, map[string]any{
+		"violations.0.op_name": "constrain", "violations.0.tensor": "a",
+		"violations.0.suggested_constraints.0.partition_spec": "P('D', ('X','Y','T'))",
+		"plan.summary.full_rematerialization":                 true,
+	}},
+}
+
+func exampleDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+	require.NoError(t, err)
+	return dir
+}
+
+func endpointOf(file string) string {
+	switch {
+	case strings.HasPrefix(file, "tiles-"):
+		return "/v1/tiles"
+	case strings.HasPrefix(file, "graph-"):
+		return "/v1/graph"
+	}
+	return "/v1/reshard"
+}
+
+// TestExamples posts every request file of examples/ to the real server, as the
+// README's curl walkthrough does.
+func TestExamples(t *testing.T) {
+	base, _, _, _ := startServer(t, nil)
+	dir := exampleDir(t)
+	for _, tc := range exampleCases {
+		t.Run(tc.file, func(t *testing.T) {
+			body, err := os.ReadFile(filepath.Join(dir, tc.file))
+			require.NoError(t, err)
+			resp, out := send(t, http.MethodPost, base+endpointOf(tc.file), "application/json", bytes.NewReader(body))
+			require.Equal(t, tc.status, resp.StatusCode, string(out))
+			var v any
+			require.NoError(t, json.Unmarshal(out, &v))
+			for path, want := range tc.want {
+				got, ok := jsonAt(v, path)
+				if want == nil {
+					assert.False(t, ok && got != false, "%s: want absent or false, got %v", path, got)
+					continue
+				}
+				require.True(t, ok, "%s missing in %s", path, out)
+				assert.Equal(t, want, got, path)
+			}
+		})
+	}
+}
+
+func TestExamplesAllCovered(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(exampleDir(t), "*.json"))
+	require.NoError(t, err)
+	covered := map[string]bool{}
+	for _, tc := range exampleCases {
+		covered[tc.file] = true
+	}
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		assert.True(t, covered[filepath.Base(f)], "examples/%s has no case in exampleCases", filepath.Base(f))
+	}
+}
+
+// jsonAt walks a decoded JSON value by a dotted path: object keys, array indices, and
+// "#" for an array's length.
+func jsonAt(v any, path string) (any, bool) {
+	for _, part := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[part]; !ok {
+				return nil, false
+			}
+		case []any:
+			if part == "#" {
+				return len(x), true
+			}
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
