@@ -11,7 +11,12 @@ import (
 // buffer first can beat that, so the bound takes the smaller), or 2(p-1)/p of the smaller
 // of the source and target tiles where they end up replicated.
 func LowerBound(r *Request) int64 {
-	lb := LowerBoundBetween(r, r.Source, r.Target)
+	return lowerBoundWith(r, LowerBoundBetween(r, r.Source, r.Target))
+}
+
+// lowerBoundWith is LowerBound given lb = LowerBoundBetween(r, r.Source, r.Target),
+// which costs O(devices) and which Reshard also needs for the all_to_all_v candidate.
+func lowerBoundWith(r *Request, lb int64) int64 {
 	p := 1
 	sharded := true
 	inTarget := map[sharding.AxisRef]bool{}

@@ -146,54 +146,70 @@ func (b *bound) overlap(d int, ids []uint8) float64 {
 	if v, ok := b.ov[string(b.buf)]; ok {
 		return v
 	}
+	b.ov[string(b.buf)] = b.averageOverlap(D, ids, g)
+	return b.ov[string(b.buf)]
+}
+
+// averageOverlap computes E[ov] for the ranges of dim length D under atom lists ids and
+// g. A device's pair of shard indices (a, b) has probability 1/C when the digits a and b
+// give the atoms both lists share agree, else 0 (C: the product of the sizes of the
+// atoms either list uses; atom coordinates are independent and uniform). So E[ov] is
+// the sum of |S_a ∩ T_b| over consistent pairs, over C; for each a only the b whose
+// ranges meet S_a are visited, O(count(ids) + count(g)) pairs in all.
+func (b *bound) averageOverlap(D int64, ids, g []uint8) float64 {
+	sp := b.sp
 	cs, ct := int64(sp.count(ids)), int64(sp.count(g))
-	// The atoms either list uses, and their coordinates (an odometer).
-	var rel []uint8
-	var seenMask uint64
-	combos := int64(1)
-	for _, l := range [][]uint8{ids, g} {
-		for _, a := range l {
-			if seenMask&(1<<a) == 0 {
-				seenMask |= 1 << a
-				rel = append(rel, a)
-				combos *= int64(sp.atoms[a].Size)
+	if cs > 1<<16 || ct > 1<<16 {
+		// Too many shards to visit: ov <= either range's length; both averages are exact.
+		return min(float64(D)/float64(cs), float64(D)/float64(ct))
+	}
+	var inIDs, inBoth uint64
+	combos := 1.0
+	for _, a := range ids {
+		inIDs |= 1 << a
+		combos *= float64(sp.atoms[a].Size)
+	}
+	for _, a := range g {
+		if inIDs&(1<<a) != 0 {
+			inBoth |= 1 << a
+		} else {
+			combos *= float64(sp.atoms[a].Size)
+		}
+	}
+	coords := make([]int64, len(sp.atoms))
+	consistent := func(x, y int64) bool {
+		if inBoth == 0 {
+			return true
+		}
+		for k := len(ids) - 1; k >= 0; k-- {
+			sz := int64(sp.atoms[ids[k]].Size)
+			coords[ids[k]] = x % sz
+			x /= sz
+		}
+		for k := len(g) - 1; k >= 0; k-- {
+			a := g[k]
+			sz := int64(sp.atoms[a].Size)
+			if inBoth&(1<<a) != 0 && coords[a] != y%sz {
+				return false
+			}
+			y /= sz
+		}
+		return true
+	}
+	ts, tt := sharding.CeilDiv(D, cs), sharding.CeilDiv(D, ct)
+	var sum int64
+	for x := range cs {
+		s0 := min(x*ts, D)
+		s1 := min(s0+ts, D)
+		if s0 >= s1 {
+			continue
+		}
+		for y := s0 / tt; y < ct && y*tt < s1; y++ {
+			t0 := y * tt
+			if ov := min(s1, t0+tt, D) - max(s0, t0); ov > 0 && consistent(x, y) {
+				sum += ov
 			}
 		}
 	}
-	var v float64
-	if combos > 1<<14 {
-		// Too many to enumerate: ov <= both ranges' lengths, whose averages are exact.
-		v = min(float64(D)/float64(cs), float64(D)/float64(ct))
-	} else {
-		ts, tt := sharding.CeilDiv(D, cs), sharding.CeilDiv(D, ct)
-		coords := make([]int, len(sp.atoms))
-		index := func(l []uint8) int64 {
-			x := int64(0)
-			for _, a := range l {
-				x = x*int64(sp.atoms[a].Size) + int64(coords[a])
-			}
-			return x
-		}
-		var sum int64
-		for {
-			s0 := min(index(ids)*ts, D)
-			t0 := min(index(g)*tt, D)
-			sum += max(0, min(s0+ts, t0+tt, D)-max(s0, t0))
-			k := len(rel) - 1
-			for ; k >= 0; k-- {
-				a := rel[k]
-				coords[a]++
-				if coords[a] < sp.atoms[a].Size {
-					break
-				}
-				coords[a] = 0
-			}
-			if k < 0 {
-				break
-			}
-		}
-		v = float64(sum) / float64(combos)
-	}
-	b.ov[string(b.buf)] = v
-	return v
+	return float64(sum) / combos
 }

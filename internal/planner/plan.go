@@ -157,7 +157,8 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, src, tgt)
 	p := &Plan{Request: r, sp: sp}
 	var cands []*Plan
-	lb := LowerBound(r)
+	between := LowerBoundBetween(r, src, tgt)
+	lb := lowerBoundWith(r, between)
 	if ok {
 		start := sp.stateOf(src)
 		goal := sp.stateOf(tgt)
@@ -184,7 +185,14 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		if r.allowed(OpAllToAllV) && (len(reduce) == 0 || len(pre) > 0) {
 			av := &Plan{Request: r, sp: sp}
 			from := afterOf(pre, start)
-			av.Steps = append(sp.steps(r, pre), sp.directStep(r, from, goal, tgt.Unreduced))
+			var d Step
+			if len(pre) == 0 {
+				// from is the source: the exchange moves exactly the bound's bytes.
+				d = sp.directStepBytes(r, from, goal, tgt.Unreduced, between)
+			} else {
+				d = sp.directStep(r, from, goal, tgt.Unreduced)
+			}
+			av.Steps = append(sp.steps(r, pre), d)
 			cands = append(cands, av.named("all_to_all_v"))
 		}
 		if r.allowed(OpAllGather) && r.allowed(OpSlice) {
@@ -195,7 +203,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	} else if r.allowed(OpAllToAllV) && len(reduce) == 0 {
 		// Refs that fit no common factorisation: only the direct exchange expresses it.
 		av := &Plan{Request: r}
-		av.Steps = []Step{directFromShardings(r, lb)}
+		av.Steps = []Step{directFromShardings(r, between)}
 		cands = append(cands, av.named("all_to_all_v"))
 	}
 	if len(cands) == 0 {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -252,6 +253,7 @@ func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
 		}
 	}
 	ok := true
+	var covered [][2]int64
 	var overFixed func(k int)
 	overFixed = func(k int) {
 		if !ok {
@@ -265,8 +267,9 @@ func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
 			return
 		}
 		// For every assignment of the free atoms, the device's after range must be
-		// covered by the union of before ranges over all free assignments.
-		var covered [][2]int64
+		// covered by the union of before ranges over all free assignments (sorted and
+		// merged once per fixed assignment).
+		covered = covered[:0]
 		var collect func(j int)
 		collect = func(j int) {
 			if j < len(free) {
@@ -277,9 +280,12 @@ func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
 				return
 			}
 			s, e := rng(idx(before), tb)
-			covered = append(covered, [2]int64{s, e})
+			if s < e {
+				covered = append(covered, [2]int64{s, e})
+			}
 		}
 		collect(0)
+		covered = mergeIntervals(covered)
 		var check func(j int)
 		check = func(j int) {
 			if !ok {
@@ -293,7 +299,7 @@ func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
 				return
 			}
 			s, e := rng(idx(after), ta)
-			if !intervalCovered(s, e, covered) {
+			if !inMerged(s, e, covered) {
 				ok = false
 			}
 		}
@@ -303,26 +309,37 @@ func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
 	return ok
 }
 
-// intervalCovered reports whether [s, e) lies inside the union of ivs.
-func intervalCovered(s, e int64, ivs [][2]int64) bool {
+// mergeIntervals sorts ivs (non-empty intervals) and merges overlapping or touching
+// ones, in place.
+func mergeIntervals(ivs [][2]int64) [][2]int64 {
+	slices.SortFunc(ivs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	out := ivs[:0]
+	for _, iv := range ivs {
+		if n := len(out); n > 0 && iv[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], iv[1])
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// inMerged reports whether [s, e) lies inside one interval of merged (the output of
+// mergeIntervals), or is empty.
+func inMerged(s, e int64, merged [][2]int64) bool {
 	if s >= e {
 		return true
 	}
-	sorted := slices.Clone(ivs)
-	slices.SortFunc(sorted, func(a, b [2]int64) int { return int(a[0] - b[0]) })
-	pos := s
-	for _, iv := range sorted {
-		if iv[0] > pos {
-			break
+	i, _ := slices.BinarySearchFunc(merged, s, func(iv [2]int64, x int64) int {
+		if iv[1] <= x {
+			return -1
 		}
-		if iv[1] > pos {
-			pos = iv[1]
+		if iv[0] > x {
+			return 1
 		}
-		if pos >= e {
-			return true
-		}
-	}
-	return pos >= e
+		return 0
+	})
+	return i < len(merged) && merged[i][0] <= s && e <= merged[i][1]
 }
 
 // feasible checks a move from before to after whose group varies the atoms in group.

@@ -137,9 +137,15 @@ func newlyUsed(before, after state) []uint8 {
 // directStep is the all_to_all_v candidate: every device receives exactly the part of
 // its goal tile it lacks, from a device that holds it.
 func (sp *space) directStep(r *Request, from, goal state, unr []sharding.AxisRef) Step {
+	return sp.directStepBytes(r, from, goal, unr, -1)
+}
+
+// directStepBytes is directStep given its bytes per device (LowerBoundBetween of the two
+// shardings; -1: compute them).
+func (sp *space) directStepBytes(r *Request, from, goal state, unr []sharding.AxisRef, bytes int64) Step {
 	before := sp.sharding(from, unr)
 	after := sp.sharding(goal, unr)
-	st := directBetween(r, before, after)
+	st := directBetweenBytes(r, before, after, bytes)
 	st.before, st.after = from, goal
 	st.MeshAxes = sp.refs(sortedAtoms(sp, changedAtoms(from, goal)))
 	st.GroupSize = sharding.Product(st.MeshAxes)
@@ -149,17 +155,25 @@ func (sp *space) directStep(r *Request, from, goal state, unr []sharding.AxisRef
 }
 
 func directBetween(r *Request, before, after sharding.Sharding) Step {
+	return directBetweenBytes(r, before, after, -1)
+}
+
+func directBetweenBytes(r *Request, before, after sharding.Sharding, bytes int64) Step {
+	if bytes < 0 {
+		bytes = LowerBoundBetween(r, before, after)
+	}
 	return Step{
 		Op: OpAllToAllV, Dim: -1, SplitDim: -1, ConcatDim: -1,
 		Before: before, After: after,
 		LocalShapeBefore: localShape(r, before), LocalShapeAfter: localShape(r, after),
-		BytesPerDevice: LowerBoundBetween(r, before, after),
+		BytesPerDevice: bytes,
 	}
 }
 
-// directFromShardings is the all_to_all_v plan when no atom space exists.
-func directFromShardings(r *Request, _ int64) Step {
-	st := directBetween(r, r.Source, r.Target)
+// directFromShardings is the all_to_all_v plan when no atom space exists; between is
+// LowerBoundBetween(r, r.Source, r.Target).
+func directFromShardings(r *Request, between int64) Step {
+	st := directBetweenBytes(r, r.Source, r.Target, between)
 	var axes []sharding.AxisRef
 	for _, a := range r.Mesh.Axes {
 		for _, ref := range append(r.Source.UsedAxes(), r.Target.UsedAxes()...) {
