@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"runtime"
 	"slices"
@@ -239,37 +237,30 @@ type graphInput struct {
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/graph [post]
 func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
-	if r.Body == nil {
-		return emptyBody()
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return bodyTooLarge(mbe.Limit)
-		}
-		return NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "could not read the request body: %v", err)
-	}
-	in, err := s.prepareGraph(body)
+	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	out, hit, err := s.memo.Do(r.Context(), in.key, func(ctx context.Context) ([]byte, error) {
-		resp, err := s.planGraph(ctx, in)
+	return s.respondExact(w, r, "graph", body, func(ctx context.Context) ([]byte, bool, bool, error) {
+		in, err := s.prepareGraph(body)
 		if err != nil {
-			return nil, err
+			return nil, false, false, err
 		}
-		return encodeJSON(resp)
+		out, hit, err := s.memo.Do(ctx, in.key, func(ctx context.Context) ([]byte, error) {
+			resp, err := s.planGraph(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			return encodeJSON(resp)
+		})
+		if err != nil {
+			return nil, false, false, err
+		}
+		if err := graphPolicyCheck(in.env.Policy, out); err != nil {
+			return nil, false, hit, err
+		}
+		return out, false, hit, nil
 	})
-	if err != nil {
-		return err
-	}
-	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit])
-	if err := graphPolicyCheck(in.env.Policy, out); err != nil {
-		return err
-	}
-	writeBody(w, http.StatusOK, "application/json", out)
-	return nil
 }
 
 // prepareGraph decodes and validates a graph body and computes its key.

@@ -2,7 +2,14 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+
+	"github.com/shardplan/shardplan/internal/planner"
 )
 
 // Memo memoizes encoded responses by key. Do returns the bytes stored under key (hit
@@ -53,4 +60,83 @@ func (s *Server) respondMemo(w http.ResponseWriter, r *http.Request, key string,
 	}
 	writeBody(w, http.StatusOK, "application/json", body)
 	return nil
+}
+
+// Exact-request memo: the fast path of a cached answer. A request's canonical key (its
+// plan id) needs the body decoded, validated and parsed, which costs more than the
+// lookup itself. respondExact first looks up the hash of the exact bytes (route, body,
+// the answer's media type, planner version) and, on a hit, writes what was answered to
+// the same bytes before without decoding anything. Only 200 answers are stored there:
+// errors and 422s (whose body carries the request id) always take the full path.
+
+// Media type tags of an exact-request entry (its first byte).
+const (
+	exactJSON = 'j'
+	exactText = 't'
+)
+
+// exactKey hashes the exact request. The "exact-" prefix keeps these keys apart from
+// plan ids (GET /v1/plans never serves them).
+func exactKey(route string, text bool, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(planner.Version))
+	h.Write([]byte{0})
+	h.Write([]byte(route))
+	if text {
+		h.Write([]byte{0, exactText})
+	} else {
+		h.Write([]byte{0, exactJSON})
+	}
+	h.Write(body)
+	return "exact-" + hex.EncodeToString(h.Sum(nil))
+}
+
+// respondExact answers from the exact-request memo, or runs compute (the full path),
+// which returns the 200 body, whether it is text/plain, and whether the canonical plan
+// was a hit. X-Cache is hit when either memo answered.
+func (s *Server) respondExact(w http.ResponseWriter, r *http.Request, route string, body []byte,
+	compute func(ctx context.Context) (out []byte, text bool, planHit bool, err error)) error {
+	text := wantsText(r)
+	var planHit bool
+	stored, hit, err := s.memo.Do(r.Context(), exactKey(route, text, body), func(ctx context.Context) ([]byte, error) {
+		out, isText, h, err := compute(ctx)
+		if err != nil {
+			return nil, err
+		}
+		planHit = h
+		tag := byte(exactJSON)
+		if isText {
+			tag = exactText
+		}
+		return append([]byte{tag}, out...), nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(stored) == 0 || (stored[0] != exactJSON && stored[0] != exactText) {
+		return fmt.Errorf("exact-request memo: malformed entry of %d bytes", len(stored))
+	}
+	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit || planHit])
+	ct := "application/json"
+	if stored[0] == exactText {
+		ct = "text/plain; charset=utf-8"
+	}
+	writeBody(w, http.StatusOK, ct, stored[1:])
+	return nil
+}
+
+// readBody reads r's body (capped by limitBody), mapping the cap to 413.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, emptyBody()
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, bodyTooLarge(mbe.Limit)
+		}
+		return nil, NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "could not read the request body: %v", err)
+	}
+	return body, nil
 }

@@ -145,14 +145,6 @@ type reshardInput struct {
 	key      string
 }
 
-func (s *Server) decodeReshard(r *http.Request) (*reshardInput, error) {
-	in := &reshardInput{include: map[string]bool{}}
-	if err := s.decodeJSON(r, &in.req); err != nil {
-		return nil, err
-	}
-	return in, s.prepareReshard(in)
-}
-
 // prepareReshard parses and validates the request's meaning and computes its key.
 func (s *Server) prepareReshard(in *reshardInput) error {
 	req := &in.req
@@ -252,41 +244,50 @@ func reshardKey(in *reshardInput) string {
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/reshard [post]
 func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
-	in, err := s.decodeReshard(r)
+	raw, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	textOut := wantsText(r)
-	if textOut {
-		in.include["diagram"] = true
-		in.key = reshardKey(in)
-	}
-	body, hit, err := s.memo.Do(r.Context(), in.key, func(ctx context.Context) ([]byte, error) {
-		resp, err := s.planReshard(ctx, in)
+	return s.respondExact(w, r, "reshard", raw, func(ctx context.Context) ([]byte, bool, bool, error) {
+		in := &reshardInput{include: map[string]bool{}}
+		if err := decodeBytes(raw, &in.req); err != nil {
+			return nil, false, false, err
+		}
+		if err := s.validateStruct(&in.req); err != nil {
+			return nil, false, false, err
+		}
+		if err := s.prepareReshard(in); err != nil {
+			return nil, false, false, err
+		}
+		textOut := wantsText(r)
+		if textOut {
+			in.include["diagram"] = true
+			in.key = reshardKey(in)
+		}
+		body, hit, err := s.memo.Do(ctx, in.key, func(ctx context.Context) ([]byte, error) {
+			resp, err := s.planReshard(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			return encodeJSON(resp)
+		})
 		if err != nil {
-			return nil, err
+			return nil, false, false, err
 		}
-		return encodeJSON(resp)
+		if err := policyCheck(in.req.Policy, body); err != nil {
+			return nil, false, hit, err
+		}
+		if textOut {
+			var d struct {
+				Diagram string `json:"diagram"`
+			}
+			if err := json.Unmarshal(body, &d); err != nil {
+				return nil, false, false, err
+			}
+			return []byte(d.Diagram), true, hit, nil
+		}
+		return body, false, hit, nil
 	})
-	if err != nil {
-		return err
-	}
-	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit])
-	if err := policyCheck(in.req.Policy, body); err != nil {
-		return err
-	}
-	if textOut {
-		var d struct {
-			Diagram string `json:"diagram"`
-		}
-		if err := json.Unmarshal(body, &d); err != nil {
-			return err
-		}
-		writeBody(w, http.StatusOK, "text/plain; charset=utf-8", []byte(d.Diagram))
-		return nil
-	}
-	writeBody(w, http.StatusOK, "application/json", body)
-	return nil
 }
 
 func wantsText(r *http.Request) bool {

@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// maxPendingWrites bounds the background writes in flight; beyond it a
-// write is dropped (and counted) rather than queued, so a slow Redis cannot
-// pile up goroutines.
+// maxPendingWrites bounds the writes in flight; beyond it a write is
+// skipped (and counted) rather than queued, so a slow Redis cannot pile up
+// waiting requests.
 const maxPendingWrites = 1024
 
 // Cache memoizes encoded plan responses in a Store. It is safe for
@@ -118,10 +118,12 @@ func (c *Cache) Backend() string { return c.store.Name() }
 func (c *Cache) TTL() time.Duration { return c.cfg.TTL }
 
 // GetOrCompute returns the value stored under key (hit = true) or, on a
-// miss, the result of compute (hit = false), which is then written to the
-// store in the background under context.WithoutCancel(ctx) and its own
-// deadline, so the write neither delays the response nor is dropped when
-// the client goes away.
+// miss, the result of compute (hit = false), which is written to the store
+// before it is returned (read-your-writes: the plan id an answer carries is
+// fetchable from GET /v1/plans as soon as the client has it, on any replica
+// sharing the store), under context.WithoutCancel(ctx) and the cache's own
+// deadline, so a slow store delays a miss by at most that deadline and a
+// client going away does not drop the write.
 //
 // Concurrent misses on the same key call compute once and share its result.
 // compute runs under ctx's values and deadline but not its cancellation, so
@@ -159,7 +161,7 @@ func (c *Cache) GetOrCompute(ctx context.Context, key string, compute func(conte
 		if err != nil {
 			return nil, err
 		}
-		c.setAsync(ctx, key, v)
+		c.set(ctx, key, v)
 		return v, nil
 	})
 	select {
@@ -210,33 +212,33 @@ func (c *Cache) get(ctx context.Context, key string) ([]byte, bool, error) {
 	return v, ok, err
 }
 
-// setAsync writes value under key in the background, detached from ctx's
-// cancellation and bounded by the cache's own deadline.
-func (c *Cache) setAsync(ctx context.Context, key string, value []byte) {
+// set writes value under key, detached from ctx's cancellation and bounded
+// by the cache's deadline. Beyond maxPendingWrites concurrent writes it is
+// skipped and counted.
+func (c *Cache) set(ctx context.Context, key string, value []byte) {
 	select {
 	case c.writes <- struct{}{}:
 	default:
 		c.m.dropped.Inc()
 		return
 	}
+	defer func() { <-c.writes }()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
-		<-c.writes
+		c.mu.Unlock()
 		return
 	}
-	wctx := context.WithoutCancel(ctx)
-	c.wg.Go(func() {
-		defer func() { <-c.writes }()
-		wctx, cancel := context.WithTimeout(wctx, c.cfg.Timeout)
-		defer cancel()
-		start := time.Now()
-		err := c.store.Set(wctx, key, value, c.cfg.TTL)
-		c.m.duration.WithLabelValues(opSet).Observe(time.Since(start).Seconds())
-		if err != nil {
-			c.m.errors.WithLabelValues(opSet).Inc()
-		}
-	})
+	c.wg.Add(1)
+	c.mu.Unlock()
+	defer c.wg.Done()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	err := c.store.Set(wctx, key, value, c.cfg.TTL)
+	c.m.duration.WithLabelValues(opSet).Observe(time.Since(start).Seconds())
+	if err != nil {
+		c.m.errors.WithLabelValues(opSet).Inc()
+	}
 }
 
 // Status is the cache's readiness, for /readyz.
@@ -269,7 +271,7 @@ func (c *Cache) Status(ctx context.Context) Status {
 	return s
 }
 
-// Close waits for pending background writes (each bounded by the cache's
+// Close waits for writes in flight (each bounded by the cache's
 // deadline), then closes the store. Calls after Close serve misses: compute
 // still runs, nothing is written. Close it last during shutdown.
 func (c *Cache) Close() error {
