@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -342,7 +341,7 @@ func sortedTensorIDs(g *propagation.Graph) []string {
 }
 
 // graphKey hashes the canonical graph request: annotations by their canonical text, ops
-// by their JSON with sorted keys, so equal graphs in any input form share a plan id.
+// as decoded, so equal graphs in any input form share a plan id.
 func graphKey(in *graphInput) (string, error) {
 	h := sha256.New()
 	model := in.model.Name()
@@ -364,16 +363,9 @@ func graphKey(in *graphInput) (string, error) {
 		line, _ := json.Marshal([]any{id, t.Shape, t.ElemBits, ann})
 		h.Write(line)
 	}
-	// Ops: a generic decode re-encodes with sorted object keys and no whitespace.
-	var ops any
-	if raw := bytes.TrimSpace(in.env.Ops); len(raw) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&ops); err != nil {
-			return "", err
-		}
-	}
-	canon, err := json.Marshal(ops)
+	// Ops as decoded: attribute maps marshal with sorted keys, so key order and
+	// whitespace in the request do not matter.
+	canon, err := json.Marshal(in.graph.Ops)
 	if err != nil {
 		return "", err
 	}
