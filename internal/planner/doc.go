@@ -21,9 +21,12 @@
 //	all_to_all_v       the direct point-to-point exchange from tile intersections
 //
 // Planning reduces partial sums first (reduce_scatter where the target shards over the
-// reduced axes), then runs Dijkstra over states with edges priced by the cost model
-// (ties to fewer steps), pruning states whose local buffer would exceed the larger of
-// the source and target tiles and states that are fully replicated when neither end is.
+// reduced axes), then runs A* over states with edges priced by the cost model (ties to
+// fewer steps). The heuristic (heuristic.go) is a lower bound on the remaining time from
+// the data devices still lack and the model's own LowerBound, when the model has one
+// (cost.Fabric); otherwise the search is Dijkstra. The search prunes states whose local
+// buffer would exceed the larger of the source and target tiles and states that are
+// fully replicated when neither end is.
 // On uneven dims a move is kept only if every device's new tile is made of data its
 // group held (checked per dim by interval arithmetic), so the flat ceildiv tiles of
 // API.md hold after every step. Consecutive moves of one kind merge into one collective.
@@ -31,5 +34,7 @@
 // are priced beside the search result; the cheapest wins.
 //
 // Planning cost depends on the mesh rank, the tensor rank and the number of atoms, not
-// on the device count, except for the per-device lists a response asks for.
+// on the device count, except for the per-device lists a response asks for and the
+// lower bound (LowerBoundBetween enumerates the coordinates of the axes either sharding
+// uses, once per request).
 package planner
