@@ -163,7 +163,8 @@ func TestPlanCache(t *testing.T) {
 }
 
 // TestPlanCacheRedisOutage points the service at a private redis-server, kills it
-// (requests still answer 200, as misses; readiness fails) and restarts it (hits resume).
+// (requests still answer 200: plans this replica holds in its near cache as hits, others
+// as misses; readiness fails) and restarts it (shared hits resume).
 func TestPlanCacheRedisOutage(t *testing.T) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -199,10 +200,15 @@ func TestPlanCacheRedisOutage(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 
 	stop()
-	for range 3 {
+	for i := range 3 {
 		began := time.Now()
 		xc, _, body := postReshard(t, base, reshardArray)
-		assert.Equal(t, "miss", xc, "a memoized plan is recomputed while Redis is down")
+		assert.Equal(t, "hit", xc, "this replica's near cache still answers")
+		assert.Contains(t, string(body), `"steps"`)
+		other := strings.Replace(reshardArray, "[64,128]", fmt.Sprintf("[%d,128]", 100+i), 1)
+		require.NotEqual(t, reshardArray, other)
+		xc, _, body = postReshard(t, base, other)
+		assert.Equal(t, "miss", xc, "a new plan is computed while Redis is down")
 		assert.Contains(t, string(body), `"steps"`)
 		assert.Less(t, time.Since(began), 2*time.Second)
 	}
@@ -211,11 +217,17 @@ func TestPlanCacheRedisOutage(t *testing.T) {
 	assert.Contains(t, string(body), `"cache":"redis: `)
 
 	start()
+	// A plan computed after the restart is shared again: another replica hits it.
+	fresh := strings.Replace(reshardArray, "[64,128]", "[96,128]", 1)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		postReshard(ct, base, reshardShardy) // repopulate
-		xc, _, _ := postReshard(ct, base, reshardArray)
-		assert.Equal(ct, "hit", xc)
+		resp, _ := send(t, http.MethodGet, base+"/readyz", "", nil)
+		assert.Equal(ct, http.StatusOK, resp.StatusCode)
 	}, 10*time.Second, 50*time.Millisecond)
+	xc, _, _ = postReshard(t, base, fresh)
+	assert.Equal(t, "miss", xc)
+	base2, _, _, _ := startServer(t, map[string]string{"REDIS_URL": fmt.Sprintf("redis://127.0.0.1:%d", port)})
+	xc, _, _ = postReshard(t, base2, fresh)
+	assert.Equal(t, "hit", xc, "the other replica reads it from Redis")
 	resp, _ = send(t, http.MethodGet, base+"/readyz", "", nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 

@@ -50,14 +50,19 @@ func Open(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	return c, nil
 }
 
-// NewStore validates cfg and returns the Store it selects: *Redis when
-// RedisURL or Addrs is set, else *LRU bounded by MaxBytes.
+// NewStore validates cfg and returns the Store it selects: *Redis behind a near
+// cache of MaxBytes (*Near) when RedisURL or Addrs is set, else *LRU bounded by
+// MaxBytes.
 func NewStore(cfg Config) (Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.UsesRedis() {
-		return NewRedis(cfg)
+		r, err := NewRedis(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return NewNear(r, cfg.withDefaults().MaxBytes), nil
 	}
 	return NewLRU(cfg.withDefaults().MaxBytes), nil
 }

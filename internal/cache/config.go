@@ -62,7 +62,7 @@ type Config struct {
 	Timeout time.Duration
 
 	// MaxBytes bounds the in-process LRU by bytes of keys and values
-	// (default 64 MiB). Unused with Redis.
+	// (default 64 MiB); with Redis, the near cache in front of it.
 	MaxBytes int64
 	// TTL is how long a memoized plan lives (default 24h).
 	TTL time.Duration

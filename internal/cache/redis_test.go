@@ -148,7 +148,9 @@ func TestNewStoreSelectsBackend(t *testing.T) {
 
 	s, err = NewStore(Config{RedisURL: "redis://127.0.0.1:6379"})
 	require.NoError(t, err)
-	assert.IsType(t, &Redis{}, s)
+	require.IsType(t, &Near{}, s, "Redis behind a near cache")
+	assert.IsType(t, &Redis{}, s.(*Near).far)
+	assert.Equal(t, BackendRedis, s.Name())
 	require.NoError(t, s.Close())
 }
 
