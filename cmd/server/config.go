@@ -102,7 +102,7 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_MAX_GRAPH_OPS", "max-graph-ops", "most ops in a graph, while regions included", &c.MaxGraphOps},
 		{"SHARDPLAN_MAX_GRAPH_TENSORS", "max-graph-tensors", "most tensors in a graph", &c.MaxGraphTensors},
 		{"SHARDPLAN_CACHE_TTL", "cache-ttl", "how long a memoized plan is kept", &c.CacheTTL},
-		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes", &c.CacheMaxBytes},
+		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes (with Redis: the near cache in front of it)", &c.CacheMaxBytes},
 		{"SHARDPLAN_CACHE_TIMEOUT", "cache-timeout", "deadline of one cache call (a slower Redis is a miss)", &c.CacheTimeout},
 		{"SHARDPLAN_CACHE_PREFIX", "cache-prefix", "prefix of every plan cache key", &c.CachePrefix},
 		{"SHARDPLAN_REDIS_ADDRS", "redis-addrs", "comma-separated Redis host:port seeds (Cluster nodes or Sentinels), added to REDIS_URL's", &c.RedisAddrs},
