@@ -42,7 +42,7 @@ type GraphRequest struct {
 	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
 	// Include asks for extra lists: ops (the sharding each op computes in: factors,
 	// operand and result layouts), pairs (per-device lists above the device-list limit).
-	Include []string `json:"include,omitempty" validate:"omitempty,max=4,dive,oneof=ops pairs"`
+	Include []string `json:"include,omitempty" validate:"omitempty,max=4,dive,oneof=ops pairs" enums:"ops,pairs"`
 	// Policy: forbid_full_rematerialization turns a graph with a rematerializing reshard
 	// into a 422.
 	Policy *Policy `json:"policy,omitempty"`

@@ -26,7 +26,7 @@ type ReshardRequest struct {
 	// DType is the element type (or give element_bytes instead).
 	DType string `json:"dtype,omitempty" example:"f32" enums:"pred,s8,u8,s16,u16,f16,bf16,s32,u32,f32,s64,u64,f64,c64,c128,f8e4m3fn,f8e5m2,s4,u4"`
 	// ElementBytes is the element size in bytes, instead of dtype.
-	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64"`
+	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64" minimum:"1" maximum:"64"`
 	// Source and Target shardings, each in any input form.
 	Source json.RawMessage `json:"source" validate:"required" swaggertype:"object"`
 	Target json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
@@ -36,9 +36,9 @@ type ReshardRequest struct {
 	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
 	// Include asks for extra lists: tiles, transfers, diagram, pairs (collective_permute
 	// pairs and all_to_all_v transfers in steps, even above the device-list limit).
-	Include []string `json:"include,omitempty" validate:"omitempty,max=8,dive,oneof=tiles transfers diagram pairs"`
+	Include []string `json:"include,omitempty" validate:"omitempty,max=8,dive,oneof=tiles transfers diagram pairs" enums:"tiles,transfers,diagram,pairs"`
 	// AllowedOps restricts the step ops to those the caller's backend runs.
-	AllowedOps []string `json:"allowed_ops,omitempty" validate:"omitempty,max=7,dive,oneof=slice all_gather all_to_all collective_permute all_to_all_v reduce_scatter all_reduce"`
+	AllowedOps []string `json:"allowed_ops,omitempty" validate:"omitempty,max=7,dive,oneof=slice all_gather all_to_all collective_permute all_to_all_v reduce_scatter all_reduce" enums:"slice,all_gather,all_to_all,collective_permute,all_to_all_v,reduce_scatter,all_reduce"`
 	// Policy: forbid_full_rematerialization turns a plan that rematerializes into a 422.
 	Policy *Policy `json:"policy,omitempty"`
 } // @name ReshardRequest

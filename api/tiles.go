@@ -17,7 +17,7 @@ type TilesRequest struct {
 	// DType is the element type (or give element_bytes instead).
 	DType string `json:"dtype,omitempty" example:"f32" enums:"pred,s8,u8,s16,u16,f16,bf16,s32,u32,f32,s64,u64,f64,c64,c128,f8e4m3fn,f8e5m2,s4,u4"`
 	// ElementBytes is the element size in bytes, instead of dtype.
-	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64"`
+	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64" minimum:"1" maximum:"64"`
 	// Sharding in any of the three input forms: object, Shardy text, PartitionSpec-like
 	// array (e.g. [[0],[1]] or ["x", null]).
 	Sharding json.RawMessage `json:"sharding" validate:"required" swaggertype:"object"`

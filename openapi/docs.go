@@ -721,7 +721,11 @@ const docTemplate = `{
                     "type": "array",
                     "maxItems": 4,
                     "items": {
-                        "type": "string"
+                        "type": "string",
+                        "enum": [
+                            "ops",
+                            "pairs"
+                        ]
                     }
                 },
                 "inputs": {
@@ -1098,7 +1102,16 @@ const docTemplate = `{
                     "type": "array",
                     "maxItems": 7,
                     "items": {
-                        "type": "string"
+                        "type": "string",
+                        "enum": [
+                            "slice",
+                            "all_gather",
+                            "all_to_all",
+                            "collective_permute",
+                            "all_to_all_v",
+                            "reduce_scatter",
+                            "all_reduce"
+                        ]
                     }
                 },
                 "cost_model": {
@@ -1142,7 +1155,13 @@ const docTemplate = `{
                     "type": "array",
                     "maxItems": 8,
                     "items": {
-                        "type": "string"
+                        "type": "string",
+                        "enum": [
+                            "tiles",
+                            "transfers",
+                            "diagram",
+                            "pairs"
+                        ]
                     }
                 },
                 "mesh": {
