@@ -22,9 +22,14 @@
 //
 // Planning reduces partial sums first (reduce_scatter where the target shards over the
 // reduced axes), then runs A* over states with edges priced by the cost model (ties to
-// fewer steps). The heuristic (heuristic.go) is a lower bound on the remaining time from
-// the data devices still lack and the model's own LowerBound, when the model has one
-// (cost.Fabric); otherwise the search is Dijkstra. The search prunes states whose local
+// fewer steps). The search generates the permutes that put goal atoms in place: swaps
+// of equal-sized atoms, replacements by an unused atom, the direct permute when every
+// dim has its goal count, and, per dim, the rewrite of that dim as its goal prefix
+// followed by its other atoms (which reorders atoms of different sizes, as in Shardy's
+// slice, permute, gather for [x]->[y] on x=4,y=6). The heuristic (heuristic.go) is a
+// lower bound on the remaining time from the data devices still lack and the model's
+// own LowerBound, when the model has one (cost.Fabric); otherwise the search is
+// Dijkstra. The search prunes states whose local
 // buffer would exceed the larger of the source and target tiles and states that are
 // fully replicated when neither end is.
 // On uneven dims a move is kept only if every device's new tile is made of data its

@@ -214,6 +214,7 @@ type searcher struct {
 
 	// scratch for expand
 	nx      state
+	perm    []uint8 // towardGoal's scratch
 	counts  []int64
 	inBytes int64
 
@@ -441,6 +442,78 @@ func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, g
 			}
 		}
 	}
+	// Rewrite one dim as its longest available goal prefix followed by its other atoms,
+	// in one permute: this reorders atoms of different sizes (which no swap above can)
+	// and replaces several atoms at once.
+	for d := range rank {
+		reset()
+		if !s.towardGoal(nx, d, used) {
+			continue
+		}
+		emit(OpCollectivePermute, 0, 0, maskOf(changedAtoms(st, nx)), -1, 0, -1, 0)
+	}
+}
+
+// towardGoal rewrites dim d of nx (a copy of a state whose used atoms are used) as a
+// permute toward the goal: for each atom of goal[d] in order, take it from nx[d], or
+// from the unused atoms in place of an atom of nx[d] of the same size that goal[d] does
+// not list; stop at the first goal atom neither provides. The rest of nx[d] follows in
+// its order. Every dim keeps its shard count (a replacement swaps equal sizes), so the
+// result is a collective_permute. It reports whether nx[d] changed.
+func (s *searcher) towardGoal(nx state, d int, used uint64) bool {
+	sp, goal := s.sp, s.goal
+	cur := nx[d]
+	if len(goal[d]) == 0 || len(cur) == 0 {
+		return false
+	}
+	var inGoal uint64
+	for _, g := range goal[d] {
+		inGoal |= 1 << g
+	}
+	var curMask uint64
+	for _, a := range cur {
+		curMask |= 1 << a
+	}
+	var taken, dropped uint64
+	var head [64]uint8
+	n := 0
+	for _, g := range goal[d] {
+		if curMask&(1<<g) != 0 {
+			head[n], n = g, n+1
+			taken |= 1 << g
+			continue
+		}
+		if used&(1<<g) != 0 {
+			break // held by another dim: a swap or an all_to_all moves it
+		}
+		repl := -1
+		for i, a := range cur {
+			if (taken|dropped)&(1<<a) == 0 && inGoal&(1<<a) == 0 && sp.atoms[a].Size == sp.atoms[g].Size {
+				repl = i
+				break
+			}
+		}
+		if repl < 0 {
+			break
+		}
+		dropped |= 1 << cur[repl]
+		head[n], n = g, n+1
+	}
+	if n == 0 {
+		return false
+	}
+	out := append(s.perm[:0], head[:n]...)
+	for _, a := range cur {
+		if (taken|dropped)&(1<<a) == 0 {
+			out = append(out, a)
+		}
+	}
+	s.perm = out
+	if slices.Equal(out, cur) {
+		return false
+	}
+	nx[d] = append(nx[d][:0], out...)
+	return true
 }
 
 // tileOf is the local element count of the expanded state's counts with dim d1 set to
