@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/planner"
 )
 
 // testRedisURL is the shared test Redis (REDIS_URL, default redis://127.0.0.1:6379). It
@@ -258,7 +260,7 @@ func TestCacheConfig(t *testing.T) {
 	assert.Equal(t, []string{"n2:7001", "n3:7002"}, cc.Addrs)
 	assert.Equal(t, 30*time.Minute, cc.TTL)
 	assert.Equal(t, 100*time.Millisecond, cc.Timeout)
-	assert.Equal(t, "planner/1", cc.Version)
+	assert.Equal(t, planner.Version, cc.Version, "cache keys carry the planner version")
 	for _, a := range c.logAttrs() {
 		assert.NotContains(t, a.Value.String(), "hunter2", a.Key)
 	}

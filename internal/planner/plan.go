@@ -12,7 +12,7 @@ import (
 )
 
 // Version identifies the planner's algorithm; it is part of every cache key.
-const Version = "planner/1"
+const Version = "planner/2"
 
 // Op is a step op of API.md.
 type Op string
