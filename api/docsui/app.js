@@ -25,6 +25,22 @@
       strategy: "optimal",
       include: ["diagram"],
     },
+    "post /v1/graph": {
+      mesh: { name: "mesh", axes: [{ name: "data", size: 2 }, { name: "model", size: 4 }] },
+      tensors: {
+        x: { shape: [8, 16], dtype: "bf16", sharding: ["data", null] },
+        w: { shape: [16, 32], dtype: "bf16", sharding: ["model", null] },
+        y: { shape: [8, 32], dtype: "bf16" },
+      },
+      ops: [
+        {
+          name: "mm", op: "dot_general", operands: ["x", "w"], results: ["y"],
+          attrs: { lhs_contracting_dimensions: [1], rhs_contracting_dimensions: [0] },
+        },
+      ],
+      cost_model: "tpu-v5p",
+      policy: { forbid_full_rematerialization: true },
+    },
   };
 
   // Response headers worth showing, in this order.

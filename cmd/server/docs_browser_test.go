@@ -95,6 +95,17 @@ func TestDocsPageInBrowser(t *testing.T) {
 	assert.NotEmpty(t, wd.script(ctx, t,
 		`return document.querySelector(arguments[0] + ' .headers [data-header="x-cache"]').textContent`, reshard))
 
+	// POST /v1/graph with its prefilled example (API.md's graph, a reduction over model).
+	graph := `details.op[data-op="post /v1/graph"]`
+	wd.click(ctx, t, wd.waitElement(ctx, t, `#endpoint-list a[data-op-link="post /v1/graph"]`))
+	wd.waitScript(ctx, t, "graph operation open", `return document.querySelector(arguments[0]).open`, graph)
+	wd.click(ctx, t, wd.waitElement(ctx, t, graph+` button.try`))
+	wd.waitScript(ctx, t, "graph response", `return document.querySelector(arguments[0]).dataset.state === "done"`, graph)
+	assert.Equal(t, "200", wd.script(ctx, t, `return document.querySelector(arguments[0] + " .status").dataset.code`, graph))
+	graphBody := wd.text(ctx, t, wd.waitElement(ctx, t, graph+` pre.body`))
+	assert.Contains(t, graphBody, `"shardings"`)
+	assert.Contains(t, graphBody, `"all_reduce"`)
+
 	// Everything the page fetched came from the server.
 	var urls []string
 	raw := wd.script(ctx, t, `return JSON.stringify([location.href].concat(performance.getEntriesByType("resource").map(e => e.name)))`)
