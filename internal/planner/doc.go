@@ -27,9 +27,10 @@
 // dim has its goal count, and, per dim, the rewrite of that dim as its goal prefix
 // followed by its other atoms (which reorders atoms of different sizes, as in Shardy's
 // slice, permute, gather for [x]->[y] on x=4,y=6). The heuristic (heuristic.go) is a
-// lower bound on the remaining time from the data devices still lack and the model's
-// own LowerBound, when the model has one (cost.Fabric); otherwise the search is
-// Dijkstra. The search prunes states whose local
+// lower bound on the remaining time: the fewest collectives still needed times the
+// cheapest collective the model prices, and, when the model has a LowerBound
+// (cost.Fabric), the data devices still lack over the best injection bandwidth.
+// The search prunes states whose local
 // buffer would exceed the larger of the source and target tiles and states that are
 // fully replicated when neither end is.
 // On uneven dims a move is kept only if every device's new tile is made of data its

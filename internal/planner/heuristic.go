@@ -20,18 +20,37 @@ type lowerBounder interface {
 }
 
 // maxBoundAtoms caps the atom count for which newBound probes every group (2^n - 1
-// LowerBound calls); above it the search runs without a heuristic.
+// probes per kind); above it the search runs without a heuristic.
 const maxBoundAtoms = 10
 
 // bound is the A* heuristic: a lower bound, in µs, on the cost of every path from a
-// state to the goal.
+// state to the goal. It is the larger of two bounds, each admissible on its own.
 //
-// Why it is admissible. Let M(s) be the data (bytes) that devices lack of their goal
-// tile in state s, summed over all N devices, and let inj be the largest injection
-// bandwidth the model's LowerBound gives any group of atoms (probed once per request
-// with a collective_permute, whose bound is bytes / injection). A slice receives
-// nothing and only shrinks tiles, so M cannot drop. In a collective over group G, every
-// byte a device gains of its goal tile is a byte it received, and
+// # Collective count
+//
+// steps(s) (below) is a lower bound on the number of collectives (all_gather,
+// all_to_all, collective_permute) on any path from s to the goal, and perStep is a lower
+// bound on the search cost of any one of them, so steps(s) x perStep bounds the path's
+// cost (slices cost nothing). perStep comes from probing every group of atoms once per
+// request:
+//
+//   - with the model's LowerBound (cost.Fabric), it is latMin, the least LowerBound
+//     latency of a collective_permute over any group; no collective of positive bytes has
+//     a LowerBound latency below it, and Estimate never returns less than LowerBound;
+//   - otherwise it is the least Estimate of an all_gather, all_to_all or
+//     collective_permute over any group on the smallest input buffer any state can have
+//     (every dim split by the product of all atoms): cost.Model promises that time does
+//     not decrease as Bytes grows, and the search prices each kind over a group on a
+//     buffer at least that large.
+//
+// # Missing bytes (models with LowerBound only)
+//
+// Let M(s) be the data (bytes) that devices lack of their goal tile in state s, summed
+// over all N devices, and let inj be the largest injection bandwidth the model's
+// LowerBound gives any group of atoms (probed once per request with a
+// collective_permute, whose bound is bytes / injection). A slice receives nothing and
+// only shrinks tiles, so M cannot drop. In a collective over group G, every byte a
+// device gains of its goal tile is a byte it received, and
 //
 //	all_gather of V = k x in:   each device receives (k-1) x in = inj(G) x BW
 //	all_to_all of V = k x in:   a group of k receives (k-1) x in in total (every device
@@ -41,10 +60,8 @@ const maxBoundAtoms = 10
 // where BW is LowerBound's bandwidth term for that collective. So one move lowers M by
 // at most N x inj x BW <= N x inj x cost, and every path to the goal (M = 0) costs at
 // least M(s) / (N x inj). A path that still has to move bytes also pays at least one
-// collective's latency, and no collective of positive bytes has a LowerBound latency
-// below latMin (the least over every group, again probed). The heuristic is
-// max(latMin, M/(N x inj)) when M > 0, else 0: each term is a lower bound, so the
-// maximum is one too.
+// collective's latency, at least latMin. That bound is max(latMin, M/(N x inj)) when
+// M > 0, else 0.
 //
 // M itself is bounded from below without enumerating devices (missing below), so the
 // heuristic is admissible but need not be consistent; the search re-opens a state when
@@ -52,6 +69,10 @@ const maxBoundAtoms = 10
 type bound struct {
 	sp        *space
 	goal      state
+	goalCount []int   // shard count per goal dim
+	perStep   float64 // µs: no collective of the search costs less (0: unknown)
+
+	// The missing-bytes bound; perByte is 0 when the model has no LowerBound.
 	perByte   float64 // µs per byte of the average missing data: 1 / inj
 	latMin    float64 // µs
 	elemBytes float64
@@ -61,48 +82,119 @@ type bound struct {
 	buf       []byte
 }
 
-// newBound builds the heuristic for r, or returns nil when the model gives no lower
-// bound (the search is then plain Dijkstra).
+// newBound builds the heuristic for r, or returns nil when neither bound is available
+// (the search is then plain Dijkstra).
 func newBound(sp *space, r *Request, goal state) *bound {
-	lb, ok := r.Model.(lowerBounder)
 	n := len(sp.atoms)
-	if !ok || n == 0 || n > maxBoundAtoms {
+	if n == 0 || n > maxBoundAtoms {
 		return nil
 	}
-	const probe = 1 << 30
-	inj, lat := 0.0, math.Inf(1)
-	ids := make([]uint8, 0, n)
-	for g := uint64(1); g < 1<<n; g++ {
-		ids = ids[:0]
-		for a := range n {
-			if g&(1<<a) != 0 {
-				ids = append(ids, uint8(a))
-			}
-		}
-		e := lb.LowerBound(cost.Collective{Kind: cost.CollectivePermute, Bytes: probe, Mesh: r.Mesh, Axes: sp.refs(sortedAtoms(sp, ids))})
-		if e.BandwidthUS <= 0 || math.IsNaN(e.BandwidthUS) {
-			return nil // no finite injection bandwidth: no useful bound
-		}
-		inj = max(inj, probe/e.BandwidthUS)
-		lat = min(lat, e.LatencyUS)
-	}
-	b := &bound{sp: sp, goal: goal, perByte: 1 / inj, latMin: max(lat, 0), elemBytes: float64(r.ElemBits) / 8,
+	b := &bound{sp: sp, goal: goal, goalCount: make([]int, len(goal)), elemBytes: float64(r.ElemBits) / 8,
 		goalElems: 1, goalPad: make([]float64, len(goal)), ov: map[string]float64{}}
 	for d, ids := range goal {
 		c := int64(sp.count(ids))
+		b.goalCount[d] = int(c)
 		b.goalElems *= float64(sp.shape[d]) / float64(c)
 		b.goalPad[d] = float64(sharding.CeilDiv(sp.shape[d], c))
+	}
+	lb, isLB := r.Model.(lowerBounder)
+	// in: the smallest input buffer of any state (each dim split by every atom).
+	all := int64(1)
+	for _, a := range sp.atoms {
+		all *= int64(a.Size)
+	}
+	minElems := int64(1)
+	for _, D := range sp.shape {
+		minElems *= sharding.CeilDiv(D, all)
+	}
+	in := sp.bytes(minElems)
+	const probe = 1 << 30
+	inj, lat, est := 0.0, math.Inf(1), math.Inf(1)
+	ids := make([]uint8, 0, n)
+	for g := uint64(1); g < 1<<n; g++ {
+		ids = ids[:0]
+		k := int64(1)
+		for a := range n {
+			if g&(1<<a) != 0 {
+				ids = append(ids, uint8(a))
+				k *= int64(sp.atoms[a].Size)
+			}
+		}
+		c := cost.Collective{Mesh: r.Mesh, Axes: sp.refs(sortedAtoms(sp, ids))}
+		if isLB {
+			c.Kind, c.Bytes = cost.CollectivePermute, probe
+			e := lb.LowerBound(c)
+			if e.BandwidthUS <= 0 || math.IsNaN(e.BandwidthUS) {
+				return nil // no finite injection bandwidth: no useful bound
+			}
+			inj = max(inj, probe/e.BandwidthUS)
+			lat = min(lat, e.LatencyUS)
+			continue
+		}
+		for _, kb := range [...]struct {
+			kind  cost.Kind
+			bytes int64
+		}{{cost.AllGather, k * in}, {cost.AllToAll, k * in}, {cost.CollectivePermute, in}} {
+			c.Kind, c.Bytes = kb.kind, kb.bytes
+			est = min(est, r.Model.Estimate(c).TimeUS)
+		}
+	}
+	switch {
+	case isLB:
+		b.perByte, b.latMin = 1/inj, max(lat, 0)
+		b.perStep = b.latMin
+	case est > 0 && !math.IsInf(est, 0):
+		b.perStep = est
+	default:
+		return nil
 	}
 	return b
 }
 
 // time is the heuristic of st in µs.
 func (b *bound) time(st state) float64 {
-	m := b.missing(st)
-	if m <= 0 {
-		return 0
+	h := float64(b.steps(st)) * b.perStep
+	if b.perByte > 0 {
+		if m := b.missing(st); m > 0 {
+			h = max(h, b.latMin, m*b.elemBytes*b.perByte)
+		}
 	}
-	return max(b.latMin, m*b.elemBytes*b.perByte)
+	return h
+}
+
+// steps is a lower bound on the number of collectives on any path from st to the goal:
+// the dims whose shard count does not divide the goal's ("bad"), plus one if some other
+// dim is not a prefix of its goal ("dirty").
+//
+// Why it is a lower bound. The bound is 0 at the goal, so it suffices that no slice
+// lowers it and no collective lowers it by more than one. A bad dim is dirty (a goal
+// prefix's count divides the goal's), appending an atom to a dim keeps a dirty dim
+// dirty (its first mismatch stays) and a bad dim bad (c does not divide G, so neither
+// does c x a). So a slice never lowers either term: a dim it turns from good-dirty to
+// bad moves one unit from the second term to the first. A collective_permute keeps
+// every count, so only the second term can drop, by one. An all_gather changes one dim,
+// which can leave the bad set (then that dim, now good, can only join the dirty ones,
+// and the other dims are untouched, so the second term stays) or stop being dirty
+// (one unit). An all_to_all from dim d to dim e divides d's count and multiplies e's:
+// only d can leave the bad set or stop being dirty; e, appended to, cannot stop being
+// dirty and cannot leave the bad set. If d leaves the bad set and the second term drops,
+// the good-dirty dim that vanished is e, which turned bad: a net drop of one.
+func (b *bound) steps(st state) int {
+	n, dirtyGood := 0, false
+	for d, ids := range st {
+		if b.goalCount[d]%b.sp.count(ids) != 0 {
+			n++
+			continue
+		}
+		g := b.goal[d]
+		if !dirtyGood && (len(ids) > len(g) || !slices.Equal(ids, g[:len(ids)])) {
+			dirtyGood = true
+		}
+	}
+	if dirtyGood {
+		n++
+	}
+	return n
 }
 
 // missing is a lower bound on the average over devices of the goal-tile elements a
