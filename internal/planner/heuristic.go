@@ -238,8 +238,76 @@ func (b *bound) overlap(d int, ids []uint8) float64 {
 	if v, ok := b.ov[string(b.buf)]; ok {
 		return v
 	}
-	b.ov[string(b.buf)] = b.averageOverlap(D, ids, g)
-	return b.ov[string(b.buf)]
+	v, ok := b.nestedOverlap(D, ids, g)
+	if !ok {
+		v = b.averageOverlap(D, ids, g)
+	}
+	b.ov[string(b.buf)] = v
+	return v
+}
+
+// nestedOverlap is averageOverlap in closed form when both lists tile dim D evenly and
+// their atom sizes agree position by position over the shorter list (the nested
+// power-of-two tilings of most meshes, and mixed radices listed in the same order); ok
+// is false otherwise.
+//
+// Why it is exact. As in averageOverlap, E[ov] is the number of elements t of [0, D)
+// whose shard indices x(t) under ids and y(t) under g give the atoms both lists use the
+// same coordinate, over C. With equal sizes position by position, both index systems
+// are prefixes of one mixed radix r_1..r_l of L = max(cs, ct) digits, and L divides D
+// (cs and ct do, and one divides the other), so each of the L digit strings w covers
+// D/L elements, and ids's k-th atom reads digit k of w, g's j-th atom digit j. An atom
+// at position k in ids and j in g asks digits k and j (both of base its size q) to be
+// equal. The digits are free otherwise, so each constraint that joins two classes of
+// tied digits divides the count of consistent w by q (union-find), and one that ties
+// digits already tied (or k = j) changes nothing.
+func (b *bound) nestedOverlap(D int64, ids, g []uint8) (float64, bool) {
+	sp := b.sp
+	short, long := ids, g
+	if len(short) > len(long) {
+		short, long = long, short
+	}
+	for k, a := range short {
+		if sp.atoms[a].Size != sp.atoms[long[k]].Size {
+			return 0, false
+		}
+	}
+	cs, ct := int64(sp.count(ids)), int64(sp.count(g))
+	if D%cs != 0 || D%ct != 0 {
+		return 0, false
+	}
+	L := max(cs, ct)
+	var parent [64]int8
+	for i := range long {
+		parent[i] = int8(i)
+	}
+	find := func(i int8) int8 {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	var pos [64]int8
+	var inIDs uint64
+	combos := 1.0
+	for k, a := range ids {
+		pos[a] = int8(k)
+		inIDs |= 1 << a
+		combos *= float64(sp.atoms[a].Size)
+	}
+	consistent := float64(L)
+	for j, a := range g {
+		if inIDs&(1<<a) == 0 {
+			combos *= float64(sp.atoms[a].Size)
+			continue
+		}
+		if x, y := find(pos[a]), find(int8(j)); x != y {
+			parent[x] = y
+			consistent /= float64(sp.atoms[a].Size)
+		}
+	}
+	return float64(D) / float64(L) * consistent / combos, true
 }
 
 // averageOverlap computes E[ov] for the ranges of dim length D under atom lists ids and
@@ -268,23 +336,27 @@ func (b *bound) averageOverlap(D int64, ids, g []uint8) float64 {
 			combos *= float64(sp.atoms[a].Size)
 		}
 	}
-	coords := make([]int64, len(sp.atoms))
+	// The shared atoms' digits: atom a is digit (x / sx) % q of x and (y / sy) % q of y.
+	type digit struct{ sx, sy, q int64 }
+	var shared [64]digit
+	ns := 0
+	sx := int64(1)
+	for k := len(ids) - 1; k >= 0; k-- {
+		a := ids[k]
+		if inBoth&(1<<a) != 0 {
+			sy := int64(1)
+			for j := len(g) - 1; g[j] != a; j-- {
+				sy *= int64(sp.atoms[g[j]].Size)
+			}
+			shared[ns], ns = digit{sx, sy, int64(sp.atoms[a].Size)}, ns+1
+		}
+		sx *= int64(sp.atoms[a].Size)
+	}
 	consistent := func(x, y int64) bool {
-		if inBoth == 0 {
-			return true
-		}
-		for k := len(ids) - 1; k >= 0; k-- {
-			sz := int64(sp.atoms[ids[k]].Size)
-			coords[ids[k]] = x % sz
-			x /= sz
-		}
-		for k := len(g) - 1; k >= 0; k-- {
-			a := g[k]
-			sz := int64(sp.atoms[a].Size)
-			if inBoth&(1<<a) != 0 && coords[a] != y%sz {
+		for _, c := range shared[:ns] {
+			if x/c.sx%c.q != y/c.sy%c.q {
 				return false
 			}
-			y /= sz
 		}
 		return true
 	}
