@@ -126,8 +126,8 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 // one (no allocation per lookup), the string key otherwise.
 func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
 	sp, r := s.sp, s.r
-	q := &openQueue[K]{}
-	best := map[K]seen{}
+	q := &openQueue[K]{nodes: make([]node[K], 0, 256), idx: make([]int32, 0, 256)}
+	best := make(map[K]seen, 256)
 	push := func(st state, key K, g, h float64, steps int32, prev int32, op Op, dim, dim2 int) {
 		q.nodes = append(q.nodes, node[K]{st: st, key: key, g: g, f: g + h, steps: steps, prev: prev, op: op, dim: int16(dim), dim2: int16(dim2)})
 		q.push(int32(len(q.nodes) - 1))
@@ -176,7 +176,7 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 				h = s.heuristic(nx)
 			}
 			best[k] = seen{g, h}
-			push(nx.clone(), k, g, h, n.steps+1, ni, op, dim, dim2)
+			push(s.keep(nx), k, g, h, n.steps+1, ni, op, dim, dim2)
 		})
 	}
 	return nil, expansions, false, nil
@@ -212,6 +212,11 @@ type searcher struct {
 	covers map[string]bool
 	buf    []byte
 
+	// slab and dims back the states the search keeps (keep), a few allocations for
+	// many states.
+	slab []uint8
+	dims [][]uint8
+
 	// scratch for expand
 	nx      state
 	perm    []uint8 // towardGoal's scratch
@@ -244,6 +249,30 @@ func newSearcher(sp *space, r *Request, start, goal state, unr []sharding.AxisRe
 		s.h = newBound(sp, r, goal)
 	}
 	return s
+}
+
+// keep copies st into the searcher's slabs. Each dim of the copy has its length as its
+// capacity, so an append to it reallocates instead of overwriting a neighbour.
+func (s *searcher) keep(st state) state {
+	n := 0
+	for _, d := range st {
+		n += len(d)
+	}
+	if cap(s.slab)-len(s.slab) < n {
+		s.slab = make([]uint8, 0, max(4096, n))
+	}
+	if r := len(st); cap(s.dims)-len(s.dims) < r {
+		s.dims = make([][]uint8, 0, max(1024, r))
+	}
+	i := len(s.dims)
+	s.dims = s.dims[:i+len(st)]
+	out := state(s.dims[i : i+len(st) : i+len(st)])
+	for d, ids := range st {
+		j := len(s.slab)
+		s.slab = append(s.slab, ids...)
+		out[d] = s.slab[j:len(s.slab):len(s.slab)]
+	}
+	return out
 }
 
 func (s *searcher) heuristic(st state) float64 {
