@@ -126,8 +126,8 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 // one (no allocation per lookup), the string key otherwise.
 func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
 	sp, r := s.sp, s.r
-	q := &openQueue[K]{nodes: make([]node[K], 0, 256), idx: make([]int32, 0, 256)}
-	best := make(map[K]seen, 256)
+	q := &openQueue[K]{}
+	best := map[K]seen{}
 	push := func(st state, key K, g, h float64, steps int32, prev int32, op Op, dim, dim2 int) {
 		q.nodes = append(q.nodes, node[K]{st: st, key: key, g: g, f: g + h, steps: steps, prev: prev, op: op, dim: int16(dim), dim2: int16(dim2)})
 		q.push(int32(len(q.nodes) - 1))
@@ -258,11 +258,12 @@ func (s *searcher) keep(st state) state {
 	for _, d := range st {
 		n += len(d)
 	}
+	// Chunks double (from small ones) so tiny searches stay cheap.
 	if cap(s.slab)-len(s.slab) < n {
-		s.slab = make([]uint8, 0, max(4096, n))
+		s.slab = make([]uint8, 0, max(256, n, 2*cap(s.slab)))
 	}
 	if r := len(st); cap(s.dims)-len(s.dims) < r {
-		s.dims = make([][]uint8, 0, max(1024, r))
+		s.dims = make([][]uint8, 0, max(32, r, 2*cap(s.dims)))
 	}
 	i := len(s.dims)
 	s.dims = s.dims[:i+len(st)]
