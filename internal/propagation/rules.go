@@ -685,44 +685,76 @@ func padRule(a attrs, in [][]int64, res []int64) (*Rule, error) {
 	return r.finish(), nil
 }
 
+// indexedDims are the dimension numbers gather and scatter share: the window dims of
+// the result (gather) or updates (scatter), the operand dims dropped from the window,
+// the batching dims of the operand and of the indices, the index vector dim, and the
+// indices' dims other than it.
+type indexedDims struct {
+	window, dropped, operandBatch, indexBatch []int
+	ivd                                       int
+	indexDims                                 []int
+}
+
+// indexedDimNames are the StableHLO names of indexedDims' lists, in field order.
+type indexedDimNames struct{ window, dropped, operandBatch, indexBatch string }
+
+var (
+	gatherDimNames  = indexedDimNames{"offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims"}
+	scatterDimNames = indexedDimNames{"update_window_dims", "inserted_window_dims", "input_batching_dims", "scatter_indices_batching_dims"}
+)
+
+// readIndexedDims reads and checks the shared dimension numbers of a gather or scatter
+// whose window tensor, operand and indices have the given ranks.
+func readIndexedDims(d attrs, names indexedDimNames, windowRank, operandRank, idxRank int) (indexedDims, error) {
+	var dn indexedDims
+	var err error
+	if dn.window, err = d.dimList(names.window, windowRank, false); err != nil {
+		return dn, err
+	}
+	if dn.dropped, err = d.dimList(names.dropped, operandRank, false); err != nil {
+		return dn, err
+	}
+	if dn.operandBatch, err = d.dimList(names.operandBatch, operandRank, false); err != nil {
+		return dn, err
+	}
+	if dn.indexBatch, err = d.dimList(names.indexBatch, idxRank, false); err != nil {
+		return dn, err
+	}
+	ivd, err := d.int("index_vector_dim", int64(idxRank))
+	if err != nil {
+		return dn, err
+	}
+	dn.ivd = int(ivd)
+	if dn.ivd < 0 || dn.ivd > idxRank {
+		return dn, d.errf("index_vector_dim", "dim %d is out of range for indices of rank %d", dn.ivd, idxRank)
+	}
+	if slices.Contains(dn.indexBatch, dn.ivd) {
+		return dn, d.errf(names.indexBatch, "includes the index vector dim %d", dn.ivd)
+	}
+	if len(dn.operandBatch) != len(dn.indexBatch) {
+		return dn, d.errf(names.indexBatch, "has %d dims but %s has %d", len(dn.indexBatch), names.operandBatch, len(dn.operandBatch))
+	}
+	for i := range idxRank {
+		if i != dn.ivd {
+			dn.indexDims = append(dn.indexDims, i)
+		}
+	}
+	return dn, nil
+}
+
 func gatherRule(a attrs, x, idx, res []int64) (*Rule, error) {
 	d := a.sub("dimension_numbers", "gather_dimension_numbers")
-	offset, err := d.dimList("offset_dims", len(res), false)
+	dn, err := readIndexedDims(d, gatherDimNames, len(res), len(x), len(idx))
 	if err != nil {
 		return nil, err
 	}
-	collapsed, err := d.dimList("collapsed_slice_dims", len(x), false)
-	if err != nil {
-		return nil, err
-	}
-	opBatch, err := d.dimList("operand_batching_dims", len(x), false)
-	if err != nil {
-		return nil, err
-	}
-	idxBatch, err := d.dimList("start_indices_batching_dims", len(idx), false)
-	if err != nil {
-		return nil, err
-	}
-	ivd64, err := d.int("index_vector_dim", int64(len(idx)))
-	if err != nil {
-		return nil, err
-	}
-	ivd := int(ivd64)
-	if ivd < 0 || ivd > len(idx) {
-		return nil, d.errf("index_vector_dim", "dim %d is out of range for indices of rank %d", ivd, len(idx))
-	}
-	if slices.Contains(idxBatch, ivd) {
-		return nil, d.errf("start_indices_batching_dims", "includes the index vector dim %d", ivd)
-	}
+	offset, collapsed, opBatch, idxBatch, ivd := dn.window, dn.dropped, dn.operandBatch, dn.indexBatch, dn.ivd
 	sizes, err := a.ints("slice_sizes", true)
 	if err != nil {
 		return nil, err
 	}
 	if len(sizes) != len(x) {
 		return nil, a.errf("slice_sizes", "has %d entries but the operand has rank %d", len(sizes), len(x))
-	}
-	if len(opBatch) != len(idxBatch) {
-		return nil, d.errf("start_indices_batching_dims", "has %d dims but operand_batching_dims has %d", len(idxBatch), len(opBatch))
 	}
 	var offsetOperandDims []int
 	for od := range x {
@@ -743,12 +775,7 @@ func gatherRule(a attrs, x, idx, res []int64) (*Rule, error) {
 	if len(offsetOperandDims) != len(offset) {
 		return nil, d.errf("offset_dims", "has %d dims but the operand has %d uncollapsed, non-batching dims", len(offset), len(offsetOperandDims))
 	}
-	var batchIdxDims []int
-	for i := range idx {
-		if i != ivd {
-			batchIdxDims = append(batchIdxDims, i)
-		}
-	}
+	batchIdxDims := dn.indexDims
 	if len(res) != len(batchIdxDims)+len(offset) {
 		return nil, a.errf("", "the result has rank %d but should have %d (%d batch + %d offset dims)", len(res), len(batchIdxDims)+len(offset), len(batchIdxDims), len(offset))
 	}
@@ -827,33 +854,11 @@ func scatterRule(a attrs, in, out [][]int64, fail func(string, string, ...any) e
 		}
 	}
 	d := a.sub("scatter_dimension_numbers", "dimension_numbers")
-	window, err := d.dimList("update_window_dims", len(upd), false)
+	dn, err := readIndexedDims(d, scatterDimNames, len(upd), len(x), len(idx))
 	if err != nil {
 		return nil, err
 	}
-	inserted, err := d.dimList("inserted_window_dims", len(x), false)
-	if err != nil {
-		return nil, err
-	}
-	inBatch, err := d.dimList("input_batching_dims", len(x), false)
-	if err != nil {
-		return nil, err
-	}
-	idxBatch, err := d.dimList("scatter_indices_batching_dims", len(idx), false)
-	if err != nil {
-		return nil, err
-	}
-	ivd64, err := d.int("index_vector_dim", int64(len(idx)))
-	if err != nil {
-		return nil, err
-	}
-	ivd := int(ivd64)
-	if ivd < 0 || ivd > len(idx) {
-		return nil, d.errf("index_vector_dim", "dim %d is out of range for indices of rank %d", ivd, len(idx))
-	}
-	if len(inBatch) != len(idxBatch) {
-		return nil, d.errf("scatter_indices_batching_dims", "has %d dims but input_batching_dims has %d", len(idxBatch), len(inBatch))
-	}
+	window, inserted, inBatch, idxBatch, ivd := dn.window, dn.dropped, dn.operandBatch, dn.indexBatch, dn.ivd
 	var windowOperandDims []int
 	for od := range x {
 		if !slices.Contains(inserted, od) && !slices.Contains(inBatch, od) {
@@ -863,12 +868,7 @@ func scatterRule(a attrs, in, out [][]int64, fail func(string, string, ...any) e
 	if len(windowOperandDims) != len(window) {
 		return nil, d.errf("update_window_dims", "has %d dims but the input has %d non-inserted, non-batching dims", len(window), len(windowOperandDims))
 	}
-	var scatterIdxDims []int
-	for i := range idx {
-		if i != ivd {
-			scatterIdxDims = append(scatterIdxDims, i)
-		}
-	}
+	scatterIdxDims := dn.indexDims
 	if len(upd) != len(window)+len(scatterIdxDims) {
 		return nil, fail("operands["+strconv.Itoa(n+1)+"]", "updates have rank %d but should have %d (%d scatter + %d window dims)", len(upd), len(window)+len(scatterIdxDims), len(scatterIdxDims), len(window))
 	}
