@@ -25,16 +25,9 @@ import (
 //   - a body over the limit -> 413;
 //   - a validate: tag failure -> 400 invalid-request with one error per field.
 func (s *Server) decodeJSON(r *http.Request, dst any) error {
-	if r.Body == nil {
-		return emptyBody()
-	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return bodyTooLarge(mbe.Limit)
-		}
-		return NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "could not read the request body: %v", err)
+		return err
 	}
 	if err := decodeBytes(body, dst); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"runtime"
 	"slices"
@@ -308,36 +309,15 @@ func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 	if lim.MaxGraphTensors > 0 && len(g.Tensors) > lim.MaxGraphTensors {
 		return limitExceeded("tensors", "has %d tensors; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS)", len(g.Tensors), lim.MaxGraphTensors)
 	}
-	if n := countOps(g.Ops); lim.MaxGraphOps > 0 && n > lim.MaxGraphOps {
+	if n := g.NumOps(); lim.MaxGraphOps > 0 && n > lim.MaxGraphOps {
 		return limitExceeded("ops", "has %d ops (regions included); the limit is %d (SHARDPLAN_MAX_GRAPH_OPS)", n, lim.MaxGraphOps)
 	}
-	for _, id := range sortedTensorIDs(g) {
+	for _, id := range slices.Sorted(maps.Keys(g.Tensors)) {
 		if r := len(g.Tensors[id].Shape); lim.MaxRank > 0 && r > lim.MaxRank {
 			return limitExceeded("tensors."+id+".shape", "has rank %d; the limit is %d (SHARDPLAN_MAX_RANK)", r, lim.MaxRank)
 		}
 	}
 	return nil
-}
-
-func countOps(ops []propagation.Op) int {
-	n := len(ops)
-	for _, op := range ops {
-		for _, rg := range []*propagation.Region{op.Cond, op.Body} {
-			if rg != nil {
-				n += countOps(rg.Ops)
-			}
-		}
-	}
-	return n
-}
-
-func sortedTensorIDs(g *propagation.Graph) []string {
-	ids := make([]string, 0, len(g.Tensors))
-	for id := range g.Tensors {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 // graphKey hashes the canonical graph request: annotations by their canonical text, ops
@@ -354,7 +334,7 @@ func graphKey(in *graphInput) (string, error) {
 	head, _ := json.Marshal([]any{planner.Version, "graph", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs,
 		model, string(in.strategy), inc, in.opts, in.graph.Inputs, in.graph.Outputs})
 	h.Write(head)
-	for _, id := range sortedTensorIDs(in.graph) {
+	for _, id := range slices.Sorted(maps.Keys(in.graph.Tensors)) {
 		t := in.graph.Tensors[id]
 		ann := "-"
 		if t.Sharding != nil {

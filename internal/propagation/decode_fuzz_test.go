@@ -40,7 +40,7 @@ func FuzzDecodePropagate(f *testing.F) {
 			}
 			return
 		}
-		if countAllOps(g.Ops) > 64 || len(g.Tensors) > 128 {
+		if g.NumOps() > 64 || len(g.Tensors) > 128 {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -76,16 +76,4 @@ func FuzzDecodePropagate(f *testing.F) {
 			}
 		}
 	})
-}
-
-func countAllOps(ops []Op) int {
-	n := len(ops)
-	for _, op := range ops {
-		for _, r := range []*Region{op.Cond, op.Body} {
-			if r != nil {
-				n += countAllOps(r.Ops)
-			}
-		}
-	}
-	return n
 }

@@ -44,6 +44,21 @@ type Op struct {
 	Body     *Region
 }
 
+// NumOps counts g's ops, those of while regions included.
+func (g *Graph) NumOps() int { return countOps(g.Ops) }
+
+func countOps(ops []Op) int {
+	n := len(ops)
+	for _, op := range ops {
+		for _, r := range []*Region{op.Cond, op.Body} {
+			if r != nil {
+				n += countOps(r.Ops)
+			}
+		}
+	}
+	return n
+}
+
 // Region is the body or condition of a while op: block parameters, ops, returned values.
 type Region struct {
 	Params  []string
