@@ -21,8 +21,9 @@ type problem struct {
 	src, tgt sharding.Sharding
 }
 
-// randomProblems draws the same problems as TestPlansReplayOnRandomProblems (same seed,
-// same draws in the same order).
+// randomProblems draws n seeded random reshards (meshes of up to 64 devices, ranks 1-3,
+// small and uneven dims, some partial sums); TestPlansReplayOnRandomProblems and
+// TestAStarMatchesDijkstra share them.
 func randomProblems(t *testing.T, n int) []problem {
 	rng := rand.New(rand.NewPCG(7, 11))
 	out := make([]problem, 0, n)

@@ -78,34 +78,13 @@ func randomSharding(rng *rand.Rand, m *sharding.Mesh, rank int, pieces []shardin
 }
 
 func TestPlansReplayOnRandomProblems(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
 	cases := 300
 	if testing.Short() {
 		cases = 60
 	}
 	effs := []float64{}
-	for c := range cases {
-		m := randomMesh(t, rng, 64)
-		rank := 1 + rng.IntN(3)
-		shape := make([]int64, rank)
-		for d := range shape {
-			shape[d] = int64(1 + rng.IntN(12))
-		}
-		pieces := randomPieces(rng, m)
-		src := randomSharding(rng, m, rank, pieces, rng.IntN(4) == 0)
-		tgt := randomSharding(rng, m, rank, randomPieces(rng, m), false)
-		// Targets may keep the source's partial sums only if the axis is free there.
-		if len(src.Unreduced) > 0 && rng.IntN(2) == 0 {
-			free := true
-			for _, a := range tgt.UsedAxes() {
-				if a.Overlaps(src.Unreduced[0]) {
-					free = false
-				}
-			}
-			if free {
-				tgt.Unreduced = append(tgt.Unreduced, src.Unreduced[0])
-			}
-		}
+	for c, pr := range randomProblems(t, cases) {
+		m, shape, src, tgt := pr.mesh, pr.shape, pr.src, pr.tgt
 		name := fmt.Sprintf("%d %s %v %s->%s", c, m, shape, src, tgt)
 		t.Run(name, func(t *testing.T) {
 			r := &Request{Mesh: m, Shape: shape, ElemBits: 32, Source: src, Target: tgt, Model: testModel{}}
