@@ -241,10 +241,10 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.respondExact(w, r, "graph", body, func(ctx context.Context) ([]byte, bool, bool, error) {
+	return s.respondExact(w, r, "graph", body, false, func(ctx context.Context, _ bool) ([]byte, bool, error) {
 		in, err := s.prepareGraph(body)
 		if err != nil {
-			return nil, false, false, err
+			return nil, false, err
 		}
 		out, hit, err := s.memo.Do(ctx, in.key, func(ctx context.Context) ([]byte, error) {
 			resp, err := s.planGraph(ctx, in)
@@ -254,12 +254,12 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 			return encodeJSON(resp)
 		})
 		if err != nil {
-			return nil, false, false, err
+			return nil, false, err
 		}
 		if err := graphPolicyCheck(in.env.Policy, out); err != nil {
-			return nil, false, hit, err
+			return nil, hit, err
 		}
-		return out, false, hit, nil
+		return out, hit, nil
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -69,12 +68,6 @@ func (s *Server) respondMemo(w http.ResponseWriter, r *http.Request, key string,
 // the same bytes before without decoding anything. Only 200 answers are stored there:
 // errors and 422s (whose body carries the request id) always take the full path.
 
-// Media type tags of an exact-request entry (its first byte).
-const (
-	exactJSON = 'j'
-	exactText = 't'
-)
-
 // exactKey hashes the exact request. The "exact-" prefix keeps these keys apart from
 // plan ids (GET /v1/plans never serves them).
 func exactKey(route string, text bool, body []byte) string {
@@ -83,45 +76,39 @@ func exactKey(route string, text bool, body []byte) string {
 	h.Write([]byte{0})
 	h.Write([]byte(route))
 	if text {
-		h.Write([]byte{0, exactText})
+		h.Write([]byte("\x00text/plain"))
 	} else {
-		h.Write([]byte{0, exactJSON})
+		h.Write([]byte("\x00application/json"))
 	}
 	h.Write(body)
 	return "exact-" + hex.EncodeToString(h.Sum(nil))
 }
 
 // respondExact answers from the exact-request memo, or runs compute (the full path),
-// which returns the 200 body, whether it is text/plain, and whether the canonical plan
-// was a hit. X-Cache is hit when either memo answered.
-func (s *Server) respondExact(w http.ResponseWriter, r *http.Request, route string, body []byte,
-	compute func(ctx context.Context) (out []byte, text bool, planHit bool, err error)) error {
-	text := wantsText(r)
+// which returns the 200 body and whether the canonical plan was a hit. offersText says
+// whether the route answers text/plain to an Accept asking for it; compute is told which
+// to produce. X-Cache is hit when either memo answered.
+func (s *Server) respondExact(w http.ResponseWriter, r *http.Request, route string, body []byte, offersText bool,
+	compute func(ctx context.Context, text bool) (out []byte, planHit bool, err error)) error {
+	text := offersText && wantsText(r)
 	var planHit bool
 	stored, hit, err := s.memo.Do(r.Context(), exactKey(route, text, body), func(ctx context.Context) ([]byte, error) {
-		out, isText, h, err := compute(ctx)
+		out, h, err := compute(ctx, text)
 		if err != nil {
 			return nil, err
 		}
 		planHit = h
-		tag := byte(exactJSON)
-		if isText {
-			tag = exactText
-		}
-		return append([]byte{tag}, out...), nil
+		return out, nil
 	})
 	if err != nil {
 		return err
 	}
-	if len(stored) == 0 || (stored[0] != exactJSON && stored[0] != exactText) {
-		return fmt.Errorf("exact-request memo: malformed entry of %d bytes", len(stored))
-	}
 	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit || planHit])
 	ct := "application/json"
-	if stored[0] == exactText {
+	if text {
 		ct = "text/plain; charset=utf-8"
 	}
-	writeBody(w, http.StatusOK, ct, stored[1:])
+	writeBody(w, http.StatusOK, ct, stored)
 	return nil
 }
 

@@ -248,21 +248,19 @@ func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.respondExact(w, r, "reshard", raw, func(ctx context.Context) ([]byte, bool, bool, error) {
+	return s.respondExact(w, r, "reshard", raw, true, func(ctx context.Context, text bool) ([]byte, bool, error) {
 		in := &reshardInput{include: map[string]bool{}}
 		if err := decodeBytes(raw, &in.req); err != nil {
-			return nil, false, false, err
+			return nil, false, err
 		}
 		if err := s.validateStruct(&in.req); err != nil {
-			return nil, false, false, err
+			return nil, false, err
+		}
+		if text {
+			in.req.Include = append(in.req.Include, "diagram") // the answer is the diagram
 		}
 		if err := s.prepareReshard(in); err != nil {
-			return nil, false, false, err
-		}
-		textOut := wantsText(r)
-		if textOut {
-			in.include["diagram"] = true
-			in.key = reshardKey(in)
+			return nil, false, err
 		}
 		body, hit, err := s.memo.Do(ctx, in.key, func(ctx context.Context) ([]byte, error) {
 			resp, err := s.planReshard(ctx, in)
@@ -272,21 +270,21 @@ func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
 			return encodeJSON(resp)
 		})
 		if err != nil {
-			return nil, false, false, err
+			return nil, false, err
 		}
 		if err := policyCheck(in.req.Policy, body); err != nil {
-			return nil, false, hit, err
+			return nil, hit, err
 		}
-		if textOut {
+		if text {
 			var d struct {
 				Diagram string `json:"diagram"`
 			}
 			if err := json.Unmarshal(body, &d); err != nil {
-				return nil, false, false, err
+				return nil, false, err
 			}
-			return []byte(d.Diagram), true, hit, nil
+			return []byte(d.Diagram), hit, nil
 		}
-		return body, false, hit, nil
+		return body, hit, nil
 	})
 }
 

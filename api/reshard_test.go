@@ -142,3 +142,33 @@ func TestReshardBadInput(t *testing.T) {
 		})
 	}
 }
+
+// A byte-identical request is answered from the exact-request entry in the media type it
+// was asked in; the JSON and text/plain answers to the same body are separate entries.
+func TestReshardExactHitKeepsMediaType(t *testing.T) {
+	s := newTestServer(t, func(d *Deps) { d.Memo = &fakeMemo{store: map[string][]byte{}} })
+	body := `{"mesh": "x=2,y=2", "shape": [4, 4], "dtype": "f32", "source": ["x", "y"], "target": ["y", "x"]}`
+	post := func(accept string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/reshard", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		return rec
+	}
+	jsonMiss := post("")
+	assert.Equal(t, "miss", jsonMiss.Header().Get("X-Cache"))
+	textFirst := post("text/plain")
+	assert.Equal(t, "text/plain; charset=utf-8", textFirst.Header().Get("Content-Type"))
+	textHit := post("text/plain")
+	assert.Equal(t, "hit", textHit.Header().Get("X-Cache"))
+	assert.Equal(t, "text/plain; charset=utf-8", textHit.Header().Get("Content-Type"))
+	assert.Equal(t, textFirst.Body.String(), textHit.Body.String())
+	jsonHit := post("")
+	assert.Equal(t, "hit", jsonHit.Header().Get("X-Cache"))
+	assert.Equal(t, "application/json", jsonHit.Header().Get("Content-Type"))
+	assert.Equal(t, jsonMiss.Body.String(), jsonHit.Body.String())
+}
