@@ -27,7 +27,7 @@ type Cache struct {
 	group singleflight.Group
 	m     *metrics
 
-	writes chan struct{} // semaphore of pending background writes
+	writes chan struct{} // semaphore of writes in flight
 	mu     sync.Mutex    // guards closed and wg.Add against Close's wg.Wait
 	closed bool
 	wg     sync.WaitGroup

@@ -17,10 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// flush waits for the background writes started so far. Only call it when
-// no GetOrCompute is running.
-func (c *Cache) flush() { c.wg.Wait() }
-
 // backend builds a Cache for a named backend: "memory" (an LRU) or "redis"
 // (the shared test Redis, with a per-test key prefix).
 type backend struct {
@@ -86,7 +82,6 @@ func TestHitAfterMissAndPermalink(t *testing.T) {
 			require.NoError(t, err)
 			assert.False(t, hit)
 			assert.Equal(t, "plan-1", string(v))
-			c.flush()
 
 			v, hit, err = c.GetOrCompute(ctx, key, counter(&calls, "other", 0))
 			require.NoError(t, err)
@@ -126,7 +121,6 @@ func TestVersionSeparatesEntries(t *testing.T) {
 	id := PlanID([]byte("req"))
 	_, _, err = v1.GetOrCompute(ctx, v1.Key(id), func(context.Context) ([]byte, error) { return []byte("old"), nil })
 	require.NoError(t, err)
-	v1.flush()
 
 	_, ok := v2.Lookup(ctx, id)
 	assert.False(t, ok, "another planner version does not see the plan")
@@ -148,7 +142,6 @@ func TestTTLExpiry(t *testing.T) {
 			_, hit, err := c.GetOrCompute(ctx, key, counter(&calls, "x", 0))
 			require.NoError(t, err)
 			require.False(t, hit)
-			c.flush()
 			_, hit, err = c.GetOrCompute(ctx, key, counter(&calls, "x", 0))
 			require.NoError(t, err)
 			require.True(t, hit, "alive before the TTL")
@@ -197,7 +190,6 @@ func TestConcurrentMissesComputeOnce(t *testing.T) {
 			assert.Equal(t, float64(n-1), testutil.ToFloat64(c.m.coalesced))
 			assert.Equal(t, float64(n), testutil.ToFloat64(c.m.miss))
 
-			c.flush()
 			_, hit, err := c.GetOrCompute(ctx, key, compute)
 			require.NoError(t, err)
 			assert.True(t, hit)
@@ -214,7 +206,6 @@ func TestComputeErrorsAndPanics(t *testing.T) {
 	boom := errors.New("boom")
 	_, _, err := c.GetOrCompute(ctx, key, func(context.Context) ([]byte, error) { return nil, boom })
 	require.ErrorIs(t, err, boom)
-	c.flush()
 	_, ok := c.Lookup(ctx, PlanID([]byte("e")))
 	assert.False(t, ok, "errors are not memoized")
 
@@ -253,7 +244,6 @@ func TestCallerCancellation(t *testing.T) {
 	cancelLeader()
 	assert.ErrorIs(t, <-leaderDone, context.Canceled, "the leader returns promptly with its ctx error")
 	assert.Equal(t, "v", <-followerDone, "the leader leaving does not fail the follower")
-	c.flush()
 	_, ok := c.Lookup(t.Context(), PlanID([]byte("c")))
 	assert.True(t, ok, "the write survives the leader's cancellation")
 	assert.Equal(t, int64(1), calls.Load())
@@ -325,7 +315,6 @@ func TestMetricsRegistration(t *testing.T) {
 
 	_, _, err = c.GetOrCompute(t.Context(), "k", func(context.Context) ([]byte, error) { return []byte("v"), nil })
 	require.NoError(t, err)
-	c.flush()
 
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
@@ -380,7 +369,6 @@ func TestDoKeysByPlanID(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, hit)
 	assert.Equal(t, "plan", string(v))
-	c.flush()
 	raw, ok, err := store.Get(t.Context(), "p:v1:"+id)
 	require.NoError(t, err)
 	require.True(t, ok, "Do stores under Key(planID)")

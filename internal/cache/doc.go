@@ -21,14 +21,15 @@
 //	             ├─ hit ──────────────────────────────► bytes, hit
 //	             └─ miss or store error ─► singleflight(key)
 //	                                         │ compute once for all waiters
-//	                                         ├─► bytes, miss
-//	                                         └─► Store.Set in the background
-//	                                             (context.WithoutCancel, own deadline)
+//	                                         ├─► Store.Set before returning
+//	                                         │   (context.WithoutCancel, own deadline)
+//	                                         └─► bytes, miss
 //
 // Redis is an optimization, never a dependency of correctness: every store
 // error is counted and treated as a miss, a store call never takes longer
-// than its deadline ([Config.Timeout]), and the write after a compute does
-// not delay the response. Concurrent identical misses compute once.
+// than its deadline ([Config.Timeout]), and the write after a compute delays
+// a miss by at most that deadline, so an answer's plan id is readable as soon
+// as the answer is out. Concurrent identical misses compute once.
 //
 // Metrics (registered on the [prometheus.Registerer] given to [New] or
 // [Open]):

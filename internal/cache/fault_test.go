@@ -41,7 +41,6 @@ func TestRedisOutage(t *testing.T) {
 	// Up: miss, then hit.
 	hit, _ := get(t, "a")
 	require.False(t, hit)
-	c.flush()
 	hit, _ = get(t, "a")
 	require.True(t, hit)
 	require.True(t, c.Status(t.Context()).OK)
@@ -55,7 +54,6 @@ func TestRedisOutage(t *testing.T) {
 	}
 	hit, _ = get(t, "a")
 	assert.False(t, hit, "a memoized plan is recomputed while Redis is down")
-	c.flush()
 	assert.GreaterOrEqual(t, testutil.ToFloat64(c.m.lookupErr), 13.0, "every failed lookup is counted")
 	assert.Positive(t, testutil.ToFloat64(c.m.errors.WithLabelValues(opSet)), "failed writes are counted")
 	st := c.Status(t.Context())
@@ -66,7 +64,6 @@ func TestRedisOutage(t *testing.T) {
 	srv.start()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		get(ct, "back")
-		c.flush()
 		hit, _ := get(ct, "back")
 		assert.True(ct, hit)
 	}, 5*time.Second, 50*time.Millisecond)
@@ -117,7 +114,6 @@ func TestCluster(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, hit)
 	}
-	c.flush()
 	for i := range n {
 		id := PlanID(fmt.Appendf(nil, "req-%d", i))
 		v, hit, err := c.GetOrCompute(t.Context(), c.Key(id), counter(&calls, "recomputed", 0))

@@ -29,7 +29,6 @@ run_set() { # run_set LABEL ENV...
   echo "== $label: $W http://$ADDR/healthz"; $W "http://$ADDR/healthz" | summary
   curl -s -o /dev/null -H 'Content-Type: application/json' \
     -d '{"mesh":"x=2,y=4","shape":[2048,2048],"dtype":"f32","source":[["x"],["y"]],"target":[["y"],["x"]]}' "http://$ADDR/v1/reshard"
-  sleep 0.2 # the first answer's background write
   echo "== $label: $W -s scripts/load/reshard-hit.lua http://$ADDR/v1/reshard"; $W -s scripts/load/reshard-hit.lua "http://$ADDR/v1/reshard" | summary
   echo "== $label: $W -s scripts/load/reshard-miss.lua http://$ADDR/v1/reshard"; $W -s scripts/load/reshard-miss.lua "http://$ADDR/v1/reshard" | summary
   curl -s "http://$ADDR/metrics" | grep -E '^shardplan_cache_(requests|errors|dropped)' || true
