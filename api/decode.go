@@ -22,6 +22,7 @@ import (
 //   - empty body, malformed JSON (with the byte offset), trailing data -> 400 invalid-json;
 //   - a value of the wrong type, an unknown field -> 400 invalid-json naming the field
 //     (array indices included, e.g. "shape[1]");
+//   - a key repeated within one object -> 400 invalid-json naming its path;
 //   - a body over the limit -> 413;
 //   - a validate: tag failure -> 400 invalid-request with one error per field.
 func (s *Server) decodeJSON(r *http.Request, dst any) error {
@@ -54,6 +55,10 @@ func decodeBytes(body []byte, dst any) error {
 		off := dec.InputOffset()
 		return NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON",
 			"unexpected data after the JSON value at offset %d; send exactly one JSON object", off)
+	}
+	if path, dup := duplicateKey(body); dup {
+		return Invalid(slugInvalidJSON, "Malformed JSON",
+			sharding.Fieldf(path, "is given more than once; give each key once (with duplicates it is unclear which value is meant)"))
 	}
 	return nil
 }

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Strict JSON: encoding/json lets the last of two equal keys win, so {"mesh": "x=2",
+// "mesh": "x=4"} would plan for a mesh the caller may not have meant. duplicateKey finds
+// the first key that repeats within one object, anywhere in the body, in one pass over
+// the bytes (no tokens, no values decoded).
+
+// maxLinearKeys is how many keys an object's frame compares linearly before it switches
+// to a set (a tensors map has one key per tensor).
+const maxLinearKeys = 16
+
+// dupFrame is one open object or array of the scan.
+type dupFrame struct {
+	array bool
+	idx   int      // array: index of the current element (-1 before the first)
+	key   []byte   // object: the current key, unescaped
+	keys  [][]byte // object: keys seen so far, while few
+	set   map[string]struct{}
+}
+
+// seen records key in the frame and reports whether it was there already.
+func (f *dupFrame) seen(key []byte) bool {
+	if f.set != nil {
+		if _, ok := f.set[string(key)]; ok {
+			return true
+		}
+		f.set[string(key)] = struct{}{}
+		return false
+	}
+	for _, k := range f.keys {
+		if bytes.Equal(k, key) {
+			return true
+		}
+	}
+	f.keys = append(f.keys, key)
+	if len(f.keys) > maxLinearKeys {
+		f.set = make(map[string]struct{}, 2*len(f.keys))
+		for _, k := range f.keys {
+			f.set[string(k)] = struct{}{}
+		}
+	}
+	return false
+}
+
+// duplicateKey returns the wire path of the first repeated object key in body ("mesh",
+// "tensors.a.shape", "ops[2].attrs.x") and true, or false when every object's keys are
+// distinct. Keys are compared after unescaping ("m\u0065sh" repeats "mesh"), and
+// case-sensitively (tensor ids are case-sensitive). body should be valid JSON (decode it
+// first); on invalid input the answer is unspecified but the scan never panics. Time is
+// linear in len(body).
+func duplicateKey(body []byte) (string, bool) {
+	var stack []dupFrame
+	expectKey := false // the next string is an object key
+	startValue := func() {
+		if n := len(stack); n > 0 && stack[n-1].array {
+			stack[n-1].idx++
+		}
+	}
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '{', '[':
+			startValue()
+			// Reuse a popped frame's key slice: one allocation per depth, not per object.
+			if n := len(stack); n < cap(stack) {
+				stack = stack[:n+1]
+				stack[n] = dupFrame{array: c == '[', idx: -1, keys: stack[n].keys[:0]}
+			} else {
+				stack = append(stack, dupFrame{array: c == '[', idx: -1})
+			}
+			expectKey = c == '{'
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			expectKey = false
+		case ',':
+			expectKey = len(stack) > 0 && !stack[len(stack)-1].array
+		case ':':
+			expectKey = false
+		case '"':
+			end, escaped := scanString(body, i+1)
+			if end >= len(body) {
+				return "", false // unterminated: not JSON
+			}
+			raw := body[i+1 : end]
+			i = end
+			if !expectKey || len(stack) == 0 {
+				startValue()
+				continue
+			}
+			key := raw
+			if escaped {
+				var s string
+				if err := json.Unmarshal(body[i-len(raw)-1:i+1], &s); err == nil {
+					key = []byte(s)
+				}
+			}
+			top := &stack[len(stack)-1]
+			top.key = key
+			expectKey = false
+			if top.seen(key) {
+				return dupPath(stack), true
+			}
+		default:
+			// Numbers, literals and whitespace: a scalar starts a value only at its first
+			// byte, and array indices only count values, so count at the start.
+			if c == '-' || c >= '0' && c <= '9' || c == 't' || c == 'f' || c == 'n' {
+				startValue()
+				for i+1 < len(body) && !isDelim(body[i+1]) {
+					i++
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// scanString returns the offset of the closing quote of the string whose contents start
+// at i (len(body) when unterminated) and whether it holds escapes.
+func scanString(body []byte, i int) (end int, escaped bool) {
+	for ; i < len(body); i++ {
+		switch body[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			return i, escaped
+		}
+	}
+	return len(body), escaped
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ',', ']', '}', ':', ' ', '\t', '\n', '\r', '"', '{', '[':
+		return true
+	}
+	return false
+}
+
+// dupPath renders the stack as a wire path ending at the repeated key.
+func dupPath(stack []dupFrame) string {
+	var b strings.Builder
+	for _, f := range stack {
+		if f.array {
+			b.WriteString("[" + strconv.Itoa(f.idx) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.Write(f.key)
+	}
+	return b.String()
+}
