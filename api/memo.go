@@ -21,11 +21,12 @@ type Memo interface {
 }
 
 // PlanLookup is the optional read side of a Memo, for GET /v1/plans/{plan_id}: Lookup
-// returns the bytes memoized under the plan id, false when absent, expired, malformed or
-// when the store fails. A Memo without it (NopMemo) answers 404 to every plan id.
+// returns the bytes memoized under the plan id, false when absent, expired or malformed,
+// and an error when the store cannot be read now (the handler answers 503 with
+// Retry-After, not 404). A Memo without it (NopMemo) answers 404 to every plan id.
 // *cache.Cache implements both.
 type PlanLookup interface {
-	Lookup(ctx context.Context, planID string) ([]byte, bool)
+	Lookup(ctx context.Context, planID string) ([]byte, bool, error)
 }
 
 // NopMemo memoizes nothing: every call computes.

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -23,7 +24,7 @@ import (
 //	@Header			200		{string}	X-Cache	"always hit"
 //	@Failure		400		{object}	Problem	"malformed plan id"
 //	@Failure		404		{object}	Problem	"no memoized plan with this id"
-//	@Failure		503		{object}	Problem	"overloaded or timed out"
+//	@Failure		503		{object}	Problem	"overloaded, timed out, or the plan store (Redis) is unavailable (with Retry-After)"
 //	@Router			/v1/plans/{plan_id} [get]
 func (s *Server) plan(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "plan_id")
@@ -32,7 +33,17 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) error {
 			sharding.Fieldf("plan_id", "%q is not a plan id: want the 64 lowercase hex digits of a response's plan_id", truncate(id, 80)))
 	}
 	if pl, ok := s.memo.(PlanLookup); ok {
-		if body, ok := pl.Lookup(r.Context(), id); ok {
+		body, ok, err := pl.Lookup(r.Context(), id)
+		switch {
+		case err != nil && r.Context().Err() != nil:
+			return r.Context().Err()
+		case err != nil:
+			p := NewProblem(http.StatusServiceUnavailable, slugStoreUnavailable, "Plan store unavailable",
+				"the plan store cannot be read now, so whether plan %s exists is unknown; retry after the Retry-After seconds, or POST the request to /v1/reshard again to recompute it", id).
+				WithHeader("Retry-After", strconv.Itoa(storeRetryAfterSeconds))
+			p.cause = err // logged, never sent
+			return p
+		case ok:
 			w.Header().Set("X-Cache", "hit")
 			writeBody(w, http.StatusOK, "application/json", body)
 			return nil
@@ -45,6 +56,9 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) error {
 	return NewProblem(http.StatusNotFound, slugNotFound, "Plan not found",
 		"no memoized plan with id %s; plans are kept for %s, POST the request to /v1/reshard again to recompute it", id, kept)
 }
+
+// storeRetryAfterSeconds is the Retry-After of a permalink whose store is unavailable.
+const storeRetryAfterSeconds = 2
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

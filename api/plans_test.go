@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,11 +14,17 @@ import (
 )
 
 // lookupMemo is a fakeMemo that also implements PlanLookup and reports a TTL.
-type lookupMemo struct{ fakeMemo }
+type lookupMemo struct {
+	fakeMemo
+	down error // Lookup fails with it when set
+}
 
-func (l *lookupMemo) Lookup(_ context.Context, id string) ([]byte, bool) {
+func (l *lookupMemo) Lookup(_ context.Context, id string) ([]byte, bool, error) {
+	if l.down != nil {
+		return nil, false, l.down
+	}
 	b, ok := l.store[id]
-	return b, ok
+	return b, ok, nil
 }
 
 func (l *lookupMemo) TTL() time.Duration { return time.Hour }
@@ -25,7 +32,7 @@ func (l *lookupMemo) TTL() time.Duration { return time.Hour }
 const planReq = `{"mesh":"x=2,y=4","shape":[64,64],"dtype":"f32","source":[["x"],["y"]],"target":[["y"],["x"]]}`
 
 func TestPlanPermalink(t *testing.T) {
-	memo := &lookupMemo{fakeMemo{store: map[string][]byte{}}}
+	memo := &lookupMemo{fakeMemo: fakeMemo{store: map[string][]byte{}}}
 	s := newTestServer(t, func(d *Deps) { d.Memo = memo })
 
 	rec := do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
@@ -58,4 +65,14 @@ func TestPlanPermalinkWithoutLookup(t *testing.T) {
 	s := newTestServer(t, nil) // NopMemo: nothing is kept
 	p := requireProblem(t, do(t, s, http.MethodGet, "/v1/plans/"+strings.Repeat("a", 64), "", ""), http.StatusNotFound, slugNotFound)
 	assert.Contains(t, p.Detail, "plans are kept for SHARDPLAN_CACHE_TTL")
+}
+
+func TestPlanPermalinkStoreUnavailable(t *testing.T) {
+	memo := &lookupMemo{fakeMemo: fakeMemo{store: map[string][]byte{}}, down: errors.New("redis get: i/o timeout at 10.0.0.7:6379")}
+	s := newTestServer(t, func(d *Deps) { d.Memo = memo })
+	rec := do(t, s, http.MethodGet, "/v1/plans/"+strings.Repeat("a", 64), "", "")
+	p := requireProblem(t, rec, http.StatusServiceUnavailable, slugStoreUnavailable)
+	assert.Equal(t, "2", rec.Header().Get("Retry-After"))
+	assert.Contains(t, p.Detail, "cannot be read now")
+	assert.NotContains(t, rec.Body.String(), "10.0.0.7", "the store error is logged, not sent")
 }

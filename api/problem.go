@@ -129,8 +129,9 @@ const (
 	slugOverloaded       = "overloaded"
 	slugTimeout          = "timeout"
 	slugNotReady         = "not-ready"
-	slugPolicyViolation  = "policy-violation" // 422, with "violations" and "plan" extensions
-	slugRateLimited      = "rate-limited"     // 429, with Retry-After
+	slugPolicyViolation  = "policy-violation"  // 422, with "violations" and "plan" extensions
+	slugRateLimited      = "rate-limited"      // 429, with Retry-After
+	slugStoreUnavailable = "store-unavailable" // 503 on a permalink while Redis cannot be read
 	slugInternal         = "internal"
 )
 

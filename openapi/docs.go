@@ -288,7 +288,7 @@ const docTemplate = `{
                         }
                     },
                     "503": {
-                        "description": "overloaded or timed out",
+                        "description": "overloaded, timed out, or the plan store (Redis) is unavailable (with Retry-After)",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,28 +166,8 @@ func TestPlanCache(t *testing.T) {
 // (requests still answer 200: plans this replica holds in its near cache as hits, others
 // as misses; readiness fails) and restarts it (shared hits resume).
 func TestPlanCacheRedisOutage(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		unavailable(t, "redis-server not found: %v", err)
-	}
-	port := freeTCPPort(t)
-	dir := t.TempDir()
-	var proc *exec.Cmd
-	start := func() {
-		proc = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", dir+"/redis.log")
-		require.NoError(t, proc.Start())
-		require.Eventually(t, func() bool { return redisPing(fmt.Sprintf("redis://127.0.0.1:%d", port)) == nil }, 5*time.Second, 20*time.Millisecond)
-	}
-	stop := func() {
-		if proc != nil {
-			_ = proc.Process.Kill()
-			_ = proc.Wait()
-			proc = nil
-		}
-	}
-	start()
-	t.Cleanup(stop)
-
+	rs := startPrivateRedis(t)
+	port, start, stop := rs.port, rs.start, rs.stop
 	base, cancel, done, _ := startServer(t, map[string]string{
 		"REDIS_URL":               fmt.Sprintf("redis://127.0.0.1:%d", port),
 		"SHARDPLAN_CACHE_TIMEOUT": "150ms",
@@ -230,6 +211,56 @@ func TestPlanCacheRedisOutage(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// privateRedis is a redis-server owned by one test, on a random loopback port, without
+// persistence: stop then start is a restart that lost every key.
+type privateRedis struct {
+	t    *testing.T
+	bin  string
+	port int
+	dir  string
+	proc *exec.Cmd
+}
+
+// startPrivateRedis starts one (skipping, or failing under CI, without redis-server)
+// and stops it in t.Cleanup.
+func startPrivateRedis(t *testing.T) *privateRedis {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		unavailable(t, "redis-server not found: %v", err)
+	}
+	rs := &privateRedis{t: t, bin: bin, port: freeTCPPort(t), dir: t.TempDir()}
+	rs.start()
+	t.Cleanup(func() {
+		rs.signal(syscall.SIGCONT)
+		rs.stop()
+	})
+	return rs
+}
+
+func (rs *privateRedis) url() string { return fmt.Sprintf("redis://127.0.0.1:%d", rs.port) }
+
+func (rs *privateRedis) start() {
+	rs.proc = exec.Command(rs.bin, "--port", strconv.Itoa(rs.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", rs.dir, "--logfile", rs.dir+"/redis.log")
+	require.NoError(rs.t, rs.proc.Start())
+	require.Eventually(rs.t, func() bool { return redisPing(rs.url()) == nil }, 5*time.Second, 20*time.Millisecond)
+}
+
+func (rs *privateRedis) stop() {
+	if rs.proc != nil {
+		_ = rs.proc.Process.Kill()
+		_ = rs.proc.Wait()
+		rs.proc = nil
+	}
+}
+
+// signal sends sig (SIGSTOP: stall, SIGCONT: resume) to the server, if running.
+func (rs *privateRedis) signal(sig syscall.Signal) {
+	if rs.proc != nil {
+		_ = rs.proc.Process.Signal(sig)
+	}
 }
 
 func freeTCPPort(t *testing.T) int {

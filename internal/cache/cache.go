@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -136,6 +137,9 @@ func (c *Cache) TTL() time.Duration { return c.cfg.TTL }
 // when its own ctx is done and then returns ctx.Err(). A panic in compute is
 // returned to every waiter as a *PanicError.
 //
+// Values are stored as sealed entries (see entry.go): a value that does not open
+// (garbage, another key's entry, truncated) is a miss, recomputed and overwritten.
+//
 // A store failure is counted (result="error") and served as a miss; it costs
 // the caller at most the store's deadline. The only errors returned are
 // compute's and ctx's. Callers must not modify the returned slice: it is
@@ -190,23 +194,30 @@ func (c *Cache) Do(ctx context.Context, planID string, compute func(context.Cont
 	return c.GetOrCompute(ctx, c.Key(planID), compute)
 }
 
+// ErrUnavailable is returned (wrapped) by Lookup when the store failed, so the caller
+// can tell "no such plan" from "cannot tell now".
+var ErrUnavailable = errors.New("cache: store unavailable")
+
 // Lookup returns the memoized plan with the given plan id, as stored by
 // GetOrCompute under Key(planID), for GET /v1/plans/{plan_id}. It reports
-// false for an id that is not a valid plan id (without a store call), for an
-// absent or expired plan, and when the store fails (counted as an error).
-// Lookups are not counted in shardplan_cache_requests_total.
-func (c *Cache) Lookup(ctx context.Context, planID string) ([]byte, bool) {
+// false and no error for an id that is not a valid plan id (without a store
+// call), for an absent or expired plan and for an entry that does not open
+// (counted in shardplan_cache_corrupt_entries_total). When the store fails it
+// returns an error wrapping ErrUnavailable (counted as a get error). Lookups
+// are not counted in shardplan_cache_requests_total.
+func (c *Cache) Lookup(ctx context.Context, planID string) ([]byte, bool, error) {
 	if !ValidPlanID(planID) {
-		return nil, false
+		return nil, false, nil
 	}
 	v, ok, err := c.get(ctx, c.Key(planID))
 	if err != nil {
-		return nil, false
+		return nil, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return v, ok
+	return v, ok, nil
 }
 
-// get is one measured store read.
+// get is one measured store read. A value that does not open as an entry for key is
+// counted by reason and reported as a miss: it is never served.
 func (c *Cache) get(ctx context.Context, key string) ([]byte, bool, error) {
 	start := time.Now()
 	v, ok, err := c.store.Get(ctx, key)
@@ -214,7 +225,15 @@ func (c *Cache) get(ctx context.Context, key string) ([]byte, bool, error) {
 	if err != nil && ctx.Err() == nil {
 		c.m.errors.WithLabelValues(opGet).Inc()
 	}
-	return v, ok, err
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	payload, err := open(key, v)
+	if ce, bad := errors.AsType[*corruptError](err); bad {
+		c.m.corrupt.WithLabelValues(ce.reason).Inc()
+		return nil, false, nil
+	}
+	return payload, true, nil
 }
 
 // set writes value under key, detached from ctx's cancellation and bounded
@@ -239,7 +258,7 @@ func (c *Cache) set(ctx context.Context, key string, value []byte) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	err := c.store.Set(wctx, key, value, c.cfg.TTL)
+	err := c.store.Set(wctx, key, seal(key, value), c.cfg.TTL)
 	c.m.duration.WithLabelValues(opSet).Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.m.errors.WithLabelValues(opSet).Inc()

@@ -89,13 +89,14 @@ func TestHitAfterMissAndPermalink(t *testing.T) {
 			assert.Equal(t, "plan-1", string(v), "a hit returns the stored bytes")
 			assert.Equal(t, int64(1), calls.Load(), "a hit does not compute")
 
-			got, ok := c.Lookup(ctx, id)
+			got, ok, err := c.Lookup(ctx, id)
+			require.NoError(t, err)
 			require.True(t, ok, "the plan id finds the memoized plan")
 			assert.Equal(t, "plan-1", string(got))
 
-			_, ok = c.Lookup(ctx, PlanID([]byte("never stored")))
+			_, ok, _ = c.Lookup(ctx, PlanID([]byte("never stored")))
 			assert.False(t, ok, "absent plan")
-			_, ok = c.Lookup(ctx, "../../etc/passwd")
+			_, ok, _ = c.Lookup(ctx, "../../etc/passwd")
 			assert.False(t, ok, "invalid plan id")
 
 			assert.Equal(t, 1.0, testutil.ToFloat64(c.m.hit))
@@ -122,7 +123,7 @@ func TestVersionSeparatesEntries(t *testing.T) {
 	_, _, err = v1.GetOrCompute(ctx, v1.Key(id), func(context.Context) ([]byte, error) { return []byte("old"), nil })
 	require.NoError(t, err)
 
-	_, ok := v2.Lookup(ctx, id)
+	_, ok, _ := v2.Lookup(ctx, id)
 	assert.False(t, ok, "another planner version does not see the plan")
 	v, hit, err := v2.GetOrCompute(ctx, v2.Key(id), func(context.Context) ([]byte, error) { return []byte("new"), nil })
 	require.NoError(t, err)
@@ -206,7 +207,7 @@ func TestComputeErrorsAndPanics(t *testing.T) {
 	boom := errors.New("boom")
 	_, _, err := c.GetOrCompute(ctx, key, func(context.Context) ([]byte, error) { return nil, boom })
 	require.ErrorIs(t, err, boom)
-	_, ok := c.Lookup(ctx, PlanID([]byte("e")))
+	_, ok, _ := c.Lookup(ctx, PlanID([]byte("e")))
 	assert.False(t, ok, "errors are not memoized")
 
 	_, _, err = c.GetOrCompute(ctx, key, func(context.Context) ([]byte, error) { panic("planner bug") })
@@ -244,7 +245,7 @@ func TestCallerCancellation(t *testing.T) {
 	cancelLeader()
 	assert.ErrorIs(t, <-leaderDone, context.Canceled, "the leader returns promptly with its ctx error")
 	assert.Equal(t, "v", <-followerDone, "the leader leaving does not fail the follower")
-	_, ok := c.Lookup(t.Context(), PlanID([]byte("c")))
+	_, ok, _ := c.Lookup(t.Context(), PlanID([]byte("c")))
 	assert.True(t, ok, "the write survives the leader's cancellation")
 	assert.Equal(t, int64(1), calls.Load())
 
@@ -372,12 +373,13 @@ func TestDoKeysByPlanID(t *testing.T) {
 	raw, ok, err := store.Get(t.Context(), "p:v1:"+id)
 	require.NoError(t, err)
 	require.True(t, ok, "Do stores under Key(planID)")
-	assert.Equal(t, "plan", string(raw))
+	assert.Equal(t, seal("p:v1:"+id, []byte("plan")), raw, "stored as a sealed entry")
 	v, hit, err = c.Do(t.Context(), id, func(context.Context) ([]byte, error) { return []byte("other"), nil })
 	require.NoError(t, err)
 	assert.True(t, hit)
 	assert.Equal(t, "plan", string(v))
-	got, ok := c.Lookup(t.Context(), id)
+	got, ok, err := c.Lookup(t.Context(), id)
+	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, "plan", string(got))
 }

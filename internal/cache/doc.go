@@ -39,4 +39,9 @@
 //	shardplan_cache_operation_duration_seconds{op="get|set|ping"}
 //	shardplan_cache_coalesced_total
 //	shardplan_cache_dropped_writes_total
+//	shardplan_cache_corrupt_entries_total{reason="format|key|length|checksum"}
+//
+// Every value is stored as a sealed entry naming its format, its key and the
+// CRC-32C and length of the payload; an entry that does not open is a miss,
+// never served (entry.go).
 package cache

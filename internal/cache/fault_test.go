@@ -120,7 +120,8 @@ func TestCluster(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, hit, "key %d", i)
 		assert.Equal(t, fmt.Sprint("plan-", i), string(v))
-		p, ok := c.Lookup(t.Context(), id)
+		p, ok, err := c.Lookup(t.Context(), id)
+		assert.NoError(t, err)
 		assert.True(t, ok)
 		assert.Equal(t, fmt.Sprint("plan-", i), string(p))
 	}

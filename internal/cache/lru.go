@@ -27,6 +27,7 @@ type lruEntry struct {
 	key     string
 	value   []byte
 	expires time.Time // zero: never
+	synced  time.Time // when the entry was last written to or read from a shared store (Near)
 }
 
 func (e *lruEntry) size() int64 { return int64(len(e.key) + len(e.value)) }
@@ -68,9 +69,10 @@ func (l *LRU) Get(_ context.Context, key string) ([]byte, bool, error) {
 // whose entry exceeds the bound is not stored (and any previous entry for key
 // is removed). It never fails.
 func (l *LRU) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
-	e := &lruEntry{key: key, value: append([]byte(nil), value...)}
+	now := l.now()
+	e := &lruEntry{key: key, value: append([]byte(nil), value...), synced: now}
 	if ttl > 0 {
-		e.expires = l.now().Add(ttl)
+		e.expires = now.Add(ttl)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -86,6 +88,33 @@ func (l *LRU) Set(_ context.Context, key string, value []byte, ttl time.Duration
 		l.removeElement(l.ll.Back())
 	}
 	return nil
+}
+
+// getDue is Get that also reports whether the entry was last synced with a shared store
+// more than every ago; if so it marks it synced now and returns its remaining lifetime
+// (0: no expiry), for Near's write-back.
+func (l *LRU) getDue(key string, every time.Duration) (value []byte, ok, due bool, ttl time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	el, ok := l.items[key]
+	if !ok {
+		return nil, false, false, 0
+	}
+	e := el.Value.(*lruEntry)
+	now := l.now()
+	if !e.expires.IsZero() && !now.Before(e.expires) {
+		l.removeElement(el)
+		return nil, false, false, 0
+	}
+	l.ll.MoveToFront(el)
+	if now.Sub(e.synced) < every {
+		return e.value, true, false, 0
+	}
+	e.synced = now
+	if !e.expires.IsZero() {
+		ttl = e.expires.Sub(now)
+	}
+	return e.value, true, true, ttl
 }
 
 func (l *LRU) removeElement(el *list.Element) {

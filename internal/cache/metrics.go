@@ -13,6 +13,7 @@ type metrics struct {
 	duration  *prometheus.HistogramVec
 	coalesced prometheus.Counter
 	dropped   prometheus.Counter
+	corrupt   *prometheus.CounterVec // reason: format|key|length|checksum
 
 	hit, miss, lookupErr prometheus.Counter
 }
@@ -40,6 +41,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "shardplan_cache_dropped_writes_total",
 			Help: "Plan cache writes skipped because too many writes were pending.",
 		}),
+		corrupt: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardplan_cache_corrupt_entries_total",
+			Help: "Plan cache entries read back that did not open (another format, another key's entry, truncated, checksum mismatch), by reason; each was treated as a miss, never served.",
+		}, []string{"reason"}),
+	}
+	for _, r := range corruptReasons {
+		m.corrupt.WithLabelValues(r)
 	}
 	m.hit = m.requests.WithLabelValues("hit")
 	m.miss = m.requests.WithLabelValues("miss")
@@ -51,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.coalesced, m.dropped} {
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.coalesced, m.dropped, m.corrupt} {
 		if err := reg.Register(c); err != nil {
 			if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 				return nil, fmt.Errorf("cache: metrics already registered on this registry: %w", err)

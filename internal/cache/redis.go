@@ -230,6 +230,20 @@ func (r *Redis) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 	return nil
 }
 
+// SetNX stores value under key for ttl (no expiry when ttl <= 0) unless key exists
+// (SET key value NX PX ttl): Near's write-back.
+func (r *Redis) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if ttl < 0 {
+		ttl = 0
+	}
+	if err := r.client.SetNX(ctx, key, value, ttl).Err(); err != nil {
+		return fmt.Errorf("redis set nx: %w", err)
+	}
+	return nil
+}
+
 // Ping implements Store. On a Cluster every shard is pinged.
 func (r *Redis) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
