@@ -157,12 +157,9 @@ func mustRedis(t *testing.T, cfg Config) *Redis {
 // replica holds near is still served.
 func TestLookupStoreUnavailable(t *testing.T) {
 	srv := startRedis(t, 0)
-	cfg := Config{RedisURL: "redis://" + srv.addr(), Timeout: 150 * time.Millisecond, TTL: time.Minute}
-	c, err := Open(cfg, prometheus.NewRegistry())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := openReplica(t, srv)
 	held := PlanID([]byte("held"))
-	_, _, err = c.Do(t.Context(), held, func(context.Context) ([]byte, error) { return []byte("plan"), nil })
+	_, _, err := c.Do(t.Context(), held, func(context.Context) ([]byte, error) { return []byte("plan"), nil })
 	require.NoError(t, err)
 	other := PlanID([]byte("elsewhere"))
 
@@ -194,17 +191,11 @@ func TestLookupStoreUnavailable(t *testing.T) {
 // still holds a plan writes it back, so another replica's permalink finds it again.
 func TestNearHitWritesBack(t *testing.T) {
 	srv := startRedis(t, 0)
-	cfg := Config{RedisURL: "redis://" + srv.addr(), Timeout: 150 * time.Millisecond, TTL: time.Minute}
-	a, err := Open(cfg, prometheus.NewRegistry())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.Close() })
+	a, b := openReplica(t, srv), openReplica(t, srv)
 	a.store.(*Near).WriteBackEvery = 0
-	b, err := Open(cfg, prometheus.NewRegistry())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
 
 	id := PlanID([]byte("kept"))
-	_, _, err = a.Do(t.Context(), id, func(context.Context) ([]byte, error) { return []byte("plan"), nil })
+	_, _, err := a.Do(t.Context(), id, func(context.Context) ([]byte, error) { return []byte("plan"), nil })
 	require.NoError(t, err)
 	srv.stop()
 	srv.start() // same port, empty
@@ -220,4 +211,14 @@ func TestNearHitWritesBack(t *testing.T) {
 		v, ok, err := b.Lookup(t.Context(), id)
 		return err == nil && ok && string(v) == "plan"
 	}, 3*time.Second, 20*time.Millisecond, "replica b finds the written-back plan")
+}
+
+// openReplica opens a Cache as the service does (near cache over srv, short deadline).
+func openReplica(t *testing.T, srv *redisServer) *Cache {
+	t.Helper()
+	cfg := Config{RedisURL: "redis://" + srv.addr(), Timeout: 150 * time.Millisecond, TTL: time.Minute}
+	c, err := Open(cfg, prometheus.NewRegistry())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }

@@ -219,27 +219,27 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // Set implements Store with SET key value PX ttl (no expiry when ttl <= 0).
 func (r *Redis) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	if ttl < 0 {
-		ttl = 0
-	}
-	if err := r.client.Set(ctx, key, value, ttl).Err(); err != nil {
-		return fmt.Errorf("redis set: %w", err)
-	}
-	return nil
+	return r.set(ctx, key, value, ttl, false)
 }
 
 // SetNX stores value under key for ttl (no expiry when ttl <= 0) unless key exists
 // (SET key value NX PX ttl): Near's write-back.
 func (r *Redis) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	return r.set(ctx, key, value, ttl, true)
+}
+
+func (r *Redis) set(ctx context.Context, key string, value []byte, ttl time.Duration, nx bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	if ttl < 0 {
-		ttl = 0
+	ttl = max(ttl, 0)
+	var err error
+	if nx {
+		err = r.client.SetNX(ctx, key, value, ttl).Err()
+	} else {
+		err = r.client.Set(ctx, key, value, ttl).Err()
 	}
-	if err := r.client.SetNX(ctx, key, value, ttl).Err(); err != nil {
-		return fmt.Errorf("redis set nx: %w", err)
+	if err != nil {
+		return fmt.Errorf("redis set: %w", err)
 	}
 	return nil
 }
