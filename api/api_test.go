@@ -123,7 +123,7 @@ func TestTilesBadInput(t *testing.T) {
 		{"unknown axis object", "application/json", `{"mesh":"x=2,y=2","shape":[4,4],"dtype":"f32","sharding":{"dims":[{"axes":["q"]},{"axes":[]}]}}`, 400, slugInvalidSharding, "sharding.dims[0].axes[0]"},
 		{"duplicate axis", "application/json", `{"mesh":"x=2,y=2","shape":[4,4],"dtype":"f32","sharding":[["x"],["x"]]}`, 400, slugInvalidSharding, "sharding[1][0]"},
 		{"overlapping sub-axes", "application/json", `{"mesh":"x=4,y=2","shape":[4,4],"dtype":"f32","sharding":[["x:(1)2"],"x"]}`, 400, slugInvalidSharding, "sharding[1]"},
-		{"rank mismatch", "application/json", `{"mesh":"x=2,y=2","shape":[4,4],"dtype":"f32","sharding":[["x"]]}`, 400, slugInvalidSharding, "sharding"},
+		{"rank mismatch", "application/json", `{"mesh":"x=2,y=2","shape":[4,4],"dtype":"f32","sharding":[["x"],null,null]}`, 400, slugInvalidSharding, "sharding"},
 		{"locate out of range", "application/json", `{"mesh":"x=2","shape":[4,5],"dtype":"f32","sharding":[[0],null],"locate":[[0,0],[1,5]]}`, 400, slugInvalidRequest, "locate[1][1]"},
 		{"locate wrong rank", "application/json", `{"mesh":"x=2","shape":[4,5],"dtype":"f32","sharding":[[0],null],"locate":[[0]]}`, 400, slugInvalidRequest, "locate[0]"},
 		{"device out of range", "application/json", `{"mesh":"x=2","shape":[4],"dtype":"f32","sharding":[[0]],"devices":[0,2]}`, 400, slugInvalidRequest, "devices[1]"},
@@ -226,11 +226,12 @@ func TestShardingJSON(t *testing.T) {
 	require.NoError(t, err)
 	s, err := sharding.Parse(json.RawMessage(`"[{\"x\"}, {\"z\", \"y\":(1)2, ?}p1, {?}], replicated={\"w\"}"`), m, []int64{4, 4, 4}, "sharding")
 	require.NoError(t, err)
-	got := shardingJSON(s, "mesh")
+	got := shardingJSON(s, m)
 	b, err := encodeJSON(got)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"dims":[{"axes":["x"]},{"axes":["z","y:(1)2"],"open":true,"priority":1},{"axes":[],"open":true}],
-		"replicated":["w"],"text":"sharding<@mesh, [{\"x\"}, {\"z\", \"y\":(1)2, ?}p1, {?}], replicated={\"w\"}>"}`, string(b))
+		"replicated":["w"],"text":"sharding<@mesh, [{\"x\"}, {\"z\", \"y\":(1)2, ?}p1, {?}], replicated={\"w\"}>",
+		"hlo":"{devices=[2,4,1,4]<=[2,4,2,2]T(0,2,1,3) last_tile_dim_replicate}"}`, string(b))
 	// The canonical object parses back to the same sharding.
 	back, err := sharding.Parse(b, m, []int64{4, 4, 4}, "sharding")
 	require.NoError(t, err)

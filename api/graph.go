@@ -380,7 +380,6 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		return nil, err
 	}
 	m := in.mesh
-	name := m.Name
 	type item struct {
 		order   int
 		coll    GraphCollective
@@ -455,7 +454,7 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		resp.Refined = []string{}
 	}
 	for id, sh := range res.Closed() {
-		resp.Shardings[id] = shardingJSON(sh, name)
+		resp.Shardings[id] = shardingJSON(sh, m)
 	}
 	for id, origins := range res.Explain {
 		es := make([]ExplainEntry, len(origins))
@@ -473,14 +472,14 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		sum := pp.plan.Summary
 		c.TimeUS, c.BytesPerDevice, c.FullRematerialization = sum.TimeUS, sum.BytesPerDevice, sum.FullRematerialization
 		if c.Kind == kindReshard {
-			gp := &GraphPlan{Source: shardingJSON(pr.from, name), Target: shardingJSON(pr.to, name), Steps: steps, Summary: summaryJSON(pp.plan, in.model)}
+			gp := &GraphPlan{Source: shardingJSON(pr.from, m), Target: shardingJSON(pr.to, m), Steps: steps, Summary: summaryJSON(pp.plan, in.model)}
 			if pp.info != nil {
 				c.XLAFallback = pp.info.Fallback
 				resp.Summary.XLAFallback = resp.Summary.XLAFallback || pp.info.Fallback
 				gp.Summary.XLAFallback = pp.info.Fallback
 				gp.XLAWarning, gp.XLAPath = pp.info.Warning, pp.info.Path
 				for _, sg := range pp.info.Suggested {
-					gp.SuggestedConstraints = append(gp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, name)})
+					gp.SuggestedConstraints = append(gp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, m)})
 				}
 			}
 			c.Plan = gp
@@ -496,7 +495,7 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		resp.Collectives = append(resp.Collectives, c)
 	}
 	if in.include["ops"] {
-		resp.Ops = opShardingsJSON(res.Ops, name)
+		resp.Ops = opShardingsJSON(res.Ops, m)
 	}
 	if resp.ListsOmitted {
 		resp.Note = fmt.Sprintf("the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are left out; add \"pairs\" to include to get them", m.NumDevices(), s.limits.ListDeviceLimit)
@@ -567,7 +566,7 @@ func canonical(s sharding.Sharding, m *sharding.Mesh) sharding.Sharding {
 	return c
 }
 
-func opShardingsJSON(ops []propagation.OpSharding, meshName string) []OpShardingJSON {
+func opShardingsJSON(ops []propagation.OpSharding, m *sharding.Mesh) []OpShardingJSON {
 	out := make([]OpShardingJSON, len(ops))
 	for i, o := range ops {
 		oj := OpShardingJSON{Name: o.Op, Kind: o.Kind, Rule: o.Rule}
@@ -575,10 +574,10 @@ func opShardingsJSON(ops []propagation.OpSharding, meshName string) []OpSharding
 			oj.Factors = append(oj.Factors, FactorAxesJSON{Factor: f.Factor, Size: f.Size, Type: f.Type.String(), Axes: refStrings(f.Axes)})
 		}
 		for _, sh := range o.Operands {
-			oj.Operands = append(oj.Operands, shardingJSON(sh, meshName))
+			oj.Operands = append(oj.Operands, shardingJSON(sh, m))
 		}
 		for _, sh := range o.Results {
-			oj.Results = append(oj.Results, shardingJSON(sh, meshName))
+			oj.Results = append(oj.Results, shardingJSON(sh, m))
 		}
 		out[i] = oj
 	}

@@ -23,11 +23,15 @@ type ReshardRequest struct {
 	Mesh json.RawMessage `json:"mesh" validate:"required" swaggertype:"object"`
 	// Shape is the global tensor shape; every dim >= 1.
 	Shape []int64 `json:"shape" validate:"required,dive,gte=1" example:"2048,2048"`
-	// DType is the element type (or give element_bytes instead).
-	DType string `json:"dtype,omitempty" example:"f32" enums:"pred,s8,u8,s16,u16,f16,bf16,s32,u32,f32,s64,u64,f64,c64,c128,f8e4m3fn,f8e5m2,s4,u4"`
+	// DType is the element type (or give element_bytes instead): an XLA name (pred, s8,
+	// u8, s16, u16, f16, bf16, s32, u32, f32, s64, u64, f64, c64, c128, f8e4m3fn, f8e5m2,
+	// s4, u4) or its NumPy/JAX/PyTorch spelling (float32, bfloat16, int8, bool,
+	// jnp.float32, torch.float16, ...).
+	DType string `json:"dtype,omitempty" example:"f32"`
 	// ElementBytes is the element size in bytes, instead of dtype.
 	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64" minimum:"1" maximum:"64"`
-	// Source and Target shardings, each in any input form.
+	// Source and Target shardings, each in any input form (object, Shardy text,
+	// PartitionSpec array or "P(...)" text, XLA HloSharding text).
 	Source json.RawMessage `json:"source" validate:"required" swaggertype:"object"`
 	Target json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
 	// CostModel is a profile name from GET /v1/cost-models or an object (default tpu-v5p).
@@ -349,12 +353,11 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 // renderPlan builds the wire form of a plan.
 func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *planner.XLAInfo) *ReshardResponse {
 	m := in.mesh
-	name := m.Name
 	n := m.NumDevices()
 	lists := n <= s.limits.ListDeviceLimit || in.include["pairs"]
 	resp := &ReshardResponse{
 		PlanID: in.key, Mesh: meshJSON(m), Shape: in.req.Shape,
-		Source: shardingJSON(in.src, name), Target: shardingJSON(in.tgt, name),
+		Source: shardingJSON(in.src, m), Target: shardingJSON(in.tgt, m),
 		SuggestedConstraints: []Suggestion{},
 	}
 	resp.Steps, resp.ListsOmitted = renderSteps(m, in.req.Shape, in.elemBits, p, lists)
@@ -365,7 +368,7 @@ func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *planner.XLA
 		resp.XLAPath = info.Path
 		resp.SourceHlo, resp.TargetHlo = info.SourceHlo, info.TargetHlo
 		for _, sg := range info.Suggested {
-			resp.SuggestedConstraints = append(resp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, name)})
+			resp.SuggestedConstraints = append(resp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, m)})
 		}
 	}
 	if in.include["tiles"] {
@@ -396,12 +399,11 @@ func stripUnreduced(s sharding.Sharding) sharding.Sharding {
 // bits on m. With lists false, collective_permute pairs and all_to_all_v transfers are
 // left out and omitted says so.
 func renderSteps(m *sharding.Mesh, shape []int64, bits int, p *planner.Plan, lists bool) (steps []StepJSON, omitted bool) {
-	name := m.Name
 	steps = make([]StepJSON, 0, len(p.Steps))
 	for _, st := range p.Steps {
 		sj := StepJSON{
 			Op: string(st.Op), MeshAxes: refStrings(st.MeshAxes),
-			Before: shardingJSON(st.Before, name), After: shardingJSON(st.After, name),
+			Before: shardingJSON(st.Before, m), After: shardingJSON(st.After, m),
 			LocalShapeBefore: st.LocalShapeBefore, LocalShapeAfter: st.LocalShapeAfter,
 			GroupSize: st.GroupSize, GroupCount: st.GroupCount, BytesPerDevice: st.BytesPerDevice,
 			Link: st.Cost.Link, TimeUS: st.Cost.TimeUS, LatencyUS: st.Cost.LatencyUS, BandwidthUS: st.Cost.BandwidthUS,

@@ -12,6 +12,13 @@ type ShardingJSON struct {
 	Unreduced []string `json:"unreduced,omitempty" example:"u"`
 	// Text is Shardy's textual form (output only; also accepted as input).
 	Text string `json:"text" example:"sharding<@mesh, [{\"x\"}, {\"z\", \"y\", ?}p1], replicated={\"w\"}>"`
+	// Hlo is XLA's HloSharding text of the same layout (output only; also accepted as
+	// input): what XLA dumps, jax.Array.sharding and mhlo.sharding print. Unreduced axes
+	// count as replication; open flags and priorities are not part of it.
+	Hlo string `json:"hlo" example:"{devices=[2,1,4]<=[8] last_tile_dim_replicate}"`
+	// PartitionSpec is JAX's PartitionSpec of the same layout (output only; also accepted
+	// as input); absent when a sub-axis makes it inexpressible (use text then).
+	PartitionSpec string `json:"partition_spec,omitempty" example:"P('x', None, ('y','z'))"`
 } // @name Sharding
 
 // DimShardingJSON is the sharding of one tensor dim.
@@ -24,10 +31,11 @@ type DimShardingJSON struct {
 	Priority *int `json:"priority,omitempty" validate:"omitempty,gte=0"`
 } // @name DimSharding
 
-// shardingJSON renders s (canonical, on a mesh named meshName) in the wire's canonical
-// output form. Endpoints that answer with shardings (tiles, reshard, graph) all use it.
-func shardingJSON(s sharding.Sharding, meshName string) ShardingJSON {
-	out := ShardingJSON{Dims: make([]DimShardingJSON, len(s.Dims)), Text: s.Text(meshName)}
+// shardingJSON renders s (canonical, on mesh m) in the wire's canonical output form.
+// Endpoints that answer with shardings (tiles, reshard, graph) all use it.
+func shardingJSON(s sharding.Sharding, m *sharding.Mesh) ShardingJSON {
+	out := ShardingJSON{Dims: make([]DimShardingJSON, len(s.Dims)), Text: s.Text(m.Name), Hlo: s.HLO(m)}
+	out.PartitionSpec, _ = s.PartitionSpecText()
 	for i, d := range s.Dims {
 		dj := DimShardingJSON{Axes: refStrings(d.Axes), Open: d.Open}
 		if d.Priority != sharding.NoPriority {

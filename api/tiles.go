@@ -14,12 +14,17 @@ type TilesRequest struct {
 	Mesh json.RawMessage `json:"mesh" validate:"required" swaggertype:"object"`
 	// Shape is the global tensor shape; every dim >= 1.
 	Shape []int64 `json:"shape" validate:"required,dive,gte=1" example:"16,23"`
-	// DType is the element type (or give element_bytes instead).
-	DType string `json:"dtype,omitempty" example:"f32" enums:"pred,s8,u8,s16,u16,f16,bf16,s32,u32,f32,s64,u64,f64,c64,c128,f8e4m3fn,f8e5m2,s4,u4"`
+	// DType is the element type (or give element_bytes instead): an XLA name (pred, s8,
+	// u8, s16, u16, f16, bf16, s32, u32, f32, s64, u64, f64, c64, c128, f8e4m3fn, f8e5m2,
+	// s4, u4) or its NumPy/JAX/PyTorch spelling (float32, bfloat16, int8, bool,
+	// jnp.float32, torch.float16, ...).
+	DType string `json:"dtype,omitempty" example:"f32"`
 	// ElementBytes is the element size in bytes, instead of dtype.
 	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64" minimum:"1" maximum:"64"`
-	// Sharding in any of the three input forms: object, Shardy text, PartitionSpec-like
-	// array (e.g. [[0],[1]] or ["x", null]).
+	// Sharding in any input form: object, Shardy text, PartitionSpec-like array (e.g.
+	// [[0],[1]] or ["x", null]; fewer entries than the rank leave the rest replicated),
+	// JAX PartitionSpec text ("P('x', None)"), or XLA HloSharding text
+	// ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}").
 	Sharding json.RawMessage `json:"sharding" validate:"required" swaggertype:"object"`
 	// Locate lists global indices to find the owners of (one entry per tensor dim each).
 	Locate [][]int64 `json:"locate,omitempty" validate:"omitempty,max=1024"`
@@ -136,7 +141,7 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 	d2g, g2d := layout.Maps()
 	resp := TilesResponse{
 		Mesh:      meshJSON(m),
-		Sharding:  shardingJSON(sh, m.Name),
+		Sharding:  shardingJSON(sh, m),
 		TileShape: layout.Tile,
 		TileBytes: sharding.BufferBytes(layout.TileElements(), elemBits),
 		Maps:      Maps{DeviceToGlobal: d2g, GlobalToDevice: g2d},

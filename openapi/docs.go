@@ -1119,29 +1119,8 @@ const docTemplate = `{
                     "type": "object"
                 },
                 "dtype": {
-                    "description": "DType is the element type (or give element_bytes instead).",
+                    "description": "DType is the element type (or give element_bytes instead): an XLA name (pred, s8,\nu8, s16, u16, f16, bf16, s32, u32, f32, s64, u64, f64, c64, c128, f8e4m3fn, f8e5m2,\ns4, u4) or its NumPy/JAX/PyTorch spelling (float32, bfloat16, int8, bool,\njnp.float32, torch.float16, ...).",
                     "type": "string",
-                    "enum": [
-                        "pred",
-                        "s8",
-                        "u8",
-                        "s16",
-                        "u16",
-                        "f16",
-                        "bf16",
-                        "s32",
-                        "u32",
-                        "f32",
-                        "s64",
-                        "u64",
-                        "f64",
-                        "c64",
-                        "c128",
-                        "f8e4m3fn",
-                        "f8e5m2",
-                        "s4",
-                        "u4"
-                    ],
                     "example": "f32"
                 },
                 "element_bytes": {
@@ -1188,7 +1167,7 @@ const docTemplate = `{
                     ]
                 },
                 "source": {
-                    "description": "Source and Target shardings, each in any input form.",
+                    "description": "Source and Target shardings, each in any input form (object, Shardy text,\nPartitionSpec array or \"P(...)\" text, XLA HloSharding text).",
                     "type": "object"
                 },
                 "strategy": {
@@ -1287,6 +1266,16 @@ const docTemplate = `{
                     "items": {
                         "$ref": "#/definitions/DimSharding"
                     }
+                },
+                "hlo": {
+                    "description": "Hlo is XLA's HloSharding text of the same layout (output only; also accepted as\ninput): what XLA dumps, jax.Array.sharding and mhlo.sharding print. Unreduced axes\ncount as replication; open flags and priorities are not part of it.",
+                    "type": "string",
+                    "example": "{devices=[2,1,4]\u003c=[8] last_tile_dim_replicate}"
+                },
+                "partition_spec": {
+                    "description": "PartitionSpec is JAX's PartitionSpec of the same layout (output only; also accepted\nas input); absent when a sub-axis makes it inexpressible (use text then).",
+                    "type": "string",
+                    "example": "P('x', None, ('y','z'))"
                 },
                 "replicated": {
                     "description": "Replicated lists the explicitly replicated axes, in mesh order.",
@@ -1506,29 +1495,8 @@ const docTemplate = `{
                     }
                 },
                 "dtype": {
-                    "description": "DType is the element type (or give element_bytes instead).",
+                    "description": "DType is the element type (or give element_bytes instead): an XLA name (pred, s8,\nu8, s16, u16, f16, bf16, s32, u32, f32, s64, u64, f64, c64, c128, f8e4m3fn, f8e5m2,\ns4, u4) or its NumPy/JAX/PyTorch spelling (float32, bfloat16, int8, bool,\njnp.float32, torch.float16, ...).",
                     "type": "string",
-                    "enum": [
-                        "pred",
-                        "s8",
-                        "u8",
-                        "s16",
-                        "u16",
-                        "f16",
-                        "bf16",
-                        "s32",
-                        "u32",
-                        "f32",
-                        "s64",
-                        "u64",
-                        "f64",
-                        "c64",
-                        "c128",
-                        "f8e4m3fn",
-                        "f8e5m2",
-                        "s4",
-                        "u4"
-                    ],
                     "example": "f32"
                 },
                 "element_bytes": {
@@ -1565,7 +1533,7 @@ const docTemplate = `{
                     ]
                 },
                 "sharding": {
-                    "description": "Sharding in any of the three input forms: object, Shardy text, PartitionSpec-like\narray (e.g. [[0],[1]] or [\"x\", null]).",
+                    "description": "Sharding in any input form: object, Shardy text, PartitionSpec-like array (e.g.\n[[0],[1]] or [\"x\", null]; fewer entries than the rank leave the rest replicated),\nJAX PartitionSpec text (\"P('x', None)\"), or XLA HloSharding text\n(\"{devices=[2,1,4]\u003c=[8] last_tile_dim_replicate}\").",
                     "type": "object"
                 }
             }

@@ -41,6 +41,14 @@ var exampleCases = []exampleCase{
 		"summary.lower_bound_bytes_per_device": 2097152.0,
 		"summary.efficiency":                   1.0,
 	}},
+	// Seed 003 case 1 as XLA dumps the source and JAX writes the target.
+	{"reshard-hlo-strings.json", 200, map[string]any{
+		"steps.#": 2, "steps.0.op": "slice", "steps.1.op": "collective_permute",
+		"source.dims.0.axes": []any{"X"}, "source.partition_spec": "P('X', None)",
+		"target.hlo":        "{devices=[4,2]<=[2,4]T(1,0)}",
+		"target.text":       "sharding<@mesh, [{\"Y\"}, {\"X\"}]>",
+		"steps.0.after.hlo": "{devices=[4,2]<=[8]}",
+	}},
 	{"reshard-seed003-case2.json", 200, map[string]any{
 		"steps.#": 3, "steps.0.op": "slice", "steps.1.op": "all_to_all", "steps.2.op": "collective_permute",
 		"summary.strategy": "xla", "summary.full_rematerialization": false,

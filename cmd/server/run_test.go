@@ -182,7 +182,7 @@ func TestEndToEnd(t *testing.T) {
 		{"duplicate axes", "POST", "/v1/tiles", "application/json", `{"mesh":"x=2,y=2","shape":[4,4],"dtype":"f32","sharding":{"dims":[{"axes":["x"]},{"axes":["y","x"]}]}}`, 400, "invalid-sharding", "sharding.dims[1].axes[1]"},
 		{"overlapping sub-axes", "POST", "/v1/tiles", "application/json", `{"mesh":"x=4","shape":[4,4],"dtype":"f32","sharding":[["x:(1)2"],["x:(1)4"]]}`, 400, "invalid-sharding", "sharding[1][0]"},
 		{"invalid sub-axis", "POST", "/v1/tiles", "application/json", `{"mesh":"x=4","shape":[4,4],"dtype":"f32","sharding":[["x:(1)3"],null]}`, 400, "invalid-sharding", "sharding[0][0]"},
-		{"rank mismatch", "POST", "/v1/tiles", "application/json", `{"mesh":"x=2,y=2","shape":[4,4,4],"dtype":"f32","sharding":[["x"],["y"]]}`, 400, "invalid-sharding", "sharding"},
+		{"rank mismatch", "POST", "/v1/tiles", "application/json", `{"mesh":"x=2,y=2","shape":[4],"dtype":"f32","sharding":[["x"],["y"]]}`, 400, "invalid-sharding", "sharding"},
 		{"zero mesh size", "POST", "/v1/tiles", "application/json", `{"mesh":{"axes":[{"name":"x","size":0}]},"shape":[4],"dtype":"f32","sharding":[[0]]}`, 400, "invalid-mesh", "mesh.axes[0].size"},
 		{"negative mesh size", "POST", "/v1/tiles", "application/json", `{"mesh":"x=-2","shape":[4],"dtype":"f32","sharding":[[0]]}`, 400, "invalid-mesh", "mesh"},
 		{"zero dim", "POST", "/v1/tiles", "application/json", `{"mesh":"x=2","shape":[0],"dtype":"f32","sharding":[[0]]}`, 400, "invalid-request", "shape[0]"},

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/shardplan/shardplan/internal/sharding"
 )
@@ -79,8 +77,8 @@ func ReshardXLA(ctx context.Context, r *Request) (*Plan, *XLAInfo, error) {
 		return nil, nil, err
 	}
 	info := &XLAInfo{
-		SourceHlo: e.sp.hloText(e.sp.stateOf(r.Source)),
-		TargetHlo: e.sp.hloText(e.sp.stateOf(r.Target)),
+		SourceHlo: r.Source.HLO(r.Mesh),
+		TargetHlo: r.Target.HLO(r.Mesh),
 		Fallback:  e.fallback,
 		Path:      e.path,
 	}
@@ -743,177 +741,6 @@ func (e *xlaEmu) steps() []Step {
 	return out
 }
 
-// HloShardingText prints s as XLA's HloSharding text: tile counts per dim (plus the
-// replication count with last_tile_dim_replicate) and the device order, in iota form
-// ("<=[2,8,4,4]T(0,2,1,3)") on a mesh without device_ids, else as an explicit list.
-// Unreduced axes count as replication. It returns "" for refs that fit no common
-// factorisation.
-func HloShardingText(m *sharding.Mesh, s sharding.Sharding) string {
-	sp, ok := xlaSpace(m, nil, 0, s)
-	if !ok {
-		return ""
-	}
-	return sp.hloText(sp.stateOf(s))
-}
-
-// hloText prints st (atoms in no dim, partial sums included, are replication).
-func (sp *space) hloText(st state) string {
-	used := st.used()
-	var rep []uint8
-	for a := range sp.atoms {
-		if used&(1<<a) == 0 {
-			rep = append(rep, uint8(a))
-		}
-	}
-	counts := make([]int, len(st))
-	sharded := false
-	for d := range st {
-		counts[d] = sp.count(st[d])
-		sharded = sharded || counts[d] > 1
-	}
-	if !sharded {
-		return "{replicated}"
-	}
-	var order []uint8
-	for _, d := range st {
-		order = append(order, d...)
-	}
-	order = append(order, rep...)
-	R := sp.count(rep)
-	var b strings.Builder
-	b.WriteString("{devices=[")
-	for d, c := range counts {
-		if d > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(c))
-	}
-	if R > 1 {
-		b.WriteString("," + strconv.Itoa(R))
-	}
-	b.WriteByte(']')
-	if sp.mesh.DeviceIDs == nil {
-		b.WriteString(iotaText(sp, order))
-	} else {
-		b.WriteString(explicitDevices(sp, order))
-	}
-	if R > 1 {
-		b.WriteString(" last_tile_dim_replicate")
-	}
-	b.WriteByte('}')
-	return b.String()
-}
-
-// iotaText prints the device order as XLA's canonical iota tile assignment: the mesh
-// reshaped into runs of atoms that stay adjacent in order, then transposed.
-func iotaText(sp *space, order []uint8) string {
-	type run struct{ first, size int }
-	var runs []run // in order's sequence
-	for k, a := range order {
-		if k > 0 && int(order[k-1])+1 == int(a) {
-			runs[len(runs)-1].size *= sp.atoms[a].Size
-			continue
-		}
-		runs = append(runs, run{int(a), sp.atoms[a].Size})
-	}
-	sorted := slices.Clone(runs)
-	slices.SortFunc(sorted, func(x, y run) int { return x.first - y.first })
-	n := 1
-	for _, r := range runs {
-		n *= r.size
-	}
-	perm := make([]string, len(runs))
-	identity := true
-	for k, r := range runs {
-		idx := slices.IndexFunc(sorted, func(x run) bool { return x.first == r.first })
-		perm[k] = strconv.Itoa(idx)
-		identity = identity && idx == k
-	}
-	if identity {
-		return "<=[" + strconv.Itoa(n) + "]"
-	}
-	dims := make([]string, len(sorted))
-	for k, r := range sorted {
-		dims[k] = strconv.Itoa(r.size)
-	}
-	return "<=[" + strings.Join(dims, ",") + "]T(" + strings.Join(perm, ",") + ")"
-}
-
-// explicitDevices lists device ids in tile order (row-major over order's atoms).
-func explicitDevices(sp *space, order []uint8) string {
-	m := sp.mesh
-	n := 1
-	for _, a := range order {
-		n *= sp.atoms[a].Size
-	}
-	ids := make([]string, 0, n)
-	digits := make([]int, len(order))
-	coords := make([]int, len(m.Axes))
-	for range n {
-		clear(coords)
-		for k, a := range order {
-			at := sp.atoms[a]
-			coords[m.AxisIndex(at.Name)] += digits[k] * at.Minor()
-		}
-		ids = append(ids, strconv.Itoa(m.DeviceAt(m.PositionOfCoords(coords))))
-		for k := len(digits) - 1; k >= 0; k-- {
-			digits[k]++
-			if digits[k] < sp.atoms[order[k]].Size {
-				break
-			}
-			digits[k] = 0
-		}
-	}
-	return strings.Join(ids, ",")
-}
-
-// PartitionSpecString prints s as a JAX PartitionSpec: P('D', ('X','Y'), None), with
-// unreduced axes as unreduced={...}. It reports false when s uses a sub-axis, which a
-// PartitionSpec cannot name.
-func PartitionSpecString(s sharding.Sharding) (string, bool) {
-	parts := make([]string, 0, len(s.Dims)+1)
-	quote := func(r sharding.AxisRef) (string, bool) {
-		if !r.IsFull() {
-			return "", false
-		}
-		return "'" + r.Name + "'", true
-	}
-	for _, d := range s.Dims {
-		switch len(d.Axes) {
-		case 0:
-			parts = append(parts, "None")
-		case 1:
-			q, ok := quote(d.Axes[0])
-			if !ok {
-				return "", false
-			}
-			parts = append(parts, q)
-		default:
-			qs := make([]string, len(d.Axes))
-			for k, r := range d.Axes {
-				q, ok := quote(r)
-				if !ok {
-					return "", false
-				}
-				qs[k] = q
-			}
-			parts = append(parts, "("+strings.Join(qs, ",")+")")
-		}
-	}
-	if len(s.Unreduced) > 0 {
-		qs := make([]string, len(s.Unreduced))
-		for k, r := range s.Unreduced {
-			q, ok := quote(r)
-			if !ok {
-				return "", false
-			}
-			qs[k] = q
-		}
-		parts = append(parts, "unreduced={"+strings.Join(qs, ",")+"}")
-	}
-	return "P(" + strings.Join(parts, ", ") + ")", true
-}
-
 // xlaHop emulates one hop and reports whether XLA falls back on it.
 func xlaHop(r *Request, from, to sharding.Sharding) (*Plan, bool, error) {
 	h := *r
@@ -1005,7 +832,7 @@ func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan) {
 			continue
 		}
 		s := nodes[j].s
-		ps, _ := PartitionSpecString(s)
+		ps, _ := s.PartitionSpecText()
 		out = append(out, Suggestion{Sharding: s, PartitionSpec: ps, Shardy: s.Text(r.Mesh.Name)})
 	}
 	chain.finish(LowerBound(r))

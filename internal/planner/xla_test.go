@@ -63,7 +63,7 @@ func checkXLA(t *testing.T, p *Plan, info *XLAInfo) {
 	hops := []sharding.Sharding{r.Source}
 	for _, s := range info.Suggested {
 		hops = append(hops, s.Sharding)
-		ps, ok := PartitionSpecString(s.Sharding)
+		ps, ok := s.Sharding.PartitionSpecText()
 		assert.Equal(t, ps, s.PartitionSpec)
 		assert.Equal(t, ok, s.PartitionSpec != "")
 		assert.Equal(t, s.Sharding.Text(r.Mesh.Name), s.Shardy)
@@ -229,45 +229,5 @@ func TestXLADispatch(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestHloShardingText(t *testing.T) {
-	cases := []struct{ mesh, s, want string }{
-		{"X=2,Y=4", `["X",null]`, "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
-		{"X=2,Y=4", `["Y",null]`, "{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}"},
-		{"X=2,Y=4", `[null,null]`, "{replicated}"},
-		{"X=2,Y=4", `["Y:(2)2","X"]`, "{devices=[2,2,2]<=[4,2]T(1,0) last_tile_dim_replicate}"},
-		{"C=1,D=2,Y=8,X=4,T=4", `["D",["X","Y"]]`, "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}"},
-		{"C=1,D=2,Y=8,X=4,T=4", `[null,["X","T"]]`, "{devices=[1,16,16]<=[16,16]T(1,0) last_tile_dim_replicate}"},
-		{"C=1,D=2,Y=8,X=4,T=4", `[null,["D","Y","X","T"]]`, "{devices=[1,256]<=[256]}"},
-	}
-	for _, tc := range cases {
-		m := mustMesh(t, tc.mesh)
-		assert.Equal(t, tc.want, HloShardingText(m, mustSharding(t, m, nil, tc.s)), tc.s)
-	}
-	// A mesh with device_ids prints the explicit list.
-	m, err := sharding.NewMesh("m", []sharding.Axis{{Name: "x", Size: 2}, {Name: "y", Size: 2}}, []int{3, 2, 1, 0})
-	require.NoError(t, err)
-	assert.Equal(t, "{devices=[2,1,2]3,2,1,0 last_tile_dim_replicate}", HloShardingText(m, mustSharding(t, m, nil, `["x",null]`)))
-	assert.Equal(t, "{devices=[2,1,2]3,1,2,0 last_tile_dim_replicate}", HloShardingText(m, mustSharding(t, m, nil, `["y",null]`)))
-}
-
-func TestPartitionSpecString(t *testing.T) {
-	m := mustMesh(t, "D=2,X=4,Y=2")
-	cases := []struct {
-		s, want string
-		ok      bool
-	}{
-		{`["D",["X","Y"]]`, "P('D', ('X','Y'))", true},
-		{`[null,"X"]`, "P(None, 'X')", true},
-		{`[null,null]`, "P(None, None)", true},
-		{`["X:(1)2",null]`, "", false},
-		{`{"dims":[{"axes":["D"]},{"axes":[]}],"unreduced":["X"]}`, "P('D', None, unreduced={'X'})", true},
-	}
-	for _, tc := range cases {
-		got, ok := PartitionSpecString(mustSharding(t, m, nil, tc.s))
-		assert.Equal(t, tc.ok, ok, tc.s)
-		assert.Equal(t, tc.want, got, tc.s)
 	}
 }

@@ -146,3 +146,37 @@ func FuzzParseMeshString(f *testing.F) {
 		require.Equal(t, m.String(), again.String())
 	})
 }
+
+func FuzzParseHLO(f *testing.F) {
+	for _, s := range []string{
+		"{replicated}",
+		"{maximal device=0}",
+		"{devices=[2,1,4]<=[8] last_tile_dim_replicate}",
+		"{devices=[4,2]<=[2,4]T(1,0)}",
+		"{devices=[2,2,2]<=[2,2,2]T(2,0,1) last_tile_dims={replicated}}",
+		"{devices=[4,6,2]<=[48]}",
+		"{devices=[6,8]<=[4,6,2]T(1,0,2)}",
+		"{devices=[3,16]<=[4,3,2,2]T(1,0,2,3)}",
+		"{devices=[48]0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47}",
+		"{devices=[2,24]<=[48] last_tile_dims={manual}}",
+		`{devices=[1,48]<=[48] metadata={op_name="a}\"b"}}`,
+		"{{replicated}, {manual}}",
+		"{devices=[2147483647]<=[1]}",
+		"{devices=[1,1,1]0}",
+		"{devices=[",
+		"{",
+	} {
+		f.Add(s)
+	}
+	m := mustMesh(f, fuzzMesh)
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseHLO(text, m, nil, "source")
+		checkParsed(t, m, s, err)
+		if err != nil {
+			return
+		}
+		again, err := ParseHLO(s.HLO(m), m, nil, "source")
+		require.NoError(t, err, "re-parse %s", s.HLO(m))
+		require.True(t, s.SameLayout(again), "%s -> %s -> %s", text, s.HLO(m), again)
+	})
+}

@@ -25,7 +25,7 @@ func Parse(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sharding,
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return Sharding{}, Fieldf(field, "is not a valid JSON string")
 		}
-		return ParseText(s, m, shape, field)
+		return ParseString(s, m, shape, field)
 	case '[':
 		return parseArray(raw, m, shape, field)
 	case '{':
@@ -63,6 +63,22 @@ func finish(s Sharding, m *Mesh, shape []int64, pt pather) (Sharding, error) {
 	return s, nil
 }
 
+// ParseString parses a sharding given as a string: XLA's HloSharding text when it starts
+// with '{' and a word or a second '{' (ParseHLO), a PartitionSpec when it starts with
+// P( or PartitionSpec( (ParsePartitionSpecText), else Shardy's textual form (ParseText;
+// `{"x"}` is a Shardy dim missing its brackets).
+func ParseString(text string, m *Mesh, shape []int64, field string) (Sharding, error) {
+	if t, ok := strings.CutPrefix(strings.TrimSpace(text), "{"); ok {
+		if t = strings.TrimSpace(t); t != "" && (t[0] == '{' || (t[0] >= 'a' && t[0] <= 'z')) {
+			return ParseHLO(text, m, shape, field)
+		}
+	}
+	if isPartitionSpecText(text) {
+		return ParsePartitionSpecText(text, m, shape, field)
+	}
+	return ParseText(text, m, shape, field)
+}
+
 // ---- object form ----
 
 // The object form is decoded level by level (every value first as raw JSON) so that each
@@ -74,6 +90,9 @@ type objSharding struct {
 	Replicated json.RawMessage `json:"replicated"`
 	Unreduced  json.RawMessage `json:"unreduced"`
 	Text       json.RawMessage `json:"text"`
+	// Output-only renderings of the same sharding, accepted back and ignored.
+	Hlo           json.RawMessage `json:"hlo"`
+	PartitionSpec json.RawMessage `json:"partition_spec"`
 }
 
 type objDim struct {
@@ -134,7 +153,7 @@ func rawList(raw json.RawMessage, field, what string) ([]json.RawMessage, *Field
 
 func parseObject(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sharding, error) {
 	var o objSharding
-	if fe := decodeStrict(raw, &o, field, "dims, replicated, unreduced, text"); fe != nil {
+	if fe := decodeStrict(raw, &o, field, "dims, replicated, unreduced, text, hlo, partition_spec"); fe != nil {
 		return Sharding{}, fe
 	}
 	pt := objPather(field)
@@ -329,6 +348,10 @@ func parseArray(raw json.RawMessage, m *Mesh, shape []int64, field string) (Shar
 	if len(errs) > 0 {
 		return Sharding{}, errs
 	}
+	s.Dims = padSpec(s.Dims, shape)
+	for len(pt.single) < len(s.Dims) {
+		pt.single = append(pt.single, true)
+	}
 	return finish(s, m, shape, pt)
 }
 
@@ -495,7 +518,7 @@ func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, err
 	wrapped := false
 	if p.peek() == 's' {
 		if !strings.HasPrefix(p.s[p.pos:], "sharding<") {
-			return Sharding{}, p.fail("expected '[' or \"sharding<@mesh, [...]>\"")
+			return Sharding{}, p.fail("expected '[' or \"sharding<@mesh, [...]>\" (Shardy), '{' (an HLO sharding) or P(...) (a PartitionSpec)")
 		}
 		p.pos += len("sharding<")
 		if err := p.expect('@'); err != nil {

@@ -1,0 +1,862 @@
+package sharding
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// This file reads and prints XLA's HloSharding text ("{devices=[2,1,4]<=[8]
+// last_tile_dim_replicate}"), the form XLA dumps, jax.Array.sharding and mhlo.sharding
+// attributes print.
+//
+// An HloSharding is a tile assignment: an array of device ids of shape [t0, ..., t(r-1),
+// R...] (one tile count per tensor dim, then replication dims); the device at index
+// (i0, ..., i(r-1), j) holds tile (i0, ..., i(r-1)). A mesh sharding describes the same
+// thing once the mesh is cut into pieces (sub-axes): the tile assignment is the mesh's
+// devices reshaped into those pieces and transposed so that each tensor dim's pieces come
+// first (major to minor) and the replicated pieces last. Reading an HloSharding is finding
+// those pieces; printing one is writing down that reshape and transpose.
+
+// hloPiece is a sub-axis of mesh axis `axis`: the digit (coord / minor) % size.
+type hloPiece struct {
+	axis, minor, size int
+}
+
+func (p hloPiece) ref(m *Mesh) AxisRef {
+	n := m.Axes[p.axis].Size
+	return AxisRef{Name: m.Axes[p.axis].Name, Pre: n / (p.minor * p.size), Size: p.size, Of: n}
+}
+
+// axisStrides returns the row-major position stride of every mesh axis.
+func axisStrides(m *Mesh) []int {
+	st := make([]int, len(m.Axes))
+	s := 1
+	for i := len(m.Axes) - 1; i >= 0; i-- {
+		st[i] = s
+		s *= m.Axes[i].Size
+	}
+	return st
+}
+
+// HLO prints s as XLA's HloSharding text on m: the tile count of every dim (plus the
+// replication count and last_tile_dim_replicate when devices hold copies) and the device
+// order, as an iota tile assignment ("<=[2,8,4,4]T(0,2,1,3)") on a mesh without
+// device_ids, else as an explicit id list. Unreduced and implicitly or explicitly
+// replicated axes all count as replication (HloSharding has no partial sums); open
+// flags and priorities are not part of the layout and are not printed. s must be valid
+// on m.
+func (s Sharding) HLO(m *Mesh) string {
+	// Cut every axis at each sub-axis boundary a dim uses.
+	cuts := make([][]int, len(m.Axes)) // per axis, ascending pre values, 1 and size included
+	for i, a := range m.Axes {
+		cuts[i] = []int{1, a.Size}
+	}
+	for _, d := range s.Dims {
+		for _, r := range d.Axes {
+			i := m.AxisIndex(r.Name)
+			cuts[i] = append(cuts[i], r.Pre, r.Next())
+		}
+	}
+	var pieces []hloPiece // mesh order, major to minor
+	first := make([]int, len(m.Axes))
+	for i, a := range m.Axes {
+		slices.Sort(cuts[i])
+		cuts[i] = slices.Compact(cuts[i])
+		first[i] = len(pieces)
+		for k := 0; k+1 < len(cuts[i]); k++ {
+			pre, next := cuts[i][k], cuts[i][k+1]
+			pieces = append(pieces, hloPiece{axis: i, minor: a.Size / next, size: next / pre})
+		}
+	}
+	used := make([]bool, len(pieces))
+	var order []int
+	counts := make([]int, len(s.Dims))
+	sharded := false
+	for d, ds := range s.Dims {
+		counts[d] = 1
+		for _, r := range ds.Axes {
+			i := m.AxisIndex(r.Name)
+			for k := range len(cuts[i]) - 1 {
+				if pre := cuts[i][k]; pre >= r.Pre && pre < r.Next() {
+					order = append(order, first[i]+k)
+					used[first[i]+k] = true
+				}
+			}
+			counts[d] *= r.Size
+		}
+		sharded = sharded || counts[d] > 1
+	}
+	if !sharded {
+		return "{replicated}"
+	}
+	rep := 1
+	for g, pc := range pieces {
+		if !used[g] && pc.size > 1 {
+			order = append(order, g)
+			rep *= pc.size
+		}
+	}
+	var b strings.Builder
+	b.WriteString("{devices=[")
+	for d, c := range counts {
+		if d > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(c))
+	}
+	if rep > 1 {
+		b.WriteString("," + strconv.Itoa(rep))
+	}
+	b.WriteByte(']')
+	if m.DeviceIDs == nil {
+		writeIota(&b, pieces, order)
+	} else {
+		writeDeviceList(&b, m, pieces, order)
+	}
+	if rep > 1 {
+		b.WriteString(" last_tile_dim_replicate")
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// writeIota prints order (indices into pieces) as XLA's canonical iota tile assignment:
+// the mesh reshaped into runs of pieces that stay adjacent in order, then transposed.
+func writeIota(b *strings.Builder, pieces []hloPiece, order []int) {
+	type run struct{ first, size int }
+	var runs []run // in order's sequence
+	for k, g := range order {
+		if pieces[g].size == 1 {
+			continue
+		}
+		if n := len(runs); n > 0 && k > 0 && order[k-1]+1 == g {
+			runs[n-1].size *= pieces[g].size
+			continue
+		}
+		runs = append(runs, run{g, pieces[g].size})
+	}
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(x, y run) int { return x.first - y.first })
+	n := 1
+	for _, r := range runs {
+		n *= r.size
+	}
+	perm := make([]string, len(runs))
+	identity := true
+	for k, r := range runs {
+		idx := slices.IndexFunc(sorted, func(x run) bool { return x.first == r.first })
+		perm[k] = strconv.Itoa(idx)
+		identity = identity && idx == k
+	}
+	if identity {
+		b.WriteString("<=[" + strconv.Itoa(n) + "]")
+		return
+	}
+	dims := make([]string, len(sorted))
+	for k, r := range sorted {
+		dims[k] = strconv.Itoa(r.size)
+	}
+	b.WriteString("<=[" + strings.Join(dims, ",") + "]T(" + strings.Join(perm, ",") + ")")
+}
+
+// writeDeviceList lists device ids in tile order (row-major over order's pieces).
+func writeDeviceList(b *strings.Builder, m *Mesh, pieces []hloPiece, order []int) {
+	st := axisStrides(m)
+	n := 1
+	for _, g := range order {
+		n *= pieces[g].size
+	}
+	digits := make([]int, len(order))
+	for k := range n {
+		p := 0
+		for i, g := range order {
+			pc := pieces[g]
+			p += digits[i] * pc.minor * st[pc.axis]
+		}
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(m.DeviceAt(p)))
+		for i := len(digits) - 1; i >= 0; i-- {
+			digits[i]++
+			if digits[i] < pieces[order[i]].size {
+				break
+			}
+			digits[i] = 0
+		}
+	}
+}
+
+// ---- parsing ----
+
+type hloKind int
+
+const (
+	hloTiled hloKind = iota
+	hloReplicated
+	hloMaximal
+	hloManual
+	hloUnknown
+)
+
+// hloSpec is one parsed HloSharding, with the offsets errors point at.
+type hloSpec struct {
+	kind      hloKind
+	start     int // offset of '{'
+	device    int // maximal
+	deviceOff int
+	tile      []int
+	tileOffs  []int
+	ids       []int // explicit device list
+	idOffs    []int
+	iota      []int // iota reshape dims (nil: explicit list)
+	perm      []int
+	iotaOff   int
+	lastRep   bool
+	subgroups []string // last_tile_dims
+	subOffs   []int
+}
+
+// ParseHLO parses XLA's HloSharding text ({replicated}, {maximal device=N},
+// {devices=[a,b,...]ids...} with an explicit or iota tile assignment,
+// last_tile_dim_replicate, last_tile_dims={replicated}; metadata, shard_as and
+// shard_like are ignored) and expresses it on mesh m for a tensor of the given shape
+// (nil: the rank is read from the tile assignment). It finds, for each tensor dim, the
+// mesh axes and sub-axes whose device order reproduces the tile assignment exactly, and
+// returns the sharding in canonical form with the replicated axes implicit. Errors are
+// *FieldError naming field and the byte offset of what m cannot express: a device order
+// no (sub-)axes reproduce, a tile count that splits no axis, a device count other than
+// m's, {maximal} on a mesh of more than one device, and manual shardings (shard_map),
+// which are not modelled.
+func ParseHLO(text string, m *Mesh, shape []int64, field string) (Sharding, error) {
+	p := &textParser{s: text, field: field, m: m}
+	if p.peek() != '{' {
+		return Sharding{}, p.fail("expected '{' to start an HLO sharding such as {devices=[2,1]<=[2]}")
+	}
+	start := p.pos
+	p.pos++
+	if p.peek() == '{' {
+		p.pos = start
+		return Sharding{}, p.fail("a tuple sharding {{...}, ...} shards several values; give the sharding of one tensor")
+	}
+	p.pos = start
+	sp, err := p.hloSharding(m.NumDevices())
+	if err != nil {
+		return Sharding{}, err
+	}
+	if p.peek() != 0 {
+		return Sharding{}, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
+	}
+	return sp.express(p, m, shape)
+}
+
+// ParseHLOTuple parses the HloSharding of an op with len(shapes) results: a tuple
+// {{...}, {...}} with one element per result, or one sharding that applies to every
+// result. Errors are as ParseHLO's.
+func ParseHLOTuple(text string, m *Mesh, shapes [][]int64, field string) ([]Sharding, error) {
+	p := &textParser{s: text, field: field, m: m}
+	if p.peek() != '{' {
+		return nil, p.fail("expected '{' to start an HLO sharding such as {devices=[2,1]<=[2]}")
+	}
+	start := p.pos
+	p.pos++
+	var specs []*hloSpec
+	if p.peek() == '{' {
+		for {
+			sp, err := p.hloSharding(m.NumDevices())
+			if err != nil {
+				return nil, err
+			}
+			specs = append(specs, sp)
+			if p.peek() == ',' {
+				p.pos++
+				continue
+			}
+			if err := p.expect('}'); err != nil {
+				return nil, err
+			}
+			break
+		}
+		if len(specs) != len(shapes) {
+			p.pos = start
+			return nil, p.fail("the tuple sharding has %d elements but the op has %d results; give one per result", len(specs), len(shapes))
+		}
+	} else {
+		p.pos = start
+		sp, err := p.hloSharding(m.NumDevices())
+		if err != nil {
+			return nil, err
+		}
+		for range shapes {
+			specs = append(specs, sp)
+		}
+	}
+	if p.peek() != 0 {
+		return nil, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
+	}
+	out := make([]Sharding, len(specs))
+	for i, sp := range specs {
+		s, err := sp.express(p, m, shapes[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// word reads an attribute name ([a-z_]+).
+func (p *textParser) word() string {
+	p.skip()
+	start := p.pos
+	for p.pos < len(p.s) && (p.s[p.pos] == '_' || (p.s[p.pos] >= 'a' && p.s[p.pos] <= 'z')) {
+		p.pos++
+	}
+	return p.s[start:p.pos]
+}
+
+// intList reads "[a,b,...]" of numbers, each >= 1 and their product <= limit.
+func (p *textParser) intList(limit int, what string) (vals, offs []int, err error) {
+	if err := p.expect('['); err != nil {
+		return nil, nil, err
+	}
+	prod := 1
+	for {
+		p.skip()
+		off := p.pos
+		n, err := p.number()
+		if err != nil {
+			return nil, nil, err
+		}
+		if n < 1 {
+			p.pos = off
+			return nil, nil, p.fail("%s %d must be >= 1", what, n)
+		}
+		if n > limit/prod {
+			p.pos = off
+			return nil, nil, p.fail("the %ss multiply to more than the mesh's %d devices", what, limit)
+		}
+		prod *= n
+		vals, offs = append(vals, n), append(offs, off)
+		if p.peek() == ',' {
+			p.pos++
+			continue
+		}
+		if err := p.expect(']'); err != nil {
+			return nil, nil, err
+		}
+		return vals, offs, nil
+	}
+}
+
+// hloSharding parses one non-tuple "{...}"; devices bounds every device count.
+func (p *textParser) hloSharding(devices int) (*hloSpec, error) {
+	p.skip()
+	sp := &hloSpec{start: p.pos, kind: -1}
+	if err := p.expect('{'); err != nil {
+		return nil, err
+	}
+	setKind := func(k hloKind, off int) error {
+		if sp.kind != -1 {
+			p.pos = off
+			return p.fail("a sharding has one kind (replicated, maximal, manual, unknown or devices=...); this is a second")
+		}
+		sp.kind = k
+		return nil
+	}
+	for p.peek() != '}' {
+		p.skip()
+		off := p.pos
+		w := p.word()
+		var err error
+		switch w {
+		case "replicated":
+			err = setKind(hloReplicated, off)
+		case "manual":
+			err = setKind(hloManual, off)
+		case "unknown":
+			err = setKind(hloUnknown, off)
+		case "maximal":
+			err = setKind(hloMaximal, off)
+		case "device":
+			if err = p.expect('='); err == nil {
+				p.skip()
+				sp.deviceOff = p.pos
+				sp.device, err = p.number()
+			}
+		case "devices":
+			if err = setKind(hloTiled, off); err == nil {
+				err = p.tileAssignment(sp, devices)
+			}
+		case "last_tile_dim_replicate":
+			sp.lastRep = true
+		case "last_tile_dims":
+			err = p.subgroupTypes(sp)
+		case "metadata", "frontend_attributes":
+			if err = p.expect('='); err == nil {
+				err = p.skipBalanced()
+			}
+		case "shard_as", "shard_like":
+			_, err = p.number()
+		case "":
+			if p.pos >= len(p.s) {
+				return nil, p.fail("expected '}', found the end")
+			}
+			return nil, p.fail("unexpected '%c' in an HLO sharding", p.s[p.pos])
+		default:
+			p.pos = off
+			return nil, p.fail("unknown HLO sharding attribute %q; expected replicated, maximal device=N, devices=[...], last_tile_dim_replicate, last_tile_dims={...} or metadata={...}", w)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p.peek() == ',' { // tolerated between attributes
+			p.pos++
+		}
+	}
+	p.pos++
+	switch {
+	case sp.kind == -1:
+		p.pos = sp.start
+		return nil, p.fail("empty HLO sharding; write {replicated} or {devices=[...]...}")
+	case sp.kind == hloMaximal && sp.deviceOff == 0:
+		p.pos = sp.start
+		return nil, p.fail("{maximal} needs device=N")
+	}
+	return sp, nil
+}
+
+// tileAssignment parses "=[t0,t1,...]" then an explicit id list or "<=[dims]T(perm)".
+func (p *textParser) tileAssignment(sp *hloSpec, devices int) error {
+	if err := p.expect('='); err != nil {
+		return err
+	}
+	var err error
+	if sp.tile, sp.tileOffs, err = p.intList(devices, "tile count"); err != nil {
+		return err
+	}
+	n := 1
+	for _, t := range sp.tile {
+		n *= t
+	}
+	p.skip()
+	if strings.HasPrefix(p.s[p.pos:], "<=") {
+		sp.iotaOff = p.pos
+		p.pos += 2
+		if sp.iota, _, err = p.intList(devices, "iota dim"); err != nil {
+			return err
+		}
+		if p.peek() == 'T' {
+			p.pos++
+			if err := p.expect('('); err != nil {
+				return err
+			}
+			seen := make([]bool, len(sp.iota))
+			for {
+				p.skip()
+				off := p.pos
+				k, err := p.number()
+				if err != nil {
+					return err
+				}
+				if k >= len(sp.iota) || seen[k] {
+					p.pos = off
+					return p.fail("T(...) must be a permutation of 0..%d (one per iota dim)", len(sp.iota)-1)
+				}
+				seen[k] = true
+				sp.perm = append(sp.perm, k)
+				if p.peek() == ',' {
+					p.pos++
+					continue
+				}
+				if err := p.expect(')'); err != nil {
+					return err
+				}
+				break
+			}
+			if len(sp.perm) != len(sp.iota) {
+				return p.fail("T(...) has %d entries but the iota has %d dims", len(sp.perm), len(sp.iota))
+			}
+		}
+		m := 1
+		for _, d := range sp.iota {
+			m *= d
+		}
+		if m != n {
+			p.pos = sp.iotaOff
+			return p.fail("the iota <=[...] has %d devices but the tile counts multiply to %d", m, n)
+		}
+		return nil
+	}
+	for {
+		p.skip()
+		off := p.pos
+		id, err := p.number()
+		if err != nil {
+			return err
+		}
+		if len(sp.ids) == n {
+			p.pos = off
+			return p.fail("more device ids than the %d tiles", n)
+		}
+		sp.ids, sp.idOffs = append(sp.ids, id), append(sp.idOffs, off)
+		// A comma followed by a number continues the list; anything else ends it.
+		if p.peek() != ',' {
+			break
+		}
+		q := p.pos + 1
+		for q < len(p.s) && p.s[q] == ' ' {
+			q++
+		}
+		if q >= len(p.s) || p.s[q] < '0' || p.s[q] > '9' {
+			break
+		}
+		p.pos++
+	}
+	if len(sp.ids) != n {
+		return p.fail("%d device ids for %d tiles; list one id per tile", len(sp.ids), n)
+	}
+	return nil
+}
+
+// subgroupTypes parses "={replicated, manual, ...}".
+func (p *textParser) subgroupTypes(sp *hloSpec) error {
+	if err := p.expect('='); err != nil {
+		return err
+	}
+	if err := p.expect('{'); err != nil {
+		return err
+	}
+	for {
+		p.skip()
+		off := p.pos
+		w := p.word()
+		if w == "" {
+			return p.fail("expected a subgroup type (replicated or manual)")
+		}
+		sp.subgroups, sp.subOffs = append(sp.subgroups, w), append(sp.subOffs, off)
+		if p.peek() == ',' {
+			p.pos++
+			continue
+		}
+		return p.expect('}')
+	}
+}
+
+// skipBalanced skips a {...} value (metadata), minding quoted strings.
+func (p *textParser) skipBalanced() error {
+	if err := p.expect('{'); err != nil {
+		return err
+	}
+	depth := 1
+	for p.pos < len(p.s) {
+		c := p.s[p.pos]
+		p.pos++
+		switch c {
+		case '"':
+			for p.pos < len(p.s) && p.s[p.pos] != '"' {
+				if p.s[p.pos] == '\\' {
+					p.pos++
+				}
+				p.pos++
+			}
+			p.pos++
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth == 0 {
+				return nil
+			}
+		}
+	}
+	return p.fail("unterminated {...}")
+}
+
+// failAt reports format at offset off.
+func (p *textParser) failAt(off int, format string, args ...any) error {
+	p.pos = off
+	return p.fail(format, args...)
+}
+
+// express maps sp onto mesh m for a tensor of the given shape.
+func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, error) {
+	n := m.NumDevices()
+	switch sp.kind {
+	case hloReplicated, hloMaximal:
+		if sp.kind == hloMaximal {
+			if sp.device >= n {
+				return Sharding{}, p.failAt(sp.deviceOff, "device %d is not on the mesh (ids 0..%d)", sp.device, n-1)
+			}
+			if n > 1 {
+				return Sharding{}, p.failAt(sp.start, "{maximal device=%d} keeps the whole tensor on one device, but a mesh sharding places data on all %d devices of the mesh; use {replicated}, a tiled sharding, or a 1-device mesh", sp.device, n)
+			}
+		}
+		if shape == nil {
+			return Sharding{}, p.failAt(sp.start, "the tensor's rank is unknown here; give its shape, or write the sharding as {devices=[...]...}")
+		}
+		return Replicated(len(shape)), nil
+	case hloManual:
+		return Sharding{}, p.failAt(sp.start, "{manual} (a shard_map body's sharding) is not modelled: shardplan plans data placement across the mesh; give the sharding outside the shard_map")
+	case hloUnknown:
+		return Sharding{}, p.failAt(sp.start, "{unknown} says nothing about placement; give a concrete sharding")
+	}
+	subgroups := 0
+	if sp.lastRep {
+		subgroups = 1
+	}
+	if len(sp.subgroups) > 0 {
+		if sp.lastRep {
+			return Sharding{}, p.failAt(sp.subOffs[0], "use either last_tile_dim_replicate or last_tile_dims={...}, not both")
+		}
+		for k, g := range sp.subgroups {
+			switch g {
+			case "replicated":
+			case "manual":
+				return Sharding{}, p.failAt(sp.subOffs[k], "manual subgroups (shard_map over some axes) are not modelled; give the sharding outside the shard_map")
+			default:
+				return Sharding{}, p.failAt(sp.subOffs[k], "unknown subgroup type %q; expected replicated or manual", g)
+			}
+		}
+		subgroups = len(sp.subgroups)
+	}
+	rank := len(sp.tile) - subgroups
+	if rank < 0 {
+		return Sharding{}, p.failAt(sp.tileOffs[0], "devices=[...] has %d dims but %d replication dims are declared", len(sp.tile), subgroups)
+	}
+	if shape != nil && rank != len(shape) {
+		return Sharding{}, p.failAt(sp.tileOffs[0], "devices=[...] gives %d tensor dims (plus %d replication dims) but the tensor has rank %d; give one tile count per tensor dim", rank, subgroups, len(shape))
+	}
+	total := 1
+	for _, t := range sp.tile {
+		total *= t
+	}
+	if total != n {
+		return Sharding{}, p.failAt(sp.tileOffs[0], "the tile assignment has %d devices but the mesh has %d; the sharding must use every device of the mesh", total, n)
+	}
+	ids, err := sp.deviceIDs(p, n)
+	if err != nil {
+		return Sharding{}, err
+	}
+	// offAt is the offset to blame for tile-assignment entry k.
+	offAt := func(k int) int {
+		if sp.iota != nil {
+			return sp.iotaOff
+		}
+		return sp.idOffs[k]
+	}
+	pos := make([]int, n)
+	for k, id := range ids {
+		pos[k] = m.PositionOf(id)
+	}
+	// Devices holding the same tile may come in any order: sort each replica group.
+	rep := n / max(1, productInts(sp.tile[:rank]))
+	sorted := slices.Clone(pos)
+	for g := 0; g < n; g += rep {
+		slices.Sort(sorted[g : g+rep])
+	}
+	pieces, bad, why := findPieces(m, sorted)
+	if bad >= 0 {
+		return Sharding{}, p.failAt(offAt(bad), "%s; no mesh axes or sub-axes reproduce this device order on mesh %s%s", why, m.String(), deviceIDsNote(m))
+	}
+	s := Replicated(rank)
+	for d := range rank {
+		need := sp.tile[d]
+		for need > 1 {
+			pc := pieces[0]
+			switch {
+			case pc.size <= need && need%pc.size == 0:
+				need /= pc.size
+				pieces = pieces[1:]
+			case pc.size > need && pc.size%need == 0:
+				pieces[0].size /= need
+				pc = hloPiece{axis: pc.axis, minor: pc.minor * pieces[0].size, size: need}
+				need = 1
+			default:
+				return Sharding{}, p.failAt(sp.tileOffs[d], "tile count %d of dim %d does not fit the mesh: its devices follow %s, and %d and %d have no common split", sp.tile[d], d, pc.ref(m), pc.size, need)
+			}
+			s.Dims[d].Axes = append(s.Dims[d].Axes, pc.ref(m))
+		}
+	}
+	pt := &hloPather{field: p.field, off: sp.start}
+	if err := validate(&s, shape, pt); err != nil {
+		return Sharding{}, err
+	}
+	s.Canonicalize(m)
+	// Verify by tiles: every device holds the tile the HLO assigns it.
+	if k := tileMismatch(m, s, sp.tile[:rank], ids, rep); k >= 0 {
+		return Sharding{}, p.failAt(offAt(k), "device %d would hold a different tile under %s; no mesh axes reproduce this tile assignment", ids[k], s.Body())
+	}
+	return s, nil
+}
+
+func productInts(v []int) int {
+	p := 1
+	for _, x := range v {
+		p *= x
+	}
+	return p
+}
+
+func deviceIDsNote(m *Mesh) string {
+	if m.DeviceIDs == nil {
+		return ""
+	}
+	return " (with its device_ids)"
+}
+
+// deviceIDs returns the tile assignment's ids in row-major tile order, checked to be a
+// permutation of 0..n-1.
+func (sp *hloSpec) deviceIDs(p *textParser, n int) ([]int, error) {
+	if sp.iota == nil {
+		seen := make([]int, n)
+		for k, id := range sp.ids {
+			if id >= n {
+				return nil, p.failAt(sp.idOffs[k], "device %d is not on the mesh (ids 0..%d)", id, n-1)
+			}
+			if seen[id] > 0 {
+				return nil, p.failAt(sp.idOffs[k], "device %d appears twice in the tile assignment (also entry %d)", id, seen[id]-1)
+			}
+			seen[id] = k + 1
+		}
+		return sp.ids, nil
+	}
+	dims, perm := sp.iota, sp.perm
+	if perm == nil {
+		perm = make([]int, len(dims))
+		for i := range perm {
+			perm[i] = i
+		}
+	}
+	stride := make([]int, len(dims))
+	s := 1
+	for i := len(dims) - 1; i >= 0; i-- {
+		stride[i] = s
+		s *= dims[i]
+	}
+	out := make([]int, 0, n)
+	digits := make([]int, len(perm))
+	for range n {
+		v := 0
+		for i, j := range perm {
+			v += digits[i] * stride[j]
+		}
+		out = append(out, v)
+		for i := len(digits) - 1; i >= 0; i-- {
+			digits[i]++
+			if digits[i] < dims[perm[i]] {
+				break
+			}
+			digits[i] = 0
+		}
+	}
+	return out, nil
+}
+
+// findPieces reads the mesh pieces, major to minor, whose row-major digits give the
+// mesh position pos[k] of every tile-assignment entry k. It returns the first entry no
+// such reading explains (or -1) and why.
+func findPieces(m *Mesh, pos []int) (pieces []hloPiece, bad int, why string) {
+	n := len(pos)
+	if pos[0] != 0 {
+		return nil, 0, "the first tile is held by device " + strconv.Itoa(m.DeviceAt(pos[0])) + ", not by the mesh's first device " + strconv.Itoa(m.DeviceAt(0))
+	}
+	st := axisStrides(m)
+	coords := make([]int, len(m.Axes))
+	var refs []AxisRef
+	idx := 1
+	for idx < n {
+		v := pos[idx]
+		m.Coords(v, coords)
+		axis := -1
+		for i, c := range coords {
+			if c != 0 {
+				if axis >= 0 {
+					return nil, idx, "entry " + strconv.Itoa(idx) + " steps along two mesh axes at once"
+				}
+				axis = i
+			}
+		}
+		size := m.Axes[axis].Size
+		q := coords[axis]
+		if size%q != 0 {
+			return nil, idx, "entry " + strconv.Itoa(idx) + " steps " + strconv.Itoa(q) + " along axis " + m.Axes[axis].Name + ", which splits no sub-axis"
+		}
+		k := 2
+		for k < size/q && idx*k < n && pos[idx*k] == k*v {
+			k++
+		}
+		if (size/q)%k != 0 {
+			return nil, idx, "entry " + strconv.Itoa(idx) + " starts a run of " + strconv.Itoa(k) + " along axis " + m.Axes[axis].Name + ", which is no sub-axis"
+		}
+		pc := hloPiece{axis: axis, minor: q, size: k}
+		r := pc.ref(m)
+		for _, o := range refs {
+			if o.Overlaps(r) || !o.CanCoexist(r) {
+				return nil, idx, "entry " + strconv.Itoa(idx) + " reuses part of axis " + m.Axes[axis].Name
+			}
+		}
+		refs = append(refs, r)
+		pieces = append(pieces, pc)
+		idx *= k
+	}
+	if idx != n {
+		return nil, n - 1, "the device order does not factor into mesh axes"
+	}
+	slices.Reverse(pieces)
+	// Check every entry against the reading.
+	digits := make([]int, len(pieces))
+	for k := range n {
+		want := 0
+		for i, pc := range pieces {
+			want += digits[i] * pc.minor * st[pc.axis]
+		}
+		if pos[k] != want {
+			return nil, k, "entry " + strconv.Itoa(k) + " holds device " + strconv.Itoa(m.DeviceAt(pos[k])) + " where the axes read from the first entries put device " + strconv.Itoa(m.DeviceAt(want))
+		}
+		for i := len(digits) - 1; i >= 0; i-- {
+			digits[i]++
+			if digits[i] < pieces[i].size {
+				break
+			}
+			digits[i] = 0
+		}
+	}
+	return pieces, -1, ""
+}
+
+// tileMismatch returns the first tile-assignment entry whose device holds another tile
+// under s, or -1.
+func tileMismatch(m *Mesh, s Sharding, tile []int, ids []int, rep int) int {
+	l := NewLayout(m, make([]int64, len(tile)), s)
+	coords := make([]int, len(m.Axes))
+	want := make([]int, len(tile))
+	for k, id := range ids {
+		t := k / rep
+		for d := len(tile) - 1; d >= 0; d-- {
+			want[d] = t % tile[d]
+			t /= tile[d]
+		}
+		m.Coords(m.PositionOf(id), coords)
+		for d := range tile {
+			if l.ShardIndex(d, coords) != want[d] {
+				return k
+			}
+		}
+	}
+	return -1
+}
+
+// hloPather blames every invariant violation on the sharding's '{'.
+type hloPather struct {
+	field string
+	off   int
+}
+
+func (p *hloPather) whole() string { return p.field }
+func (p *hloPather) dim(d int) (string, string) {
+	return p.field, "at offset " + strconv.Itoa(p.off) + " (dim " + strconv.Itoa(d) + "): "
+}
+func (p *hloPather) ref(place) (string, string) {
+	return p.field, "at offset " + strconv.Itoa(p.off) + ": "
+}

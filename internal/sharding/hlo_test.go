@@ -1,0 +1,164 @@
+package sharding
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestParseHLOSeed003 reads the four HLO shardings of seed 003's XLA dumps and checks
+// each against the same sharding written as a PartitionSpec array and in Shardy's form:
+// same sharding, identical tiles on every device.
+func TestParseHLOSeed003(t *testing.T) {
+	cases := []struct {
+		name, mesh, hlo, spec, shardy string
+		shape                         []int64
+	}{
+		{"case1 P('X', None)", "X=2,Y=4", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}", `["X", null]`, `[{"X"}, {}]`, []int64{2048, 2048}},
+		{"case2 P('Y', None)", "X=2,Y=4", "{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}", `["Y", null]`, `[{"Y"}, {}]`, []int64{2048, 2048}},
+		{"case3 P(None, ('X','T'))", "C=1,D=2,Y=8,X=4,T=4", "{devices=[1,16,16]<=[16,16]T(1,0) last_tile_dim_replicate}", `[null, ["X", "T"]]`, `[{}, {"X", "T"}]`, []int64{2048, 2048}},
+		{"case4 P('D', ('X','Y'))", "C=1,D=2,Y=8,X=4,T=4", "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}", `["D", ["X", "Y"]]`, `[{"D"}, {"X", "Y"}]`, []int64{2048, 2048}},
+		{"case4 target", "C=1,D=2,Y=8,X=4,T=4", "{devices=[1,256]<=[256]}", `[null, ["D", "Y", "X", "T"]]`, `[{}, {"D", "Y", "X", "T"}]`, []int64{2048, 2048}},
+		{"case1 as dumped with metadata", "X=2,Y=4", `{devices=[2,1,4]0,1,2,3,4,5,6,7 last_tile_dim_replicate metadata={op_name="x"}}`, `["X", null]`, `[{"X"}, {}]`, []int64{1024, 2048}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mustMesh(t, tc.mesh)
+			got, err := Parse(json.RawMessage(jsonString(tc.hlo)), m, tc.shape, "source")
+			require.NoError(t, err)
+			spec := mustParse(t, tc.spec, m, tc.shape)
+			shardy := mustParse(t, jsonString(tc.shardy), m, tc.shape)
+			assert.True(t, got.Equal(spec), "hlo %s, spec %s", got, spec)
+			assert.True(t, got.Equal(shardy), "hlo %s, shardy %s", got, shardy)
+			assert.Equal(t, NewLayout(m, tc.shape, spec).Tiles(nil), NewLayout(m, tc.shape, got).Tiles(nil), "tiles")
+			if tc.name != "case1 as dumped with metadata" {
+				assert.Equal(t, tc.hlo, got.HLO(m), "prints back as XLA does")
+			}
+		})
+	}
+}
+
+func TestHLOText(t *testing.T) {
+	cases := []struct{ mesh, s, want string }{
+		{"X=2,Y=4", `["X",null]`, "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
+		{"X=2,Y=4", `["Y",null]`, "{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}"},
+		{"X=2,Y=4", `[null,null]`, "{replicated}"},
+		{"X=2,Y=4", `["Y:(2)2","X"]`, "{devices=[2,2,2]<=[4,2]T(1,0) last_tile_dim_replicate}"},
+		{"X=2,Y=4", `[["Y:(2)2","Y:(1)2"],"X"]`, "{devices=[4,2]<=[2,2,2]T(2,1,0)}"},
+		{"X=2,Y=4", `{"dims":[{"axes":["X"]},{"axes":[]}],"unreduced":["Y"]}`, "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
+		{"C=1,D=2,Y=8,X=4,T=4", `["D",["X","Y"]]`, "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}"},
+		{"C=1,D=2,Y=8,X=4,T=4", `[null,["X","T"]]`, "{devices=[1,16,16]<=[16,16]T(1,0) last_tile_dim_replicate}"},
+		{"C=1,D=2,Y=8,X=4,T=4", `[null,["D","Y","X","T"]]`, "{devices=[1,256]<=[256]}"},
+	}
+	for _, tc := range cases {
+		m := mustMesh(t, tc.mesh)
+		assert.Equal(t, tc.want, mustParse(t, tc.s, m, nil).HLO(m), tc.s)
+	}
+	// A mesh with device_ids prints the explicit list.
+	m, err := NewMesh("m", []Axis{{Name: "x", Size: 2}, {Name: "y", Size: 2}}, []int{3, 2, 1, 0})
+	require.NoError(t, err)
+	assert.Equal(t, "{devices=[2,1,2]3,2,1,0 last_tile_dim_replicate}", mustParse(t, `["x",null]`, m, nil).HLO(m))
+	assert.Equal(t, "{devices=[2,1,2]3,1,2,0 last_tile_dim_replicate}", mustParse(t, `["y",null]`, m, nil).HLO(m))
+}
+
+// TestParseHLOForms checks HLO texts against the sharding they mean.
+func TestParseHLOForms(t *testing.T) {
+	cases := []struct {
+		name, mesh, hlo, want string // want in Shardy's body form
+		shape                 []int64
+	}{
+		{"replicated", "x=2,y=4", "{replicated}", `[{}, {}]`, []int64{8, 8}},
+		{"maximal on one device", "x=1", "{maximal device=0}", `[{}]`, []int64{8}},
+		{"explicit ids", "x=2,y=4", "{devices=[2,4]0,1,2,3,4,5,6,7}", `[{"x"}, {"y"}]`, []int64{8, 8}},
+		{"transposed ids", "x=2,y=4", "{devices=[4,2]0,4,1,5,2,6,3,7}", `[{"y"}, {"x"}]`, []int64{8, 8}},
+		{"reversed sub-axes", "x=2,y=4", "{devices=[2,4]0,2,1,3,4,6,5,7}", `[{"x"}, {"y":(2)2, "y":(1)2}]`, []int64{8, 8}},
+		{"iota transpose", "x=2,y=4", "{devices=[4,2]<=[2,4]T(1,0)}", `[{"y"}, {"x"}]`, []int64{8, 8}},
+		{"sub-axes", "x=8", "{devices=[2,4]<=[8]}", `[{"x":(1)2}, {"x":(2)4}]`, []int64{8, 8}},
+		{"reshape transpose", "x=8", "{devices=[2,2,2]<=[2,2,2]T(2,0,1)}", `[{"x":(4)2}, {"x":(1)2}, {"x":(2)2}]`, []int64{8, 8, 8}},
+		{"minor three of twelve", "x=12", "{devices=[3,4]<=[4,3]T(1,0)}", `[{"x":(4)3}, {"x":(1)4}]`, []int64{12, 12}},
+		{"replica order ignored", "x=2,y=2", "{devices=[2,1,2]2,0,3,1 last_tile_dim_replicate}", `[{"y"}, {}]`, []int64{4, 4}},
+		{"last_tile_dims replicated", "x=2,y=2", "{devices=[2,1,2]<=[4] last_tile_dims={replicated}}", `[{"x"}, {}]`, []int64{4, 4}},
+		{"two replication dims", "x=2,y=2,z=2", "{devices=[2,2,2]<=[8] last_tile_dims={replicated, replicated}}", `[{"x"}]`, []int64{4}},
+		{"several axes one dim", "x=2,y=2,z=2", "{devices=[8,1]<=[2,2,2]T(2,0,1)}", `[{"z", "x", "y"}, {}]`, []int64{8, 8}},
+		{"size-one axis", "a=1,x=4", "{devices=[1,4]<=[4]}", `[{}, {"x"}]`, []int64{8, 8}},
+		{"shard_as ignored", "x=2", "{devices=[2]<=[2] shard_as 1}", `[{"x"}]`, []int64{8}},
+		{"uneven dim", "x=4", "{devices=[4]<=[4]}", `[{"x"}]`, []int64{3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mustMesh(t, tc.mesh)
+			got, err := ParseHLO(tc.hlo, m, tc.shape, "source")
+			require.NoError(t, err)
+			want, err := ParseText(tc.want, m, tc.shape, "want")
+			require.NoError(t, err)
+			assert.True(t, got.Equal(want), "got %s want %s", got, want)
+			again, err := ParseHLO(got.HLO(m), m, tc.shape, "source")
+			require.NoError(t, err, "re-parse %s", got.HLO(m))
+			assert.True(t, got.Equal(again), "round trip through %s", got.HLO(m))
+		})
+	}
+}
+
+func TestParseHLOWithDeviceIDs(t *testing.T) {
+	m, err := NewMesh("m", []Axis{{Name: "x", Size: 2}, {Name: "y", Size: 2}}, []int{3, 2, 1, 0})
+	require.NoError(t, err)
+	got, err := ParseHLO("{devices=[2,1,2]3,1,2,0 last_tile_dim_replicate}", m, []int64{4, 4}, "source")
+	require.NoError(t, err)
+	assert.Equal(t, `[{"y"}, {}]`, got.Body())
+	// The iota <=[4] lists ids 0,1,2,3: on this mesh that is axis x reversed... which the
+	// reversed device_ids make the mesh's own order backwards: not expressible.
+	_, err = ParseHLO("{devices=[2,2]<=[4]}", m, []int64{4, 4}, "source")
+	requireFieldError(t, err, "source", "at offset 14", "device_ids")
+}
+
+func TestParseHLOErrors(t *testing.T) {
+	cases := []struct {
+		name, mesh, hlo string
+		shape           []int64
+		want            []string
+	}{
+		{"maximal on a mesh", "x=2,y=4", "{maximal device=3}", []int64{8}, []string{"at offset 0", "one device", "all 8 devices"}},
+		{"maximal off mesh", "x=2", "{maximal device=5}", []int64{8}, []string{"at offset 16", "not on the mesh"}},
+		{"manual", "x=2", "{manual}", []int64{8}, []string{"at offset 0", "not modelled"}},
+		{"manual subgroup", "x=2,y=2", "{devices=[2,1,2]<=[4] last_tile_dims={manual}}", []int64{8, 8}, []string{"at offset 38", "manual"}},
+		{"reversed sub-axes are fine, this is not", "x=2,y=4", "{devices=[8]0,1,2,3,4,5,7,6}", []int64{8}, []string{"at offset 24", "no mesh axes", "holds device 7"}},
+		{"two axes in one step", "x=2,y=2", "{devices=[4]0,3,1,2}", []int64{8}, []string{"at offset 14", "two mesh axes"}},
+		{"first device", "x=2", "{devices=[2]1,0}", []int64{8}, []string{"at offset 12", "first tile"}},
+		{"tile count splits no axis", "x=2,y=3", "{devices=[3,2]<=[6]}", []int64{6, 6}, []string{"at offset 10", "tile count 3"}},
+		{"device count", "x=2,y=4", "{devices=[2,2]<=[4]}", []int64{8, 8}, []string{"at offset 10", "4 devices but the mesh has 8"}},
+		{"too many devices", "x=2", "{devices=[4,4]<=[16]}", []int64{8, 8}, []string{"at offset 10", "more than the mesh's 2"}},
+		{"rank", "x=2", "{devices=[2,1]<=[2]}", []int64{8}, []string{"at offset 10", "rank 1"}},
+		{"duplicate id", "x=2", "{devices=[2]1,1}", []int64{8}, []string{"at offset 14", "twice"}},
+		{"bad perm", "x=2,y=2", "{devices=[4]<=[2,2]T(0,0)}", []int64{8}, []string{"at offset 23", "permutation"}},
+		{"iota size", "x=2,y=2", "{devices=[4]<=[2]}", []int64{8}, []string{"at offset 12", "2 devices"}},
+		{"unknown attribute", "x=2", "{devices=[2]<=[2] bogus}", []int64{8}, []string{"at offset 18", `"bogus"`}},
+		{"tuple", "x=2", "{{replicated}, {replicated}}", []int64{8}, []string{"at offset 0", "tuple"}},
+		{"unterminated", "x=2", "{devices=[2]<=[2]", []int64{8}, []string{"at offset 17", "end"}},
+		{"empty", "x=2", "{}", []int64{8}, []string{"at offset 0", "empty"}},
+		{"trailing", "x=2", "{replicated} x", []int64{8}, []string{"at offset 13", "after the sharding"}},
+		{"size-0 dim", "x=2", "{devices=[2]<=[2]}", []int64{0}, []string{"size 0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseHLO(tc.hlo, mustMesh(t, tc.mesh), tc.shape, "source")
+			requireFieldError(t, err, "source", tc.want...)
+		})
+	}
+}
+
+func TestParseHLOTuple(t *testing.T) {
+	m := mustMesh(t, "x=2,y=2")
+	shapes := [][]int64{{4, 4}, {4}}
+	got, err := ParseHLOTuple("{{devices=[2,1,2]<=[4] last_tile_dim_replicate}, {replicated}}", m, shapes, "s")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, `[{"x"}, {}]`, got[0].Body())
+	assert.Equal(t, `[{}]`, got[1].Body())
+	got, err = ParseHLOTuple("{replicated}", m, shapes, "s")
+	require.NoError(t, err)
+	assert.Len(t, got, 2)
+	_, err = ParseHLOTuple("{{replicated}}", m, shapes, "s")
+	requireFieldError(t, err, "s", "1 elements", "2 results")
+}

@@ -1,0 +1,79 @@
+package sharding
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPartitionSpecText(t *testing.T) {
+	m := mustMesh(t, "D=2,X=4,Y=2")
+	cases := []struct {
+		s, want string
+		ok      bool
+	}{
+		{`["D",["X","Y"]]`, "P('D', ('X','Y'))", true},
+		{`[null,"X"]`, "P(None, 'X')", true},
+		{`[null,null]`, "P(None, None)", true},
+		{`["X:(1)2",null]`, "", false},
+		{`{"dims":[{"axes":["D"]},{"axes":[]}],"unreduced":["X"]}`, "P('D', None, unreduced={'X'})", true},
+		{`{"dims":[{"axes":["D"], "open": true},{"axes":[], "priority": 0, "open": true}],"replicated":["X"]}`, "P('D', None)", true},
+	}
+	for _, tc := range cases {
+		got, ok := mustParse(t, tc.s, m, nil).PartitionSpecText()
+		assert.Equal(t, tc.ok, ok, tc.s)
+		assert.Equal(t, tc.want, got, tc.s)
+	}
+}
+
+// TestParsePartitionSpec checks the PartitionSpec forms (text and array) against Shardy's.
+func TestParsePartitionSpec(t *testing.T) {
+	m := mustMesh(t, "x=2,y=2,z=2")
+	cases := []struct {
+		name, raw, want string
+		shape           []int64
+	}{
+		{"text", `"P('x', None, ('y','z'))"`, `[{"x"}, {}, {"y", "z"}]`, []int64{4, 4, 4}},
+		{"PartitionSpec", `"PartitionSpec(\"x\", None, (\"y\", \"z\",),)"`, `[{"x"}, {}, {"y", "z"}]`, []int64{4, 4, 4}},
+		{"qualified", `"jax.sharding.PartitionSpec('y')"`, `[{"y"}, {}]`, []int64{4, 4}},
+		{"padded text", `"P('x')"`, `[{"x"}, {}, {}]`, []int64{4, 4, 4}},
+		{"empty P", `"P()"`, `[{}, {}]`, []int64{4, 4}},
+		{"padded array", `["x"]`, `[{"x"}, {}]`, []int64{4, 4}},
+		{"padded empty array", `[]`, `[{}, {}]`, []int64{4, 4}},
+		{"unconstrained", `"P(P.UNCONSTRAINED, 'x')"`, `[{?}, {"x"}]`, []int64{4, 4}},
+		{"unreduced", `"P('x', unreduced={'y'})"`, `[{"x"}, {}], unreduced={"y"}`, []int64{4, 4}},
+		{"sub-axis", `"P('x', 'y:(1)2')"`, `[{"x"}, {"y"}]`, []int64{4, 4}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mustParse(t, tc.raw, m, tc.shape)
+			want, err := ParseText(tc.want, m, tc.shape, "want")
+			require.NoError(t, err)
+			assert.True(t, got.Equal(want), "got %s want %s", got, want)
+		})
+	}
+}
+
+func TestParsePartitionSpecErrors(t *testing.T) {
+	m := mustMesh(t, "x=2,y=2")
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"too many entries", `P('x', None, 'y')`, []string{"3 dims", "rank 2"}},
+		{"unknown axis", `P('q')`, []string{"at offset 2", `unknown mesh axis "q"`}},
+		{"axis twice", `P('x', 'x')`, []string{"at offset 7", "used twice"}},
+		{"bare word", `P(x)`, []string{"at offset 2", `unexpected "x"`}},
+		{"unterminated", `P('x'`, []string{"at offset 5", "found the end"}},
+		{"entry after unreduced", `P(unreduced={'x'}, 'y')`, []string{"at offset 19", "positional entries come first"}},
+		{"trailing", `P('x') P`, []string{"at offset 7", "after the PartitionSpec"}},
+		{"unquoted in tuple", `P((x,))`, []string{"at offset 3", "quoted axis name"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePartitionSpecText(tc.text, m, []int64{4, 4}, "source")
+			requireFieldError(t, err, "source", tc.want...)
+		})
+	}
+}
