@@ -54,7 +54,8 @@ type GraphTensor struct {
 	Shape []int64 `json:"shape" example:"8,16"`
 	// DType is the element type (default f32).
 	DType string `json:"dtype,omitempty" example:"bf16"`
-	// Sharding is an annotation in any input form.
+	// Sharding is an annotation in any input form (object, Shardy text, PartitionSpec
+	// array or "P(...)" text, XLA HloSharding text, DTensor {"placements": [...]}).
 	Sharding json.RawMessage `json:"sharding,omitempty" swaggertype:"object"`
 } // @name GraphTensor
 

@@ -31,7 +31,8 @@ type ReshardRequest struct {
 	// ElementBytes is the element size in bytes, instead of dtype.
 	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64" minimum:"1" maximum:"64"`
 	// Source and Target shardings, each in any input form (object, Shardy text,
-	// PartitionSpec array or "P(...)" text, XLA HloSharding text).
+	// PartitionSpec array or "P(...)" text, XLA HloSharding text, or DTensor
+	// {"placements": [...]}).
 	Source json.RawMessage `json:"source" validate:"required" swaggertype:"object"`
 	Target json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
 	// CostModel is a profile name from GET /v1/cost-models or an object (default tpu-v5p).

@@ -908,7 +908,7 @@ const docTemplate = `{
                     ]
                 },
                 "sharding": {
-                    "description": "Sharding is an annotation in any input form.",
+                    "description": "Sharding is an annotation in any input form (object, Shardy text, PartitionSpec\narray or \"P(...)\" text, XLA HloSharding text, DTensor {\"placements\": [...]}).",
                     "type": "object"
                 }
             }
@@ -1167,7 +1167,7 @@ const docTemplate = `{
                     ]
                 },
                 "source": {
-                    "description": "Source and Target shardings, each in any input form (object, Shardy text,\nPartitionSpec array or \"P(...)\" text, XLA HloSharding text).",
+                    "description": "Source and Target shardings, each in any input form (object, Shardy text,\nPartitionSpec array or \"P(...)\" text, XLA HloSharding text, or DTensor\n{\"placements\": [...]}).",
                     "type": "object"
                 },
                 "strategy": {
@@ -1533,7 +1533,7 @@ const docTemplate = `{
                     ]
                 },
                 "sharding": {
-                    "description": "Sharding in any input form: object, Shardy text, PartitionSpec-like array (e.g.\n[[0],[1]] or [\"x\", null]; fewer entries than the rank leave the rest replicated),\nJAX PartitionSpec text (\"P('x', None)\"), or XLA HloSharding text\n(\"{devices=[2,1,4]\u003c=[8] last_tile_dim_replicate}\").",
+                    "description": "Sharding in any input form: object, Shardy text, PartitionSpec-like array (e.g.\n[[0],[1]] or [\"x\", null]; fewer entries than the rank leave the rest replicated),\nJAX PartitionSpec text (\"P('x', None)\"), XLA HloSharding text\n(\"{devices=[2,1,4]\u003c=[8] last_tile_dim_replicate}\"), or DTensor placements\n({\"placements\": [\"Shard(0)\", \"Replicate()\", \"Partial()\"]}, one per mesh dim).",
                     "type": "object"
                 }
             }

@@ -76,6 +76,11 @@ var exampleCases = []exampleCase{
 	{"reshard-partial-sums.json", 200, map[string]any{
 		"steps.#": 1, "steps.0.op": "reduce_scatter", "steps.0.mesh_axes": []any{"model"}, "steps.0.dim": 1.0,
 	}},
+	// The same reshard in PyTorch DTensor placements.
+	{"reshard-dtensor-placements.json", 200, map[string]any{
+		"steps.#": 1, "steps.0.op": "reduce_scatter", "steps.0.mesh_axes": []any{"model"}, "steps.0.dim": 1.0,
+		"source.unreduced": []any{"model"}, "target.partition_spec": "P('data', 'model')",
+	}},
 	{"reshard-h100-keeps-nvlink.json", 200, map[string]any{
 		"steps.0.op": "all_to_all", "steps.0.link": "nvlink", "steps.1.op": "slice", "summary.cost_model": "h100",
 	}},

@@ -114,6 +114,8 @@ func FuzzParseObject(f *testing.F) {
 		`{"dims": [{}]} {}`,
 		`{"replicated": ["x"]}`,
 		`{"dims": [`,
+		`{"placements": ["Shard(0)", "Partial()", "_StridedShard(0, split_factor=2)", "Replicate()"]}`,
+		`{"placements": ["S(1)", "R", "P(sum)", "Shard(dim=-1)"]}`,
 	} {
 		f.Add(s)
 	}

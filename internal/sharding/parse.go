@@ -93,6 +93,8 @@ type objSharding struct {
 	// Output-only renderings of the same sharding, accepted back and ignored.
 	Hlo           json.RawMessage `json:"hlo"`
 	PartitionSpec json.RawMessage `json:"partition_spec"`
+	// Placements is the DTensor form, instead of dims.
+	Placements json.RawMessage `json:"placements"`
 }
 
 type objDim struct {
@@ -153,13 +155,19 @@ func rawList(raw json.RawMessage, field, what string) ([]json.RawMessage, *Field
 
 func parseObject(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sharding, error) {
 	var o objSharding
-	if fe := decodeStrict(raw, &o, field, "dims, replicated, unreduced, text, hlo, partition_spec"); fe != nil {
+	if fe := decodeStrict(raw, &o, field, "dims, replicated, unreduced, text, hlo, partition_spec, placements"); fe != nil {
 		return Sharding{}, fe
 	}
 	pt := objPather(field)
 	dimsField := join(field, "dims")
+	if !isNull(o.Placements) {
+		if !isNull(o.Dims) || !isNull(o.Replicated) || !isNull(o.Unreduced) {
+			return Sharding{}, Fieldf(join(field, "placements"), "give either placements (DTensor) or dims/replicated/unreduced, not both")
+		}
+		return parsePlacements(o.Placements, m, shape, join(field, "placements"))
+	}
 	if isNull(o.Dims) {
-		return Sharding{}, Fieldf(dimsField, "is required: one {\"axes\": [...]} per tensor dim")
+		return Sharding{}, Fieldf(dimsField, "is required: one {\"axes\": [...]} per tensor dim (or give DTensor \"placements\")")
 	}
 	dims, fe := rawList(o.Dims, dimsField, "{\"axes\": [...]} objects, one per tensor dim")
 	if fe != nil {
