@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestParsePlacements(t *testing.T) {
@@ -24,10 +23,7 @@ func TestParsePlacements(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := mustMesh(t, tc.mesh)
-			got := mustParse(t, tc.raw, m, tc.shape)
-			want, err := ParseText(tc.want, m, tc.shape, "want")
-			require.NoError(t, err)
-			assert.True(t, got.Equal(want), "got %s want %s", got, want)
+			requireShardy(t, mustParse(t, tc.raw, m, tc.shape), m, tc.shape, tc.want)
 		})
 	}
 }

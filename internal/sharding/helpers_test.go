@@ -65,3 +65,11 @@ func requireOnlyFieldErrors(t testing.TB, err error, root string) {
 		require.NotEmpty(t, e.Message)
 	}
 }
+
+// requireShardy asserts got equals want, a sharding in Shardy's text form.
+func requireShardy(t *testing.T, got Sharding, m *Mesh, shape []int64, want string) {
+	t.Helper()
+	w, err := ParseText(want, m, shape, "want")
+	require.NoError(t, err)
+	require.True(t, got.Equal(w), "got %s want %s", got, w)
+}

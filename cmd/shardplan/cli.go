@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/shardplan/shardplan/api"
+	"github.com/shardplan/shardplan/openapi"
+)
+
+// Exit statuses.
+const (
+	exitOK        = 0
+	exitViolation = 1 // the server answered 422 policy-violation
+	exitBadInput  = 2 // usage, unreadable input, or any other 4xx
+	exitServer    = 3 // 5xx, or the server could not be reached
+)
+
+// maxInput bounds what is read from FILE or standard input.
+const maxInput = 256 << 20
+
+const usage = `usage: shardplan [flags] reshard|graph|tiles FILE|-
+
+Posts FILE (- for standard input) to POST /v1/<command> and prints the answer: the plan
+summary, policy violations and suggested constraints, or the raw response with --json.
+With no --server (and no SHARDPLAN_SERVER) it answers in-process with the service's
+embedded defaults. graph also takes a StableHLO module as text (sent as {"module": ...}).
+
+Exit status: 0 success, 1 policy violation (HTTP 422), 2 bad input or usage, 3 server or
+transport error.
+
+flags:
+`
+
+// run is the whole command; it returns the exit status.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shardplan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	server := fs.String("server", getenv("SHARDPLAN_SERVER"), "base URL of a shardplan server, e.g. http://localhost:8080 (env SHARDPLAN_SERVER; empty: in-process)")
+	asJSON := fs.Bool("json", false, "print the raw JSON response (problem+json on errors) instead of the summary")
+	timeout := fs.Duration("timeout", 60*time.Second, "give up on the request after this long")
+	function := fs.String("function", "", "graph with a StableHLO module: the function to read (default main)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	// Flags may come before, between or after the positional arguments.
+	var pos []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK
+			}
+			return exitBadInput
+		}
+		if rest = fs.Args(); len(rest) == 0 {
+			break
+		}
+		pos, rest = append(pos, rest[0]), rest[1:]
+	}
+	if len(pos) != 2 || (pos[0] != "reshard" && pos[0] != "graph" && pos[0] != "tiles") {
+		fmt.Fprintf(stderr, "shardplan: want a command (reshard, graph or tiles) and a FILE or -, got %q\n\n", pos)
+		fs.Usage()
+		return exitBadInput
+	}
+	cmd, file := pos[0], pos[1]
+
+	body, err := readInput(file, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardplan: %v\n", err)
+		return exitBadInput
+	}
+	if cmd == "graph" {
+		body = graphBody(body, *function)
+	}
+
+	client, base, err := newClient(*server)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardplan: %v\n", err)
+		return exitBadInput
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/"+cmd, bytes.NewReader(body))
+	if err != nil {
+		fmt.Fprintf(stderr, "shardplan: %v\n", err)
+		return exitBadInput
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardplan: %v\n", err)
+		return exitServer
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardplan: reading the response: %v\n", err)
+		return exitServer
+	}
+	code := exitCode(resp.StatusCode, out)
+	if *asJSON {
+		stdout.Write(out)
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			fmt.Fprintln(stdout)
+		}
+		return code
+	}
+	if err := printHuman(stdout, stderr, cmd, resp.StatusCode, code, out); err != nil {
+		fmt.Fprintf(stderr, "shardplan: the server answered %d with a body that is not what %s returns: %v\n", resp.StatusCode, cmd, err)
+		return exitServer
+	}
+	return code
+}
+
+// readInput reads FILE, or standard input for "-".
+func readInput(file string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader = stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", file, err)
+	}
+	if len(b) > maxInput {
+		return nil, fmt.Errorf("%s is larger than %d bytes", file, maxInput)
+	}
+	return b, nil
+}
+
+// graphBody wraps a StableHLO module (anything but a JSON object) as {"module": text}.
+func graphBody(body []byte, function string) []byte {
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' {
+		return body
+	}
+	req := map[string]string{"module": string(body)}
+	if function != "" {
+		req["function"] = function
+	}
+	b, _ := json.Marshal(req) // a map of strings always encodes
+	return b
+}
+
+// newClient returns a client for the server at base, or one that calls the service
+// in-process when base is empty.
+func newClient(base string) (*http.Client, string, error) {
+	if base == "" {
+		srv, err := api.New(api.Deps{OpenAPI: openapi.JSON})
+		if err != nil {
+			return nil, "", err
+		}
+		return &http.Client{Transport: inProcess{srv}}, "http://in-process", nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, "", fmt.Errorf("--server %q is not an http(s) URL such as http://localhost:8080", base)
+	}
+	return &http.Client{}, strings.TrimSuffix(base, "/"), nil
+}
+
+// inProcess is an http.RoundTripper that serves requests with a handler in this process.
+type inProcess struct{ h http.Handler }
+
+func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// exitCode maps an HTTP answer to the exit status.
+func exitCode(status int, body []byte) int {
+	switch {
+	case status >= 200 && status < 300:
+		return exitOK
+	case status == http.StatusUnprocessableEntity && problemSlug(body) == "policy-violation":
+		return exitViolation
+	case status >= 400 && status < 500:
+		return exitBadInput
+	}
+	return exitServer
+}
+
+func problemSlug(body []byte) string {
+	var p struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(body, &p)
+	return strings.TrimPrefix(p.Type, api.ProblemTypeBase)
+}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/shardplan/shardplan/api"
+)
+
+// printHuman prints an answer for people: the result on stdout, and for a violation the
+// violations (stdout) before the plan; other problems go to stderr.
+func printHuman(stdout, stderr io.Writer, cmd string, status, code int, body []byte) error {
+	switch code {
+	case exitOK:
+		return printResult(stdout, cmd, body)
+	case exitViolation:
+		return printViolation(stdout, cmd, body)
+	}
+	var p api.Problem
+	if err := json.Unmarshal(body, &p); err != nil || p.Status == 0 {
+		fmt.Fprintf(stderr, "shardplan: the server answered %d: %s\n", status, strings.TrimSpace(string(body)))
+		return nil
+	}
+	if len(p.Errors) == 0 {
+		fmt.Fprintf(stderr, "shardplan: %d %s: %s\n", p.Status, p.Title, p.Detail)
+		return nil
+	}
+	fmt.Fprintf(stderr, "shardplan: %d %s\n", p.Status, p.Title)
+	for _, e := range p.Errors {
+		fmt.Fprintf(stderr, "  %s: %s\n", e.Field, e.Message)
+	}
+	return nil
+}
+
+func printResult(w io.Writer, cmd string, body []byte) error {
+	switch cmd {
+	case "reshard":
+		var r api.ReshardResponse
+		if err := json.Unmarshal(body, &r); err != nil {
+			return err
+		}
+		printReshard(w, &r)
+	case "graph":
+		var g api.GraphResponse
+		if err := json.Unmarshal(body, &g); err != nil {
+			return err
+		}
+		printGraph(w, &g)
+	case "tiles":
+		var t api.TilesResponse
+		if err := json.Unmarshal(body, &t); err != nil {
+			return err
+		}
+		printTiles(w, &t)
+	}
+	return nil
+}
+
+// violation is one entry of a 422's violations.
+type violation struct {
+	Policy               string           `json:"policy"`
+	OpName               string           `json:"op_name"`
+	Tensor               string           `json:"tensor"`
+	Message              string           `json:"message"`
+	SuggestedConstraints []api.Suggestion `json:"suggested_constraints"`
+}
+
+func printViolation(w io.Writer, cmd string, body []byte) error {
+	var p struct {
+		Detail               string           `json:"detail"`
+		Violations           []violation      `json:"violations"`
+		Plan                 json.RawMessage  `json:"plan"`
+		SuggestedConstraints []api.Suggestion `json:"suggested_constraints"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return err
+	}
+	if len(p.Violations) == 0 {
+		fmt.Fprintf(w, "POLICY VIOLATION: %s\n", p.Detail)
+	} else {
+		fmt.Fprintf(w, "POLICY VIOLATION (%d):\n", len(p.Violations))
+	}
+	for i, v := range p.Violations {
+		where := ""
+		if v.OpName != "" || v.Tensor != "" {
+			where = fmt.Sprintf(" (op %s, tensor %s)", v.OpName, v.Tensor)
+		}
+		fmt.Fprintf(w, "  %d. %s%s: %s\n", i+1, v.Policy, where, v.Message)
+		sugg := v.SuggestedConstraints
+		if len(sugg) == 0 && len(p.Violations) == 1 {
+			sugg = p.SuggestedConstraints
+		}
+		printSuggestions(w, "     ", sugg)
+	}
+	if len(p.Plan) > 0 {
+		fmt.Fprintln(w)
+		return printResult(w, cmd, p.Plan)
+	}
+	return nil
+}
+
+func printSuggestions(w io.Writer, indent string, sugg []api.Suggestion) {
+	if len(sugg) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%sfix: insert these sharding constraints, in order:\n", indent)
+	for _, s := range sugg {
+		fmt.Fprintf(w, "%s  %s\n", indent, shardingLine(s.Sharding))
+	}
+}
+
+// shardingLine prints a sharding as P(...) when it has one, then Shardy and HLO.
+func shardingLine(s api.ShardingJSON) string {
+	parts := []string{}
+	if s.PartitionSpec != "" {
+		parts = append(parts, s.PartitionSpec)
+	}
+	parts = append(parts, s.Text)
+	if s.Hlo != "" {
+		parts = append(parts, s.Hlo)
+	}
+	return strings.Join(parts, "  ")
+}
+
+// shortSharding is the PartitionSpec when there is one, else Shardy's text.
+func shortSharding(s api.ShardingJSON) string {
+	if s.PartitionSpec != "" {
+		return s.PartitionSpec
+	}
+	return s.Text
+}
+
+func printReshard(w io.Writer, r *api.ReshardResponse) {
+	fmt.Fprintf(w, "reshard %v on %s\n", r.Shape, meshString(r.Mesh))
+	fmt.Fprintf(w, "  from %s\n  to   %s\n", shardingLine(r.Source), shardingLine(r.Target))
+	printSteps(w, "", r.Steps)
+	printSummary(w, "", r.Summary)
+	if r.XLAWarning != "" {
+		fmt.Fprintf(w, "XLA warning: %s\n", r.XLAWarning)
+	}
+	printSuggestions(w, "", r.SuggestedConstraints)
+	if r.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", r.Note)
+	}
+}
+
+func printSteps(w io.Writer, indent string, steps []api.StepJSON) {
+	if len(steps) == 0 {
+		fmt.Fprintf(w, "%sno steps: the layouts are the same\n", indent)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s  #\top\tmesh axes\tbytes/device\ttime\tafter\n", indent)
+	for i, st := range steps {
+		fmt.Fprintf(tw, "%s  %d\t%s\t%s\t%s\t%.2f us\t%s\n", indent, i+1, st.Op, strings.Join(st.MeshAxes, ","), bytesString(st.BytesPerDevice), st.TimeUS, shortSharding(st.After))
+	}
+	tw.Flush()
+}
+
+func printSummary(w io.Writer, indent string, s api.SummaryJSON) {
+	remat := "no"
+	if s.FullRematerialization {
+		remat = "YES"
+	}
+	fmt.Fprintf(w, "%stotal: %d collectives, %.2f us, %s per device (lower bound %s, efficiency %.0f%%), peak %s; strategy %s, cost model %s; full rematerialization: %s\n",
+		indent, s.Collectives, s.TimeUS, bytesString(s.BytesPerDevice), bytesString(s.LowerBoundBytesPerDevice), 100*s.Efficiency,
+		bytesString(s.PeakBytesPerDevice), s.Strategy, s.CostModel, remat)
+	if s.XLAFallback {
+		fmt.Fprintf(w, "%sXLA falls back to its last resort (rematerialization within device groups)\n", indent)
+	}
+}
+
+func printGraph(w io.Writer, g *api.GraphResponse) {
+	fmt.Fprintf(w, "graph on %s: %d tensors\n", meshString(g.Mesh), len(g.Shardings))
+	ids := make([]string, 0, len(g.Shardings))
+	for id := range g.Shardings {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, id := range ids {
+		s := g.Shardings[id]
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", id, shortSharding(s), s.Hlo)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "collectives: %d\n", len(g.Collectives))
+	for i, c := range g.Collectives {
+		what := c.Kind
+		if c.Reduction != "" {
+			what += " (" + c.Reduction + ")"
+		}
+		remat := ""
+		if c.FullRematerialization {
+			remat = "  FULL REMATERIALIZATION"
+		}
+		fmt.Fprintf(w, "  %d. %s of %s for op %s: %.2f us, %s per device%s\n", i+1, what, c.Tensor, c.OpName, c.TimeUS, bytesString(c.BytesPerDevice), remat)
+		if c.Plan != nil {
+			fmt.Fprintf(w, "     %s -> %s\n", shortSharding(c.Plan.Source), shortSharding(c.Plan.Target))
+			printSteps(w, "   ", c.Plan.Steps)
+			printSuggestions(w, "     ", c.Plan.SuggestedConstraints)
+		} else {
+			printSteps(w, "   ", c.Steps)
+		}
+	}
+	s := g.Summary
+	fmt.Fprintf(w, "total: %d collectives (%d reshards, %d reductions), %.2f us, %s per device; strategy %s, cost model %s; full rematerialization: %t\n",
+		s.Collectives, s.Reshards, s.Reductions, s.TimeUS, bytesString(s.BytesPerDevice), s.Strategy, s.CostModel, s.FullRematerialization)
+	if g.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", g.Note)
+	}
+}
+
+func printTiles(w io.Writer, t *api.TilesResponse) {
+	fmt.Fprintf(w, "tiles on %s: %s\n", meshString(t.Mesh), shardingLine(t.Sharding))
+	fmt.Fprintf(w, "  tile shape %v, %s per device\n", t.TileShape, bytesString(t.TileBytes))
+	fmt.Fprintf(w, "  %s\n  %s\n", t.Maps.DeviceToGlobal, t.Maps.GlobalToDevice)
+	if t.DevicesOmitted {
+		fmt.Fprintf(w, "  device list omitted: %s\n", t.Note)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, d := range t.Devices {
+		fmt.Fprintf(tw, "  device %d\tcoords %v\tranges %v\tpadding %v\n", d.Device, d.Coords, d.Ranges, d.Padding)
+	}
+	tw.Flush()
+	for _, l := range t.Locate {
+		for _, o := range l.Owners {
+			fmt.Fprintf(w, "  t%v is on device %d (coords %v) at local index %v\n", l.Index, o.Device, o.Coords, o.LocalIndex)
+		}
+	}
+}
+
+func meshString(m api.MeshObject) string {
+	parts := make([]string, len(m.Axes))
+	for i, a := range m.Axes {
+		parts[i] = fmt.Sprintf("%s=%d", a.Name, a.Size)
+	}
+	return "@" + m.Name + " [" + strings.Join(parts, ",") + "]"
+}
+
+// bytesString prints a byte count in binary units.
+func bytesString(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	v, u := float64(b), "B"
+	for _, next := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if v < unit {
+			break
+		}
+		v, u = v/unit, next
+	}
+	return fmt.Sprintf("%.1f %s", v, u)
+}
