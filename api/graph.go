@@ -610,14 +610,7 @@ func graphPolicyCheck(p *Policy, body []byte) error {
 	if !probe.Summary.FullRematerialization && !probe.Summary.XLAFallback {
 		return nil
 	}
-	type violation struct {
-		Policy               string          `json:"policy"`
-		OpName               string          `json:"op_name"`
-		Tensor               string          `json:"tensor"`
-		Message              string          `json:"message"`
-		SuggestedConstraints json.RawMessage `json:"suggested_constraints,omitempty"`
-	}
-	var vs []violation
+	var vs []Violation
 	var names []string
 	for _, c := range probe.Collectives {
 		if !c.FullRematerialization && !c.XLAFallback {
@@ -627,7 +620,7 @@ func graphPolicyCheck(p *Policy, body []byte) error {
 		if !c.FullRematerialization {
 			msg = fmt.Sprintf("reshard of %q for op %q takes XLA's fallback within device groups", c.Tensor, c.OpName)
 		}
-		v := violation{Policy: "forbid_full_rematerialization", OpName: c.OpName, Tensor: c.Tensor}
+		v := Violation{Policy: "forbid_full_rematerialization", OpName: c.OpName, Tensor: c.Tensor}
 		if c.Plan != nil {
 			if c.Plan.XLAWarning != "" {
 				msg += ": " + c.Plan.XLAWarning

@@ -298,6 +298,19 @@ func wantsText(r *http.Request) bool {
 	return strings.Contains(a, "text/plain") && !strings.Contains(a, "application/json")
 }
 
+// Violation is one entry of a 422 policy-violation's "violations": the policy, what
+// broke it (a graph names the op and tensor of the reshard) and that reshard's
+// suggested constraints.
+type Violation struct {
+	Policy  string `json:"policy" example:"forbid_full_rematerialization"`
+	OpName  string `json:"op_name,omitempty"`
+	Tensor  string `json:"tensor,omitempty"`
+	Message string `json:"message"`
+	// SuggestedConstraints are Suggestion objects (graph only; a reshard's are at the
+	// top level of the problem).
+	SuggestedConstraints json.RawMessage `json:"suggested_constraints,omitempty" swaggertype:"array,object"`
+} // @name Violation
+
 // policyCheck turns a plan that violates the policy into a 422 carrying the plan.
 func policyCheck(p *Policy, body []byte) error {
 	if p == nil || !p.ForbidFullRematerialization {
@@ -325,7 +338,7 @@ func policyCheck(p *Policy, body []byte) error {
 		detail += ": " + probe.XLAWarning
 	}
 	return NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", detail).
-		With("violations", []map[string]string{{"policy": "forbid_full_rematerialization", "message": detail}}).
+		With("violations", []Violation{{Policy: "forbid_full_rematerialization", Message: detail}}).
 		With("plan", json.RawMessage(body)).
 		With("suggested_constraints", probe.SuggestedConstraints)
 }

@@ -60,19 +60,10 @@ func printResult(w io.Writer, cmd string, body []byte) error {
 	return nil
 }
 
-// violation is one entry of a 422's violations.
-type violation struct {
-	Policy               string           `json:"policy"`
-	OpName               string           `json:"op_name"`
-	Tensor               string           `json:"tensor"`
-	Message              string           `json:"message"`
-	SuggestedConstraints []api.Suggestion `json:"suggested_constraints"`
-}
-
 func printViolation(w io.Writer, cmd string, body []byte) error {
 	var p struct {
 		Detail               string           `json:"detail"`
-		Violations           []violation      `json:"violations"`
+		Violations           []api.Violation  `json:"violations"`
 		Plan                 json.RawMessage  `json:"plan"`
 		SuggestedConstraints []api.Suggestion `json:"suggested_constraints"`
 	}
@@ -90,7 +81,12 @@ func printViolation(w io.Writer, cmd string, body []byte) error {
 			where = fmt.Sprintf(" (op %s, tensor %s)", v.OpName, v.Tensor)
 		}
 		fmt.Fprintf(w, "  %d. %s%s: %s\n", i+1, v.Policy, where, v.Message)
-		sugg := v.SuggestedConstraints
+		var sugg []api.Suggestion
+		if len(v.SuggestedConstraints) > 0 {
+			if err := json.Unmarshal(v.SuggestedConstraints, &sugg); err != nil {
+				return err
+			}
+		}
 		if len(sugg) == 0 && len(p.Violations) == 1 {
 			sugg = p.SuggestedConstraints
 		}

@@ -15,7 +15,13 @@ from .convert import (
     mesh_from_jax,
     sharding_from_placements,
     spec_from_partition_spec,
+    partition_spec_entries,
+    placements_json,
+    to_named_sharding,
+    to_partition_spec,
     to_partition_spec_string,
+    to_placement_strings,
+    to_placements,
 )
 from .errors import ShardplanConnectionError, ShardplanError
 
@@ -36,4 +42,10 @@ __all__ = [
     "from_dtensor",
     "to_partition_spec_string",
     "dtype_name",
+    "placements_json",
+    "partition_spec_entries",
+    "to_partition_spec",
+    "to_named_sharding",
+    "to_placement_strings",
+    "to_placements",
 ]

@@ -101,8 +101,17 @@ class Client:
         """POST /v1/tiles: every device's tile of a sharded tensor (and ``locate``)."""
         return self._request("POST", "/v1/tiles", _merge(body, fields))
 
-    def graph(self, body: Optional[Mapping[str, Any]] = None, /, **fields: Any) -> Result:
-        """POST /v1/graph: sharding propagation over a graph of ops, with its collectives."""
+    def graph(self, body: Optional[Mapping[str, Any]] = None, /, module: Optional[str] = None, **fields: Any) -> Result:
+        """POST /v1/graph: sharding propagation over a graph of ops, with its collectives.
+
+        Give the graph as JSON fields (``mesh``, ``tensors``, ``ops``...), or a StableHLO
+        module's text as ``module`` (``jax.jit(f).lower(*args).as_text()``), sent as
+        ``{"module": text, ...}`` with the other fields (``function``, ``strategy``,
+        ``policy``...) beside it."""
+        if module is not None:
+            if not isinstance(module, str):
+                raise TypeError("module must be the module's text (str), not %s" % type(module).__name__)
+            fields["module"] = module
         return self._request("POST", "/v1/graph", _merge(body, fields))
 
     def cost_models(self) -> Result:

@@ -22,6 +22,12 @@ __all__ = [
     "from_dtensor",
     "to_partition_spec_string",
     "dtype_name",
+    "placements_json",
+    "partition_spec_entries",
+    "to_partition_spec",
+    "to_named_sharding",
+    "to_placement_strings",
+    "to_placements",
 ]
 
 Mesh = Dict[str, Any]
@@ -223,7 +229,8 @@ def sharding_from_placements(placements: Sequence[Any], mesh_dim_names: Sequence
     ``placements[i]`` is the placement on mesh dim ``i`` (named ``mesh_dim_names[i]``):
     ``Shard(dim)`` shards tensor dim ``dim`` over that mesh axis, ``Replicate()`` does not use
     it, ``Partial()`` makes it an ``unreduced`` axis (the tensor holds partial values over it;
-    the schedule and its cost do not depend on the reduce op). ``_StridedShard`` is rejected.
+    the schedule and its cost do not depend on the reduce op). ``_StridedShard`` is rejected
+    (:func:`placements_json` passes it to the service, which orders it as DTensor does).
 
     When several mesh dims shard the same tensor dim, their axes are listed major to minor
     in mesh dim order. That is DTensor's default ordering: placements are applied left to
@@ -256,6 +263,30 @@ def sharding_from_placements(placements: Sequence[Any], mesh_dim_names: Sequence
         else:
             raise ValueError("placement %d: unsupported placement %r" % (i, p))
     return {"dims": [{"axes": a} for a in dims], "unreduced": unreduced}
+
+
+def _placement_string(p: Any) -> str:
+    kinds = _class_names(p)
+    if "_StridedShard" in kinds or "StridedShard" in kinds:
+        return "_StridedShard(%d, split_factor=%d)" % (int(p.dim), int(p.split_factor))
+    if "Shard" in kinds:
+        return "Shard(%d)" % int(p.dim)
+    if "Replicate" in kinds:
+        return "Replicate()"
+    if "Partial" in kinds or "_Partial" in kinds:
+        op = getattr(p, "reduce_op", "sum")
+        return "Partial(%s)" % str(getattr(op, "name", op)).lower()
+    if isinstance(p, str):
+        return p
+    raise ValueError("unsupported placement %r" % (p,))
+
+
+def placements_json(placements: Sequence[Any]) -> Dict[str, Any]:
+    """The API's DTensor form ``{"placements": ["Shard(0)", "Replicate()", "Partial(sum)"]}``
+    of DTensor placement objects (or strings), one per mesh dim. Unlike
+    :func:`sharding_from_placements` it needs no rank and passes ``_StridedShard`` through
+    (the service orders it as DTensor does); the service rejects non-sum ``Partial``."""
+    return {"placements": [_placement_string(p) for p in placements]}
 
 
 def from_dtensor(t: Any, name: str = "mesh", include_device_ids: bool = True) -> Tuple[Mesh, Dict[str, Any]]:
@@ -337,3 +368,104 @@ def dtype_name(dtype: Any) -> str:
     if s in _DTYPES:
         return _DTYPES[s]
     raise ValueError("unknown dtype %r" % (dtype,))
+
+
+# -- back to the frameworks -----------------------------------------------------------
+
+
+def _dims_of(sharding: Sharding) -> Tuple[List[List[str]], List[str]]:
+    """Per tensor dim, its axes major to minor, and the unreduced axes, of a returned
+    sharding (object form) or the array form."""
+    if isinstance(sharding, dict):
+        if "dims" not in sharding:
+            raise ValueError("sharding %r has no dims (give a sharding as the service returns it)" % (sharding,))
+        return [_axes_of(e) for e in sharding.get("dims") or []], [str(a) for a in sharding.get("unreduced") or []]
+    return [_axes_of(e) for e in sharding], []
+
+
+def partition_spec_entries(sharding: Sharding) -> Tuple[Any, ...]:
+    """The entries of the JAX ``PartitionSpec`` of a returned sharding, as a tuple: ``None``
+    for an unsharded dim, an axis name, or a tuple of names (major to minor), e.g.
+    ``('data', None, ('x', 'y'))``; ``PartitionSpec(*entries)`` rebuilds it. Open flags
+    and priorities are left out. Sub-axes (``"x:(1)2"``) have no PartitionSpec spelling:
+    ValueError."""
+    dims, _ = _dims_of(sharding)
+    out: List[Any] = []
+    for d, axes in enumerate(dims):
+        for a in axes:
+            if ":" in a:
+                raise ValueError("dim %d uses sub-axis %r, which a PartitionSpec cannot name; use the sharding's text (Shardy) or hlo" % (d, a))
+        out.append(None if not axes else axes[0] if len(axes) == 1 else tuple(axes))
+    return tuple(out)
+
+
+def to_partition_spec(sharding: Sharding, partition_spec_cls: Any = None) -> Any:
+    """A ``jax.sharding.PartitionSpec`` of a returned sharding (unreduced axes passed as
+    ``unreduced=`` when there are any). ``partition_spec_cls`` defaults to JAX's class
+    (imported only then)."""
+    if partition_spec_cls is None:
+        from jax.sharding import PartitionSpec as partition_spec_cls  # noqa: N813
+    _, unreduced = _dims_of(sharding)
+    entries = partition_spec_entries(sharding)
+    if unreduced:
+        return partition_spec_cls(*entries, unreduced=set(unreduced))
+    return partition_spec_cls(*entries)
+
+
+def to_named_sharding(sharding: Sharding, mesh: Any, named_sharding_cls: Any = None, partition_spec_cls: Any = None) -> Any:
+    """A ``jax.sharding.NamedSharding(mesh, spec)`` of a returned sharding on the JAX
+    ``mesh`` it was planned for. The classes default to JAX's (imported only then)."""
+    if named_sharding_cls is None:
+        from jax.sharding import NamedSharding as named_sharding_cls  # noqa: N813
+    return named_sharding_cls(mesh, to_partition_spec(sharding, partition_spec_cls))
+
+
+def to_placement_strings(sharding: Sharding, mesh_axis_names: Sequence[str]) -> List[str]:
+    """DTensor placements (as strings, one per mesh dim in mesh order) of a returned
+    sharding: ``Shard(d)`` for an axis sharding tensor dim d, ``Partial(sum)`` for an
+    unreduced axis, ``Replicate()`` otherwise, e.g. ``["Shard(0)", "Partial(sum)"]``.
+
+    DTensor splits a dim sharded by several mesh dims in mesh dim order (the lowest mesh
+    dim major), so the sharding's axes of one dim must be in mesh order; other orders and
+    sub-axes have no plain placement: ValueError."""
+    names = [str(a) for a in mesh_axis_names]
+    dims, unreduced = _dims_of(sharding)
+    out = ["Replicate()"] * len(names)
+    for d, axes in enumerate(dims):
+        last = -1
+        for a in axes:
+            if ":" in a:
+                raise ValueError("dim %d uses sub-axis %r, which DTensor placements cannot express" % (d, a))
+            if a not in names:
+                raise ValueError("dim %d: axis %r is not one of the mesh axes %s" % (d, a, names))
+            i = names.index(a)
+            if i < last:
+                raise ValueError(
+                    "dim %d is sharded over %s, not in mesh order: DTensor needs _StridedShard for that; "
+                    "redistribute to mesh order first" % (d, axes)
+                )
+            last = i
+            out[i] = "Shard(%d)" % d
+    for a in unreduced:
+        if a not in names:
+            raise ValueError("unreduced axis %r is not one of the mesh axes %s" % (a, names))
+        out[names.index(a)] = "Partial(sum)"
+    return out
+
+
+def to_placements(sharding: Sharding, mesh_axis_names: Sequence[str], shard_cls: Any = None, replicate_cls: Any = None, partial_cls: Any = None) -> List[Any]:
+    """DTensor placement objects of a returned sharding (see :func:`to_placement_strings`).
+    The classes default to ``torch.distributed.tensor``'s (imported only then)."""
+    if shard_cls is None or replicate_cls is None or partial_cls is None:
+        from torch.distributed.tensor import Partial, Replicate, Shard
+
+        shard_cls, replicate_cls, partial_cls = shard_cls or Shard, replicate_cls or Replicate, partial_cls or Partial
+    out: List[Any] = []
+    for p in to_placement_strings(sharding, mesh_axis_names):
+        if p.startswith("Shard("):
+            out.append(shard_cls(int(p[len("Shard("):-1])))
+        elif p.startswith("Partial"):
+            out.append(partial_cls())
+        else:
+            out.append(replicate_cls())
+    return out

@@ -4,11 +4,17 @@ The base URL comes from SHARDPLAN_URL; without it the class is skipped (the Go t
 cmd/server/python_client_test.go starts the real service and sets it).
 """
 
+import http.server
+import json
 import os
 import socket
+import threading
 import unittest
 
 from shardplan import (
+    placements_json,
+    to_partition_spec,
+    to_placement_strings,
     Client,
     ShardplanConnectionError,
     ShardplanError,
@@ -137,6 +143,31 @@ class ClientTest(unittest.TestCase):
         ops = [s["op"] for s in r["steps"]]
         self.assertTrue({"reduce_scatter", "all_reduce"} & set(ops), ops)
 
+    def test_framework_strings(self):
+        # XLA's and JAX's own printed shardings are accepted as they are, and every returned
+        # sharding carries them back.
+        r = self.c.reshard(mesh="X=2,Y=4", shape=[2048, 2048], dtype="float32",
+                           source="{devices=[2,1,4]<=[8] last_tile_dim_replicate}", target="P('Y', 'X')")
+        self.assertEqual(axes(r["source"]), [["X"], []])
+        self.assertEqual(r["source"]["partition_spec"], "P('X', None)")
+        self.assertEqual(r["target"]["hlo"], "{devices=[4,2]<=[2,4]T(1,0)}")
+        self.assertEqual(tuple(to_partition_spec(r["target"], P)), ("Y", "X"))
+        self.assertEqual([s["op"] for s in r["steps"]], ["slice", "collective_permute"])
+
+    def test_dtensor_placements_round_trip(self):
+        dm = device_mesh((2, 4), ("dp", "tp"))
+        mesh = mesh_from_device_mesh(dm)
+        r = self.c.reshard(mesh=mesh, shape=[16, 32], dtype="torch.float32",
+                           source=placements_json([Shard(0), Partial()]),
+                           target=placements_json([Shard(0), Shard(1)]))
+        self.assertEqual([s["op"] for s in r["steps"]], ["reduce_scatter"])
+        self.assertEqual(to_placement_strings(r["source"], dm.mesh_dim_names), ["Shard(0)", "Partial(sum)"])
+        self.assertEqual(to_placement_strings(r["target"], dm.mesh_dim_names), ["Shard(0)", "Shard(1)"])
+        with self.assertRaises(ShardplanError) as cm:
+            self.c.reshard(mesh=mesh, shape=[16, 32], dtype="f32", source=placements_json([Shard(0), Partial("max")]),
+                           target=placements_json([Shard(0), Shard(1)]))
+        self.assertIn("source.placements[1]", cm.exception.fields)
+
     def test_400_field_paths(self):
         with self.assertRaises(ShardplanError) as cm:
             self.c.reshard(EXAMPLE, source=["X", None], target=["Y", "q"])
@@ -194,6 +225,46 @@ class ClientTest(unittest.TestCase):
         # y = x @ w: rows follow x, columns follow w.
         self.assertEqual(axes(sh["y"]), [["data"], ["model"]])
         self.assertIn("summary", r)
+
+
+class _Capture(http.server.BaseHTTPRequestHandler):
+    bodies = []
+
+    def do_POST(self):  # noqa: N802
+        n = int(self.headers.get("Content-Length", "0"))
+        _Capture.bodies.append((self.path, self.headers.get("Content-Type"), json.loads(self.rfile.read(n))))
+        out = b'{"shardings": {}, "collectives": []}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args):
+        pass
+
+
+class GraphModuleTest(unittest.TestCase):
+    """graph(module=...) sends the module's text as {"module": ..., ...}."""
+
+    def test_module_body(self):
+        srv = http.server.HTTPServer(("127.0.0.1", 0), _Capture)
+        t = threading.Thread(target=srv.serve_forever, daemon=True)
+        t.start()
+        try:
+            c = Client("http://127.0.0.1:%d" % srv.server_address[1], timeout=5)
+            text = 'sdy.mesh @mesh = <["x"=2]>\nfunc.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n  return %arg0 : tensor<8xf32>\n}\n'
+            r = c.graph(module=text, function="main", strategy="xla")
+            self.assertEqual(r["collectives"], [])
+            path, ctype, body = _Capture.bodies[-1]
+            self.assertEqual(path, "/v1/graph")
+            self.assertEqual(ctype, "application/json")
+            self.assertEqual(body, {"module": text, "function": "main", "strategy": "xla"})
+            with self.assertRaises(TypeError):
+                c.graph(module=b"bytes")
+        finally:
+            srv.shutdown()
+            srv.server_close()
 
 
 class ConnectionTest(unittest.TestCase):

@@ -3,6 +3,12 @@
 import unittest
 
 from shardplan import (
+    partition_spec_entries,
+    placements_json,
+    to_named_sharding,
+    to_partition_spec,
+    to_placement_strings,
+    to_placements,
     dtype_name,
     from_dtensor,
     from_named_sharding,
@@ -187,6 +193,64 @@ class DtypeTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             dtype_name("quaternion")
 
+
+
+class BackToFrameworksTest(unittest.TestCase):
+    """From a sharding as the service returns it back to JAX and DTensor objects."""
+
+    RETURNED = {
+        "dims": [{"axes": ["dp"]}, {"axes": []}, {"axes": ["tp", "sp"], "open": True}],
+        "unreduced": ["ep"],
+        "text": "ignored",
+        "hlo": "ignored",
+    }
+
+    def test_partition_spec_entries(self):
+        self.assertEqual(partition_spec_entries(self.RETURNED), ("dp", None, ("tp", "sp")))
+        self.assertEqual(partition_spec_entries(["x", None, ["y"]]), ("x", None, "y"))
+        self.assertEqual(partition_spec_entries({"dims": []}), ())
+        with self.assertRaises(ValueError):
+            partition_spec_entries({"dims": [{"axes": ["x:(1)2"]}]})
+        with self.assertRaises(ValueError):
+            partition_spec_entries({"placements": ["Shard(0)"]})
+
+    def test_to_partition_spec_and_named_sharding(self):
+        spec = to_partition_spec(self.RETURNED, P)
+        self.assertEqual(tuple(spec), ("dp", None, ("tp", "sp")))
+        self.assertEqual(spec.unreduced, frozenset({"ep"}))
+        mesh = jax_mesh((2, 2, 2, 2), ("dp", "tp", "sp", "ep"))
+        ns = to_named_sharding({"dims": [{"axes": ["dp"]}]}, mesh, NamedSharding, P)
+        self.assertIs(ns.mesh, mesh)
+        self.assertEqual(tuple(ns.spec), ("dp",))
+        # Round trip: JAX -> API -> JAX.
+        back = to_partition_spec(spec_from_partition_spec(P("dp", ("tp", "sp")), 3), P)
+        self.assertEqual(tuple(back), ("dp", ("tp", "sp"), None))
+
+    def test_to_placements(self):
+        names = ["dp", "tp", "sp", "ep"]
+        self.assertEqual(to_placement_strings(self.RETURNED, names), ["Shard(0)", "Shard(2)", "Shard(2)", "Partial(sum)"])
+        ps = to_placements(self.RETURNED, names, Shard, Replicate, Partial)
+        self.assertEqual([type(p).__name__ for p in ps], ["Shard", "Shard", "Shard", "Partial"])
+        self.assertEqual([p.dim for p in ps[:3]], [0, 2, 2])
+        self.assertEqual(to_placement_strings({"dims": [{"axes": []}]}, ["x"]), ["Replicate()"])
+        # Round trip: DTensor -> API -> DTensor.
+        src = sharding_from_placements([Shard(1), Partial(), Shard(1)], ["a", "b", "c"], 2)
+        self.assertEqual(to_placement_strings(src, ["a", "b", "c"]), ["Shard(1)", "Partial(sum)", "Shard(1)"])
+
+    def test_to_placements_errors(self):
+        with self.assertRaises(ValueError) as cm:
+            to_placement_strings({"dims": [{"axes": ["tp", "dp"]}]}, ["dp", "tp"])
+        self.assertIn("_StridedShard", str(cm.exception))
+        with self.assertRaises(ValueError):
+            to_placement_strings({"dims": [{"axes": ["dp:(1)2"]}]}, ["dp"])
+        with self.assertRaises(ValueError):
+            to_placement_strings({"dims": [{"axes": ["zz"]}]}, ["dp"])
+
+    def test_placements_json(self):
+        got = placements_json([Shard(0), Replicate(), Partial(), _StridedShard(1, 4), "Shard(1)"])
+        self.assertEqual(got, {"placements": ["Shard(0)", "Replicate()", "Partial(sum)", "_StridedShard(1, split_factor=4)", "Shard(1)"]})
+        with self.assertRaises(ValueError):
+            placements_json([object()])
 
 
 if __name__ == "__main__":
