@@ -56,6 +56,34 @@ func (f *dupFrame) seen(key []byte) bool {
 // first); on invalid input the answer is unspecified but the scan never panics. Time is
 // linear in len(body).
 func duplicateKey(body []byte) (string, bool) {
+	return scanKeys(body, func(stack []dupFrame) bool {
+		top := &stack[len(stack)-1]
+		return top.seen(top.key)
+	})
+}
+
+// keyNesting returns the wire path of the first place where more than limit objects on
+// one path hold key name (e.g. "ops" inside while bodies inside while bodies) and true,
+// or false when there is none. Same contract and cost as duplicateKey.
+func keyNesting(body []byte, name string, limit int) (string, bool) {
+	return scanKeys(body, func(stack []dupFrame) bool {
+		if string(stack[len(stack)-1].key) != name {
+			return false
+		}
+		n := 0
+		for i := range stack {
+			if !stack[i].array && string(stack[i].key) == name {
+				n++
+			}
+		}
+		return n > limit
+	})
+}
+
+// scanKeys walks body's bytes once, calling onKey each time an object key is read (the
+// key is the top frame's key); when onKey returns true it stops and returns the wire
+// path of the stack there.
+func scanKeys(body []byte, onKey func(stack []dupFrame) bool) (string, bool) {
 	var stack []dupFrame
 	expectKey := false // the next string is an object key
 	startValue := func() {
@@ -102,10 +130,9 @@ func duplicateKey(body []byte) (string, bool) {
 					key = []byte(s)
 				}
 			}
-			top := &stack[len(stack)-1]
-			top.key = key
+			stack[len(stack)-1].key = key
 			expectKey = false
-			if top.seen(key) {
+			if onKey(stack) {
 				return dupPath(stack), true
 			}
 		default:

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -22,7 +23,7 @@ import (
 )
 
 // GraphRequest is the body of POST /v1/graph (API.md). It documents the wire form; the
-// handler reads the graph part with propagation.Decode, which names every field it
+// handler reads the graph part with propagation.DecodeLimited, which names every field it
 // rejects by its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").
 type GraphRequest struct {
 	// Mesh is a mesh object or the string "x=2,y=4".
@@ -88,7 +89,7 @@ type GraphOptions struct {
 } // @name GraphOptions
 
 // graphEnvelope is what the handler decodes: GraphRequest's fields with the graph part
-// left raw for propagation.Decode. TestGraphEnvelopeMatchesRequest keeps the two in step.
+// left raw for propagation.DecodeLimited. TestGraphEnvelopeMatchesRequest keeps the two in step.
 type graphEnvelope struct {
 	Mesh      json.RawMessage `json:"mesh" validate:"required"`
 	Tensors   json.RawMessage `json:"tensors" validate:"required"`
@@ -234,7 +235,7 @@ type graphInput struct {
 //	@Failure		400		{object}	Problem	"invalid JSON, mesh, tensor, op, attribute, sharding or cost model (the field is named); unknown op (the supported ops are listed); cycle outside while"
 //	@Failure		413		{object}	Problem	"body too large"
 //	@Failure		415		{object}	Problem	"not JSON"
-//	@Failure		422		{object}	Problem	"policy violation: a reshard rematerializes (the graph's answer is under `plan`)"
+//	@Failure		422		{object}	Problem	"policy violation: a reshard rematerializes (the graph's answer is under `plan`); or response-too-large: the step lists exceed SHARDPLAN_MAX_RESPONSE_BYTES"
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/graph [post]
 func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
@@ -282,7 +283,17 @@ func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
 	if in.model, err = cost.Resolve(in.env.CostModel, "cost_model"); err != nil {
 		fes = appendFieldErrors(fes, err)
 	}
-	g, opts, err := propagation.Decode(body, m)
+	// Nested while regions cost a pass over their bytes per level when decoded: refuse a
+	// graph nested far too deep from one linear scan first ("ops" lists inside while
+	// regions: the top list, one per level, and one for a while's possibly empty regions
+	// at the last level), then let DecodeLimited name the exact op.
+	if path, deep := keyNesting(body, "ops", s.limits.MaxGraphDepth+2); s.limits.MaxGraphDepth > 0 && deep {
+		return nil, limitExceeded(path, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", s.limits.MaxGraphDepth)
+	}
+	g, opts, err := propagation.DecodeLimited(body, m, s.limits.MaxGraphDepth)
+	if de, ok := errors.AsType[*propagation.DepthError](err); ok {
+		return nil, limitExceeded(de.Field, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", de.Limit)
+	}
 	if err != nil {
 		fes = appendFieldErrors(fes, err)
 	}
@@ -464,11 +475,15 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		}
 		resp.Explain[id] = es
 	}
+	budget := s.newBudget()
 	for _, it := range items {
 		pp := plans[it.problem]
 		pr := problems[it.problem]
 		c := it.coll
-		steps, omitted := renderSteps(m, pr.shape, pr.bits, pp.plan, lists)
+		steps, omitted, err := renderSteps(ctx, m, pr.shape, pr.bits, pp.plan, lists, budget)
+		if err != nil {
+			return nil, err
+		}
 		resp.ListsOmitted = resp.ListsOmitted || omitted
 		sum := pp.plan.Summary
 		c.TimeUS, c.BytesPerDevice, c.FullRematerialization = sum.TimeUS, sum.BytesPerDevice, sum.FullRematerialization

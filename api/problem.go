@@ -129,9 +129,10 @@ const (
 	slugOverloaded       = "overloaded"
 	slugTimeout          = "timeout"
 	slugNotReady         = "not-ready"
-	slugPolicyViolation  = "policy-violation"  // 422, with "violations" and "plan" extensions
-	slugRateLimited      = "rate-limited"      // 429, with Retry-After
-	slugStoreUnavailable = "store-unavailable" // 503 on a permalink while Redis cannot be read
+	slugPolicyViolation  = "policy-violation"   // 422, with "violations" and "plan" extensions
+	slugRateLimited      = "rate-limited"       // 429, with Retry-After
+	slugStoreUnavailable = "store-unavailable"  // 503 on a permalink while Redis cannot be read
+	slugResponseTooLarge = "response-too-large" // 422: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES
 	slugInternal         = "internal"
 )
 

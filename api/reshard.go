@@ -245,7 +245,7 @@ func reshardKey(in *reshardInput) string {
 //	@Failure		400		{object}	Problem	"invalid JSON, field, sharding or cost model; or no plan with allowed_ops"
 //	@Failure		413		{object}	Problem	"body too large"
 //	@Failure		415		{object}	Problem	"not JSON"
-//	@Failure		422		{object}	Problem	"policy violation: the plan (under `plan`) rematerializes"
+//	@Failure		422		{object}	Problem	"policy violation: the plan (under `plan`) rematerializes; or response-too-large: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES"
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/reshard [post]
 func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
@@ -343,8 +343,13 @@ func policyCheck(p *Policy, body []byte) error {
 		With("suggested_constraints", probe.SuggestedConstraints)
 }
 
-// planReshard computes the response of a reshard request.
+// planReshard computes the response of a reshard request. The lists asked for in include
+// are charged to the response budget before planning; step lists before they are built.
 func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardResponse, error) {
+	budget := s.newBudget()
+	if err := s.chargeIncludes(in, budget); err != nil {
+		return nil, err
+	}
 	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops}
 	var p *planner.Plan
 	var info *planner.XLAInfo
@@ -361,11 +366,37 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 		}
 		return nil, err
 	}
-	return s.renderPlan(in, p, info), nil
+	return s.renderPlan(ctx, in, p, info, budget)
 }
 
-// renderPlan builds the wire form of a plan.
-func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *planner.XLAInfo) *ReshardResponse {
+// includeField is the wire path of item in include ("include[1]"), or "include".
+func includeField(include []string, item string) string {
+	if i := slices.Index(include, item); i >= 0 {
+		return "include[" + itoa(i) + "]"
+	}
+	return "include"
+}
+
+// chargeIncludes charges the top-level lists include asks for (tiles, transfers) to
+// budget, from counts, before anything is planned or built.
+func (s *Server) chargeIncludes(in *reshardInput, budget *listBudget) error {
+	m, shape := in.mesh, in.req.Shape
+	if in.include["tiles"] {
+		n := 2 * int64(m.NumDevices())
+		if err := budget.charge(includeField(in.req.Include, "tiles"), n*newListShape(m, shape).tileBytes(),
+			itoa(int(n))+" device tiles", `leave "tiles" out of include, or `+fewerDevices); err != nil {
+			return err
+		}
+	}
+	if in.include["transfers"] {
+		return budget.chargeTransfers(includeField(in.req.Include, "transfers"), m, shape, stripUnreduced(in.src), stripUnreduced(in.tgt),
+			`leave "transfers" out of include (the steps still say what moves), or `+fewerDevices)
+	}
+	return nil
+}
+
+// renderPlan builds the wire form of a plan; its lists are charged to budget first.
+func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Plan, info *planner.XLAInfo, budget *listBudget) (*ReshardResponse, error) {
 	m := in.mesh
 	n := m.NumDevices()
 	lists := n <= s.limits.ListDeviceLimit || in.include["pairs"]
@@ -374,7 +405,10 @@ func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *planner.XLA
 		Source: shardingJSON(in.src, m), Target: shardingJSON(in.tgt, m),
 		SuggestedConstraints: []Suggestion{},
 	}
-	resp.Steps, resp.ListsOmitted = renderSteps(m, in.req.Shape, in.elemBits, p, lists)
+	var err error
+	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, m, in.req.Shape, in.elemBits, p, lists, budget); err != nil {
+		return nil, err
+	}
 	resp.Summary = summaryJSON(p, in.model)
 	if info != nil {
 		resp.Summary.XLAFallback = info.Fallback
@@ -392,6 +426,7 @@ func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *planner.XLA
 		}
 	}
 	if in.include["transfers"] {
+		// Already charged by chargeIncludes.
 		resp.Transfers = planner.Transfers(m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt))
 	}
 	if in.include["diagram"] {
@@ -400,7 +435,7 @@ func (s *Server) renderPlan(in *reshardInput, p *planner.Plan, info *planner.XLA
 	if resp.ListsOmitted {
 		resp.Note = fmt.Sprintf("the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are left out; add \"pairs\" to include to get them", n, s.limits.ListDeviceLimit)
 	}
-	return resp
+	return resp, nil
 }
 
 func stripUnreduced(s sharding.Sharding) sharding.Sharding {
@@ -411,10 +446,17 @@ func stripUnreduced(s sharding.Sharding) sharding.Sharding {
 
 // renderSteps gives the wire form of p's steps for a tensor of shape and element size
 // bits on m. With lists false, collective_permute pairs and all_to_all_v transfers are
-// left out and omitted says so.
-func renderSteps(m *sharding.Mesh, shape []int64, bits int, p *planner.Plan, lists bool) (steps []StepJSON, omitted bool) {
+// left out and omitted says so; with lists true each list is charged to budget before it
+// is built (a 422 when over), and rendering stops with ctx's error between steps once
+// ctx is done.
+func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int, p *planner.Plan, lists bool, budget *listBudget) (steps []StepJSON, omitted bool, err error) {
+	ls := newListShape(m, shape)
+	const stepsFix = `restrict allowed_ops (collective_permute and all_to_all_v carry per-device lists), or ` + fewerDevices
 	steps = make([]StepJSON, 0, len(p.Steps))
 	for _, st := range p.Steps {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
 		sj := StepJSON{
 			Op: string(st.Op), MeshAxes: refStrings(st.MeshAxes),
 			Before: shardingJSON(st.Before, m), After: shardingJSON(st.After, m),
@@ -432,23 +474,28 @@ func renderSteps(m *sharding.Mesh, shape []int64, bits int, p *planner.Plan, lis
 			a, b := st.SplitDim, st.ConcatDim
 			sj.SplitDim, sj.ConcatDim = &a, &b
 		case planner.OpCollectivePermute:
-			if lists {
-				// Sorted by sender, as XLA prints source_target_pairs and API.md lists them.
-				sj.Pairs = planner.Pairs(m, shape, st.Before, st.After)
-				slices.SortFunc(sj.Pairs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
-			} else {
+			if !lists {
 				omitted = true
+				break
 			}
+			if err := budget.charge("steps", ls.devices*ls.pairBytes(), itoa(int(ls.devices))+" collective_permute pairs", stepsFix); err != nil {
+				return nil, false, err
+			}
+			// Sorted by sender, as XLA prints source_target_pairs and API.md lists them.
+			sj.Pairs = planner.Pairs(m, shape, st.Before, st.After)
+			slices.SortFunc(sj.Pairs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
 		case planner.OpAllToAllV:
-			if lists {
-				sj.Transfers = planner.Transfers(m, shape, bits, st.Before, st.After)
-			} else {
+			if !lists {
 				omitted = true
+				break
+			}
+			if sj.Transfers, err = budget.transfersWithin("steps", m, shape, bits, st.Before, st.After, stepsFix); err != nil {
+				return nil, false, err
 			}
 		}
 		steps = append(steps, sj)
 	}
-	return steps, omitted
+	return steps, omitted, nil
 }
 
 // summaryJSON totals p for the wire.

@@ -33,6 +33,11 @@ type Limits struct {
 	ListDeviceLimit int           // SHARDPLAN_LIST_DEVICE_LIMIT: above it, device lists are left out unless asked for
 	RequestTimeout  time.Duration // SHARDPLAN_REQUEST_TIMEOUT
 	MaxInflight     int           // SHARDPLAN_MAX_INFLIGHT: concurrent /v1 requests; more get 503
+	// MaxResponseBytes bounds the estimated size of the per-device lists (transfers,
+	// pairs, tiles) of one answer; over it, 422 response-too-large before they are built.
+	MaxResponseBytes int64 // SHARDPLAN_MAX_RESPONSE_BYTES
+	// MaxGraphDepth bounds how deep while ops nest in a graph (400 above).
+	MaxGraphDepth int // SHARDPLAN_MAX_GRAPH_DEPTH
 	// Graph limits (POST /v1/graph): body size, ops (regions included) and tensors.
 	MaxGraphBodyBytes int64 // SHARDPLAN_MAX_GRAPH_BODY_BYTES
 	MaxGraphOps       int   // SHARDPLAN_MAX_GRAPH_OPS
@@ -49,6 +54,9 @@ func DefaultLimits() Limits {
 		ListDeviceLimit: 1024,
 		RequestTimeout:  10 * time.Second,
 		MaxInflight:     256,
+
+		MaxResponseBytes: 64 << 20,
+		MaxGraphDepth:    32,
 
 		MaxGraphBodyBytes: 32 << 20,
 		MaxGraphOps:       100000,

@@ -226,7 +226,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "policy violation: a reshard rematerializes (the graph's answer is under ` + "`" + `plan` + "`" + `)",
+                        "description": "policy violation: a reshard rematerializes (the graph's answer is under ` + "`" + `plan` + "`" + `); or response-too-large: the step lists exceed SHARDPLAN_MAX_RESPONSE_BYTES",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }
@@ -354,7 +354,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "policy violation: the plan (under ` + "`" + `plan` + "`" + `) rematerializes",
+                        "description": "policy violation: the plan (under ` + "`" + `plan` + "`" + `) rematerializes; or response-too-large: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }

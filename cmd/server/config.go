@@ -31,6 +31,8 @@ type config struct {
 	ShutdownTimeout time.Duration
 	DrainDelay      time.Duration
 	MaxInflight     int
+	MaxResponse     int64
+	MaxGraphDepth   int
 	MaxGraphBytes   int64
 	MaxGraphOps     int
 	MaxGraphTensors int
@@ -63,6 +65,8 @@ func defaultConfig() config {
 		RequestTimeout:  l.RequestTimeout,
 		ShutdownTimeout: 15 * time.Second,
 		MaxInflight:     l.MaxInflight,
+		MaxResponse:     l.MaxResponseBytes,
+		MaxGraphDepth:   l.MaxGraphDepth,
 		MaxGraphBytes:   l.MaxGraphBodyBytes,
 		MaxGraphOps:     l.MaxGraphOps,
 		MaxGraphTensors: l.MaxGraphTensors,
@@ -98,6 +102,8 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_SHUTDOWN_TIMEOUT", "shutdown-timeout", "how long a graceful shutdown waits for in-flight requests", &c.ShutdownTimeout},
 		{"SHARDPLAN_DRAIN_DELAY", "drain-delay", "on SIGTERM, how long /readyz answers 503 before the listener closes (let load balancers notice)", &c.DrainDelay},
 		{"SHARDPLAN_MAX_INFLIGHT", "max-inflight", "most concurrent /v1 requests (503 overloaded above)", &c.MaxInflight},
+		{"SHARDPLAN_MAX_RESPONSE_BYTES", "max-response-bytes", "largest estimated size of the per-device lists (transfers, pairs, tiles) of one answer, in bytes (422 response-too-large above, before they are built)", &c.MaxResponse},
+		{"SHARDPLAN_MAX_GRAPH_DEPTH", "max-graph-depth", "how deep while ops may nest in a graph (400 above)", &c.MaxGraphDepth},
 		{"SHARDPLAN_MAX_GRAPH_BODY_BYTES", "max-graph-body-bytes", "largest POST /v1/graph body in bytes (413 above)", &c.MaxGraphBytes},
 		{"SHARDPLAN_MAX_GRAPH_OPS", "max-graph-ops", "most ops in a graph, while regions included", &c.MaxGraphOps},
 		{"SHARDPLAN_MAX_GRAPH_TENSORS", "max-graph-tensors", "most tensors in a graph", &c.MaxGraphTensors},
@@ -242,6 +248,8 @@ func (c config) validate() error {
 		{"SHARDPLAN_CACHE_MAX_BYTES", c.CacheMaxBytes},
 		{"SHARDPLAN_REQUEST_TIMEOUT", int64(c.RequestTimeout)},
 		{"SHARDPLAN_SHUTDOWN_TIMEOUT", int64(c.ShutdownTimeout)},
+		{"SHARDPLAN_MAX_RESPONSE_BYTES", c.MaxResponse},
+		{"SHARDPLAN_MAX_GRAPH_DEPTH", int64(c.MaxGraphDepth)},
 		{"SHARDPLAN_MAX_GRAPH_BODY_BYTES", c.MaxGraphBytes},
 		{"SHARDPLAN_MAX_GRAPH_OPS", int64(c.MaxGraphOps)},
 		{"SHARDPLAN_MAX_GRAPH_TENSORS", int64(c.MaxGraphTensors)},
@@ -295,6 +303,8 @@ func (c config) limits() api.Limits {
 		RequestTimeout:  c.RequestTimeout,
 		MaxInflight:     c.MaxInflight,
 
+		MaxResponseBytes:  c.MaxResponse,
+		MaxGraphDepth:     c.MaxGraphDepth,
 		MaxGraphBodyBytes: c.MaxGraphBytes,
 		MaxGraphOps:       c.MaxGraphOps,
 		MaxGraphTensors:   c.MaxGraphTensors,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,13 +126,37 @@ type wireGraph struct {
 	Options *wireOptions      `json:"options"`
 }
 
-// Decode reads the graph part of a POST /v1/graph body (tensors, ops, inputs, outputs,
+// DefaultMaxDepth is how deep while ops may nest in a graph Decode reads.
+const DefaultMaxDepth = 32
+
+// DepthError is Decode's error for while ops nested deeper than its limit. Decoding
+// stops at the limit, so a deeper graph costs at most limit passes over its bytes.
+type DepthError struct {
+	Field string // wire path of the first while op past the limit
+	Limit int
+}
+
+func (e *DepthError) Error() string {
+	return fmt.Sprintf("%s: while ops nest deeper than %d", e.Field, e.Limit)
+}
+
+// Decode is DecodeLimited with DefaultMaxDepth.
+func Decode(data []byte, m *sharding.Mesh) (*Graph, Options, error) {
+	return DecodeLimited(data, m, DefaultMaxDepth)
+}
+
+// DecodeLimited reads the graph part of a POST /v1/graph body (tensors, ops, inputs, outputs,
 // options; other top-level fields are ignored) against mesh m. Annotations are parsed
 // with sharding.Parse and may use any of its three forms. Every error is a
 // *sharding.FieldError or sharding.Errors naming the wire path
 // ("tensors.x.sharding[0]", "ops[3].attrs.permutation"). Decode checks the JSON shape
-// only; Validate (called by Propagate) checks the graph itself.
-func Decode(data []byte, m *sharding.Mesh) (*Graph, Options, error) {
+// only; Validate (called by Propagate) checks the graph itself. Ops inside more than
+// maxDepth nested while regions (maxDepth <= 0: DefaultMaxDepth) are a *DepthError:
+// each nesting level re-reads its region's bytes, so the limit bounds the work.
+func DecodeLimited(data []byte, m *sharding.Mesh, maxDepth int) (*Graph, Options, error) {
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
 	opts := DefaultOptions()
 	var w wireGraph
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -152,7 +177,11 @@ func Decode(data []byte, m *sharding.Mesh) (*Graph, Options, error) {
 		add(err)
 	}
 	for i, raw := range w.Ops {
-		op, err := decodeOp(raw, "ops["+strconv.Itoa(i)+"]")
+		op, err := decodeOp(raw, "ops["+strconv.Itoa(i)+"]", maxDepth)
+		if de, ok := errors.AsType[*DepthError](err); ok {
+			de.Limit = maxDepth
+			return nil, opts, de
+		}
 		if err != nil {
 			add(err)
 			continue
@@ -257,7 +286,8 @@ func decodeTensor(raw json.RawMessage, m *sharding.Mesh, field string) (*Tensor,
 	return t, nil
 }
 
-func decodeOp(raw json.RawMessage, field string) (Op, error) {
+// decodeOp decodes one op; depth is how many more while levels may nest inside it.
+func decodeOp(raw json.RawMessage, field string, depth int) (Op, error) {
 	var w wireOp
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -280,8 +310,11 @@ func decodeOp(raw json.RawMessage, field string) (Op, error) {
 			return nil, nil
 		}
 		r := &Region{Params: wr.Params, Returns: wr.Returns}
+		if len(wr.Ops) > 0 && depth <= 0 {
+			return nil, &DepthError{Field: field} // DecodeLimited sets Limit
+		}
 		for i, ro := range wr.Ops {
-			o, err := decodeOp(ro, f+".ops["+strconv.Itoa(i)+"]")
+			o, err := decodeOp(ro, f+".ops["+strconv.Itoa(i)+"]", depth-1)
 			if err != nil {
 				return nil, err
 			}

@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -47,6 +48,9 @@ type graphState struct {
 	opKinds []string
 }
 
+// ctxCheckEvery is how many ops prepare handles between two checks of its context.
+const ctxCheckEvery = 1024
+
 type flatOp struct {
 	op    *Op
 	field string
@@ -54,8 +58,9 @@ type flatOp struct {
 }
 
 // prepare validates g against m and builds the propagation state. Every error is a
-// *sharding.FieldError or sharding.Errors naming the wire path.
-func prepare(g *Graph, m *sharding.Mesh) (*graphState, error) {
+// *sharding.FieldError or sharding.Errors naming the wire path, or ctx's error once ctx
+// is done (checked every ctxCheckEvery ops).
+func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, error) {
 	if g == nil {
 		return nil, sharding.Fieldf("", "no graph")
 	}
@@ -172,6 +177,11 @@ func prepare(g *Graph, m *sharding.Mesh) (*graphState, error) {
 	type whileInfo struct{ cp, bp, br, cr []int }
 	whiles := map[int]*whileInfo{}
 	for i, fo := range flat {
+		if i%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		op := fo.op
 		if op.Name == "" {
 			op.Name = fo.field

@@ -81,7 +81,7 @@ type Stats struct {
 // documentation) and derives the sharding each op computes in, the reshards and
 // reductions that needs, and where every axis came from. g is not modified. Errors:
 // a *sharding.FieldError or sharding.Errors for an invalid graph (400-class), ctx's
-// error when it is cancelled; nothing else on any input.
+// error when it is cancelled (setup included); nothing else on any input.
 func Propagate(ctx context.Context, g *Graph, m *sharding.Mesh, opts Options) (*Result, error) {
 	switch opts.ConflictResolution {
 	case "":
@@ -90,7 +90,7 @@ func Propagate(ctx context.Context, g *Graph, m *sharding.Mesh, opts Options) (*
 	default:
 		return nil, sharding.Fieldf("options.conflict_resolution", "must be %q or %q, not %q", Aggressive, Basic, opts.ConflictResolution)
 	}
-	gs, err := prepare(g, m)
+	gs, err := prepare(ctx, g, m)
 	if err != nil {
 		return nil, err
 	}
