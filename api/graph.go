@@ -234,7 +234,9 @@ type graphInput struct {
 //	@Header			200		{string}	X-Cache	"hit or miss"
 //	@Failure		400		{object}	Problem	"invalid JSON, mesh, tensor, op, attribute, sharding or cost model (the field is named); unknown op (the supported ops are listed); cycle outside while"
 //	@Failure		413		{object}	Problem	"body too large"
+//	@Failure		408		{object}	Problem	"the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT"
 //	@Failure		415		{object}	Problem	"not JSON"
+//	@Failure		429		{object}	Problem	"over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)"
 //	@Failure		422		{object}	Problem	"policy violation: a reshard rematerializes (the graph's answer is under `plan`); or response-too-large: the step lists exceed SHARDPLAN_MAX_RESPONSE_BYTES"
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/graph [post]

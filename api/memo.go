@@ -94,6 +94,12 @@ func (s *Server) respondExact(w http.ResponseWriter, r *http.Request, route stri
 	text := offersText && wantsText(r)
 	var planHit bool
 	stored, hit, err := s.memo.Do(r.Context(), exactKey(route, text, body), func(ctx context.Context) ([]byte, error) {
+		// Only work that is not answered from the memo takes slots (admission.go).
+		release, err := s.admit(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		out, h, err := compute(ctx, text)
 		if err != nil {
 			return nil, err

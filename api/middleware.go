@@ -149,26 +149,6 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// throttle caps concurrent requests at Limits.MaxInflight; the rest get 503 overloaded
-// with Retry-After (chi's ThrottleWithOpts, but answering problem+json).
-func (s *Server) throttle(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.inflight == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		select {
-		case s.inflight <- struct{}{}:
-			defer func() { <-s.inflight }()
-			next.ServeHTTP(w, r)
-		default:
-			s.writeProblem(w, r, NewProblem(http.StatusServiceUnavailable, slugOverloaded, "Service overloaded",
-				"more than %d requests are in flight (SHARDPLAN_MAX_INFLIGHT); retry shortly", s.limits.MaxInflight).
-				WithHeader("Retry-After", "1"))
-		}
-	})
-}
-
 // timeout puts the request deadline (Limits.RequestTimeout) on the context. It cannot
 // pre-empt work: handlers and the planners poll ctx, and a returned
 // context.DeadlineExceeded renders as 503 "timeout".

@@ -244,7 +244,9 @@ func reshardKey(in *reshardInput) string {
 //	@Header			200		{string}	X-Cache	"hit or miss"
 //	@Failure		400		{object}	Problem	"invalid JSON, field, sharding or cost model; or no plan with allowed_ops"
 //	@Failure		413		{object}	Problem	"body too large"
+//	@Failure		408		{object}	Problem	"the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT"
 //	@Failure		415		{object}	Problem	"not JSON"
+//	@Failure		429		{object}	Problem	"over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)"
 //	@Failure		422		{object}	Problem	"policy violation: the plan (under `plan`) rematerializes; or response-too-large: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES"
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/reshard [post]

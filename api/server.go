@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,7 +33,16 @@ type Limits struct {
 	MaxMeshAxes     int           // SHARDPLAN_MAX_MESH_AXES
 	ListDeviceLimit int           // SHARDPLAN_LIST_DEVICE_LIMIT: above it, device lists are left out unless asked for
 	RequestTimeout  time.Duration // SHARDPLAN_REQUEST_TIMEOUT
-	MaxInflight     int           // SHARDPLAN_MAX_INFLIGHT: concurrent /v1 requests; more get 503
+	MaxInflight     int           // SHARDPLAN_MAX_INFLIGHT: /v1 requests computing or waiting to; more get 503
+	// MaxCompute is how many requests compute at once (default GOMAXPROCS); the others
+	// wait for a slot within their deadline. Cached answers take no slot.
+	MaxCompute int // SHARDPLAN_MAX_COMPUTE
+	// BodyReadTimeout bounds reading a request body, before any slot is taken (408 after).
+	BodyReadTimeout time.Duration // SHARDPLAN_BODY_READ_TIMEOUT
+	// RateLimit is each client's sustained requests/s to /v1 (0: off) and RateBurst its
+	// bucket; over it, 429 with Retry-After.
+	RateLimit float64 // SHARDPLAN_RATE_LIMIT
+	RateBurst int     // SHARDPLAN_RATE_BURST
 	// MaxResponseBytes bounds the estimated size of the per-device lists (transfers,
 	// pairs, tiles) of one answer; over it, 422 response-too-large before they are built.
 	MaxResponseBytes int64 // SHARDPLAN_MAX_RESPONSE_BYTES
@@ -54,6 +64,9 @@ func DefaultLimits() Limits {
 		ListDeviceLimit: 1024,
 		RequestTimeout:  10 * time.Second,
 		MaxInflight:     256,
+		MaxCompute:      runtime.GOMAXPROCS(0),
+		BodyReadTimeout: 10 * time.Second,
+		RateBurst:       20,
 
 		MaxResponseBytes: 64 << 20,
 		MaxGraphDepth:    32,
@@ -92,7 +105,9 @@ type Server struct {
 	openapi  []byte
 	validate *validator.Validate
 	draining atomic.Bool
-	inflight chan struct{}
+	inflight chan struct{} // requests computing or waiting to
+	compute  chan struct{} // requests computing
+	clients  *clientLimits // nil: no rate limits
 	metrics  *httpMetrics
 	router   chi.Router
 }
@@ -122,6 +137,10 @@ func New(deps Deps) (*Server, error) {
 	if s.limits.MaxInflight > 0 {
 		s.inflight = make(chan struct{}, s.limits.MaxInflight)
 	}
+	if s.limits.MaxCompute > 0 {
+		s.compute = make(chan struct{}, s.limits.MaxCompute)
+	}
+	s.clients = newClientLimits(s.limits.RateLimit, s.limits.RateBurst)
 	s.validate = newValidator()
 	m, err := newHTTPMetrics(s.reg)
 	if err != nil {
@@ -165,15 +184,17 @@ func (s *Server) routes() chi.Router {
 
 	// The API routes. An inline group (not a sub-router) so its middleware runs after
 	// routing and the route pattern is complete even for a 413/415/503 it answers.
+	// Admission (admission.go): rate limit, then the body under its own deadline, then
+	// the request deadline; slots are taken only by work that computes.
 	r.Group(func(r chi.Router) {
-		r.Use(s.throttle, s.timeout, s.limitBody(s.limits.MaxBodyBytes), s.requireJSON)
-		r.Post("/v1/tiles", s.handle(s.tiles))
+		r.Use(s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout)
+		r.With(s.throttle).Post("/v1/tiles", s.handle(s.tiles))
 		r.Post("/v1/reshard", s.handle(s.reshard))
 		r.Get("/v1/plans/{plan_id}", s.handle(s.plan))
 	})
 	// Graphs are bigger than single reshards: their own body limit.
 	r.Group(func(r chi.Router) {
-		r.Use(s.throttle, s.timeout, s.limitBody(s.limits.MaxGraphBodyBytes), s.requireJSON)
+		r.Use(s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
 		r.Post("/v1/graph", s.handle(s.graph))
 	})
 	return r

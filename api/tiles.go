@@ -80,7 +80,9 @@ type Located struct {
 //	@Success		200		{object}	TilesResponse
 //	@Failure		400		{object}	Problem	"invalid JSON, field, sharding, or a limit exceeded"
 //	@Failure		413		{object}	Problem	"body too large"
+//	@Failure		408		{object}	Problem	"the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT"
 //	@Failure		415		{object}	Problem	"not JSON"
+//	@Failure		429		{object}	Problem	"over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)"
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/tiles [post]
 func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {

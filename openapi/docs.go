@@ -213,6 +213,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/Problem"
                         }
                     },
+                    "408": {
+                        "description": "the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
                     "413": {
                         "description": "body too large",
                         "schema": {
@@ -227,6 +233,12 @@ const docTemplate = `{
                     },
                     "422": {
                         "description": "policy violation: a reshard rematerializes (the graph's answer is under ` + "`" + `plan` + "`" + `); or response-too-large: the step lists exceed SHARDPLAN_MAX_RESPONSE_BYTES",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "429": {
+                        "description": "over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }
@@ -287,6 +299,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/Problem"
                         }
                     },
+                    "429": {
+                        "description": "over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
                     "503": {
                         "description": "overloaded, timed out, or the plan store (Redis) is unavailable (with Retry-After)",
                         "schema": {
@@ -341,6 +359,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/Problem"
                         }
                     },
+                    "408": {
+                        "description": "the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
                     "413": {
                         "description": "body too large",
                         "schema": {
@@ -355,6 +379,12 @@ const docTemplate = `{
                     },
                     "422": {
                         "description": "policy violation: the plan (under ` + "`" + `plan` + "`" + `) rematerializes; or response-too-large: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "429": {
+                        "description": "over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }
@@ -406,6 +436,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/Problem"
                         }
                     },
+                    "408": {
+                        "description": "the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
                     "413": {
                         "description": "body too large",
                         "schema": {
@@ -414,6 +450,12 @@ const docTemplate = `{
                     },
                     "415": {
                         "description": "not JSON",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "429": {
+                        "description": "over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }

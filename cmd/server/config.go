@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -31,6 +32,10 @@ type config struct {
 	ShutdownTimeout time.Duration
 	DrainDelay      time.Duration
 	MaxInflight     int
+	MaxCompute      int
+	BodyReadTimeout time.Duration
+	RateLimit       float64
+	RateBurst       int
 	MaxResponse     int64
 	MaxGraphDepth   int
 	MaxGraphBytes   int64
@@ -65,6 +70,9 @@ func defaultConfig() config {
 		RequestTimeout:  l.RequestTimeout,
 		ShutdownTimeout: 15 * time.Second,
 		MaxInflight:     l.MaxInflight,
+		MaxCompute:      l.MaxCompute,
+		BodyReadTimeout: l.BodyReadTimeout,
+		RateBurst:       l.RateBurst,
 		MaxResponse:     l.MaxResponseBytes,
 		MaxGraphDepth:   l.MaxGraphDepth,
 		MaxGraphBytes:   l.MaxGraphBodyBytes,
@@ -84,7 +92,7 @@ func defaultConfig() config {
 // setting is one configuration value: its env name, flag name, usage and where it lives.
 type setting struct {
 	env, flag, usage string
-	ptr              any // *string, *int, *int64, *time.Duration
+	ptr              any // *string, *int, *int64, *float64, *time.Duration, *bool
 }
 
 func (c *config) settings() []setting {
@@ -102,6 +110,10 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_SHUTDOWN_TIMEOUT", "shutdown-timeout", "how long a graceful shutdown waits for in-flight requests", &c.ShutdownTimeout},
 		{"SHARDPLAN_DRAIN_DELAY", "drain-delay", "on SIGTERM, how long /readyz answers 503 before the listener closes (let load balancers notice)", &c.DrainDelay},
 		{"SHARDPLAN_MAX_INFLIGHT", "max-inflight", "most concurrent /v1 requests (503 overloaded above)", &c.MaxInflight},
+		{"SHARDPLAN_MAX_COMPUTE", "max-compute", "how many requests compute at once (default GOMAXPROCS); the others wait within their deadline, cached answers never wait", &c.MaxCompute},
+		{"SHARDPLAN_BODY_READ_TIMEOUT", "body-read-timeout", "deadline for reading a request body, before any slot is taken (408 after)", &c.BodyReadTimeout},
+		{"SHARDPLAN_RATE_LIMIT", "rate-limit", "per-client /v1 requests per second (0: off; a client is its API key, else its address); over it, 429 with Retry-After", &c.RateLimit},
+		{"SHARDPLAN_RATE_BURST", "rate-burst", "per-client burst of the rate limit", &c.RateBurst},
 		{"SHARDPLAN_MAX_RESPONSE_BYTES", "max-response-bytes", "largest estimated size of the per-device lists (transfers, pairs, tiles) of one answer, in bytes (422 response-too-large above, before they are built)", &c.MaxResponse},
 		{"SHARDPLAN_MAX_GRAPH_DEPTH", "max-graph-depth", "how deep while ops may nest in a graph (400 above)", &c.MaxGraphDepth},
 		{"SHARDPLAN_MAX_GRAPH_BODY_BYTES", "max-graph-body-bytes", "largest POST /v1/graph body in bytes (413 above)", &c.MaxGraphBytes},
@@ -145,6 +157,8 @@ func formatSetting(p any) string {
 		return strconv.Itoa(*p)
 	case *int64:
 		return strconv.FormatInt(*p, 10)
+	case *float64:
+		return strconv.FormatFloat(*p, 'g', -1, 64)
 	case *time.Duration:
 		return p.String()
 	case *bool:
@@ -170,6 +184,12 @@ func parseSetting(p any, x string) error {
 			return fmt.Errorf("%q is not an integer", x)
 		}
 		*p = n
+	case *float64:
+		f, err := strconv.ParseFloat(x, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%q is not a number", x)
+		}
+		*p = f
 	case *time.Duration:
 		d, err := time.ParseDuration(x)
 		if err != nil {
@@ -245,6 +265,9 @@ func (c config) validate() error {
 		{"SHARDPLAN_MAX_MESH_AXES", int64(c.MaxMeshAxes)},
 		{"SHARDPLAN_LIST_DEVICE_LIMIT", int64(c.ListDeviceLimit)},
 		{"SHARDPLAN_MAX_INFLIGHT", int64(c.MaxInflight)},
+		{"SHARDPLAN_MAX_COMPUTE", int64(c.MaxCompute)},
+		{"SHARDPLAN_BODY_READ_TIMEOUT", int64(c.BodyReadTimeout)},
+		{"SHARDPLAN_RATE_BURST", int64(c.RateBurst)},
 		{"SHARDPLAN_CACHE_MAX_BYTES", c.CacheMaxBytes},
 		{"SHARDPLAN_REQUEST_TIMEOUT", int64(c.RequestTimeout)},
 		{"SHARDPLAN_SHUTDOWN_TIMEOUT", int64(c.ShutdownTimeout)},
@@ -263,6 +286,9 @@ func (c config) validate() error {
 		if p.v <= 0 {
 			bad(p.env, "must be > 0")
 		}
+	}
+	if c.RateLimit < 0 {
+		bad("SHARDPLAN_RATE_LIMIT", "must be >= 0 (0 turns rate limits off)")
 	}
 	if c.DrainDelay < 0 {
 		bad("SHARDPLAN_DRAIN_DELAY", "must be >= 0")
@@ -302,6 +328,10 @@ func (c config) limits() api.Limits {
 		ListDeviceLimit: c.ListDeviceLimit,
 		RequestTimeout:  c.RequestTimeout,
 		MaxInflight:     c.MaxInflight,
+		MaxCompute:      c.MaxCompute,
+		BodyReadTimeout: c.BodyReadTimeout,
+		RateLimit:       c.RateLimit,
+		RateBurst:       c.RateBurst,
 
 		MaxResponseBytes:  c.MaxResponse,
 		MaxGraphDepth:     c.MaxGraphDepth,

@@ -1,0 +1,216 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Admission: what a request must get through before it costs anything.
+//
+//	rate limit (per client) -> body read under its own deadline -> request deadline
+//	-> exact-request memo hit?  yes: answered, no slot taken
+//	                            no:  in-flight slot (or 503) -> compute slot (wait up to
+//	                                 the deadline) -> decode, plan, encode
+//
+// Slow bodies never hold a slot, cached answers never wait for one, and at most
+// Limits.MaxCompute requests compute at once, so /healthz, /readyz and /metrics (which
+// take no slot) are scheduled promptly however many requests wait.
+
+// bufferBody reads the whole body (capped by limitBody) under Limits.BodyReadTimeout
+// before the request goes on, so a client sending slowly is cut off with 408 and never
+// holds an in-flight slot or eats into the request deadline. Handlers read the buffered
+// copy.
+func (s *Server) bufferBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if d := s.limits.BodyReadTimeout; d > 0 {
+			_ = rc.SetReadDeadline(time.Now().Add(d)) // unsupported (tests' recorders): no deadline
+		}
+		body, err := io.ReadAll(r.Body)
+		_ = rc.SetReadDeadline(time.Time{})
+		if err != nil {
+			s.writeProblem(w, r, bodyReadProblem(err, s.limits.BodyReadTimeout))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bodyReadProblem(err error, timeout time.Duration) *Problem {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return bodyTooLarge(mbe.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return NewProblem(http.StatusRequestTimeout, slugBodyTimeout, "Request body too slow",
+			"the request body did not arrive within %s (SHARDPLAN_BODY_READ_TIMEOUT); send it at once", timeout).
+			WithHeader("Connection", "close")
+	}
+	return NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "could not read the request body: %v", err)
+}
+
+// overloaded is the 503 of a request that finds every in-flight slot taken.
+func (s *Server) overloaded() *Problem {
+	return NewProblem(http.StatusServiceUnavailable, slugOverloaded, "Service overloaded",
+		"more than %d requests are computing or waiting to (SHARDPLAN_MAX_INFLIGHT); retry shortly", s.limits.MaxInflight).
+		WithHeader("Retry-After", "1")
+}
+
+// admit takes an in-flight slot (none free: 503 overloaded at once) and then a compute
+// slot, waiting for one until ctx is done (then ctx's error: a deadline renders as 503
+// timeout). release gives both back; call it once.
+func (s *Server) admit(ctx context.Context) (release func(), err error) {
+	if s.inflight != nil {
+		select {
+		case s.inflight <- struct{}{}:
+		default:
+			return nil, s.overloaded()
+		}
+	}
+	releaseInflight := func() {
+		if s.inflight != nil {
+			<-s.inflight
+		}
+	}
+	if s.compute != nil {
+		select {
+		case s.compute <- struct{}{}:
+		case <-ctx.Done():
+			releaseInflight()
+			return nil, ctx.Err()
+		}
+	}
+	return func() {
+		if s.compute != nil {
+			<-s.compute
+		}
+		releaseInflight()
+	}, nil
+}
+
+// throttle runs next under admit (for handlers that compute on every request).
+func (s *Server) throttle(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release, err := s.admit(r.Context())
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ---- per-client rate limits ----
+
+// clientLimits holds one token bucket per client (Limits.RateLimit requests/s, burst
+// Limits.RateBurst). Buckets that have refilled are dropped when the map grows, so
+// memory follows the active clients.
+type clientLimits struct {
+	rate  rate.Limit
+	burst int
+
+	mu      sync.Mutex
+	buckets map[string]*rate.Limiter
+	sweepAt int
+}
+
+const minSweep = 1024
+
+func newClientLimits(perSecond float64, burst int) *clientLimits {
+	if perSecond <= 0 {
+		return nil
+	}
+	return &clientLimits{rate: rate.Limit(perSecond), burst: max(burst, 1), buckets: map[string]*rate.Limiter{}, sweepAt: minSweep}
+}
+
+// allow takes a token for client, or says how long until one is available.
+func (c *clientLimits) allow(client string, now time.Time) (bool, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lim, ok := c.buckets[client]
+	if !ok {
+		if len(c.buckets) >= c.sweepAt {
+			c.sweep(now)
+		}
+		lim = rate.NewLimiter(c.rate, c.burst)
+		c.buckets[client] = lim
+	}
+	r := lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// sweep drops the buckets that are full again (their clients are idle).
+func (c *clientLimits) sweep(now time.Time) {
+	for k, lim := range c.buckets {
+		if lim.TokensAt(now) >= float64(c.burst) {
+			delete(c.buckets, k)
+		}
+	}
+	c.sweepAt = max(minSweep, 2*len(c.buckets))
+}
+
+// clientKey identifies the client a request's rate limit is charged to: its API key
+// (hashed; set by requireAPIKey) when keys are on, else the connection's address. No
+// forwarding header is trusted: behind a proxy, every client shares the proxy's bucket
+// unless API keys are on.
+func clientKey(r *http.Request) string {
+	if id, ok := r.Context().Value(apiKeyIDKey{}).(string); ok {
+		return "key:" + id
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "addr:" + host
+}
+
+// keyID is a short, non-reversible id of an API key, for rate-limit buckets and logs.
+func keyID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:6])
+}
+
+type apiKeyIDKey struct{}
+
+// rateLimit answers 429 with Retry-After to a client over its token bucket.
+func (s *Server) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.clients == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ok, wait := s.clients.allow(clientKey(r), time.Now())
+		if !ok {
+			secs := int(math.Ceil(wait.Seconds()))
+			s.writeProblem(w, r, NewProblem(http.StatusTooManyRequests, slugRateLimited, "Too many requests",
+				"this client sent more than %g requests/s (burst %d) (SHARDPLAN_RATE_LIMIT, SHARDPLAN_RATE_BURST); retry after %d s",
+				float64(s.clients.rate), s.clients.burst, secs).WithHeader("Retry-After", strconv.Itoa(secs)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
