@@ -32,7 +32,8 @@ type Tensor struct {
 // Op is one operation. Kind is a StableHLO op name (see SupportedOps); Attrs holds
 // its StableHLO attributes by name, with integer lists as []int, []int64 or decoded
 // JSON ([]any of float64 or json.Number); nested dimension-number objects as
-// map[string]any. Rule is the Shardy rule of a "custom" op. A "while" op has Cond and
+// map[string]any. Rule is the Shardy rule of a "custom" op. An "opaque" op (any operands
+// and results) is a barrier: nothing propagates through it. A "while" op has Cond and
 // Body regions whose tensors live in the graph's Tensors.
 type Op struct {
 	Name     string

@@ -18,7 +18,7 @@ const (
 	classPassThrough         // reshape, transpose, data-flow edges
 	classDynSlice            // dynamic_slice: forward only in the first stages
 	classBroadcast           // broadcast_in_dim: backward only until the last stage
-	classNoRule              // constant, iota, while: nothing propagates through them
+	classNoRule              // constant, iota, while, opaque: nothing propagates through them
 )
 
 var unaryOps = []string{
@@ -38,7 +38,7 @@ var binaryOps = []string{
 // otherOps are the non-elementwise ops with a builder (or no rule).
 var otherOps = []string{
 	"broadcast_in_dim", "clamp", "concatenate", "constant", "convolution", "custom", "dot",
-	"dot_general", "dynamic_slice", "einsum", "gather", "iota", "pad", "reduce", "reshape",
+	"dot_general", "dynamic_slice", "einsum", "gather", "iota", "opaque", "pad", "reduce", "reshape",
 	"reverse", "scatter", "select", "sharding_constraint", "slice", "transpose", "while",
 }
 
@@ -105,6 +105,10 @@ func buildRule(op *Op, field string, in, out [][]int64) (*Rule, opClass, error) 
 		}
 		r, err := elementwiseRule(in, out[0], scalarOK, fail)
 		return r, classElementwise, err
+	case "opaque":
+		// An op shardplan does not model (imported modules): a barrier with any
+		// operands and results.
+		return nil, classNoRule, nil
 	case "constant":
 		if err := needCounts(0, 1); err != nil {
 			return nil, 0, err
