@@ -20,22 +20,30 @@ import (
 	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/internal/propagation"
 	"github.com/shardplan/shardplan/internal/sharding"
+	"github.com/shardplan/shardplan/internal/stablehlo"
 )
 
 // GraphRequest is the body of POST /v1/graph (API.md). It documents the wire form; the
 // handler reads the graph part with propagation.DecodeLimited, which names every field it
 // rejects by its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").
 type GraphRequest struct {
-	// Mesh is a mesh object or the string "x=2,y=4".
-	Mesh json.RawMessage `json:"mesh" validate:"required" swaggertype:"object"`
+	// Mesh is a mesh object or the string "x=2,y=4". With a module that declares an
+	// sdy.mesh it may be left out.
+	Mesh json.RawMessage `json:"mesh,omitempty" swaggertype:"object"`
+	// Module is a StableHLO module in MLIR text (jax's lower(...).as_text(), Shardy's
+	// printed form or the generic form) instead of tensors, ops, inputs and outputs.
+	// Tensor ids are its SSA names (arg0, 0, 1#1) and result0, result1, ...
+	Module string `json:"module,omitempty" example:"sdy.mesh @mesh = <[\"x\"=2]> func.func @main(...) {...}"`
+	// Function is the module's function to plan (default main).
+	Function string `json:"function,omitempty" example:"main"`
 	// Tensors maps each tensor id to its shape, dtype and optional sharding annotation
-	// (any input form; a tensor without one has every dim open).
-	Tensors map[string]GraphTensor `json:"tensors" validate:"required"`
+	// (any input form; a tensor without one has every dim open). Required without module.
+	Tensors map[string]GraphTensor `json:"tensors,omitempty" validate:"required_without=Module,excluded_with=Module"`
 	// Ops in any order (a DAG outside while regions).
-	Ops []GraphOp `json:"ops"`
+	Ops []GraphOp `json:"ops,omitempty" validate:"excluded_with=Module"`
 	// Inputs and Outputs are the graph's arguments and results (tensor ids).
-	Inputs  []string `json:"inputs,omitempty"`
-	Outputs []string `json:"outputs,omitempty"`
+	Inputs  []string `json:"inputs,omitempty" validate:"excluded_with=Module"`
+	Outputs []string `json:"outputs,omitempty" validate:"excluded_with=Module"`
 	// Options tune propagation.
 	Options *GraphOptions `json:"options,omitempty"`
 	// CostModel is a profile name from GET /v1/cost-models or an object (default tpu-v5p).
@@ -91,11 +99,13 @@ type GraphOptions struct {
 // graphEnvelope is what the handler decodes: GraphRequest's fields with the graph part
 // left raw for propagation.DecodeLimited. TestGraphEnvelopeMatchesRequest keeps the two in step.
 type graphEnvelope struct {
-	Mesh      json.RawMessage `json:"mesh" validate:"required"`
-	Tensors   json.RawMessage `json:"tensors" validate:"required"`
-	Ops       json.RawMessage `json:"ops"`
-	Inputs    json.RawMessage `json:"inputs,omitempty"`
-	Outputs   json.RawMessage `json:"outputs,omitempty"`
+	Mesh      json.RawMessage `json:"mesh,omitempty"`
+	Module    string          `json:"module,omitempty"`
+	Function  string          `json:"function,omitempty"`
+	Tensors   json.RawMessage `json:"tensors,omitempty" validate:"required_without=Module,excluded_with=Module"`
+	Ops       json.RawMessage `json:"ops,omitempty" validate:"excluded_with=Module"`
+	Inputs    json.RawMessage `json:"inputs,omitempty" validate:"excluded_with=Module"`
+	Outputs   json.RawMessage `json:"outputs,omitempty" validate:"excluded_with=Module"`
 	Options   json.RawMessage `json:"options,omitempty"`
 	CostModel json.RawMessage `json:"cost_model,omitempty"`
 	Strategy  string          `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla"`
@@ -122,6 +132,9 @@ type GraphResponse struct {
 	// ListsOmitted: per-device lists were left out (see Note).
 	ListsOmitted bool   `json:"lists_omitted,omitempty"`
 	Note         string `json:"note,omitempty"`
+	// OpaqueOps (module requests) lists the ops the import does not model: barriers
+	// nothing propagates through.
+	OpaqueOps []OpaqueOpJSON `json:"opaque_ops,omitempty"`
 } // @name GraphResponse
 
 // Collective kinds of a graph.
@@ -219,6 +232,8 @@ type graphInput struct {
 	strategy planner.Strategy
 	include  map[string]bool
 	key      string
+	// imp is the imported module (module requests only).
+	imp *stablehlo.Import
 }
 
 // graph godoc
@@ -245,6 +260,12 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if body, err = moduleEnvelope(r, body); err != nil {
+		return err
+	}
+	if wantsMLIR(r) {
+		return s.graphMLIR(w, r, body)
+	}
 	return s.respondExact(w, r, "graph", body, false, func(ctx context.Context, _ bool) ([]byte, bool, error) {
 		in, err := s.prepareGraph(body)
 		if err != nil {
@@ -253,7 +274,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 		out, hit, err := s.memo.Do(ctx, in.key, func(ctx context.Context) ([]byte, error) {
 			resp, err := s.planGraph(ctx, in)
 			if err != nil {
-				return nil, err
+				return nil, in.locate(err)
 			}
 			return encodeJSON(resp)
 		})
@@ -276,36 +297,43 @@ func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
 	if err := s.validateStruct(&in.env); err != nil {
 		return nil, err
 	}
-	m, err := parseMesh(in.env.Mesh, "mesh", s.limits)
-	if err != nil {
-		return nil, err
-	}
-	in.mesh = m
 	var fes sharding.Errors
+	var err error
 	if in.model, err = cost.Resolve(in.env.CostModel, "cost_model"); err != nil {
 		fes = appendFieldErrors(fes, err)
 	}
-	// Nested while regions cost a pass over their bytes per level when decoded: refuse a
-	// graph nested far too deep from one linear scan first ("ops" lists inside while
-	// regions: the top list, one per level, and one for a while's possibly empty regions
-	// at the last level), then let DecodeLimited name the exact op.
-	if path, deep := keyNesting(body, "ops", s.limits.MaxGraphDepth+2); s.limits.MaxGraphDepth > 0 && deep {
-		return nil, limitExceeded(path, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", s.limits.MaxGraphDepth)
-	}
-	g, opts, err := propagation.DecodeLimited(body, m, s.limits.MaxGraphDepth)
-	if de, ok := errors.AsType[*propagation.DepthError](err); ok {
-		return nil, limitExceeded(de.Field, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", de.Limit)
-	}
-	if err != nil {
-		fes = appendFieldErrors(fes, err)
+	if in.env.Module != "" {
+		if err := s.importModule(in); err != nil {
+			fes = appendFieldErrors(fes, err)
+		}
+	} else {
+		m, err := parseMesh(in.env.Mesh, "mesh", s.limits)
+		if err != nil {
+			return nil, err
+		}
+		in.mesh = m
+		// Nested while regions cost a pass over their bytes per level when decoded:
+		// refuse a graph nested far too deep from one linear scan first ("ops" lists
+		// inside while regions: the top list, one per level, and one for a while's
+		// possibly empty regions at the last level), then let DecodeLimited name the
+		// exact op.
+		if path, deep := keyNesting(body, "ops", s.limits.MaxGraphDepth+2); s.limits.MaxGraphDepth > 0 && deep {
+			return nil, limitExceeded(path, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", s.limits.MaxGraphDepth)
+		}
+		in.graph, in.opts, err = propagation.DecodeLimited(body, m, s.limits.MaxGraphDepth)
+		if de, ok := errors.AsType[*propagation.DepthError](err); ok {
+			return nil, limitExceeded(de.Field, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", de.Limit)
+		}
+		if err != nil {
+			fes = appendFieldErrors(fes, err)
+		}
 	}
 	if len(fes) > 0 {
 		return nil, fes
 	}
-	if err := s.checkGraphLimits(g); err != nil {
+	if err := s.checkGraphLimits(in.graph); err != nil {
 		return nil, err
 	}
-	in.graph, in.opts = g, opts
 	in.strategy = planner.Optimal
 	if in.env.Strategy == string(planner.XLA) {
 		in.strategy = planner.XLA
@@ -348,6 +376,11 @@ func graphKey(in *graphInput) (string, error) {
 	head, _ := json.Marshal([]any{planner.Version, "graph", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs,
 		model, string(in.strategy), inc, in.opts, in.graph.Inputs, in.graph.Outputs})
 	h.Write(head)
+	if in.imp != nil {
+		// The answer lists the opaque ops with their positions in the module text.
+		opaque, _ := json.Marshal(in.imp.Opaque)
+		h.Write(opaque)
+	}
 	for _, id := range slices.Sorted(maps.Keys(in.graph.Tensors)) {
 		t := in.graph.Tensors[id]
 		ann := "-"
@@ -517,6 +550,9 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 	}
 	if resp.ListsOmitted {
 		resp.Note = fmt.Sprintf("the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are left out; add \"pairs\" to include to get them", m.NumDevices(), s.limits.ListDeviceLimit)
+	}
+	if in.imp != nil {
+		resp.OpaqueOps = opaqueOpsJSON(in.imp.Opaque)
 	}
 	resp.PlanID = in.key
 	return resp, nil

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -187,20 +188,26 @@ func (s *Server) limitBodyTo(max int64, next http.Handler) http.Handler {
 
 // requireJSON answers 415 to a POST/PUT/PATCH whose Content-Type is not JSON
 // (application/json or any +json type). A missing Content-Type is taken as JSON.
-func (s *Server) requireJSON(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch:
-			if ct := r.Header.Get("Content-Type"); ct != "" {
-				mt, _, err := mime.ParseMediaType(ct)
-				if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-					s.writeProblem(w, r, NewProblem(http.StatusUnsupportedMediaType, slugUnsupportedMedia, "Unsupported media type",
-						"Content-Type %q is not supported; send the body as JSON with Content-Type: application/json", ct).
-						WithHeader("Accept-Post", "application/json"))
-					return
+func (s *Server) requireJSON(next http.Handler) http.Handler { return s.requireMedia()(next) }
+
+// requireMedia is requireJSON that also accepts the media types in extra.
+func (s *Server) requireMedia(extra ...string) func(http.Handler) http.Handler {
+	accepted := strings.Join(append([]string{"application/json"}, extra...), ", ")
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch:
+				if ct := r.Header.Get("Content-Type"); ct != "" {
+					mt, _, err := mime.ParseMediaType(ct)
+					if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json") && !slices.Contains(extra, mt)) {
+						s.writeProblem(w, r, NewProblem(http.StatusUnsupportedMediaType, slugUnsupportedMedia, "Unsupported media type",
+							"Content-Type %q is not supported; send the body as JSON with Content-Type: application/json", ct).
+							WithHeader("Accept-Post", accepted))
+						return
+					}
 				}
 			}
-		}
-		next.ServeHTTP(w, r)
-	})
+			next.ServeHTTP(w, r)
+		})
+	}
 }

@@ -120,7 +120,9 @@ const (
 	slugInvalidRequest   = "invalid-request"
 	slugInvalidMesh      = "invalid-mesh"
 	slugInvalidSharding  = "invalid-sharding"
-	slugInvalidGraph     = "invalid-graph" // /v1/graph: ops, tensors, inputs, outputs
+	slugInvalidGraph     = "invalid-graph"  // /v1/graph: ops, tensors, inputs, outputs
+	slugInvalidModule    = "invalid-module" // /v1/graph: module, function (line and column named)
+	slugNotAcceptable    = "not-acceptable"
 	slugLimitExceeded    = "limit-exceeded"
 	slugBodyTooLarge     = "body-too-large"
 	slugUnsupportedMedia = "unsupported-media-type"
@@ -225,6 +227,8 @@ func classifyFields(fes sharding.Errors) (slug, title string) {
 			kinds[slugInvalidRequest] = true
 		case "ops", "inputs", "outputs":
 			kinds[slugInvalidGraph] = true
+		case "module", "function":
+			kinds[slugInvalidModule] = true
 		case "tensors":
 			if strings.Contains(fe.Field, ".sharding") {
 				kinds[slugInvalidSharding] = true
@@ -240,6 +244,8 @@ func classifyFields(fes sharding.Errors) (slug, title string) {
 		return slugInvalidMesh, "Invalid mesh"
 	case len(kinds) == 1 && kinds[slugInvalidSharding]:
 		return slugInvalidSharding, "Invalid sharding"
+	case len(kinds) == 1 && kinds[slugInvalidModule]:
+		return slugInvalidModule, "Invalid module"
 	case len(kinds) == 1 && kinds[slugInvalidGraph]:
 		return slugInvalidGraph, "Invalid graph"
 	}

@@ -52,6 +52,9 @@ type Limits struct {
 	MaxGraphBodyBytes int64 // SHARDPLAN_MAX_GRAPH_BODY_BYTES
 	MaxGraphOps       int   // SHARDPLAN_MAX_GRAPH_OPS
 	MaxGraphTensors   int   // SHARDPLAN_MAX_GRAPH_TENSORS
+	// MaxModuleDepth bounds the nesting of a StableHLO module (regions, attribute
+	// brackets, inlined calls).
+	MaxModuleDepth int // SHARDPLAN_MAX_MODULE_DEPTH
 }
 
 // DefaultLimits are the limits of a service started with no configuration.
@@ -74,6 +77,7 @@ func DefaultLimits() Limits {
 		MaxGraphBodyBytes: 32 << 20,
 		MaxGraphOps:       100000,
 		MaxGraphTensors:   200000,
+		MaxModuleDepth:    64,
 	}
 }
 
@@ -194,7 +198,7 @@ func (s *Server) routes() chi.Router {
 	})
 	// Graphs are bigger than single reshards: their own body limit.
 	r.Group(func(r chi.Router) {
-		r.Use(s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
+		r.Use(s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
 		r.Post("/v1/graph", s.handle(s.graph))
 	})
 	return r

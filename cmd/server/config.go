@@ -41,6 +41,7 @@ type config struct {
 	MaxGraphBytes   int64
 	MaxGraphOps     int
 	MaxGraphTensors int
+	MaxModuleDepth  int
 	CacheTTL        time.Duration
 	CacheMaxBytes   int64
 	// Plan cache (internal/cache) beyond REDIS_URL, TTL and size; see cacheConfig.
@@ -78,6 +79,7 @@ func defaultConfig() config {
 		MaxGraphBytes:   l.MaxGraphBodyBytes,
 		MaxGraphOps:     l.MaxGraphOps,
 		MaxGraphTensors: l.MaxGraphTensors,
+		MaxModuleDepth:  l.MaxModuleDepth,
 		CacheTTL:        time.Hour,
 		CacheMaxBytes:   64 << 20,
 
@@ -119,6 +121,7 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_MAX_GRAPH_BODY_BYTES", "max-graph-body-bytes", "largest POST /v1/graph body in bytes (413 above)", &c.MaxGraphBytes},
 		{"SHARDPLAN_MAX_GRAPH_OPS", "max-graph-ops", "most ops in a graph, while regions included", &c.MaxGraphOps},
 		{"SHARDPLAN_MAX_GRAPH_TENSORS", "max-graph-tensors", "most tensors in a graph", &c.MaxGraphTensors},
+		{"SHARDPLAN_MAX_MODULE_DEPTH", "max-module-depth", "deepest nesting of a StableHLO module on /v1/graph (regions, attribute brackets, inlined calls)", &c.MaxModuleDepth},
 		{"SHARDPLAN_CACHE_TTL", "cache-ttl", "how long a memoized plan is kept", &c.CacheTTL},
 		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes (with Redis: the near cache in front of it)", &c.CacheMaxBytes},
 		{"SHARDPLAN_CACHE_TIMEOUT", "cache-timeout", "deadline of one cache call (a slower Redis is a miss)", &c.CacheTimeout},
@@ -276,6 +279,7 @@ func (c config) validate() error {
 		{"SHARDPLAN_MAX_GRAPH_BODY_BYTES", c.MaxGraphBytes},
 		{"SHARDPLAN_MAX_GRAPH_OPS", int64(c.MaxGraphOps)},
 		{"SHARDPLAN_MAX_GRAPH_TENSORS", int64(c.MaxGraphTensors)},
+		{"SHARDPLAN_MAX_MODULE_DEPTH", int64(c.MaxModuleDepth)},
 		{"SHARDPLAN_CACHE_TTL", int64(c.CacheTTL)},
 		{"SHARDPLAN_CACHE_TIMEOUT", int64(c.CacheTimeout)},
 		{"SHARDPLAN_REDIS_DIAL_TIMEOUT", int64(c.RedisDialTimeout)},
@@ -298,6 +302,9 @@ func (c config) validate() error {
 	}
 	if c.MaxRank > 1024 {
 		bad("SHARDPLAN_MAX_RANK", "%d is above the hard ceiling of 1024", c.MaxRank)
+	}
+	if c.MaxModuleDepth > 10000 {
+		bad("SHARDPLAN_MAX_MODULE_DEPTH", "%d is above the hard ceiling of 10000", c.MaxModuleDepth)
 	}
 	if c.MaxMeshAxes > 64 {
 		bad("SHARDPLAN_MAX_MESH_AXES", "%d is above the hard ceiling of 64", c.MaxMeshAxes)
@@ -338,6 +345,7 @@ func (c config) limits() api.Limits {
 		MaxGraphBodyBytes: c.MaxGraphBytes,
 		MaxGraphOps:       c.MaxGraphOps,
 		MaxGraphTensors:   c.MaxGraphTensors,
+		MaxModuleDepth:    c.MaxModuleDepth,
 	}
 }
 

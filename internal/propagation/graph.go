@@ -190,22 +190,46 @@ func DecodeLimited(data []byte, m *sharding.Mesh, maxDepth int) (*Graph, Options
 		g.Ops = append(g.Ops, op)
 	}
 	if w.Options != nil {
-		if c := w.Options.ConflictResolution; c != nil {
-			switch *c {
-			case Aggressive, Basic, BasicThenAggressive:
-				opts.ConflictResolution = *c
-			default:
-				add(sharding.Fieldf("options.conflict_resolution", "must be %q or %q, not %q", Aggressive, Basic, *c))
-			}
-		}
-		if p := w.Options.OpPriority; p != nil {
-			opts.OpPriority = *p
+		var err error
+		if opts, err = w.Options.options(); err != nil {
+			add(err)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, opts, errs
 	}
 	return g, opts, nil
+}
+
+func (w *wireOptions) options() (Options, error) {
+	opts := DefaultOptions()
+	if c := w.ConflictResolution; c != nil {
+		switch *c {
+		case Aggressive, Basic, BasicThenAggressive:
+			opts.ConflictResolution = *c
+		default:
+			return opts, sharding.Fieldf("options.conflict_resolution", "must be %q, %q or %q, not %q", Aggressive, Basic, BasicThenAggressive, *c)
+		}
+	}
+	if p := w.OpPriority; p != nil {
+		opts.OpPriority = *p
+	}
+	return opts, nil
+}
+
+// DecodeOptions reads the "options" object of a POST /v1/graph body (raw may be empty:
+// DefaultOptions). Errors are *sharding.FieldError values under "options".
+func DecodeOptions(raw json.RawMessage) (Options, error) {
+	if s := bytes.TrimSpace(raw); len(s) == 0 || bytes.Equal(s, []byte("null")) {
+		return DefaultOptions(), nil
+	}
+	var w wireOptions
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return DefaultOptions(), jsonError(err, "options")
+	}
+	return w.options()
 }
 
 // decodeTensors walks the tensors object token by token so a duplicate id is an error

@@ -35,7 +35,7 @@ type Func struct {
 	Body    *Region
 	// ResultsParen: the result list is parenthesised; ResultsStart/End span the whole
 	// result list (after "->") for rewriting it.
-	ResultsParen           bool
+	ResultsParen             bool
 	ResultsStart, ResultsEnd int
 }
 

@@ -38,9 +38,9 @@ type Import struct {
 	Mesh     *sharding.Mesh
 	Graph    *propagation.Graph
 	Opaque   []OpaqueOp
-	opPos    map[string]int    // op name -> position of the op in Src
-	opOf     map[string]*Op    // tensor id -> op defining it (top level and regions)
-	declared map[string]bool   // mesh names declared in the module
+	opPos    map[string]int  // op name -> position of the op in Src
+	opOf     map[string]*Op  // tensor id -> op defining it (top level and regions)
+	declared map[string]bool // mesh names declared in the module
 	// defs are the ops of the function's own text (inlined callees excluded) with the
 	// tensor ids of their results, for Annotate.
 	defs []opDef
@@ -221,7 +221,7 @@ func (b *builder) pickMesh(fn *Func, req *sharding.Mesh) error {
 		}
 		switch {
 		case req != nil:
-			b.mesh = req
+			b.mesh, b.imp.Mesh = req, req
 			return nil
 		case len(withAxes) == 1:
 			order = []string{withAxes[0].Name}
@@ -236,6 +236,10 @@ func (b *builder) pickMesh(fn *Func, req *sharding.Mesh) error {
 		b.errAt(used[name], "mesh @%s is not declared; add sdy.mesh @%s = <[\"x\"=2, ...]>", name, name)
 		return b.err
 	}
+	if len(d.Axes) > b.lim.MaxMeshAxes {
+		b.errAt(d.Pos, "mesh @%s has %d axes; the limit is %d (SHARDPLAN_MAX_MESH_AXES)", name, len(d.Axes), b.lim.MaxMeshAxes)
+		return b.err
+	}
 	axes := make([]sharding.Axis, len(d.Axes))
 	n := int64(1)
 	for i, a := range d.Axes {
@@ -243,8 +247,8 @@ func (b *builder) pickMesh(fn *Func, req *sharding.Mesh) error {
 		if a.Size > 0 {
 			n *= int64(a.Size)
 		}
-		if n > sharding.MaxMeshDevices {
-			b.errAt(d.Pos, "mesh @%s has more than %d devices", name, sharding.MaxMeshDevices)
+		if n > int64(b.lim.MaxDevices) {
+			b.errAt(d.Pos, "mesh @%s has more than %d devices; the limit is %d (SHARDPLAN_MAX_DEVICES)", name, b.lim.MaxDevices, b.lim.MaxDevices)
 			return b.err
 		}
 	}

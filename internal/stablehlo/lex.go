@@ -8,18 +8,18 @@ import (
 type tokKind uint8
 
 const (
-	tEOF     tokKind = iota
-	tIdent           // bare-id: stablehlo.add, tensor, x, GT
-	tValue           // %name or %name#k (text without '%')
-	tSymbol          // @name or @"name" (text without '@')
-	tHash            // #alias or #dialect.attr (text without '#')
-	tBang            // !type.alias (text without '!')
-	tCaret           // ^bb0 (text without '^')
-	tInt             // 12, -3, 0x1F
-	tFloat           // 1.5, -2.0e+00
-	tString          // "..." (text unquoted)
-	tArrow           // ->
-	tPunct           // one of ( ) [ ] { } < > , = : ? * + |
+	tEOF    tokKind = iota
+	tIdent          // bare-id: stablehlo.add, tensor, x, GT
+	tValue          // %name or %name#k (text without '%')
+	tSymbol         // @name or @"name" (text without '@')
+	tHash           // #alias or #dialect.attr (text without '#')
+	tBang           // !type.alias (text without '!')
+	tCaret          // ^bb0 (text without '^')
+	tInt            // 12, -3, 0x1F
+	tFloat          // 1.5, -2.0e+00
+	tString         // "..." (text unquoted)
+	tArrow          // ->
+	tPunct          // one of ( ) [ ] { } < > , = : ? * + |
 )
 
 type token struct {

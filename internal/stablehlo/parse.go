@@ -14,10 +14,15 @@ type Limits struct {
 	MaxDepth int
 	// MaxOps bounds the ops parsed and the ops of the imported graph (calls inlined).
 	MaxOps int
+	// MaxDevices and MaxMeshAxes bound the mesh taken from sdy.mesh.
+	MaxDevices  int
+	MaxMeshAxes int
 }
 
 // DefaultLimits are generous for real programs.
-func DefaultLimits() Limits { return Limits{MaxDepth: 64, MaxOps: 200000} }
+func DefaultLimits() Limits {
+	return Limits{MaxDepth: 64, MaxOps: 200000, MaxDevices: 65536, MaxMeshAxes: 8}
+}
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
@@ -26,6 +31,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxOps <= 0 {
 		l.MaxOps = d.MaxOps
+	}
+	if l.MaxDevices <= 0 {
+		l.MaxDevices = d.MaxDevices
+	}
+	if l.MaxMeshAxes <= 0 {
+		l.MaxMeshAxes = d.MaxMeshAxes
 	}
 	return l
 }
@@ -1163,7 +1174,7 @@ func (p *parser) valueNoSuffix(typeSuffix bool) any {
 				return p.dense()
 			}
 		}
-		if p.tok.is("<") && p.tok.pos == t.pos+len(t.text) {
+		if (p.tok.is("<") || p.tok.is("(")) && p.tok.pos == t.pos+len(t.text) {
 			return Raw{t.text + p.balanced()}
 		}
 		return Raw{t.text}

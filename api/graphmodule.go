@@ -1,0 +1,163 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/shardplan/shardplan/internal/propagation"
+	"github.com/shardplan/shardplan/internal/sharding"
+	"github.com/shardplan/shardplan/internal/stablehlo"
+)
+
+// StableHLO modules on POST /v1/graph: a JSON body {"module": "...", "function": "main",
+// ...} or the raw text with Content-Type: application/mlir (the other fields as query
+// parameters). With Accept: application/mlir the answer is the module annotated the way
+// sdy_opt prints a propagated module.
+
+const mlirMediaType = "application/mlir"
+
+// OpaqueOpJSON is an op of a module that the import does not model: nothing propagates
+// through it.
+type OpaqueOpJSON struct {
+	Op      string   `json:"op" example:"stablehlo.sort"`
+	Results []string `json:"results"`
+	Line    int      `json:"line" example:"12"`
+	Column  int      `json:"column" example:"5"`
+} // @name OpaqueOp
+
+func opaqueOpsJSON(ops []stablehlo.OpaqueOp) []OpaqueOpJSON {
+	out := make([]OpaqueOpJSON, len(ops))
+	for i, o := range ops {
+		out[i] = OpaqueOpJSON{Op: o.Op, Results: o.Results, Line: o.Line, Column: o.Column}
+	}
+	return out
+}
+
+// importModule reads in.env.Module into in's mesh, graph and options.
+func (s *Server) importModule(in *graphInput) error {
+	var reqMesh *sharding.Mesh
+	if raw := bytes.TrimSpace(in.env.Mesh); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		m, err := parseMesh(in.env.Mesh, "mesh", s.limits)
+		if err != nil {
+			return err
+		}
+		reqMesh = m
+	}
+	imp, err := stablehlo.Read(in.env.Module, stablehlo.Options{Function: in.env.Function, Mesh: reqMesh, Limits: stablehlo.Limits{
+		MaxDepth: s.limits.MaxModuleDepth, MaxOps: s.limits.MaxGraphOps, MaxDevices: s.limits.MaxDevices, MaxMeshAxes: s.limits.MaxMeshAxes,
+	}})
+	if err != nil {
+		return err
+	}
+	opts, err := propagation.DecodeOptions(in.env.Options)
+	if err != nil {
+		return err
+	}
+	in.mesh, in.graph, in.opts, in.imp = imp.Mesh, imp.Graph, opts, imp
+	return nil
+}
+
+// locate makes the errors of propagating or planning an imported module name its line
+// and column.
+func (in *graphInput) locate(err error) error {
+	if in.imp == nil || err == nil {
+		return err
+	}
+	return in.imp.Locate(err)
+}
+
+// isMLIR reports whether r's body is MLIR text.
+func isMLIR(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == mlirMediaType
+}
+
+func wantsMLIR(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), mlirMediaType)
+}
+
+// moduleQuery lists the query parameters of a raw MLIR body, each the JSON field of
+// the same name.
+var moduleQuery = []string{"function", "mesh", "strategy", "cost_model", "conflict_resolution", "op_priority", "include"}
+
+// moduleEnvelope turns a raw MLIR body (Content-Type: application/mlir) and its query
+// parameters into the equivalent JSON body; a JSON body is returned as is.
+func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
+	if !isMLIR(r) {
+		return body, nil
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
+	}
+	q := r.URL.Query()
+	var fes []*sharding.FieldError
+	for k := range q {
+		if !slices.Contains(moduleQuery, k) {
+			fes = append(fes, sharding.Fieldf(k, "unknown query parameter; a module body takes %s", strings.Join(moduleQuery, ", ")))
+		}
+	}
+	if len(fes) > 0 {
+		return nil, Invalid(slugInvalidRequest, "Invalid request", fes...)
+	}
+	env := map[string]any{"module": string(body)}
+	for _, k := range []string{"function", "strategy"} {
+		if v := q.Get(k); v != "" {
+			env[k] = v
+		}
+	}
+	if v := q.Get("mesh"); v != "" {
+		env["mesh"] = v
+	}
+	if v := q.Get("cost_model"); v != "" {
+		env["cost_model"] = v
+	}
+	opts := map[string]any{}
+	if v := q.Get("conflict_resolution"); v != "" {
+		opts["conflict_resolution"] = v
+	}
+	switch v := q.Get("op_priority"); v {
+	case "":
+	case "true", "false":
+		opts["op_priority"] = v == "true"
+	default:
+		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("op_priority", "must be true or false (got %q)", v))
+	}
+	if len(opts) > 0 {
+		env["options"] = opts
+	}
+	if v := q.Get("include"); v != "" {
+		env["include"] = strings.Split(v, ",")
+	}
+	return json.Marshal(env) // map keys marshal sorted: equal requests give equal bytes
+}
+
+// graphMLIR answers a module request with the module annotated as sdy_opt prints a
+// propagated one (propagation only: the collectives are in the JSON answer).
+func (s *Server) graphMLIR(w http.ResponseWriter, r *http.Request, body []byte) error {
+	out, hit, err := s.memo.Do(r.Context(), exactKey("graph-mlir", false, body), func(ctx context.Context) ([]byte, error) {
+		in, err := s.prepareGraph(body)
+		if err != nil {
+			return nil, err
+		}
+		if in.imp == nil {
+			return nil, NewProblem(http.StatusNotAcceptable, slugNotAcceptable, "Not acceptable",
+				"an application/mlir answer needs a module request (\"module\" or an application/mlir body); ask a JSON op list for application/json")
+		}
+		res, err := propagation.Propagate(ctx, in.graph, in.mesh, in.opts)
+		if err != nil {
+			return nil, in.locate(err)
+		}
+		return []byte(in.imp.Annotate(res.Shardings)), nil
+	})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit])
+	writeBody(w, http.StatusOK, mlirMediaType+"; charset=utf-8", out)
+	return nil
+}
