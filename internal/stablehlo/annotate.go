@@ -28,18 +28,32 @@ func (imp *Import) Annotate(shardings map[string]sharding.Sharding) string {
 	inDict := func(a *Param, entry string) {
 		edits = append(edits, dictEdit(a.Attrs, a.Dict, entry)...)
 	}
+	// A value propagation left open and empty has no sharding: sdy_opt prints none,
+	// unless one was written (then it prints what became of it).
+	has := func(a Attrs, s sharding.Sharding) bool {
+		_, sdy := a.Vals["sdy.sharding"]
+		_, hlo := a.Vals["mhlo.sharding"]
+		return sdy || hlo || !unset(s)
+	}
 	fn := imp.Func
+	args := map[string]*Param{}
 	for i, a := range fn.Args {
-		if i < len(imp.Graph.Inputs) {
-			if s, ok := shardings[imp.Graph.Inputs[i]]; ok {
-				inDict(a, "sdy.sharding = "+text(s))
-			}
+		name := a.Name
+		if name == "" {
+			name = "arg" + itoa(i)
+		}
+		args[name] = a
+	}
+	for _, id := range imp.Graph.Inputs {
+		a := args[id]
+		if s, ok := shardings[id]; ok && a != nil && has(a.Attrs, s) {
+			inDict(a, "sdy.sharding = "+text(s))
 		}
 	}
 	outs := map[int]string{}
-	for k := range fn.Results {
+	for k, r := range fn.Results {
 		id := "result" + itoa(k)
-		if s, ok := shardings[id]; ok {
+		if s, ok := shardings[id]; ok && has(r.Attrs, s) {
 			outs[k] = "sdy.sharding = " + text(s)
 		}
 	}
@@ -57,26 +71,38 @@ func (imp *Import) Annotate(shardings map[string]sharding.Sharding) string {
 	for _, d := range imp.defs {
 		op := d.op
 		var per []string
+		set := false
 		for _, id := range d.ids {
 			sh, ok := shardings[id]
 			if !ok || id == "" {
 				per = nil
 				break
 			}
+			set = set || has(op.Attrs, sh)
 			per = append(per, strings.TrimPrefix(sh.Text(mesh.Name), "sharding"))
+		}
+		if !set {
+			continue
 		}
 		if len(per) == 0 {
 			continue
 		}
 		if op.Name == "sdy.sharding_constraint" || op.Name == "sdy.reshard" {
-			for _, ps := range op.Positional {
-				if r, ok := ps.v.(Raw); ok && strings.HasPrefix(r.Text, "<") {
-					edits = append(edits, edit{ps.pos, ps.pos + len(r.Text), per[0]})
+			if _, _, span, ok := constraintSharding(op); ok {
+				if op.Generic {
+					edits = append(edits, edit{span.Start, span.End, "sharding = " + text(shardings[d.ids[0]])})
+				} else {
+					edits = append(edits, edit{span.Start, span.End, per[0]})
 				}
 			}
 			continue
 		}
-		edits = append(edits, dictEdit(op.Attrs, op.Dict, "sdy.sharding = #sdy.sharding_per_value<["+strings.Join(per, ", ")+"]>")...)
+		entry := "sdy.sharding = #sdy.sharding_per_value<[" + strings.Join(per, ", ") + "]>"
+		if op.DictKeyword && op.Dict.Start == op.Dict.End {
+			edits = append(edits, edit{op.Dict.Start, op.Dict.Start, " attributes {" + entry + "}"})
+			continue
+		}
+		edits = append(edits, dictEdit(op.Attrs, op.Dict, entry)...)
 	}
 	if !imp.declared[mesh.Name] {
 		var b strings.Builder
@@ -109,17 +135,20 @@ func (imp *Import) Annotate(shardings map[string]sharding.Sharding) string {
 			edits = append(edits, edit{0, 0, b.String()})
 		}
 	}
-	sort.SliceStable(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
-	out := src
-	last := len(src) + 1
+	sort.SliceStable(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
+	var out strings.Builder
+	out.Grow(len(src) + len(edits)*64)
+	at := 0
 	for _, e := range edits {
-		if e.end > last {
+		if e.start < at {
 			continue // overlapping edit (should not happen)
 		}
-		out = out[:e.start] + e.text + out[e.end:]
-		last = e.start
+		out.WriteString(src[at:e.start])
+		out.WriteString(e.text)
+		at = e.end
 	}
-	return out
+	out.WriteString(src[at:])
+	return out.String()
 }
 
 // dictEdit sets entry in an attribute dictionary at span d: it replaces an existing
@@ -135,6 +164,19 @@ func dictEdit(a Attrs, d Span, entry string) []edit {
 		return []edit{{d.End - 1, d.End - 1, ", " + entry}}
 	}
 	return []edit{{d.Start, d.Start, " {" + entry + "}"}}
+}
+
+// unset reports whether s is every dim open with no axes: no sharding at all.
+func unset(s sharding.Sharding) bool {
+	if len(s.Replicated) > 0 || len(s.Unreduced) > 0 {
+		return false
+	}
+	for _, d := range s.Dims {
+		if !d.Open || len(d.Axes) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -111,8 +111,11 @@ type Op struct {
 	Regions     []*Region
 	// Dict is the attribute dictionary's span, or an empty span at the insertion point
 	// (before the trailing type) when there is none.
-	Dict    Span
-	Generic bool
+	Dict Span
+	// DictKeyword: a dictionary inserted at Dict needs the "attributes" keyword (the
+	// pretty while prints it after its types).
+	DictKeyword bool
+	Generic     bool
 	// Slice holds the pretty slice's [start:limit:stride, ...] ranges.
 	Slice [][3]int64
 }

@@ -51,11 +51,6 @@ type opDef struct {
 	ids []string
 }
 
-// ParseHLO reads an mhlo.sharding string ("{devices=[2,1]0,1}") for a tensor of shape
-// on m. It is a variable so the package's own minimal reader (replicated and simple
-// tiled shardings) can be replaced by a complete one.
-var ParseHLO = parseHLOMinimal
-
 // Read parses src and imports one function as a graph against opts. Every error is a
 // *sharding.FieldError (or sharding.Errors) on Field naming the line and column.
 func Read(src string, opts Options) (*Import, error) {
@@ -126,7 +121,7 @@ func pickFunction(mod *Module, name string) (*Func, error) {
 		}
 	}
 	if len(names) == 0 {
-		return nil, sharding.Fieldf(Field, "the module defines no function with a body")
+		return nil, sharding.Fieldf("function", "the module defines no function with a body; there is nothing to plan")
 	}
 	if name == "" {
 		return nil, sharding.Fieldf("function", "the module has no @main and %d functions (%s); name one in \"function\"", len(names), strings.Join(names, ", "))
@@ -191,10 +186,8 @@ func (b *builder) pickMesh(fn *Func, req *sharding.Mesh) error {
 				note(r.Text, op.Attrs.Pos["sdy.sharding"])
 			}
 			if op.Name == "sdy.sharding_constraint" || op.Name == "sdy.reshard" {
-				for _, ps := range op.Positional {
-					if r, ok := ps.v.(Raw); ok {
-						note(r.Text, ps.pos)
-					}
+				if text, pos, _, ok := constraintSharding(op); ok {
+					note(text, pos)
 				}
 			}
 			if op.Name == "func.call" {
@@ -209,7 +202,8 @@ func (b *builder) pickMesh(fn *Func, req *sharding.Mesh) error {
 	}
 	walkFn(fn, 0)
 	if len(order) > 1 {
-		return sharding.Fieldf(Field, "function @%s uses %d meshes (@%s); shardplan plans on one mesh per request", fn.Name, len(order), strings.Join(order, ", @"))
+		b.errAt(used[order[1]], "function @%s uses %d meshes (@%s); shardplan plans on one mesh per request", fn.Name, len(order), strings.Join(order, ", @"))
+		return b.err
 	}
 	if len(order) == 0 {
 		// No sdy sharding: the request's mesh, or the module's only mesh.
@@ -374,6 +368,8 @@ func (b *builder) annotateParam(id string, p *Param, what string) {
 	}
 }
 
+var customRE = regexp.MustCompile(`,\s*custom\s*$`)
+
 var offsetRE = regexp.MustCompile(`^at offset (\d+)(.*)$`)
 
 // sdySharding parses "sharding<@mesh, [...]>" found at pos in Src; nil when it is bound
@@ -421,7 +417,7 @@ func (b *builder) hloSharding(text string, pos int, shape []int64, what string) 
 		b.errAt(pos, "%s has an mhlo.sharding but no mesh is known; give the request's \"mesh\"", what)
 		return nil
 	}
-	s, err := ParseHLO(text, b.mesh, shape, Field)
+	s, err := sharding.ParseHLO(text, b.mesh, shape, Field)
 	if err != nil {
 		b.shardingErr(err, pos+1, what)
 		return nil
@@ -494,32 +490,47 @@ func (b *builder) resultShardings(op *Op, results []string) {
 	}
 	if s, ok := op.Attrs.Vals["mhlo.sharding"].(string); ok {
 		pos := op.Attrs.Pos["mhlo.sharding"]
-		texts := []string{s}
-		if strings.HasPrefix(strings.TrimSpace(s), "{{") || strings.HasPrefix(strings.TrimSpace(s), "{ {") {
-			inner := strings.TrimSpace(s)
-			texts, _ = splitTop(inner[1 : len(inner)-1])
+		if b.mesh == nil {
+			b.errAt(pos, "%s has an mhlo.sharding but no mesh is known; give the request's \"mesh\"", op.Name)
+			return
 		}
-		if len(texts) != len(results) {
-			if len(texts) == 1 {
-				for range len(results) - 1 {
-					texts = append(texts, texts[0])
-				}
-			} else {
-				b.errAt(pos, "mhlo.sharding has %d shardings but %s has %d results", len(texts), op.Name, len(results))
-				return
+		shapes := make([][]int64, len(results))
+		for k, id := range results {
+			if id == "" {
+				return // a non-tensor result: the sharding is not read
 			}
+			shapes[k] = g.Tensors[id].Shape
 		}
-		for k, txt := range texts {
-			if results[k] == "" {
-				continue
-			}
-			t := g.Tensors[results[k]]
-			t.Sharding = b.hloSharding(strings.TrimSpace(txt), pos, t.Shape, "%"+results[k])
+		shs, err := sharding.ParseHLOTuple(s, b.mesh, shapes, Field)
+		if err != nil {
+			b.shardingErr(err, pos+1, "%"+strings.Join(results, ", %"))
+			return
+		}
+		for k, id := range results {
+			g.Tensors[id].Sharding = &shs[k]
 		}
 	}
 }
 
+// constraintSharding is the sharding of an sdy.sharding_constraint or sdy.reshard: the
+// pretty form's <@mesh, [...]> ("sharding" prefixed) or the generic form's sharding
+// property, with the position of its "sharding<" text (ok false when there is none).
+func constraintSharding(op *Op) (text string, pos int, span Span, ok bool) {
+	for _, ps := range op.Positional {
+		if r, isRaw := ps.v.(Raw); isRaw && strings.HasPrefix(r.Text, "<") {
+			return "sharding" + r.Text, ps.pos - len("sharding"), Span{ps.pos, ps.pos + len(r.Text)}, true
+		}
+	}
+	if r, isRaw := op.Attrs.Vals["sharding"].(Raw); isRaw && strings.HasPrefix(r.Text, "#sdy.sharding<") {
+		return strings.TrimPrefix(r.Text, "#sdy."), op.Attrs.Pos["sharding"] + len("#sdy."), op.Attrs.KeySpan["sharding"], true
+	}
+	return "", 0, Span{}, false
+}
+
 func calleeOf(op *Op) string {
+	if s, ok := op.Attrs.Vals["call_target_name"].(string); ok {
+		return s
+	}
 	for _, p := range op.Positional {
 		if s, ok := p.v.(Symbol); ok {
 			return s.Name
@@ -574,6 +585,8 @@ func kindOf(op *Op) string {
 		return "sharding_constraint"
 	case "sdy.data_flow_edge":
 		return "copy"
+	case "sdy.constant":
+		return "constant"
 	case "stablehlo.custom_call":
 		if _, ok := op.Attrs.Vals["sdy.sharding_rule"]; ok {
 			return "custom"
@@ -662,7 +675,17 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 			b.imp.opPos[opName] = op.Pos
 			*out = append(*out, propagation.Op{Name: opName, Kind: "opaque", Operands: operands, Results: results})
 		}
-		b.resultShardings(op, ids)
+		// An op shardplan does not model may carry shardings it cannot express either
+		// ({manual} around shard_map): they are dropped, never an error.
+		if b.err == nil {
+			b.resultShardings(op, ids)
+			if b.err != nil {
+				b.err = nil
+				for _, id := range results {
+					g.Tensors[id].Sharding = nil
+				}
+			}
+		}
 		return
 	}
 	b.imp.opPos[opName] = op.Pos
@@ -676,15 +699,12 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 			b.errAt(op.Attrs.Pos["sdy.sharding_rule"], "sdy.sharding_rule must be #sdy.op_sharding_rule<([...])->([...]) {...}>")
 			return
 		}
-		pop.Rule = strings.TrimSuffix(body, ">")
+		// Shardy prints "..., custom"; the rule reader takes the word without the comma.
+		pop.Rule = customRE.ReplaceAllString(strings.TrimSuffix(body, ">"), " custom")
 	case "sharding_constraint":
-		if op.Name != "stablehlo.custom_call" {
-			for _, ps := range op.Positional {
-				if r, ok := ps.v.(Raw); ok && strings.HasPrefix(r.Text, "<") && len(results) == 1 {
-					t := g.Tensors[results[0]]
-					t.Sharding = b.sdySharding("sharding"+r.Text, ps.pos-len("sharding"), t.Shape, "%"+results[0])
-				}
-			}
+		if text, pos, _, ok := constraintSharding(op); ok && op.Name != "stablehlo.custom_call" && len(results) == 1 {
+			t := g.Tensors[results[0]]
+			t.Sharding = b.sdySharding(text, pos, t.Shape, "%"+results[0])
 		}
 	case "while":
 		b.while(e, op, &pop)
@@ -848,6 +868,16 @@ func attrsFor(kind string, op *Op) map[string]any {
 				for wk, wn := range map[string]string{"stride": "window_strides", "pad": "padding", "lhs_dilate": "lhs_dilation", "rhs_dilate": "rhs_dilation"} {
 					if wv, ok := x[wk]; ok {
 						out[wn] = wv
+					}
+				}
+				continue
+			}
+		}
+		if k == "dot_dimension_numbers" {
+			if m, ok := v.(map[string]any); ok {
+				for dk, dv := range m { // flat, as the pretty form gives them
+					if attrNames[dk] {
+						out[dk] = dv
 					}
 				}
 				continue

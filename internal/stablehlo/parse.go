@@ -764,6 +764,10 @@ func (p *parser) prettyOp(op *Op) {
 			}
 			p.advance()
 			p.opType(op)
+			if op.Name == "stablehlo.while" && op.Dict.Start == op.Dict.End {
+				op.Dict = Span{p.lx.lastEnd(p.tok), p.lx.lastEnd(p.tok)}
+				op.DictKeyword = true
+			}
 			p.trailing(op)
 			return
 		case t.kind == tValue:

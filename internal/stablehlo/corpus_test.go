@@ -1,0 +1,100 @@
+package stablehlo
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/propagation"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// goldenGraph is the canonical JSON of an imported graph.
+type goldenGraph struct {
+	Tensors map[string]goldenTensor `json:"tensors"`
+	Ops     []propagation.Op        `json:"ops"`
+	Inputs  []string                `json:"inputs"`
+	Outputs []string                `json:"outputs"`
+	Opaque  []string                `json:"opaque"`
+}
+
+type goldenTensor struct {
+	Shape    []int64 `json:"shape"`
+	Bits     int     `json:"bits"`
+	Sharding string  `json:"sharding,omitempty"`
+}
+
+func graphJSON(t *testing.T, imp *Import) string {
+	t.Helper()
+	g := goldenGraph{Tensors: map[string]goldenTensor{}, Ops: imp.Graph.Ops, Inputs: imp.Graph.Inputs, Outputs: imp.Graph.Outputs, Opaque: []string{}}
+	for id, tn := range imp.Graph.Tensors {
+		gt := goldenTensor{Shape: tn.Shape, Bits: tn.ElemBits}
+		if tn.Sharding != nil {
+			gt.Sharding = tn.Sharding.Body()
+		}
+		g.Tensors[id] = gt
+	}
+	for _, o := range imp.Opaque {
+		g.Opaque = append(g.Opaque, o.Op+" -> "+strings.Join(o.Results, ", "))
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	require.NoError(t, enc.Encode(g))
+	return b.String()
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./internal/stablehlo -update to create it")
+	assert.Equal(t, string(want), got, "golden %s differs (review, then -update)", path)
+}
+
+// TestCorpus imports every module of testdata/corpus twice, from its @pretty and its
+// @generic function (the same program in the two printed forms): both must give the
+// same graph, equal to the golden .graph.json; the @pretty function, propagated and
+// annotated, must equal the golden .annotated.mlir.
+func TestCorpus(t *testing.T) {
+	files, err := filepath.Glob("testdata/corpus/*.mlir")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		if strings.HasSuffix(f, ".annotated.mlir") {
+			continue
+		}
+		base := strings.TrimSuffix(f, ".mlir")
+		t.Run(filepath.Base(base), func(t *testing.T) {
+			src, err := os.ReadFile(f)
+			require.NoError(t, err)
+			pretty, err := Read(string(src), Options{Function: "pretty"})
+			require.NoError(t, err)
+			generic, err := Read(string(src), Options{Function: "generic"})
+			require.NoError(t, err)
+			pj := graphJSON(t, pretty)
+			assert.Equal(t, pj, graphJSON(t, generic), "the pretty and generic forms import differently")
+			golden(t, base+".graph.json", pj)
+			res, err := propagation.Propagate(context.Background(), pretty.Graph, pretty.Mesh, propagation.DefaultOptions())
+			require.NoError(t, err)
+			golden(t, base+".annotated.mlir", pretty.Annotate(res.Shardings))
+			// The annotated module reads back to the same graph, annotations aside.
+			again, err := Read(pretty.Annotate(res.Shardings), Options{Function: "pretty"})
+			require.NoError(t, err)
+			assert.Equal(t, len(pretty.Graph.Tensors), len(again.Graph.Tensors))
+			assert.Equal(t, len(pretty.Graph.Ops), len(again.Graph.Ops))
+		})
+	}
+}
