@@ -238,22 +238,32 @@ type graphInput struct {
 
 // graph godoc
 //
-//	@Summary		Propagate shardings through an op graph and plan its collectives
-//	@Description	Runs Shardy's factor-based propagation over the graph (annotations, op and user priorities, basic or aggressive conflict resolution), then plans every reshard an op needs with the reshard planner (or XLA's emulation with `strategy: xla`) and every reduction of a sharded contracting factor (all_reduce or reduce_scatter). `explain` says where each dim's axes came from; `refined` lists annotated tensors whose open dims gained axes. `policy.forbid_full_rematerialization` turns a graph with a rematerializing reshard into a 422 naming each one.
+//	@Summary		Propagate shardings through an op graph or a StableHLO module and plan its collectives
+//	@Description	Runs Shardy's factor-based propagation over the graph (annotations, op and user priorities, basic or aggressive conflict resolution), then plans every reshard an op needs with the reshard planner (or XLA's emulation with `strategy: xla`) and every reduction of a sharded contracting factor (all_reduce or reduce_scatter). `explain` says where each dim's axes came from; `refined` lists annotated tensors whose open dims gained axes. `policy.forbid_full_rematerialization` turns a graph with a rematerializing reshard into a 422 naming each one. Instead of `tensors`/`ops`, `module` takes a StableHLO module in MLIR text (jax's `as_text()`, Shardy's printed form or the generic form; `sdy.mesh`, `sdy.sharding`, `sdy.sharding_per_value`, `sdy.sharding_constraint`, `sdy.sharding_rule`, `mhlo.sharding`); the raw text may be posted with `Content-Type: application/mlir` and the other fields as query parameters. Tensor ids are then the SSA names (`arg0`, `3`, `1#1`) and `result0`, ...; ops the import does not model are barriers listed in `opaque_ops`. With `Accept: application/mlir` the answer is the module annotated as sdy_opt prints a propagated one.
 //	@Tags			graph
 //	@Accept			json
+//	@Accept			application/mlir
 //	@Produce		json
+//	@Produce		application/mlir
 //	@Produce		application/problem+json
-//	@Param			request	body		GraphRequest	true	"mesh, tensors, ops"
-//	@Success		200		{object}	GraphResponse
-//	@Header			200		{string}	X-Cache	"hit or miss"
-//	@Failure		400		{object}	Problem	"invalid JSON, mesh, tensor, op, attribute, sharding or cost model (the field is named); unknown op (the supported ops are listed); cycle outside while"
-//	@Failure		413		{object}	Problem	"body too large"
-//	@Failure		408		{object}	Problem	"the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT"
-//	@Failure		415		{object}	Problem	"not JSON"
-//	@Failure		429		{object}	Problem	"over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)"
-//	@Failure		422		{object}	Problem	"policy violation: a reshard rematerializes (the graph's answer is under `plan`); or response-too-large: the step lists exceed SHARDPLAN_MAX_RESPONSE_BYTES"
-//	@Failure		503		{object}	Problem	"overloaded or timed out"
+//	@Param			request				body		GraphRequest	true	"mesh, tensors, ops; or module (an application/mlir body is the module's text)"
+//	@Param			function			query		string			false	"application/mlir body: the function to plan (default main)"
+//	@Param			mesh				query		string			false	"application/mlir body: the mesh as \"x=2,y=4\" when the module declares no sdy.mesh"
+//	@Param			strategy			query		string			false	"application/mlir body: optimal or xla"	Enums(optimal, xla)
+//	@Param			cost_model			query		string			false	"application/mlir body: a cost model profile name"
+//	@Param			conflict_resolution	query		string			false	"application/mlir body: options.conflict_resolution"	Enums(aggressive, basic, basic_then_aggressive)
+//	@Param			op_priority			query		bool			false	"application/mlir body: options.op_priority"
+//	@Param			include				query		string			false	"application/mlir body: comma-separated include list (ops, pairs)"
+//	@Success		200					{object}	GraphResponse
+//	@Header			200					{string}	X-Cache	"hit or miss"
+//	@Failure		400					{object}	Problem	"invalid JSON, mesh, tensor, op, attribute, sharding or cost model (the field is named); unknown op (the supported ops are listed); cycle outside while; invalid-module: a module error naming its line and column"
+//	@Failure		406					{object}	Problem	"application/mlir asked for an op-list request"
+//	@Failure		408					{object}	Problem	"the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT"
+//	@Failure		413					{object}	Problem	"body too large"
+//	@Failure		415					{object}	Problem	"neither JSON nor application/mlir"
+//	@Failure		429					{object}	Problem	"over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)"
+//	@Failure		422					{object}	Problem	"policy violation: a reshard rematerializes (the graph's answer is under `plan`); or response-too-large: the step lists exceed SHARDPLAN_MAX_RESPONSE_BYTES"
+//	@Failure		503					{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/graph [post]
 func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)

@@ -171,27 +171,80 @@ const docTemplate = `{
         },
         "/v1/graph": {
             "post": {
-                "description": "Runs Shardy's factor-based propagation over the graph (annotations, op and user priorities, basic or aggressive conflict resolution), then plans every reshard an op needs with the reshard planner (or XLA's emulation with ` + "`" + `strategy: xla` + "`" + `) and every reduction of a sharded contracting factor (all_reduce or reduce_scatter). ` + "`" + `explain` + "`" + ` says where each dim's axes came from; ` + "`" + `refined` + "`" + ` lists annotated tensors whose open dims gained axes. ` + "`" + `policy.forbid_full_rematerialization` + "`" + ` turns a graph with a rematerializing reshard into a 422 naming each one.",
+                "description": "Runs Shardy's factor-based propagation over the graph (annotations, op and user priorities, basic or aggressive conflict resolution), then plans every reshard an op needs with the reshard planner (or XLA's emulation with ` + "`" + `strategy: xla` + "`" + `) and every reduction of a sharded contracting factor (all_reduce or reduce_scatter). ` + "`" + `explain` + "`" + ` says where each dim's axes came from; ` + "`" + `refined` + "`" + ` lists annotated tensors whose open dims gained axes. ` + "`" + `policy.forbid_full_rematerialization` + "`" + ` turns a graph with a rematerializing reshard into a 422 naming each one. Instead of ` + "`" + `tensors` + "`" + `/` + "`" + `ops` + "`" + `, ` + "`" + `module` + "`" + ` takes a StableHLO module in MLIR text (jax's ` + "`" + `as_text()` + "`" + `, Shardy's printed form or the generic form; ` + "`" + `sdy.mesh` + "`" + `, ` + "`" + `sdy.sharding` + "`" + `, ` + "`" + `sdy.sharding_per_value` + "`" + `, ` + "`" + `sdy.sharding_constraint` + "`" + `, ` + "`" + `sdy.sharding_rule` + "`" + `, ` + "`" + `mhlo.sharding` + "`" + `); the raw text may be posted with ` + "`" + `Content-Type: application/mlir` + "`" + ` and the other fields as query parameters. Tensor ids are then the SSA names (` + "`" + `arg0` + "`" + `, ` + "`" + `3` + "`" + `, ` + "`" + `1#1` + "`" + `) and ` + "`" + `result0` + "`" + `, ...; ops the import does not model are barriers listed in ` + "`" + `opaque_ops` + "`" + `. With ` + "`" + `Accept: application/mlir` + "`" + ` the answer is the module annotated as sdy_opt prints a propagated one.",
                 "consumes": [
-                    "application/json"
+                    "application/json",
+                    "application/mlir"
                 ],
                 "produces": [
                     "application/json",
+                    "application/mlir",
                     "application/problem+json"
                 ],
                 "tags": [
                     "graph"
                 ],
-                "summary": "Propagate shardings through an op graph and plan its collectives",
+                "summary": "Propagate shardings through an op graph or a StableHLO module and plan its collectives",
                 "parameters": [
                     {
-                        "description": "mesh, tensors, ops",
+                        "description": "mesh, tensors, ops; or module (an application/mlir body is the module's text)",
                         "name": "request",
                         "in": "body",
                         "required": true,
                         "schema": {
                             "$ref": "#/definitions/GraphRequest"
                         }
+                    },
+                    {
+                        "type": "string",
+                        "description": "application/mlir body: the function to plan (default main)",
+                        "name": "function",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "application/mlir body: the mesh as \\",
+                        "name": "mesh",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "optimal",
+                            "xla"
+                        ],
+                        "type": "string",
+                        "description": "application/mlir body: optimal or xla",
+                        "name": "strategy",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "application/mlir body: a cost model profile name",
+                        "name": "cost_model",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "aggressive",
+                            "basic",
+                            "basic_then_aggressive"
+                        ],
+                        "type": "string",
+                        "description": "application/mlir body: options.conflict_resolution",
+                        "name": "conflict_resolution",
+                        "in": "query"
+                    },
+                    {
+                        "type": "boolean",
+                        "description": "application/mlir body: options.op_priority",
+                        "name": "op_priority",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "application/mlir body: comma-separated include list (ops, pairs)",
+                        "name": "include",
+                        "in": "query"
                     }
                 ],
                 "responses": {
@@ -208,7 +261,13 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "invalid JSON, mesh, tensor, op, attribute, sharding or cost model (the field is named); unknown op (the supported ops are listed); cycle outside while",
+                        "description": "invalid JSON, mesh, tensor, op, attribute, sharding or cost model (the field is named); unknown op (the supported ops are listed); cycle outside while; invalid-module: a module error naming its line and column",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "406": {
+                        "description": "application/mlir asked for an op-list request",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }
@@ -226,7 +285,7 @@ const docTemplate = `{
                         }
                     },
                     "415": {
-                        "description": "not JSON",
+                        "description": "neither JSON nor application/mlir",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }
@@ -749,14 +808,15 @@ const docTemplate = `{
         },
         "GraphRequest": {
             "type": "object",
-            "required": [
-                "mesh",
-                "tensors"
-            ],
             "properties": {
                 "cost_model": {
                     "description": "CostModel is a profile name from GET /v1/cost-models or an object (default tpu-v5p).",
                     "type": "object"
+                },
+                "function": {
+                    "description": "Function is the module's function to plan (default main).",
+                    "type": "string",
+                    "example": "main"
                 },
                 "include": {
                     "description": "Include asks for extra lists: ops (the sharding each op computes in: factors,\noperand and result layouts), pairs (per-device lists above the device-list limit).",
@@ -778,8 +838,13 @@ const docTemplate = `{
                     }
                 },
                 "mesh": {
-                    "description": "Mesh is a mesh object or the string \"x=2,y=4\".",
+                    "description": "Mesh is a mesh object or the string \"x=2,y=4\". With a module that declares an\nsdy.mesh it may be left out.",
                     "type": "object"
+                },
+                "module": {
+                    "description": "Module is a StableHLO module in MLIR text (jax's lower(...).as_text(), Shardy's\nprinted form or the generic form) instead of tensors, ops, inputs and outputs.\nTensor ids are its SSA names (arg0, 0, 1#1) and result0, result1, ...",
+                    "type": "string",
+                    "example": "sdy.mesh @mesh = \u003c[\"x\"=2]\u003e func.func @main(...) {...}"
                 },
                 "ops": {
                     "description": "Ops in any order (a DAG outside while regions).",
@@ -819,7 +884,7 @@ const docTemplate = `{
                     ]
                 },
                 "tensors": {
-                    "description": "Tensors maps each tensor id to its shape, dtype and optional sharding annotation\n(any input form; a tensor without one has every dim open).",
+                    "description": "Tensors maps each tensor id to its shape, dtype and optional sharding annotation\n(any input form; a tensor without one has every dim open). Required without module.",
                     "type": "object",
                     "additionalProperties": {
                         "$ref": "#/definitions/GraphTensor"
@@ -856,6 +921,13 @@ const docTemplate = `{
                 },
                 "note": {
                     "type": "string"
+                },
+                "opaque_ops": {
+                    "description": "OpaqueOps (module requests) lists the ops the import does not model: barriers\nnothing propagates through.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/OpaqueOp"
+                    }
                 },
                 "ops": {
                     "description": "Ops is the sharding each op computes in (include \"ops\").",
@@ -1067,6 +1139,29 @@ const docTemplate = `{
                 },
                 "rule": {
                     "type": "string"
+                }
+            }
+        },
+        "OpaqueOp": {
+            "type": "object",
+            "properties": {
+                "column": {
+                    "type": "integer",
+                    "example": 5
+                },
+                "line": {
+                    "type": "integer",
+                    "example": 12
+                },
+                "op": {
+                    "type": "string",
+                    "example": "stablehlo.sort"
+                },
+                "results": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
                 }
             }
         },

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -95,6 +96,15 @@ var exampleCases = []exampleCase{
 		"collectives.0.reduction": "all_reduce", "collectives.0.steps.0.op": "all_reduce",
 		"summary.full_rematerialization": false, "ops.#": 3,
 	}},
+	// A JAX-style as_text() module (examples/graph-stablehlo-mlp.mlir as a JSON string):
+	// Megatron's MLP, the relu call inlined, one all-reduce after the second matmul.
+	{"graph-stablehlo-mlp.json", 200, map[string]any{
+		"shardings.0.dims.0.axes": []any{"data"}, "shardings.0.dims.1.axes": []any{"model"},
+		"shardings.relu@3/1.dims.1.axes": []any{"model"},
+		"shardings.result0.dims.0.axes":  []any{"data"},
+		"collectives.#":                  1, "collectives.0.op_name": "4", "collectives.0.reduction": "all_reduce",
+		"collectives.0.mesh_axes": []any{"model"}, "opaque_ops": nil,
+	}},
 	{"graph-ci-gate.json", 422, map[string]any{
 		"violations.0.op_name": "constrain", "violations.0.tensor": "a",
 		"violations.0.suggested_constraints.0.partition_spec": "P('D', ('X','Y','T'))",
@@ -182,4 +192,31 @@ func jsonAt(v any, path string) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// TestExampleMLIR posts examples/graph-stablehlo-mlp.mlir as it is (Content-Type:
+// application/mlir) and asks for the module back, annotated as sdy_opt prints it.
+func TestExampleMLIR(t *testing.T) {
+	base, _, _, _ := startServer(t, nil)
+	body, err := os.ReadFile(filepath.Join(exampleDir(t), "graph-stablehlo-mlp.mlir"))
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/graph?function=main", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/mlir")
+	req.Header.Set("Accept", "application/mlir")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(out))
+	assert.Equal(t, "application/mlir; charset=utf-8", resp.Header.Get("Content-Type"))
+	for _, want := range []string{
+		`%arg2: tensor<256xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"model", ?}]>} loc("b1")`,
+		`-> (tensor<32x64xf32> {jax.result_info = "result", sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>})`,
+		`%3 = call @relu(%2) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data", ?}, {"model", ?}]>]>} : (tensor<32x256xf32>) -> tensor<32x256xf32> loc(#loc10)`,
+		`%4 = stablehlo.dot_general %3, %arg3, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data", ?}, {?}]>]>}`,
+	} {
+		assert.Contains(t, string(out), want)
+	}
 }
