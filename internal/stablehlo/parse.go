@@ -198,13 +198,8 @@ func (p *parser) topLevel(m *Module, nested bool) {
 func (p *parser) mesh(m *Module) {
 	d := &MeshDecl{Pos: p.tok.pos}
 	p.advance()
-	if p.tok.kind != tSymbol {
-		p.fail("expected the mesh name (@name) after sdy.mesh, found %s", describe(p.tok))
-		return
-	}
-	d.Name = p.tok.text
-	p.advance()
-	if !p.expect("=") {
+	var ok bool
+	if d.Name, ok = p.symbol("the mesh name"); !ok || !p.expect("=") {
 		return
 	}
 	if p.tok.kind == tHash && p.tok.text == "sdy.mesh" {
@@ -271,6 +266,17 @@ func (p *parser) meshBody(d *MeshDecl) {
 	p.expect(">")
 }
 
+// symbol reads @name; what names it in the error.
+func (p *parser) symbol(what string) (string, bool) {
+	if p.tok.kind != tSymbol {
+		p.fail("expected %s (@name), found %s", what, describe(p.tok))
+		return "", false
+	}
+	name := p.tok.text
+	p.advance()
+	return name, true
+}
+
 func (p *parser) intTok() (int, bool) {
 	if p.tok.kind != tInt {
 		p.fail("expected an integer, found %s", describe(p.tok))
@@ -292,16 +298,11 @@ func (p *parser) function(m *Module) {
 	if p.tok.kind == tIdent && (p.tok.text == "public" || p.tok.text == "private" || p.tok.text == "nested") {
 		p.advance()
 	}
-	if p.tok.kind != tSymbol {
-		p.fail("expected the function name (@name), found %s", describe(p.tok))
+	var ok bool
+	if f.Name, ok = p.symbol("the function name"); !ok || !p.expect("(") {
 		return
 	}
-	f.Name = p.tok.text
-	p.advance()
-	if !p.expect("(") {
-		return
-	}
-	for p.err == nil && !p.tok.is(")") {
+	p.list(")", "the argument list", func() {
 		a := &Param{}
 		if p.tok.kind == tValue {
 			a.Name = p.tok.text
@@ -313,33 +314,19 @@ func (p *parser) function(m *Module) {
 		a.Type = p.typ()
 		p.paramAttrs(a)
 		f.Args = append(f.Args, a)
-		if p.tok.is(",") {
-			p.advance()
-		} else if !p.tok.is(")") {
-			p.fail("expected ',' or ')' in the argument list, found %s", describe(p.tok))
-			return
-		}
-	}
-	p.expect(")")
+	})
 	if p.tok.kind == tArrow {
 		p.advance()
 		f.ResultsStart = p.tok.pos
 		if p.tok.is("(") {
 			f.ResultsParen = true
 			p.advance()
-			for p.err == nil && !p.tok.is(")") {
+			p.list(")", "the result list", func() {
 				r := &Param{Type: p.typ()}
 				p.paramAttrs(r)
 				f.Results = append(f.Results, r)
-				if p.tok.is(",") {
-					p.advance()
-				} else if !p.tok.is(")") {
-					p.fail("expected ',' or ')' in the result list, found %s", describe(p.tok))
-					return
-				}
-			}
-			f.ResultsEnd = p.tok.pos + 1
-			p.expect(")")
+			})
+			f.ResultsEnd = p.lx.lastEnd(p.tok)
 		} else {
 			r := &Param{Type: p.typ()}
 			r.Dict = Span{p.lx.lastEnd(p.tok), p.lx.lastEnd(p.tok)}
@@ -460,28 +447,39 @@ func (p *parser) region() *Region {
 func (p *parser) blockArgs() []*Param {
 	var out []*Param
 	p.expect("(")
-	for p.err == nil && !p.tok.is(")") {
+	p.list(")", "the block arguments", func() {
 		if p.tok.kind != tValue {
 			p.fail("expected a block argument (%%name: type), found %s", describe(p.tok))
-			return out
+			return
 		}
 		a := &Param{Name: p.tok.text}
 		p.advance()
 		if !p.expect(":") {
-			return out
+			return
 		}
 		a.Type = p.typ()
 		p.paramAttrs(a)
 		out = append(out, a)
+	})
+	return out
+}
+
+// list parses item, then more items after commas, up to the closing punctuation, which
+// it consumes; what names the list in errors.
+func (p *parser) list(closing, what string, item func()) {
+	for p.err == nil && !p.tok.is(closing) {
+		item()
+		if p.err != nil {
+			return
+		}
 		if p.tok.is(",") {
 			p.advance()
-		} else if !p.tok.is(")") {
-			p.fail("expected ',' or ')' in the block arguments, found %s", describe(p.tok))
-			return out
+		} else if !p.tok.is(closing) {
+			p.fail("expected ',' or '%s' in %s, found %s", closing, what, describe(p.tok))
+			return
 		}
 	}
-	p.expect(")")
-	return out
+	p.expect(closing)
 }
 
 // typ parses one type.
@@ -930,7 +928,7 @@ func (p *parser) group(op *Op) []*Param {
 // sliceRanges parses [start:limit(:stride), ...].
 func (p *parser) sliceRanges(op *Op) {
 	p.advance()
-	for p.err == nil && !p.tok.is("]") {
+	p.list("]", "the slice ranges", func() {
 		var r [3]int64
 		r[2] = 1
 		for k := 0; k < 3; k++ {
@@ -951,14 +949,7 @@ func (p *parser) sliceRanges(op *Op) {
 			p.advance()
 		}
 		op.Slice = append(op.Slice, r)
-		if p.tok.is(",") {
-			p.advance()
-		} else if !p.tok.is("]") {
-			p.fail("expected ',' or ']' in the slice ranges, found %s", describe(p.tok))
-			return
-		}
-	}
-	p.expect("]")
+	})
 }
 
 // dimsPair is "[1] x [0]" (dot_general's batching_dims and contracting_dims).
@@ -984,11 +975,11 @@ func (p *parser) dict(a *Attrs) map[string]any {
 		return out
 	}
 	defer p.leave()
-	for p.err == nil && !p.tok.is("}") {
+	p.list("}", "the attribute dictionary", func() {
 		t := p.tok
 		if t.kind != tIdent && t.kind != tString {
 			p.fail("expected an attribute name, found %s", describe(t))
-			return out
+			return
 		}
 		p.advance()
 		var v any = true
@@ -1002,14 +993,7 @@ func (p *parser) dict(a *Attrs) map[string]any {
 		if a != nil {
 			a.set(t.text, v, start, Span{t.pos, p.lx.lastEnd(p.tok)})
 		}
-		if p.tok.is(",") {
-			p.advance()
-		} else if !p.tok.is("}") {
-			p.fail("expected ',' or '}' in the attribute dictionary, found %s", describe(p.tok))
-			return out
-		}
-	}
-	p.expect("}")
+	})
 	return out
 }
 
@@ -1098,22 +1082,7 @@ func (p *parser) valueNoSuffix(typeSuffix bool) any {
 		switch t.text {
 		case "stablehlo.dot", "stablehlo.gather", "stablehlo.scatter", "stablehlo.dot_algorithm":
 			p.advance()
-			m := map[string]any{}
-			for p.err == nil && !p.tok.is(">") {
-				if p.tok.kind != tIdent {
-					p.fail("expected a field name in #%s<...>, found %s", t.text, describe(p.tok))
-					return m
-				}
-				k := p.tok.text
-				p.advance()
-				if !p.expect("=") {
-					return m
-				}
-				m[k] = p.value(true)
-				if p.tok.is(",") {
-					p.advance()
-				}
-			}
+			m := p.fields(t.text)
 			p.expect(">")
 			return m
 		case "stablehlo.conv":
@@ -1121,19 +1090,7 @@ func (p *parser) valueNoSuffix(typeSuffix bool) any {
 			var m any
 			if p.tok.kind == tIdent && p.tok.text == "raw" {
 				p.advance()
-				mm := map[string]any{}
-				for p.err == nil && !p.tok.is(">") {
-					k := p.tok.text
-					p.advance()
-					if !p.expect("=") {
-						return mm
-					}
-					mm[k] = p.value(true)
-					if p.tok.is(",") {
-						p.advance()
-					}
-				}
-				m = mm
+				m = p.fields(t.text)
 			} else {
 				m = p.convDims()
 			}
@@ -1146,16 +1103,7 @@ func (p *parser) valueNoSuffix(typeSuffix bool) any {
 		case "[":
 			p.advance()
 			out := []any{}
-			for p.err == nil && !p.tok.is("]") {
-				out = append(out, p.value(typeSuffix))
-				if p.tok.is(",") {
-					p.advance()
-				} else if !p.tok.is("]") {
-					p.fail("expected ',' or ']', found %s", describe(p.tok))
-					return out
-				}
-			}
-			p.expect("]")
+			p.list("]", "the list", func() { out = append(out, p.value(typeSuffix)) })
 			return out
 		case "{":
 			return p.dict(nil)
@@ -1185,6 +1133,28 @@ func (p *parser) valueNoSuffix(typeSuffix bool) any {
 	}
 	p.fail("expected an attribute value, found %s", describe(t))
 	return nil
+}
+
+// fields parses the "name = value, ..." body of a dialect attribute up to its '>' (not
+// consumed); attr names it in errors.
+func (p *parser) fields(attr string) map[string]any {
+	m := map[string]any{}
+	for p.err == nil && !p.tok.is(">") {
+		if p.tok.kind != tIdent {
+			p.fail("expected a field name in #%s<...>, found %s", attr, describe(p.tok))
+			return m
+		}
+		k := p.tok.text
+		p.advance()
+		if !p.expect("=") {
+			return m
+		}
+		m[k] = p.value(true)
+		if p.tok.is(",") {
+			p.advance()
+		}
+	}
+	return m
 }
 
 // denseArray parses array<i64: 1, 2> (after "array").
