@@ -140,6 +140,12 @@ func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
 // propagated one (propagation only: the collectives are in the JSON answer).
 func (s *Server) graphMLIR(w http.ResponseWriter, r *http.Request, body []byte) error {
 	out, hit, err := s.memo.Do(r.Context(), exactKey("graph-mlir", false, body), func(ctx context.Context) ([]byte, error) {
+		// Only work that is not answered from the memo takes slots (admission.go).
+		release, err := s.admit(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		in, err := s.prepareGraph(body)
 		if err != nil {
 			return nil, err
