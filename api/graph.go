@@ -510,8 +510,9 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 	if resp.Refined == nil {
 		resp.Refined = []string{}
 	}
+	sw := &shardingWriter{m: m}
 	for id, sh := range res.Closed() {
-		resp.Shardings[id] = shardingJSON(sh, m)
+		resp.Shardings[id] = sw.json(sh)
 	}
 	for id, origins := range res.Explain {
 		es := make([]ExplainEntry, len(origins))
@@ -533,14 +534,14 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		sum := pp.plan.Summary
 		c.TimeUS, c.BytesPerDevice, c.FullRematerialization = sum.TimeUS, sum.BytesPerDevice, sum.FullRematerialization
 		if c.Kind == kindReshard {
-			gp := &GraphPlan{Source: shardingJSON(pr.from, m), Target: shardingJSON(pr.to, m), Steps: steps, Summary: summaryJSON(pp.plan, in.model)}
+			gp := &GraphPlan{Source: sw.json(pr.from), Target: sw.json(pr.to), Steps: steps, Summary: summaryJSON(pp.plan, in.model)}
 			if pp.info != nil {
 				c.XLAFallback = pp.info.Fallback
 				resp.Summary.XLAFallback = resp.Summary.XLAFallback || pp.info.Fallback
 				gp.Summary.XLAFallback = pp.info.Fallback
 				gp.XLAWarning, gp.XLAPath = pp.info.Warning, pp.info.Path
 				for _, sg := range pp.info.Suggested {
-					gp.SuggestedConstraints = append(gp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, m)})
+					gp.SuggestedConstraints = append(gp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: sw.json(sg.Sharding)})
 				}
 			}
 			c.Plan = gp
@@ -556,7 +557,7 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		resp.Collectives = append(resp.Collectives, c)
 	}
 	if in.include["ops"] {
-		resp.Ops = opShardingsJSON(res.Ops, m)
+		resp.Ops = opShardingsJSON(res.Ops, sw)
 	}
 	if resp.ListsOmitted {
 		resp.Note = fmt.Sprintf("the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are left out; add \"pairs\" to include to get them", m.NumDevices(), s.limits.ListDeviceLimit)
@@ -630,7 +631,7 @@ func canonical(s sharding.Sharding, m *sharding.Mesh) sharding.Sharding {
 	return c
 }
 
-func opShardingsJSON(ops []propagation.OpSharding, m *sharding.Mesh) []OpShardingJSON {
+func opShardingsJSON(ops []propagation.OpSharding, sw *shardingWriter) []OpShardingJSON {
 	out := make([]OpShardingJSON, len(ops))
 	for i, o := range ops {
 		oj := OpShardingJSON{Name: o.Op, Kind: o.Kind, Rule: o.Rule}
@@ -638,10 +639,10 @@ func opShardingsJSON(ops []propagation.OpSharding, m *sharding.Mesh) []OpShardin
 			oj.Factors = append(oj.Factors, FactorAxesJSON{Factor: f.Factor, Size: f.Size, Type: f.Type.String(), Axes: refStrings(f.Axes)})
 		}
 		for _, sh := range o.Operands {
-			oj.Operands = append(oj.Operands, shardingJSON(sh, m))
+			oj.Operands = append(oj.Operands, sw.json(sh))
 		}
 		for _, sh := range o.Results {
-			oj.Results = append(oj.Results, shardingJSON(sh, m))
+			oj.Results = append(oj.Results, sw.json(sh))
 		}
 		out[i] = oj
 	}

@@ -250,6 +250,23 @@ func TestGraphPlanIDIgnoresInputForm(t *testing.T) {
 	  "options": {"conflict_resolution": "aggressive"}
 	}`)
 	assert.Equal(t, a.PlanID, b.PlanID)
+	// And as the frameworks print them: XLA's HloSharding, JAX's PartitionSpec text,
+	// DTensor placements, NumPy/PyTorch dtype names.
+	f := postGraph(t, s, `{
+	  "mesh": {"name": "mesh", "axes": [{"name": "data", "size": 2}, {"name": "model", "size": 4}]},
+	  "tensors": {
+	    "x": {"shape": [8, 16], "dtype": "bfloat16", "sharding": "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
+	    "w": {"shape": [16, 32], "dtype": "torch.bfloat16", "sharding": {"placements": ["Replicate()", "Shard(1)"]}},
+	    "y": {"shape": [8, 32], "dtype": "jnp.bfloat16", "sharding": "P(P.UNCONSTRAINED, P.UNCONSTRAINED)"}
+	  },
+	  "ops": [{"name": "mm", "op": "dot_general", "operands": ["x", "w"], "results": ["y"],
+	     "attrs": {"lhs_contracting_dimensions": [1], "rhs_contracting_dimensions": [0]}}],
+	  "options": {"conflict_resolution": "aggressive", "op_priority": true},
+	  "cost_model": "h100", "strategy": "optimal"
+	}`)
+	assert.Equal(t, a.Shardings, f.Shardings)
+	assert.Equal(t, "{devices=[2,4]<=[8]}", f.Shardings["y"].Hlo)
+	assert.Equal(t, "P('data', 'model')", f.Shardings["y"].PartitionSpec)
 	c := postGraph(t, s, strings.Replace(apiGraph, `"h100"`, `"tpu-v5p"`, 1))
 	assert.NotEqual(t, a.PlanID, c.PlanID, "another cost model is another plan")
 	d := postGraph(t, s, strings.Replace(apiGraph, `"aggressive"`, `"basic"`, 1))

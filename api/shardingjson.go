@@ -34,8 +34,28 @@ type DimShardingJSON struct {
 // shardingJSON renders s (canonical, on mesh m) in the wire's canonical output form.
 // Endpoints that answer with shardings (tiles, reshard, graph) all use it.
 func shardingJSON(s sharding.Sharding, m *sharding.Mesh) ShardingJSON {
-	out := ShardingJSON{Dims: make([]DimShardingJSON, len(s.Dims)), Text: s.Text(m.Name), Hlo: s.HLO(m)}
-	out.PartitionSpec, _ = s.PartitionSpecText()
+	return (&shardingWriter{m: m}).json(s)
+}
+
+// shardingWriter renders many shardings on one mesh, printing the HLO and
+// PartitionSpec forms once per distinct sharding (a graph's tensors share a few).
+type shardingWriter struct {
+	m    *sharding.Mesh
+	seen map[string][2]string // Shardy text -> hlo, partition_spec
+}
+
+func (w *shardingWriter) json(s sharding.Sharding) ShardingJSON {
+	out := ShardingJSON{Dims: make([]DimShardingJSON, len(s.Dims)), Text: s.Text(w.m.Name)}
+	if alt, ok := w.seen[out.Text]; ok {
+		out.Hlo, out.PartitionSpec = alt[0], alt[1]
+	} else {
+		out.Hlo = s.HLO(w.m)
+		out.PartitionSpec, _ = s.PartitionSpecText()
+		if w.seen == nil {
+			w.seen = map[string][2]string{}
+		}
+		w.seen[out.Text] = [2]string{out.Hlo, out.PartitionSpec}
+	}
 	for i, d := range s.Dims {
 		dj := DimShardingJSON{Axes: refStrings(d.Axes), Open: d.Open}
 		if d.Priority != sharding.NoPriority {

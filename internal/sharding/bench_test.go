@@ -3,6 +3,7 @@ package sharding
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,6 +90,9 @@ func BenchmarkParse(b *testing.B) {
 		{"text", jsonString(`sharding<@mesh, [{"x"}, {"z", "y":(1)2, ?}p1, {"y":(2)2}], replicated={"w"}, unreduced={"u"}>`)},
 		{"array", `["x", ["z", "y:(1)2"], "y:(2)2"]`},
 		{"array-indices", `[[0], [2, 1], null]`},
+		{"partition-spec-text", jsonString(`P('x', ('z', 'y'), None)`)},
+		{"placements", `{"placements": ["Shard(0)", "Shard(1)", "Shard(1)", "Replicate()", "Partial()"]}`},
+		{"hlo-iota", jsonString(`{devices=[2,8,1,6]<=[2,4,2,3,2]T(0,2,1,3,4) last_tile_dim_replicate}`)},
 	}
 	for _, f := range forms {
 		b.Run(f.name, func(b *testing.B) {
@@ -107,6 +111,28 @@ func BenchmarkParse(b *testing.B) {
 			_, _ = ParseMeshString("a=16,b=16,c=16,d=16", "mesh")
 		}
 	})
+}
+
+// BenchmarkParseHLO reads HLO shardings on big meshes: the cost is linear in the device
+// count (the tile assignment is expanded, read and checked per device).
+func BenchmarkParseHLO(b *testing.B) {
+	for _, n := range []int{256, 4096, 65536} {
+		m := mustMesh(b, "a=4,b="+strconv.Itoa(n/16)+",c=4")
+		cases := map[string]string{
+			"iota": "{devices=[" + strconv.Itoa(n/16) + ",4,4]<=[4," + strconv.Itoa(n/16) + ",4]T(1,2,0) last_tile_dim_replicate}",
+		}
+		s, err := ParseHLO(cases["iota"], m, []int64{1 << 20, 1024}, "s")
+		require.NoError(b, err)
+		cases["explicit"] = explicitHLO(m, s)
+		for _, name := range []string{"iota", "explicit"} {
+			b.Run(name+"/devices="+strconv.Itoa(n), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					_, _ = ParseHLO(cases[name], m, []int64{1 << 20, 1024}, "s")
+				}
+			})
+		}
+	}
 }
 
 func BenchmarkMaps(b *testing.B) {

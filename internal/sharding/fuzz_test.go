@@ -2,6 +2,8 @@ package sharding
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -174,6 +176,14 @@ func FuzzParseHLO(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := ParseHLO(text, m, nil, "source")
 		checkParsed(t, m, s, err)
+		// The symbolic reading of an iota agrees with the device-by-device one.
+		if explicit, ok := iotaAsExplicit(m, text); ok {
+			s2, err2 := ParseHLO(explicit, m, nil, "source")
+			require.Equal(t, err == nil, err2 == nil, "%s: %v; as %s: %v", text, err, explicit, err2)
+			if err == nil {
+				require.True(t, s.Equal(s2), "%s: %s; as %s: %s", text, s, explicit, s2)
+			}
+		}
 		if err != nil {
 			return
 		}
@@ -181,4 +191,82 @@ func FuzzParseHLO(f *testing.F) {
 		require.NoError(t, err, "re-parse %s", s.HLO(m))
 		require.True(t, s.SameLayout(again), "%s -> %s -> %s", text, s.HLO(m), again)
 	})
+}
+
+func FuzzParsePartitionSpec(f *testing.F) {
+	for _, s := range []string{
+		`P('x', None, ('z','y'))`,
+		`PartitionSpec("x", ("y", "z",),)`,
+		`jax.sharding.PartitionSpec('y:(2)3')`,
+		`P(P.UNCONSTRAINED, 'x', unreduced={'z'})`,
+		`P()`,
+		`P('x', 'x')`,
+		`P(unreduced={'x'}, 'y')`,
+		`P('q')`,
+		`P((x,))`,
+		`P('x'`,
+		`P('x') P`,
+		`P(None, None, None, None)`,
+	} {
+		f.Add(s)
+	}
+	m := mustMesh(f, fuzzMesh)
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParsePartitionSpecText(text, m, nil, "source")
+		checkParsed(t, m, s, err)
+		if err != nil {
+			return
+		}
+		if p, ok := s.PartitionSpecText(); ok && len(s.Replicated) == 0 && !hasOpenOrPriority(s) {
+			again, err := ParsePartitionSpecText(p, m, nil, "source")
+			require.NoError(t, err, "re-parse %s", p)
+			require.True(t, s.Equal(again), "%s -> %s -> %s", text, p, again)
+		}
+	})
+}
+
+func hasOpenOrPriority(s Sharding) bool {
+	for _, d := range s.Dims {
+		if d.Open || d.Priority != NoPriority {
+			return true
+		}
+	}
+	return false
+}
+
+// iotaAsExplicit rewrites a single iota HLO sharding as the same sharding with an
+// explicit device list; false when text is not one.
+func iotaAsExplicit(m *Mesh, text string) (string, bool) {
+	p := &textParser{s: text, field: "s", m: m}
+	sp, err := p.hloSharding(m.NumDevices())
+	if err != nil || sp.iota == nil || p.peek() != 0 {
+		return "", false
+	}
+	ids, err := sp.deviceIDs(p, productInts(sp.tile))
+	if err != nil {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("{devices=[")
+	for i, t := range sp.tile {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(t))
+	}
+	b.WriteByte(']')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(id))
+	}
+	if sp.lastRep {
+		b.WriteString(" last_tile_dim_replicate")
+	}
+	if len(sp.subgroups) > 0 {
+		b.WriteString(" last_tile_dims={" + strings.Join(sp.subgroups, ",") + "}")
+	}
+	b.WriteByte('}')
+	return b.String(), true
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // This file reads and prints XLA's HloSharding text ("{devices=[2,1,4]<=[8]
@@ -634,9 +635,19 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 	if total != n {
 		return Sharding{}, p.failAt(sp.tileOffs[0], "the tile assignment has %d devices but the mesh has %d; the sharding must use every device of the mesh", total, n)
 	}
-	ids, err := sp.deviceIDs(p, n)
-	if err != nil {
-		return Sharding{}, err
+	// An iota on a mesh without device_ids maps onto the mesh symbolically, in time linear
+	// in its dims; otherwise every device is checked (an explicit list pays for that with
+	// its own length; iotas on a mesh with device_ids draw on a budget per mesh).
+	symbolic := sp.iota != nil && m.DeviceIDs == nil
+	if sp.iota != nil && !symbolic && !m.spendHLOWork(n) {
+		return Sharding{}, p.failAt(sp.iotaOff, "the HLO iota shardings of this request need more than %d device-by-device checks on a mesh with device_ids; write them as explicit device lists, Shardy text or PartitionSpecs", hloWorkLimit)
+	}
+	var ids []int
+	if !symbolic {
+		var err error
+		if ids, err = sp.deviceIDs(p, n); err != nil {
+			return Sharding{}, err
+		}
 	}
 	// offAt is the offset to blame for tile-assignment entry k.
 	offAt := func(k int) int {
@@ -645,19 +656,28 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 		}
 		return sp.idOffs[k]
 	}
-	pos := make([]int, n)
-	for k, id := range ids {
-		pos[k] = m.PositionOf(id)
-	}
-	// Devices holding the same tile may come in any order: sort each replica group.
 	rep := n / max(1, productInts(sp.tile[:rank]))
-	sorted := slices.Clone(pos)
-	for g := 0; g < n; g += rep {
-		slices.Sort(sorted[g : g+rep])
-	}
-	pieces, bad, why := findPieces(m, sorted)
-	if bad >= 0 {
-		return Sharding{}, p.failAt(offAt(bad), "%s; no mesh axes or sub-axes reproduce this device order on mesh %s%s", why, m.String(), deviceIDsNote(m))
+	var pieces []hloPiece
+	if symbolic {
+		var ok bool
+		if pieces, ok = iotaPieces(m, sp.iota, sp.perm); !ok {
+			return Sharding{}, p.failAt(sp.iotaOff, "the iota's reshape dims do not split mesh %s at (sub-)axis boundaries; no mesh axes or sub-axes reproduce this device order", m.String())
+		}
+	} else {
+		pos := make([]int, n)
+		for k, id := range ids {
+			pos[k] = m.PositionOf(id)
+		}
+		// Devices holding the same tile may come in any order: sort each replica group.
+		sorted := slices.Clone(pos)
+		for g := 0; g < n; g += rep {
+			slices.Sort(sorted[g : g+rep])
+		}
+		var bad int
+		var why string
+		if pieces, bad, why = findPieces(m, sorted); bad >= 0 {
+			return Sharding{}, p.failAt(offAt(bad), "%s; no mesh axes or sub-axes reproduce this device order on mesh %s%s", why, m.String(), deviceIDsNote(m))
+		}
 	}
 	s := Replicated(rank)
 	for d := range rank {
@@ -683,8 +703,9 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 		return Sharding{}, err
 	}
 	s.Canonicalize(m)
-	// Verify by tiles: every device holds the tile the HLO assigns it.
-	if k := tileMismatch(m, s, sp.tile[:rank], ids, rep); k >= 0 {
+	// Verify by tiles: every device holds the tile the HLO assigns it (the symbolic
+	// reading is exact by construction).
+	if k := tileMismatch(m, s, sp.tile[:rank], ids, rep); !symbolic && k >= 0 {
 		return Sharding{}, p.failAt(offAt(k), "device %d would hold a different tile under %s; no mesh axes reproduce this tile assignment", ids[k], s.Body())
 	}
 	return s, nil
@@ -751,6 +772,74 @@ func (sp *hloSpec) deviceIDs(p *textParser, n int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// hloWorkLimit bounds the device-by-device checks ParseHLO spends on iota tile
+// assignments on one mesh with device_ids (about a second of CPU): a request of many
+// such shardings on a big mesh would otherwise cost tensors x devices.
+var hloWorkLimit int64 = 1 << 26
+
+// spendHLOWork takes n checks from m's budget; false when it is spent.
+func (m *Mesh) spendHLOWork(n int) bool {
+	if m.hloWork == nil {
+		return int64(n) <= hloWorkLimit // a mesh not built through Validate: no shared budget
+	}
+	return atomic.AddInt64(m.hloWork, int64(n)) <= hloWorkLimit
+}
+
+// iotaPieces reads an iota tile assignment (reshape dims, transposed by perm; nil perm:
+// identity) on a mesh without device_ids, where ids are positions: each reshape dim is a
+// run of position strides, cut where mesh axes start. It returns the pieces major to
+// minor in tile order, or false when a reshape dim splits an axis at no sub-axis
+// boundary.
+func iotaPieces(m *Mesh, dims, perm []int) ([]hloPiece, bool) {
+	if perm == nil {
+		perm = make([]int, len(dims))
+		for i := range perm {
+			perm[i] = i
+		}
+	}
+	// Merge reshape dims that stay adjacent after the transpose (XLA's canonical form):
+	// only the remaining boundaries must fall on sub-axis boundaries.
+	type run struct{ lo, hi int } // position strides [lo, hi)
+	stride := make([]int, len(dims))
+	s := 1
+	for j := len(dims) - 1; j >= 0; j-- {
+		stride[j] = s
+		s *= dims[j]
+	}
+	var runs []run
+	for k, j := range perm {
+		r := run{stride[j], stride[j] * dims[j]}
+		if n := len(runs); n > 0 && k > 0 && perm[k-1] == j-1 {
+			runs[n-1].lo = r.lo
+			continue
+		}
+		runs = append(runs, r)
+	}
+	ast := axisStrides(m)
+	var out []hloPiece
+	for _, r := range runs {
+		for a, ax := range m.Axes {
+			if ax.Size == 1 {
+				continue
+			}
+			alo, ahi := ast[a], ast[a]*ax.Size
+			l, h := max(r.lo, alo), min(r.hi, ahi)
+			if l >= h {
+				continue
+			}
+			if l%alo != 0 || h%alo != 0 {
+				return nil, false
+			}
+			minor, upper := l/alo, h/alo
+			if ax.Size%upper != 0 || upper%minor != 0 {
+				return nil, false
+			}
+			out = append(out, hloPiece{axis: a, minor: minor, size: upper / minor})
+		}
+	}
+	return out, true
 }
 
 // findPieces reads the mesh pieces, major to minor, whose row-major digits give the

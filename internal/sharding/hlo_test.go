@@ -2,6 +2,9 @@ package sharding
 
 import (
 	"encoding/json"
+	"math/rand"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,6 +114,29 @@ func TestParseHLOWithDeviceIDs(t *testing.T) {
 	requireFieldError(t, err, "source", "at offset 14", "device_ids")
 }
 
+// TestParseHLOWorkBudget: iotas on a mesh with device_ids are checked device by device
+// and draw on the mesh's budget; iotas without device_ids and explicit lists do not.
+func TestParseHLOWorkBudget(t *testing.T) {
+	defer func(old int64) { hloWorkLimit = old }(hloWorkLimit)
+	hloWorkLimit = 20
+	ids := []int{7, 6, 5, 4, 3, 2, 1, 0}
+	m, err := NewMesh("m", []Axis{{Name: "x", Size: 8}}, ids)
+	require.NoError(t, err)
+	for range 2 {
+		_, err = ParseHLO("{devices=[8]<=[8]}", m, []int64{8}, "s")
+		requireFieldError(t, err, "s", "no mesh axes") // reversed: not expressible, but checked
+	}
+	_, err = ParseHLO("{devices=[8]<=[8]}", m, []int64{8}, "s")
+	requireFieldError(t, err, "s", "at offset 12", "more than 20 device-by-device checks")
+	_, err = ParseHLO("{devices=[8]7,6,5,4,3,2,1,0}", m, []int64{8}, "s")
+	require.NoError(t, err, "explicit lists pay with their own length")
+	plain := mustMesh(t, "x=8")
+	for range 5 {
+		_, err = ParseHLO("{devices=[8]<=[8]}", plain, []int64{8}, "s")
+		require.NoError(t, err, "symbolic: no budget")
+	}
+}
+
 func TestParseHLOErrors(t *testing.T) {
 	cases := []struct {
 		name, mesh, hlo string
@@ -159,4 +185,86 @@ func TestParseHLOTuple(t *testing.T) {
 	assert.Len(t, got, 2)
 	_, err = ParseHLOTuple("{{replicated}}", m, shapes, "s")
 	requireFieldError(t, err, "s", "1 elements", "2 results")
+}
+
+// shardIndices is, per device id, its shard index along every dim under s.
+func shardIndices(m *Mesh, s Sharding) [][]int {
+	l := NewLayout(m, make([]int64, len(s.Dims)), s)
+	out := make([][]int, m.NumDevices())
+	coords := make([]int, len(m.Axes))
+	for id := range out {
+		m.Coords(m.PositionOf(id), coords)
+		for d := range s.Dims {
+			out[id] = append(out[id], l.ShardIndex(d, coords))
+		}
+	}
+	return out
+}
+
+// explicitHLO writes s's tile assignment as an explicit HLO device list, built straight
+// from the definition (device id -> tile index), not from the printer: tiles in row-major
+// order, the devices of a tile in id order (replicas may come in any order).
+func explicitHLO(m *Mesh, s Sharding) string {
+	counts := s.ShardCounts()
+	if len(counts) == 0 {
+		return "{replicated}"
+	}
+	idx := shardIndices(m, s)
+	tiles := 1
+	for _, c := range counts {
+		tiles *= c
+	}
+	groups := make([][]int, tiles)
+	for id, ix := range idx {
+		t := 0
+		for d, c := range counts {
+			t = t*c + ix[d]
+		}
+		groups[t] = append(groups[t], id)
+	}
+	var b strings.Builder
+	b.WriteString("{devices=[")
+	for d, c := range counts {
+		if d > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(c))
+	}
+	rep := m.NumDevices() / tiles
+	if rep > 1 {
+		b.WriteString("," + strconv.Itoa(rep))
+	}
+	b.WriteByte(']')
+	k := 0
+	for _, g := range groups {
+		for _, id := range g {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			k++
+			b.WriteString(strconv.Itoa(id))
+		}
+	}
+	if rep > 1 {
+		b.WriteString(" last_tile_dim_replicate")
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// TestPropertyHLO: for random meshes (device_ids included) and shardings, the printed HLO
+// text and an explicit device list built from the definition both read back to a
+// sharding that puts every device on the same tile.
+func TestPropertyHLO(t *testing.T) {
+	r := rand.New(rand.NewSource(14))
+	for i := range 3000 {
+		c := randCaseOf(t, r, 64, 12)
+		want := shardIndices(c.m, c.s)
+		for _, text := range []string{c.s.HLO(c.m), explicitHLO(c.m, c.s)} {
+			got, err := ParseHLO(text, c.m, c.shape, "s")
+			require.NoError(t, err, "case %d: %s: %s", i, c, text)
+			require.Equal(t, want, shardIndices(c.m, got), "case %d: %s: %s -> %s", i, c, text, got)
+			require.Equal(t, c.s.ShardCounts(), got.ShardCounts(), "case %d: %s", i, text)
+		}
+	}
 }

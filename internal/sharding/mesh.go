@@ -27,6 +27,9 @@ type Mesh struct {
 
 	// position[id] is the row-major position of device id; nil for the identity.
 	position []int
+	// hloWork counts the device-by-device checks ParseHLO has spent on this mesh's
+	// iota tile assignments (see hloWorkLimit); atomic.
+	hloWork *int64
 }
 
 var axisNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -114,6 +117,7 @@ func (m *Mesh) Validate(field string) error {
 	}
 	n := int(total)
 	m.position = nil
+	m.hloWork = new(int64)
 	if m.DeviceIDs != nil {
 		f := join(field, "device_ids")
 		if len(m.DeviceIDs) != n {
