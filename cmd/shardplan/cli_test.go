@@ -64,6 +64,8 @@ func TestCLI(t *testing.T) {
 			stdout: []string{"POLICY VIOLATION (1):", "(op constrain, tensor a)", "P('D', ('X','Y','T'))"}},
 		{name: "graph", args: []string{"graph", example("graph-mlp.json")}, code: exitOK,
 			stdout: []string{"reduction (all_reduce) of y for op down", "w1  P(None, 'model')"}},
+		{name: "graph from a StableHLO module", args: []string{"graph", example("graph-stablehlo-mlp.mlir")}, code: exitOK,
+			stdout: []string{"arg1        P(None, 'model')", "result0     P('data', None)", "reduction (all_reduce)"}},
 		{name: "tiles", args: []string{"tiles", example("tiles-16x23.json")}, code: exitOK,
 			stdout: []string{"tile shape [6 6]", "t[13 17] is on device 10 (coords [2 2]) at local index [1 5]"}},
 		{name: "bad sharding", stdin: badSharding, args: []string{"tiles", "-"}, code: exitBadInput,

@@ -227,6 +227,19 @@ class ClientTest(unittest.TestCase):
         self.assertIn("summary", r)
 
 
+    def test_graph_module(self):
+        # A StableHLO module as jax.jit(f).lower(...).as_text() prints it (examples/).
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "graph-stablehlo-mlp.mlir")
+        with open(path, encoding="utf-8") as f:
+            module = f.read()
+        r = self.c.graph(module=module, function="main")
+        sh = r["shardings"]
+        self.assertEqual(axes(sh["arg1"]), [[], ["model"]])
+        self.assertEqual(sh["result0"]["partition_spec"], "P('data', None)")
+        self.assertEqual(tuple(to_partition_spec(sh["arg1"], P)), (None, "model"))
+        self.assertEqual([c["reduction"] for c in r["collectives"]], ["all_reduce"])
+
+
 class _Capture(http.server.BaseHTTPRequestHandler):
     bodies = []
 
