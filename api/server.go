@@ -97,6 +97,8 @@ type Deps struct {
 	Checks map[string]Check
 	// OpenAPI is the spec served at GET /openapi.json.
 	OpenAPI []byte
+	// Access is access control (API keys, CORS); the zero value is open.
+	Access Access
 }
 
 // Server is shardplan's HTTP handler. Build it with New; it is safe for concurrent use.
@@ -112,6 +114,8 @@ type Server struct {
 	inflight chan struct{} // requests computing or waiting to
 	compute  chan struct{} // requests computing
 	clients  *clientLimits // nil: no rate limits
+	access   Access
+	keys     keyHashes // of access.APIKeys
 	metrics  *httpMetrics
 	router   chi.Router
 }
@@ -125,6 +129,8 @@ func New(deps Deps) (*Server, error) {
 		memo:    deps.Memo,
 		checks:  deps.Checks,
 		openapi: deps.OpenAPI,
+		access:  deps.Access,
+		keys:    newKeyHashes(deps.Access.APIKeys),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -158,13 +164,19 @@ func New(deps Deps) (*Server, error) {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
+// Metrics is the Prometheus handler of the server's registry, for a separate listener
+// (Access.MetricsElsewhere).
+func (s *Server) Metrics() http.Handler {
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg})
+}
+
 // SetDraining flips readiness: while draining, /readyz answers 503 so load balancers
 // stop sending traffic before the listener closes.
 func (s *Server) SetDraining(v bool) { s.draining.Store(v) }
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(sanitizeRequestID, middleware.RequestID, echoRequestID, s.observe, s.recoverer, middleware.GetHead)
+	r.Use(sanitizeRequestID, middleware.RequestID, echoRequestID, s.observe, s.recoverer, s.cors, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, NewProblem(http.StatusNotFound, slugNotFound, "Not found",
 			"no route %s %s; see GET /openapi.json for the routes", r.Method, r.URL.Path))
@@ -179,7 +191,10 @@ func (s *Server) routes() chi.Router {
 
 	r.Get("/healthz", s.handle(s.healthz))
 	r.Get("/readyz", s.handle(s.readyz))
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	if !s.access.MetricsElsewhere {
+		// On the API's address, /metrics needs a key when keys are on.
+		r.With(s.requireAPIKey).Method(http.MethodGet, "/metrics", s.Metrics())
+	}
 	r.Get("/openapi.json", s.handle(s.openAPI))
 	r.Get("/docs", s.handle(s.docs))
 	r.Get("/docs/{asset}", s.handle(s.docsAsset))
@@ -191,14 +206,14 @@ func (s *Server) routes() chi.Router {
 	// Admission (admission.go): rate limit, then the body under its own deadline, then
 	// the request deadline; slots are taken only by work that computes.
 	r.Group(func(r chi.Router) {
-		r.Use(s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout)
+		r.Use(s.requireAPIKey, s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout)
 		r.With(s.throttle).Post("/v1/tiles", s.handle(s.tiles))
 		r.Post("/v1/reshard", s.handle(s.reshard))
 		r.Get("/v1/plans/{plan_id}", s.handle(s.plan))
 	})
 	// Graphs are bigger than single reshards: their own body limit.
 	r.Group(func(r chi.Router) {
-		r.Use(s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
+		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
 		r.Post("/v1/graph", s.handle(s.graph))
 	})
 	return r

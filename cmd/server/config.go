@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,13 @@ type config struct {
 	RedisWriteTimeout time.Duration
 	CacheTimeout      time.Duration
 	CachePrefix       string
+	// Access control and transport (off by default); see accessConfig.
+	APIKeys     string // comma-separated; never logged
+	APIKeysFile string // one key per line
+	TLSCert     string
+	TLSKey      string
+	MetricsAddr string
+	CORSOrigins string // comma-separated
 }
 
 func defaultConfig() config {
@@ -126,6 +134,12 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes (with Redis: the near cache in front of it)", &c.CacheMaxBytes},
 		{"SHARDPLAN_CACHE_TIMEOUT", "cache-timeout", "deadline of one cache call (a slower Redis is a miss)", &c.CacheTimeout},
 		{"SHARDPLAN_CACHE_PREFIX", "cache-prefix", "prefix of every plan cache key", &c.CachePrefix},
+		{"SHARDPLAN_API_KEYS", "api-keys", "comma-separated API keys; set, /v1 needs one as Authorization: Bearer <key> or X-API-Key (never logged)", &c.APIKeys},
+		{"SHARDPLAN_API_KEYS_FILE", "api-keys-file", "file of API keys, one per line (# comments), added to SHARDPLAN_API_KEYS; read at start", &c.APIKeysFile},
+		{"SHARDPLAN_TLS_CERT", "tls-cert", "PEM certificate (chain) file; with SHARDPLAN_TLS_KEY, serve HTTPS", &c.TLSCert},
+		{"SHARDPLAN_TLS_KEY", "tls-key", "PEM private key file of SHARDPLAN_TLS_CERT", &c.TLSKey},
+		{"SHARDPLAN_METRICS_ADDR", "metrics-addr", "separate listen address for /metrics and /debug/pprof (empty: /metrics on the API address, no pprof)", &c.MetricsAddr},
+		{"SHARDPLAN_CORS_ORIGINS", "cors-origins", "comma-separated origins allowed to call the API from a browser (* for any; empty: none)", &c.CORSOrigins},
 		{"SHARDPLAN_REDIS_ADDRS", "redis-addrs", "comma-separated Redis host:port seeds (Cluster nodes or Sentinels), added to REDIS_URL's", &c.RedisAddrs},
 		{"SHARDPLAN_REDIS_MASTER_NAME", "redis-master-name", "Sentinel master name; set, it selects Sentinel", &c.RedisMasterName},
 		{"SHARDPLAN_REDIS_CLUSTER", "redis-cluster", "use Redis Cluster (even with one seed address)", &c.RedisCluster},
@@ -309,6 +323,12 @@ func (c config) validate() error {
 	if c.MaxMeshAxes > 64 {
 		bad("SHARDPLAN_MAX_MESH_AXES", "%d is above the hard ceiling of 64", c.MaxMeshAxes)
 	}
+	if _, err := c.apiKeys(); err != nil {
+		errs = append(errs, err)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		bad("SHARDPLAN_TLS_CERT", "and SHARDPLAN_TLS_KEY must be given together")
+	}
 	if len(errs) == 0 {
 		// The Redis topology (URL, addresses, master name, cluster) as go-redis sees it.
 		if err := c.cacheConfig().Validate(); err != nil {
@@ -377,8 +397,57 @@ func (c config) logAttrs() []slog.Attr {
 			if v != "" {
 				v = "xxxxx"
 			}
+		case "SHARDPLAN_API_KEYS":
+			if n := len(splitList(v)); n > 0 {
+				v = fmt.Sprintf("xxxxx (%d keys)", n)
+			}
 		}
 		out = append(out, slog.String(s.env, v))
 	}
 	return out
+}
+
+// splitList splits a comma-separated setting, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// minAPIKeyLen is the shortest API key accepted: a guessable key is no lock.
+const minAPIKeyLen = 16
+
+// apiKeys reads the API keys from SHARDPLAN_API_KEYS and SHARDPLAN_API_KEYS_FILE. Errors
+// name the setting and the line, never a key.
+func (c config) apiKeys() ([]string, error) {
+	keys := splitList(c.APIKeys)
+	if c.APIKeysFile != "" {
+		b, err := os.ReadFile(c.APIKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("SHARDPLAN_API_KEYS_FILE: %w", err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if strings.ContainsAny(line, " \t,") {
+				return nil, fmt.Errorf("SHARDPLAN_API_KEYS_FILE: line %d: a key must not contain spaces or commas", i+1)
+			}
+			keys = append(keys, line)
+		}
+		if len(keys) == 0 {
+			return nil, errors.New("SHARDPLAN_API_KEYS_FILE: the file holds no key; leave the setting empty to turn keys off")
+		}
+	}
+	for i, k := range keys {
+		if len(k) < minAPIKeyLen {
+			return nil, fmt.Errorf("API key %d (of SHARDPLAN_API_KEYS, then SHARDPLAN_API_KEYS_FILE) is shorter than %d characters", i+1, minAPIKeyLen)
+		}
+	}
+	return keys, nil
 }

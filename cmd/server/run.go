@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -59,6 +61,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger.LogAttrs(ctx, slog.LevelInfo, "plan cache", slog.Any("cache", cfg.cacheConfig()), slog.String("backend", memo.Backend()))
 	checks := map[string]api.Check{"cache": cacheCheck}
 
+	keys, err := cfg.apiKeys()
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var tlsConfig *tls.Config
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("config: SHARDPLAN_TLS_CERT/SHARDPLAN_TLS_KEY: %w", err)
+		}
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
+
 	srv, err := api.New(api.Deps{
 		Logger:   logger,
 		Limits:   cfg.limits(),
@@ -66,6 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Memo:     memo,
 		Checks:   checks,
 		OpenAPI:  openapi.JSON,
+		Access:   api.Access{APIKeys: keys, CORSOrigins: splitList(cfg.CORSOrigins), MetricsElsewhere: cfg.MetricsAddr != ""},
 	})
 	if err != nil {
 		return err
@@ -76,8 +92,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s (SHARDPLAN_ADDR): %w", cfg.Addr, err)
 	}
 	addr := ln.Addr().String()
-	logger.Info("listening", slog.String("addr", addr))
+	logger.Info("listening", slog.String("addr", addr), slog.Bool("tls", tlsConfig != nil), slog.Bool("api_keys", len(keys) > 0))
 	fmt.Fprintf(stdout, "listening on %s\n", addr)
+
+	// /metrics and pprof on their own address (bind it where only operators reach it).
+	var ms *http.Server
+	var mln net.Listener
+	if cfg.MetricsAddr != "" {
+		if mln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listen on %s (SHARDPLAN_METRICS_ADDR): %w", cfg.MetricsAddr, err)
+		}
+		ms = &http.Server{
+			Handler:           metricsMux(srv.Metrics()),
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       10 * time.Second,
+			WriteTimeout:      2 * time.Minute, // CPU profiles take their seconds parameter
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+		logger.Info("metrics listening", slog.String("addr", mln.Addr().String()))
+		fmt.Fprintf(stdout, "metrics listening on %s\n", mln.Addr())
+	}
 
 	// baseCtx is every request's parent; it is cancelled when the drain times out, so
 	// in-flight work that polls ctx stops instead of being cut off mid-write.
@@ -92,15 +128,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		TLSConfig:         tlsConfig,
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := hs.Serve
+		if tlsConfig != nil {
+			serve = func(l net.Listener) error { return hs.ServeTLS(l, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve: %w", err)
 		}
 		return nil
 	})
+	if ms != nil {
+		g.Go(func() error {
+			if err := ms.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve metrics: %w", err)
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		stop() // a second SIGINT/SIGTERM now kills the process
@@ -118,6 +167,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			_ = hs.Close()
 			err = fmt.Errorf("shutdown: %w", err)
 		}
+		if ms != nil {
+			// Metrics stay up through the drain; they go with the API.
+			_ = ms.Close()
+		}
 		// Close the cache (Redis) last: after the last request, waiting for its pending writes.
 		if cerr := memo.Close(); cerr != nil {
 			logger.Warn("closing the plan cache", slog.String("error", cerr.Error()))
@@ -126,6 +179,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	})
 	return g.Wait()
+}
+
+// metricsMux serves /metrics and net/http/pprof's /debug/pprof/ endpoints.
+func metricsMux(metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
