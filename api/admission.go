@@ -43,9 +43,16 @@ func (s *Server) bufferBody(next http.Handler) http.Handler {
 		if d := s.limits.BodyReadTimeout; d > 0 {
 			_ = rc.SetReadDeadline(time.Now().Add(d)) // unsupported (tests' recorders): no deadline
 		}
+		// A cancelled request (shutdown) stops waiting for its body at once.
+		stop := context.AfterFunc(r.Context(), func() { _ = rc.SetReadDeadline(time.Now()) })
 		body, err := io.ReadAll(r.Body)
+		stop()
 		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
+			if r.Context().Err() != nil && s.draining.Load() {
+				s.writeProblem(w, r, shuttingDown())
+				return
+			}
 			s.writeProblem(w, r, bodyReadProblem(err, s.limits.BodyReadTimeout))
 			return
 		}
@@ -66,6 +73,13 @@ func bodyReadProblem(err error, timeout time.Duration) *Problem {
 			WithHeader("Connection", "close")
 	}
 	return NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "could not read the request body: %v", err)
+}
+
+// shuttingDown is the 503 of a request the shutdown timeout cut short.
+func shuttingDown() *Problem {
+	return NewProblem(http.StatusServiceUnavailable, slugShuttingDown, "Shutting down",
+		"this instance is shutting down and stopped the request after SHARDPLAN_SHUTDOWN_TIMEOUT; retry it (another instance will answer)").
+		WithHeader("Retry-After", "1").WithHeader("Connection", "close")
 }
 
 // overloaded is the 503 of a request that finds every in-flight slot taken.

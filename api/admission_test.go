@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -100,4 +101,20 @@ func TestClientLimitsForgetIdleClients(t *testing.T) {
 	}
 	assert.LessOrEqual(t, len(c.buckets), 2*minSweep, "refilled buckets are dropped as the map grows")
 	assert.Nil(t, newClientLimits(0, 5), "0 requests/s: off")
+}
+
+// TestShutdownCancelsWaiters: a request waiting for a compute slot when shutdown cancels
+// it answers 503 shutting-down (not 499).
+func TestShutdownCancelsWaiters(t *testing.T) {
+	s := newTestServer(t, func(d *Deps) { d.Limits.MaxCompute = 1 })
+	defer fill(s.compute)()
+	s.SetDraining(true)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/reshard", strings.NewReader(planReq))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	requireProblem(t, rec, http.StatusServiceUnavailable, slugShuttingDown)
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
 }

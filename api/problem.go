@@ -134,6 +134,7 @@ const (
 	slugPolicyViolation  = "policy-violation"   // 422, with "violations" and "plan" extensions
 	slugRateLimited      = "rate-limited"       // 429, with Retry-After
 	slugStoreUnavailable = "store-unavailable"  // 503 on a permalink while Redis cannot be read
+	slugShuttingDown     = "shutting-down"      // 503: cut short by the shutdown timeout
 	slugUnauthorized     = "unauthorized"       // 401: no or a wrong API key
 	slugBodyTimeout      = "body-timeout"       // 408: the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT
 	slugResponseTooLarge = "response-too-large" // 422: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES

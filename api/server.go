@@ -238,6 +238,11 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
+			if errors.Is(err, context.Canceled) && r.Context().Err() != nil && s.draining.Load() {
+				// Shutdown cancelled the work: tell the client to go elsewhere.
+				s.writeProblem(w, r, shuttingDown())
+				return
+			}
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 				// The client went away; nobody will read an answer.
 				s.log.LogAttrs(r.Context(), slog.LevelDebug, "client gone", slog.String("request_id", middleware.GetReqID(r.Context())))

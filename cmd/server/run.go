@@ -159,14 +159,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			// Keep serving (readiness 503) so load balancers stop routing here first.
 			time.Sleep(cfg.DrainDelay)
 		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-		defer cancel()
-		err := hs.Shutdown(sctx)
-		if err != nil {
-			cancelBase()
-			_ = hs.Close()
-			err = fmt.Errorf("shutdown: %w", err)
-		}
+		err := drain(ctx, hs, cancelBase, cfg.ShutdownTimeout, logger)
 		if ms != nil {
 			// Metrics stay up through the drain; they go with the API.
 			_ = ms.Close()
@@ -179,6 +172,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	})
 	return g.Wait()
+}
+
+// shutdownGrace is how long, after the shutdown timeout, requests still in flight get to
+// write their 503 once their contexts are cancelled.
+const shutdownGrace = 2 * time.Second
+
+// drain stops hs: the listener closes and in-flight requests get timeout to finish. Those
+// still running then have their contexts cancelled (cancelBase) and answer 503
+// shutting-down (requests waiting for a slot or a body included) within shutdownGrace.
+// It returns nil when every request was answered, and an error only when connections
+// had to be dropped without an answer.
+func drain(ctx context.Context, hs *http.Server, cancelBase context.CancelFunc, timeout time.Duration, logger *slog.Logger) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err == nil {
+		return nil
+	}
+	logger.Warn("shutdown timeout passed: answering the requests still in flight 503", slog.Duration("timeout", timeout))
+	cancelBase()
+	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer gcancel()
+	if err := hs.Shutdown(gctx); err != nil {
+		_ = hs.Close()
+		return fmt.Errorf("shutdown: requests still running %s after the shutdown timeout were dropped: %w", shutdownGrace, err)
+	}
+	return nil
 }
 
 // metricsMux serves /metrics and net/http/pprof's /debug/pprof/ endpoints.

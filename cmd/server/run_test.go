@@ -378,3 +378,46 @@ func TestConfigPrintedWithoutSecrets(t *testing.T) {
 	assert.Contains(t, logs, "SHARDPLAN_MAX_DEVICES=65536")
 	assert.Contains(t, logs, "redis://user:xxxxx@localhost:6379/0")
 }
+
+// TestShutdownAnswersTheRest: a request still in flight when SHARDPLAN_SHUTDOWN_TIMEOUT
+// passes (here: its body is still arriving) is answered 503 shutting-down, not dropped,
+// and run returns nil (exit 0).
+func TestShutdownAnswersTheRest(t *testing.T) {
+	base, cancel, done, stderr := startServer(t, nil, "-shutdown-timeout", "300ms")
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	type answer struct {
+		status int
+		ctype  string
+		body   string
+	}
+	result := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/v1/reshard", pr)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			result <- answer{status: -1, body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		result <- answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
+	}()
+	_, err := pw.Write([]byte(`{"mesh":"x=2",`))
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond) // in flight, waiting for the rest of its body
+
+	cancel()
+	a := <-result
+	assert.Equal(t, http.StatusServiceUnavailable, a.status, a.body)
+	assert.Equal(t, "application/problem+json", a.ctype)
+	assert.Contains(t, a.body, "shutting-down")
+	select {
+	case err := <-done:
+		require.NoError(t, err, "exit 0: every request was answered")
+	case <-time.After(5 * time.Second):
+		t.Fatal("run did not return")
+	}
+	assert.Contains(t, stderr.String(), "answering the requests still in flight 503")
+}
