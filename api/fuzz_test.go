@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,4 +83,35 @@ func FuzzGraphBody(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) { fuzzEndpoint(t, s, "/v1/graph", body) })
+}
+
+// FuzzGraphModule posts module text as an application/mlir body, answered as JSON and
+// as MLIR: never a 5xx, an error is always a problem.
+func FuzzGraphModule(f *testing.F) {
+	s := fuzzServer(f)
+	for _, p := range []string{"../examples/graph-stablehlo-mlp.mlir", "../internal/stablehlo/testdata/corpus/regions.mlir", "../internal/stablehlo/testdata/corpus/shardy.mlir"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Add("func.func @main() {\n return\n}")
+	f.Fuzz(func(t *testing.T, module string) {
+		for _, accept := range []string{"", "application/mlir"} {
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/graph?mesh=x=2,y=2", strings.NewReader(module))
+			req.Header.Set("Content-Type", "application/mlir")
+			if accept != "" {
+				req.Header.Set("Accept", accept)
+			}
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			switch {
+			case rec.Code >= 500:
+				t.Fatalf("%d for %q: %s", rec.Code, module, rec.Body.String())
+			case rec.Code >= 400 && rec.Header().Get("Content-Type") != ProblemContentType:
+				t.Fatalf("%d without problem+json for %q", rec.Code, module)
+			}
+		}
+	})
 }
