@@ -375,10 +375,16 @@ var offsetRE = regexp.MustCompile(`^at offset (\d+)(.*)$`)
 // sdySharding parses "sharding<@mesh, [...]>" found at pos in Src; nil when it is bound
 // to a mesh without axes.
 func (b *builder) sdySharding(text string, pos int, shape []int64, what string) *sharding.Sharding {
-	if mm := meshRefRE.FindStringSubmatch(text); mm != nil {
+	if mm := meshRefRE.FindStringSubmatch(text); mm != nil && b.mesh != nil && mm[1] != b.mesh.Name {
 		for _, d := range b.imp.Module.Meshes {
 			if d.Name == mm[1] && len(d.Axes) == 0 {
-				return nil
+				// A sharding on a mesh without axes (Shardy's empty or maximal mesh)
+				// has no axes either: it keeps its open and closed dims on the
+				// function's mesh, as Shardy replaces it.
+				i := strings.Index(text, "@"+mm[1])
+				text = text[:i] + "@" + b.mesh.Name + text[i+1+len(mm[1]):]
+				pos -= len(b.mesh.Name) - len(mm[1])
+				break
 			}
 		}
 	}
@@ -635,8 +641,13 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 	if b.err != nil {
 		return
 	}
-	if op.Name == "func.call" {
+	switch {
+	case op.Name == "func.call":
 		if b.inline(e, op, operands, out) {
+			return
+		}
+	case op.Name == "sdy.named_computation" && len(op.Regions) == 1:
+		if b.inlineBody(e, op, operands, out, namedComputation(op), op.Regions[0].Args, op.Regions[0].Ops) {
 			return
 		}
 	}
@@ -775,39 +786,61 @@ func (b *builder) while(e *env, op *Op, pop *propagation.Op) {
 // recursive callees or beyond the nesting limit.
 func (b *builder) inline(e *env, op *Op, operands []string, out *[]propagation.Op) bool {
 	callee := b.funcs[calleeOf(op)]
-	if callee == nil || callee.Body == nil || slices.Contains(b.stack, callee.Name) || len(b.stack) >= b.lim.MaxDepth ||
-		len(operands) != len(op.Operands) || len(callee.Args) != len(operands) || len(op.Results) == 0 {
+	if callee == nil || callee.Body == nil || len(callee.Results) != len(op.Results) {
 		return false
 	}
-	for k, t := range op.ResultTypes {
-		if !t.Tensor || k >= len(callee.Results) {
+	return b.inlineBody(e, op, operands, out, callee.Name, callee.Args, callee.Body.Ops)
+}
+
+// namedComputation is the Shardy name of sdy.named_computation<"name">, "" when absent.
+func namedComputation(op *Op) string {
+	if name, ok := op.Attrs.Vals["name"].(string); ok {
+		return name
+	}
+	for _, p := range op.Positional {
+		if r, ok := p.v.(Raw); ok && strings.HasPrefix(r.Text, "<\"") {
+			if name, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(r.Text, "<"), ">")); err == nil {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// inlineBody imports a body (a callee's or a named computation's region) with its
+// arguments bound to operands. It returns false when the body cannot be inlined.
+func (b *builder) inlineBody(e *env, op *Op, operands []string, out *[]propagation.Op, name string, args []*Param, body []*Op) bool {
+	if name == "" || slices.Contains(b.stack, name) || len(b.stack) >= b.lim.MaxDepth ||
+		len(operands) != len(op.Operands) || len(args) != len(operands) || len(op.Results) == 0 ||
+		len(op.ResultTypes) != len(op.Results) {
+		return false
+	}
+	for _, t := range op.ResultTypes {
+		if !t.Tensor {
 			return false
 		}
 	}
-	if len(op.ResultTypes) != len(op.Results) || len(callee.Results) != len(op.Results) {
-		return false
-	}
 	first := op.Results[0]
-	ce := &env{vals: map[string]string{}, prefix: e.prefix + callee.Name + "@" + first + "/"}
-	for k, a := range callee.Args {
+	ce := &env{vals: map[string]string{}, prefix: e.prefix + name + "@" + first + "/"}
+	for k, a := range args {
 		ce.vals[a.Name] = operands[k]
 	}
-	b.stack = append(b.stack, callee.Name)
-	ret := b.ops(ce, callee.Body.Ops, out, callee.Name)
+	b.stack = append(b.stack, name)
+	ret := b.ops(ce, body, out, name)
 	b.stack = b.stack[:len(b.stack)-1]
 	if b.err != nil {
 		return true
 	}
 	if len(ret) != len(op.Results) {
-		b.errAt(op.Pos, "@%s returns %d values but the call defines %d results", callee.Name, len(ret), len(op.Results))
+		b.errAt(op.Pos, "@%s returns %d values but %s defines %d results", name, len(ret), op.Name, len(op.Results))
 		return true
 	}
 	var ids []string
-	for k, name := range op.Results {
-		id := b.define(e, name, op.ResultTypes[k])
+	for k, res := range op.Results {
+		id := b.define(e, res, op.ResultTypes[k])
 		ids = append(ids, id)
 		if ret[k] == "" {
-			b.errAt(op.Pos, "@%s returns a non-tensor value", callee.Name)
+			b.errAt(op.Pos, "@%s returns a non-tensor value", name)
 			return true
 		}
 		b.imp.opPos[id] = op.Pos

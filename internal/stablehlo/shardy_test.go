@@ -12,18 +12,20 @@ import (
 	"github.com/shardplan/shardplan/internal/propagation"
 )
 
+// shardyCase is one function of a Shardy lit test: the CHECK lines of its annotated
+// output (SSA captures written out) and text that must not appear.
+type shardyCase struct {
+	fn    string
+	check []string
+	not   []string
+}
+
 // TestShardyBasicPropagation posts functions of Shardy's basic_propagation.mlir lit
 // test (testdata/shardy_basic_propagation.mlir) through the import, propagation with
 // basic conflict resolution and no op priorities (-sdy-basic-propagate) and Annotate, and
-// checks the output against the test's CHECK lines (SSA captures written out).
+// checks the output against the test's CHECK lines.
 func TestShardyBasicPropagation(t *testing.T) {
-	src, err := os.ReadFile("testdata/shardy_basic_propagation.mlir")
-	require.NoError(t, err)
-	cases := []struct {
-		fn    string
-		check []string
-		not   []string
-	}{
+	runShardy(t, "testdata/shardy_basic_propagation.mlir", propagation.Options{ConflictResolution: propagation.Basic}, []shardyCase{
 		{"simple", []string{
 			`%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2, [{"a"}, {"b"}]>},`,
 			`%arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2, [{"a", ?}, {"b", ?}]>}, %arg2: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2, [{"b", ?}, {?}]>})`,
@@ -79,12 +81,64 @@ func TestShardyBasicPropagation(t *testing.T) {
 			`stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_4_b_2_c_2, [{"c", ?}, {"a", "b", ?}]>]>}`,
 		}, nil},
 		{"reshape_size_zero_dim", []string{`%0 = stablehlo.reshape %arg0 : (tensor<8x0xf32>)`}, []string{`stablehlo.reshape %arg0 {sdy.sharding`}},
-	}
+	})
+}
+
+// TestShardyAggressivePropagation: the same for aggressive_propagation.mlir
+// (-sdy-aggressive-propagate="propagation-strategy=aggressive": aggressive conflict
+// resolution, no op priorities).
+func TestShardyAggressivePropagation(t *testing.T) {
+	runShardy(t, "testdata/shardy_aggressive_propagation.mlir", propagation.Options{ConflictResolution: propagation.Aggressive}, []shardyCase{
+		{"fake_conflict_between_two_non_contracting_dims", []string{
+			`%arg0: tensor<256x512xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2, [{"a", ?}, {?}]>},`,
+			`%arg1: tensor<128x512xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2, [{"a", ?}, {?}]>})`,
+			`-> (tensor<256x128xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2, [{?}, {"a", ?}]>}) {`,
+			`{sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2, [{?}, {"a", ?}]>]>}`,
+		}, nil},
+		{"fake_conflict_between_contracting_and_non_contracting_dims", []string{
+			`-> (tensor<256x128xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2_c_2, [{"a", ?}, {"c", "b", ?}]>}) {`,
+			`stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [1] {sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2_c_2, [{"a", ?}, {"c", "b", ?}]>]>}`,
+		}, nil},
+		{"fake_conflict_closed_dims", []string{
+			`-> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2_c_2, [{"a", ?}, {"b", "c", ?}]>}) {`,
+			`stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2_c_2, [{"a", ?}, {"b", "c", ?}]>]>}`,
+		}, nil},
+		{"real_conflict_within_a_factor", []string{
+			`-> tensor<8x8xf32> {`,
+			`%0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>`,
+		}, nil},
+		{"real_and_fake_conflicts", []string{
+			`-> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2_c_2, [{?}, {"a", ?}]>}) {`,
+			`stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2_c_2, [{?}, {"a", ?}]>]>}`,
+		}, nil},
+		{"empty_mesh_replaced_closed_dim_respected", []string{
+			`%arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2, [{"a", ?}, {}]>})`,
+			`%0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2, [{"a", ?}, {"b", ?}]>]>}`,
+		}, nil},
+		{"real_conflict_across_factors_diff_tensors_size", []string{
+			`stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2_c_2, [{?}, {"a", "c", ?}]>]>}`,
+		}, nil},
+		{"partial_conflict_across_factors", []string{
+			`%arg1: tensor<2x4x16xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2_c_2, [{"a", "b", ?}, {?}, {?}]>})`,
+			`{sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2_c_2, [{"a", "b"}, {}, {}]>]>}`,
+		}, nil},
+		{"multiple_conflicts_across_factors", []string{
+			`%arg0: tensor<2x8x4xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2_c_2_d_2, [{"d", ?}, {"a", "b"}, {?}]>},`,
+			`%arg1: tensor<2x4x16xf32> {sdy.sharding = #sdy.sharding<@mesh_a_2_b_2_c_2_d_2, [{?}, {"d", "c"}, {"b", "a"}]>})`,
+			`{sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2_c_2_d_2, [{"d"}, {?}, {"b", "a", ?}]>]>}`,
+		}, nil},
+	})
+}
+
+func runShardy(t *testing.T, file string, opts propagation.Options, cases []shardyCase) {
+	t.Helper()
+	src, err := os.ReadFile(file)
+	require.NoError(t, err)
 	for _, tc := range cases {
 		t.Run(tc.fn, func(t *testing.T) {
 			imp, err := Read(string(src), Options{Function: tc.fn})
 			require.NoError(t, err)
-			res, err := propagation.Propagate(context.Background(), imp.Graph, imp.Mesh, propagation.Options{ConflictResolution: propagation.Basic})
+			res, err := propagation.Propagate(context.Background(), imp.Graph, imp.Mesh, opts)
 			require.NoError(t, err)
 			out := imp.Annotate(res.Shardings)
 			start := strings.Index(out, "func.func @"+tc.fn+"(")

@@ -1,6 +1,6 @@
 // sdy.sharding_constraint, custom_call with sdy.sharding_rule, GSPMD's @Sharding custom
 // call and mhlo.sharding, opaque ops (sort, optimization_barrier, a custom call without a
-// rule), a token, and an inlined call.
+// rule), a token, an inlined call and an inlined sdy.named_computation.
 sdy.mesh @mesh = <["x"=2, "y"=4], device_ids=[0, 1, 2, 3, 4, 5, 6, 7]>
 sdy.mesh @maximal_mesh = <[], device_ids=[0]>
 
@@ -15,7 +15,11 @@ func.func @pretty(%arg0: tensor<8x16xf32> {mhlo.sharding = "{devices=[2,1,4]<=[8
   }) : (tensor<8x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)
   %4 = stablehlo.optimization_barrier %3#1 : tensor<8x16xf32>
   %5 = func.call @double(%4) : (tensor<8x16xf32>) -> tensor<8x16xf32>
-  %6 = stablehlo.custom_call @flash_attention(%5) {has_side_effect = true} : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %n = sdy.named_computation<"square">(%5) (%x: tensor<8x16xf32>) {
+    %9 = stablehlo.multiply %x, %x : tensor<8x16xf32>
+    sdy.return %9 : tensor<8x16xf32>
+  } : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %6 = stablehlo.custom_call @flash_attention(%n) {has_side_effect = true} : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %7 = stablehlo.after_all %arg2 {sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, []>]>} : !stablehlo.token
   return %2, %6, %7 : tensor<8x32xf32>, tensor<8x16xf32>, !stablehlo.token
 }
@@ -31,7 +35,12 @@ func.func @generic(%arg0: tensor<8x16xf32> {mhlo.sharding = "{devices=[2,1,4]<=[
   }) : (tensor<8x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)
   %4 = "stablehlo.optimization_barrier"(%3#1) : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %5 = "func.call"(%4) <{callee = @double}> : (tensor<8x16xf32>) -> tensor<8x16xf32>
-  %6 = "stablehlo.custom_call"(%5) <{call_target_name = "flash_attention", has_side_effect = true}> : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %n = "sdy.named_computation"(%5) <{name = "square"}> ({
+  ^bb0(%x: tensor<8x16xf32>):
+    %9 = "stablehlo.multiply"(%x, %x) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+    "sdy.return"(%9) : (tensor<8x16xf32>) -> ()
+  }) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %6 = "stablehlo.custom_call"(%n) <{call_target_name = "flash_attention", has_side_effect = true}> : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %7 = "stablehlo.after_all"(%arg2) {sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, []>]>} : (!stablehlo.token) -> !stablehlo.token
   "func.return"(%2, %6, %7) : (tensor<8x32xf32>, tensor<8x16xf32>, !stablehlo.token) -> ()
 }
