@@ -152,3 +152,58 @@ func TestGraphModuleErrors(t *testing.T) {
 		})
 	}
 }
+
+// moduleGSPMD is what jax prints without Shardy: mhlo.sharding strings and no mesh, so
+// the request names the mesh.
+const moduleGSPMD = `module @jit_f attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<16x64xf32> {mhlo.layout_mode = "default", mhlo.sharding = "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"}, %arg1: tensor<64x32xf32> {mhlo.layout_mode = "default", mhlo.sharding = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"}) -> (tensor<16x32xf32> {jax.result_info = "", mhlo.layout_mode = "default"}) {
+    %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<16x64xf32>, tensor<64x32xf32>) -> tensor<16x32xf32>
+    %1 = stablehlo.custom_call @Sharding(%0) {mhlo.sharding = "{devices=[2,4]<=[8]}"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+    return %1 : tensor<16x32xf32>
+  }
+}
+`
+
+func TestGraphModuleGSPMD(t *testing.T) {
+	s := newTestServer(t, nil)
+	body, err := json.Marshal(map[string]any{"module": moduleGSPMD, "mesh": "data=2,model=4"})
+	require.NoError(t, err)
+	g := postGraph(t, s, string(body))
+	assert.Equal(t, [][]string{{"data"}, {}}, dimAxes(g.Shardings["arg0"]))
+	assert.Equal(t, [][]string{{}, {"model"}}, dimAxes(g.Shardings["arg1"]))
+	assert.Equal(t, [][]string{{"data"}, {"model"}}, dimAxes(g.Shardings["1"]), "the @Sharding custom call is a constraint")
+	assert.Equal(t, [][]string{{"data"}, {"model"}}, dimAxes(g.Shardings["result0"]))
+
+	t.Run("annotated answer declares the mesh", func(t *testing.T) {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/graph?mesh=data=2,model=4", strings.NewReader(moduleGSPMD))
+		req.Header.Set("Content-Type", "application/mlir")
+		req.Header.Set("Accept", "application/mlir")
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		out := rec.Body.String()
+		assert.Contains(t, out, "module @jit_f attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {\n  sdy.mesh @mesh = <[\"data\"=2, \"model\"=4]>\n")
+		assert.Contains(t, out, `%arg0: tensor<16x64xf32> {mhlo.layout_mode = "default", sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}`)
+		assert.Contains(t, out, `-> (tensor<16x32xf32> {jax.result_info = "", mhlo.layout_mode = "default", sdy.sharding = #sdy.sharding<@mesh, [{"data", ?}, {"model", ?}]>})`)
+	})
+	t.Run("without a mesh", func(t *testing.T) {
+		rec := do(t, s, http.MethodPost, "/v1/graph", "application/mlir", moduleGSPMD)
+		p := requireProblem(t, rec, http.StatusBadRequest, "invalid-mesh")
+		assert.Contains(t, p.Errors[0].Message, "give the request's \"mesh\"")
+	})
+	t.Run("a sharding the mesh cannot express names its line", func(t *testing.T) {
+		rec := do(t, s, http.MethodPost, "/v1/graph?mesh=data=4", "application/mlir", moduleGSPMD)
+		p := requireProblem(t, rec, http.StatusBadRequest, "invalid-module")
+		// Column 113 is the tile dim 4 (inside the mhlo.sharding string) that overflows.
+		assert.Equal(t, "line 2, column 113: sharding of argument %arg0: the tile counts multiply to more than the mesh's 4 devices", p.Errors[0].Message)
+	})
+}
+
+func TestGraphModuleSyntaxErrorMessage(t *testing.T) {
+	s := newTestServer(t, nil)
+	rec := do(t, s, http.MethodPost, "/v1/graph", "application/mlir", "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n  %0 = stablehlo.add %arg0, %arg0 : tensor<8xf32>\n  return %0 : tensor<8xf32>\n")
+	p := requireProblem(t, rec, http.StatusBadRequest, "invalid-module")
+	require.Len(t, p.Errors, 1)
+	assert.Equal(t, "module", p.Errors[0].Field)
+	assert.Equal(t, "line 4, column 1: expected '}' closing the region", p.Errors[0].Message)
+}
