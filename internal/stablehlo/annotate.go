@@ -87,15 +87,15 @@ func (imp *Import) Annotate(shardings map[string]sharding.Sharding) string {
 		if len(per) == 0 {
 			continue
 		}
-		if op.Name == "sdy.sharding_constraint" || op.Name == "sdy.reshard" {
+		if op.Name == "sdy.sharding_constraint" || op.Name == "sdy.reshard" || op.Name == "sdy.data_flow_edge" {
 			if _, _, span, ok := constraintSharding(op); ok {
-				if op.Generic {
+				if op.Generic && strings.HasPrefix(src[span.Start:span.End], "sharding") {
 					edits = append(edits, edit{span.Start, span.End, "sharding = " + text(shardings[d.ids[0]])})
 				} else {
 					edits = append(edits, edit{span.Start, span.End, per[0]})
 				}
+				continue
 			}
-			continue
 		}
 		entry := "sdy.sharding = #sdy.sharding_per_value<[" + strings.Join(per, ", ") + "]>"
 		if op.DictKeyword && op.Dict.Start == op.Dict.End {

@@ -530,6 +530,11 @@ func constraintSharding(op *Op) (text string, pos int, span Span, ok bool) {
 	if r, isRaw := op.Attrs.Vals["sharding"].(Raw); isRaw && strings.HasPrefix(r.Text, "#sdy.sharding<") {
 		return strings.TrimPrefix(r.Text, "#sdy."), op.Attrs.Pos["sharding"] + len("#sdy."), op.Attrs.KeySpan["sharding"], true
 	}
+	if r, isRaw := op.Attrs.Vals["sharding"].(Raw); isRaw && strings.HasPrefix(r.Text, "<@") {
+		// sdy.data_flow_edge %x sharding=<@mesh, [...]>
+		pos := op.Attrs.Pos["sharding"]
+		return "sharding" + r.Text, pos - len("sharding"), Span{pos, pos + len(r.Text)}, true
+	}
 	return "", 0, Span{}, false
 }
 
@@ -593,6 +598,8 @@ func kindOf(op *Op) string {
 		return "copy"
 	case "sdy.constant":
 		return "constant"
+	case "stablehlo.optimization_barrier":
+		return "barrier"
 	case "stablehlo.custom_call":
 		if _, ok := op.Attrs.Vals["sdy.sharding_rule"]; ok {
 			return "custom"
@@ -712,7 +719,20 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 		}
 		// Shardy prints "..., custom"; the rule reader takes the word without the comma.
 		pop.Rule = customRE.ReplaceAllString(strings.TrimSuffix(body, ">"), " custom")
-	case "sharding_constraint":
+	case "barrier":
+		// optimization_barrier is the identity on each operand: Shardy propagates
+		// through it (data-flow edges); one copy op per value, named by its result.
+		if len(operands) != len(results) {
+			b.errAt(op.Pos, "%s has %d operands but %d results", op.Name, len(operands), len(results))
+			return
+		}
+		b.resultShardings(op, ids)
+		for k := range results {
+			b.imp.opPos[results[k]] = op.Pos
+			*out = append(*out, propagation.Op{Name: results[k], Kind: "copy", Operands: []string{operands[k]}, Results: []string{results[k]}})
+		}
+		return
+	case "sharding_constraint", "copy":
 		if text, pos, _, ok := constraintSharding(op); ok && op.Name != "stablehlo.custom_call" && len(results) == 1 {
 			t := g.Tensors[results[0]]
 			t.Sharding = b.sdySharding(text, pos, t.Shape, "%"+results[0])

@@ -130,6 +130,53 @@ func TestShardyAggressivePropagation(t *testing.T) {
 	})
 }
 
+// TestShardyOpPriorityPropagation: the same for op_priority_propagation.mlir
+// (-sdy-op-priority-propagate: aggressive conflict resolution with the op-priority
+// schedule, DefaultOptions).
+func TestShardyOpPriorityPropagation(t *testing.T) {
+	runShardy(t, "testdata/shardy_op_priority_propagation.mlir", propagation.DefaultOptions(), []shardyCase{
+		{"element_wise_over_dot_general", []string{
+			`%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", ?}]>})`,
+			`%0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>}`,
+			`%1 = stablehlo.add %0, %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : tensor<8x8xf32>`,
+			`%2 = stablehlo.add %1, %1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : tensor<8x8xf32>`,
+		}, nil},
+		{"element_wise_over_dot_general_flipped_op_order", []string{
+			`%0 = stablehlo.add %arg0, %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a", ?}, {?}]>]>} : tensor<8x8xf32>`,
+			`%1 = stablehlo.add %arg1, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : tensor<8x8xf32>`,
+			`%2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>}`,
+		}, nil},
+		{"sharding_constraint_propagated", []string{
+			`-> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", ?}]>}) {`,
+			`%0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>}`,
+			`%2 = stablehlo.add %1, %1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : tensor<8x8xf32>`,
+			`%3 = sdy.sharding_constraint %2 <@mesh, [{?}, {"a", ?}]> : tensor<8x8xf32>`,
+		}, nil},
+		{"chained_dot_generals", []string{
+			`%arg1: tensor<8x8xf32>)`,
+			`%0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a", ?}, {?}]>]>}`,
+			`%1 = stablehlo.dot_general %0, %0, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>}`,
+			`%3 = stablehlo.add %2, %2 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : tensor<8x8xf32>`,
+		}, nil},
+		{"unknown_op", []string{
+			`%arg1: tensor<4x1x256xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}, {?}]>}, %arg2: tensor<4x1x256xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}, {?}]>})`,
+			`-> (tensor<4x3x256xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}, {?}]>}) {`,
+		}, nil},
+		{"data_flow_edge", []string{
+			`-> (tensor<32x96xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {"b", ?}]>}, tensor<32x96xf32>)`,
+			`stablehlo.add %arg0, %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a", ?}, {"b", ?}]>]>} : tensor<32x96xf32>`,
+		}, []string{`%arg1: tensor<32x96xf32> {`}},
+		{"pass_through_factor_higher_priority_than_reduction_factor", []string{
+			`%arg0: tensor<32x1024xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>},`,
+			`%0 = stablehlo.dot %arg0, %arg1, precision = [DEFAULT, DEFAULT] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a", ?}, {"b", ?}]>]>}`,
+		}, nil},
+		{"broadcast_forward_higher_priority_than_backwards", []string{
+			`%0 = stablehlo.broadcast_in_dim %arg0, dims = [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>}`,
+			`%1 = stablehlo.broadcast_in_dim %0, dims = [0, 1] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}, {?}]>]>}`,
+		}, nil},
+	})
+}
+
 func runShardy(t *testing.T, file string, opts propagation.Options, cases []shardyCase) {
 	t.Helper()
 	src, err := os.ReadFile(file)
