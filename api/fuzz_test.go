@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,13 +98,7 @@ func FuzzGraphModule(f *testing.F) {
 	f.Add("func.func @main() {\n return\n}")
 	f.Fuzz(func(t *testing.T, module string) {
 		for _, accept := range []string{"", "application/mlir"} {
-			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/graph?mesh=x=2,y=2", strings.NewReader(module))
-			req.Header.Set("Content-Type", "application/mlir")
-			if accept != "" {
-				req.Header.Set("Accept", accept)
-			}
-			rec := httptest.NewRecorder()
-			s.ServeHTTP(rec, req)
+			rec := doAccept(t, s, "/v1/graph?mesh=x=2,y=2", "application/mlir", accept, module)
 			switch {
 			case rec.Code >= 500:
 				t.Fatalf("%d for %q: %s", rec.Code, module, rec.Body.String())

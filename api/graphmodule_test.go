@@ -35,6 +35,19 @@ const moduleMLP = `module @jit_mlp attributes {mhlo.num_partitions = 8 : i32} {
 #loc3 = loc("jit(mlp)/dot_general"("/tmp/mlp.py":12:0))
 `
 
+// doAccept posts body with a Content-Type and an Accept header (none when empty).
+func doAccept(t *testing.T, h http.Handler, path, contentType, accept, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
 func moduleBody(t *testing.T, extra map[string]any) string {
 	t.Helper()
 	m := map[string]any{"module": moduleMLP}
@@ -90,11 +103,7 @@ func TestGraphModule(t *testing.T) {
 
 func TestGraphModuleAcceptMLIR(t *testing.T) {
 	s := newTestServer(t, nil)
-	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/graph", strings.NewReader(moduleMLP))
-	req.Header.Set("Content-Type", "application/mlir")
-	req.Header.Set("Accept", "application/mlir")
-	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, req)
+	rec := doAccept(t, s, "/v1/graph", "application/mlir", "application/mlir", moduleMLP)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Equal(t, "application/mlir; charset=utf-8", rec.Header().Get("Content-Type"))
 	out := rec.Body.String()
@@ -106,11 +115,7 @@ func TestGraphModuleAcceptMLIR(t *testing.T) {
 	assert.Contains(t, out, `#loc3 = loc("jit(mlp)/dot_general"("/tmp/mlp.py":12:0))`, "the rest is kept as it was")
 
 	t.Run("an op list cannot answer MLIR", func(t *testing.T) {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/graph", strings.NewReader(apiGraph))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/mlir")
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
+		rec := doAccept(t, s, "/v1/graph", "application/json", "application/mlir", apiGraph)
 		requireProblem(t, rec, http.StatusNotAcceptable, "not-acceptable")
 	})
 }
@@ -175,11 +180,7 @@ func TestGraphModuleGSPMD(t *testing.T) {
 	assert.Equal(t, [][]string{{"data"}, {"model"}}, dimAxes(g.Shardings["result0"]))
 
 	t.Run("annotated answer declares the mesh", func(t *testing.T) {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/graph?mesh=data=2,model=4", strings.NewReader(moduleGSPMD))
-		req.Header.Set("Content-Type", "application/mlir")
-		req.Header.Set("Accept", "application/mlir")
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
+		rec := doAccept(t, s, "/v1/graph?mesh=data=2,model=4", "application/mlir", "application/mlir", moduleGSPMD)
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 		out := rec.Body.String()
 		assert.Contains(t, out, "module @jit_f attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {\n  sdy.mesh @mesh = <[\"data\"=2, \"model\"=4]>\n")
