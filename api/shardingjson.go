@@ -14,7 +14,8 @@ type ShardingJSON struct {
 	Text string `json:"text" example:"sharding<@mesh, [{\"x\"}, {\"z\", \"y\", ?}p1], replicated={\"w\"}>"`
 	// Hlo is XLA's HloSharding text of the same layout (output only; also accepted as
 	// input): what XLA dumps, jax.Array.sharding and mhlo.sharding print. Unreduced axes
-	// count as replication; open flags and priorities are not part of it.
+	// are an unreduced subgroup (last_tile_dims={unreduced, ...}); open flags and
+	// priorities are not part of it.
 	Hlo string `json:"hlo" example:"{devices=[2,1,4]<=[8] last_tile_dim_replicate}"`
 	// PartitionSpec is JAX's PartitionSpec of the same layout (output only; also accepted
 	// as input); absent when a sub-axis makes it inexpressible (use text then).

@@ -1405,7 +1405,7 @@ const docTemplate = `{
                     }
                 },
                 "hlo": {
-                    "description": "Hlo is XLA's HloSharding text of the same layout (output only; also accepted as\ninput): what XLA dumps, jax.Array.sharding and mhlo.sharding print. Unreduced axes\ncount as replication; open flags and priorities are not part of it.",
+                    "description": "Hlo is XLA's HloSharding text of the same layout (output only; also accepted as\ninput): what XLA dumps, jax.Array.sharding and mhlo.sharding print. Unreduced axes\nare an unreduced subgroup (last_tile_dims={unreduced, ...}); open flags and\npriorities are not part of it.",
                     "type": "string",
                     "example": "{devices=[2,1,4]\u003c=[8] last_tile_dim_replicate}"
                 },

@@ -40,18 +40,22 @@ func axisStrides(m *Mesh) []int {
 	return st
 }
 
-// HLO prints s as XLA's HloSharding text on m: the tile count of every dim (plus the
-// replication count and last_tile_dim_replicate when devices hold copies) and the device
-// order, as an iota tile assignment ("<=[2,8,4,4]T(0,2,1,3)") on a mesh without
-// device_ids, else as an explicit id list. Unreduced and implicitly or explicitly
-// replicated axes all count as replication (HloSharding has no partial sums); open
-// flags and priorities are not part of the layout and are not printed. s must be valid
-// on m.
+// HLO prints s as XLA's HloSharding text on m: the tile count of every dim, then the
+// unreduced and the replicated device counts as subgroup dims when there are any
+// (last_tile_dims={unreduced, replicated}, or last_tile_dim_replicate alone as XLA
+// canonicalizes it), and the device order, as an iota tile assignment
+// ("<=[2,8,4,4]T(0,2,1,3)") on a mesh without device_ids, else as an explicit id list.
+// Implicitly or explicitly replicated axes are replication; open flags and priorities
+// are not part of the layout and are not printed. s must be valid on m.
 func (s Sharding) HLO(m *Mesh) string {
-	// Cut every axis at each sub-axis boundary a dim uses.
+	// Cut every axis at each sub-axis boundary a dim or the unreduced set uses.
 	cuts := make([][]int, len(m.Axes)) // per axis, ascending pre values, 1 and size included
 	for i, a := range m.Axes {
 		cuts[i] = []int{1, a.Size}
+	}
+	for _, r := range append(s.UsedAxes()[:0:0], s.Unreduced...) {
+		i := m.AxisIndex(r.Name)
+		cuts[i] = append(cuts[i], r.Pre, r.Next())
 	}
 	for _, d := range s.Dims {
 		for _, r := range d.Axes {
@@ -72,24 +76,29 @@ func (s Sharding) HLO(m *Mesh) string {
 	}
 	used := make([]bool, len(pieces))
 	var order []int
+	take := func(r AxisRef) {
+		i := m.AxisIndex(r.Name)
+		for k := range len(cuts[i]) - 1 {
+			if pre := cuts[i][k]; pre >= r.Pre && pre < r.Next() {
+				order = append(order, first[i]+k)
+				used[first[i]+k] = true
+			}
+		}
+	}
 	counts := make([]int, len(s.Dims))
 	sharded := false
 	for d, ds := range s.Dims {
 		counts[d] = 1
 		for _, r := range ds.Axes {
-			i := m.AxisIndex(r.Name)
-			for k := range len(cuts[i]) - 1 {
-				if pre := cuts[i][k]; pre >= r.Pre && pre < r.Next() {
-					order = append(order, first[i]+k)
-					used[first[i]+k] = true
-				}
-			}
+			take(r)
 			counts[d] *= r.Size
 		}
 		sharded = sharded || counts[d] > 1
 	}
-	if !sharded {
-		return "{replicated}"
+	unreduced := 1
+	for _, r := range s.Unreduced {
+		take(r)
+		unreduced *= r.Size
 	}
 	rep := 1
 	for g, pc := range pieces {
@@ -97,6 +106,18 @@ func (s Sharding) HLO(m *Mesh) string {
 			order = append(order, g)
 			rep *= pc.size
 		}
+	}
+	switch {
+	case !sharded && unreduced == 1:
+		return "{replicated}"
+	case !sharded && rep == 1:
+		return "{unreduced}"
+	}
+	if unreduced > 1 {
+		counts = append(counts, unreduced)
+	}
+	if rep > 1 {
+		counts = append(counts, rep)
 	}
 	var b strings.Builder
 	b.WriteString("{devices=[")
@@ -106,16 +127,18 @@ func (s Sharding) HLO(m *Mesh) string {
 		}
 		b.WriteString(strconv.Itoa(c))
 	}
-	if rep > 1 {
-		b.WriteString("," + strconv.Itoa(rep))
-	}
 	b.WriteByte(']')
 	if m.DeviceIDs == nil {
 		writeIota(&b, pieces, order)
 	} else {
 		writeDeviceList(&b, m, pieces, order)
 	}
-	if rep > 1 {
+	switch {
+	case unreduced > 1 && rep > 1:
+		b.WriteString(" last_tile_dims={unreduced, replicated}")
+	case unreduced > 1:
+		b.WriteString(" last_tile_dims={unreduced}")
+	case rep > 1:
 		b.WriteString(" last_tile_dim_replicate")
 	}
 	b.WriteByte('}')
@@ -199,6 +222,7 @@ const (
 	hloMaximal
 	hloManual
 	hloUnknown
+	hloUnreduced
 )
 
 // hloSpec is one parsed HloSharding, with the offsets errors point at.
@@ -219,10 +243,11 @@ type hloSpec struct {
 	subOffs   []int
 }
 
-// ParseHLO parses XLA's HloSharding text ({replicated}, {maximal device=N},
+// ParseHLO parses XLA's HloSharding text ({replicated}, {unreduced}, {maximal device=N},
 // {devices=[a,b,...]ids...} with an explicit or iota tile assignment,
-// last_tile_dim_replicate, last_tile_dims={replicated}; metadata, shard_as and
-// shard_like are ignored) and expresses it on mesh m for a tensor of the given shape
+// last_tile_dim_replicate, last_tile_dims={unreduced, replicated} (an unreduced
+// subgroup's axes become the unreduced axes); metadata, shard_as and shard_like are
+// ignored) and expresses it on mesh m for a tensor of the given shape
 // (nil: the rank is read from the tile assignment). It finds, for each tensor dim, the
 // mesh axes and sub-axes whose device order reproduces the tile assignment exactly, and
 // returns the sharding in canonical form with the replicated axes implicit. Errors are
@@ -272,6 +297,7 @@ func ParseHLOTuple(text string, m *Mesh, shapes [][]int64, field string) ([]Shar
 			specs = append(specs, sp)
 			if p.peek() == ',' {
 				p.pos++
+				p.skipIndexComment()
 				continue
 			}
 			if err := p.expect('}'); err != nil {
@@ -305,6 +331,16 @@ func ParseHLOTuple(text string, m *Mesh, shapes [][]int64, field string) ([]Shar
 		out[i] = s
 	}
 	return out, nil
+}
+
+// skipIndexComment skips the "/*index=5*/" XLA prints before every fifth tuple element.
+func (p *textParser) skipIndexComment() {
+	p.skip()
+	if strings.HasPrefix(p.s[p.pos:], "/*") {
+		if end := strings.Index(p.s[p.pos+2:], "*/"); end >= 0 {
+			p.pos += 2 + end + 2
+		}
+	}
 }
 
 // word reads an attribute name ([a-z_]+).
@@ -361,7 +397,7 @@ func (p *textParser) hloSharding(devices int) (*hloSpec, error) {
 	setKind := func(k hloKind, off int) error {
 		if sp.kind != -1 {
 			p.pos = off
-			return p.fail("a sharding has one kind (replicated, maximal, manual, unknown or devices=...); this is a second")
+			return p.fail("a sharding has one kind (replicated, unreduced, maximal, manual, unknown or devices=...); this is a second")
 		}
 		sp.kind = k
 		return nil
@@ -378,6 +414,8 @@ func (p *textParser) hloSharding(devices int) (*hloSpec, error) {
 			err = setKind(hloManual, off)
 		case "unknown":
 			err = setKind(hloUnknown, off)
+		case "unreduced":
+			err = setKind(hloUnreduced, off)
 		case "maximal":
 			err = setKind(hloMaximal, off)
 		case "device":
@@ -584,7 +622,7 @@ func (p *textParser) failAt(off int, format string, args ...any) error {
 func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, error) {
 	n := m.NumDevices()
 	switch sp.kind {
-	case hloReplicated, hloMaximal:
+	case hloReplicated, hloMaximal, hloUnreduced:
 		if sp.kind == hloMaximal {
 			if sp.device >= n {
 				return Sharding{}, p.failAt(sp.deviceOff, "device %d is not on the mesh (ids 0..%d)", sp.device, n-1)
@@ -596,15 +634,24 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 		if shape == nil {
 			return Sharding{}, p.failAt(sp.start, "the tensor's rank is unknown here; give its shape, or write the sharding as {devices=[...]...}")
 		}
-		return Replicated(len(shape)), nil
+		s := Replicated(len(shape))
+		if sp.kind == hloUnreduced { // every device holds a partial sum of the whole tensor
+			for _, a := range m.Axes {
+				if a.Size > 1 {
+					s.Unreduced = append(s.Unreduced, FullAxis(a))
+				}
+			}
+		}
+		return s, nil
 	case hloManual:
 		return Sharding{}, p.failAt(sp.start, "{manual} (a shard_map body's sharding) is not modelled: shardplan plans data placement across the mesh; give the sharding outside the shard_map")
 	case hloUnknown:
 		return Sharding{}, p.failAt(sp.start, "{unknown} says nothing about placement; give a concrete sharding")
 	}
-	subgroups := 0
+	// types lists the subgroup dims after the data dims: replicated or unreduced.
+	var types []string
 	if sp.lastRep {
-		subgroups = 1
+		types = []string{"replicated"}
 	}
 	if len(sp.subgroups) > 0 {
 		if sp.lastRep {
@@ -612,15 +659,16 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 		}
 		for k, g := range sp.subgroups {
 			switch g {
-			case "replicated":
+			case "replicated", "unreduced":
 			case "manual":
 				return Sharding{}, p.failAt(sp.subOffs[k], "manual subgroups (shard_map over some axes) are not modelled; give the sharding outside the shard_map")
 			default:
-				return Sharding{}, p.failAt(sp.subOffs[k], "unknown subgroup type %q; expected replicated or manual", g)
+				return Sharding{}, p.failAt(sp.subOffs[k], "unknown subgroup type %q; expected replicated, unreduced or manual", g)
 			}
 		}
-		subgroups = len(sp.subgroups)
+		types = sp.subgroups
 	}
+	subgroups := len(types)
 	rank := len(sp.tile) - subgroups
 	if rank < 0 {
 		return Sharding{}, p.failAt(sp.tileOffs[0], "devices=[...] has %d dims but %d replication dims are declared", len(sp.tile), subgroups)
@@ -656,7 +704,16 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 		}
 		return sp.idOffs[k]
 	}
+	if rank > len(sp.tile) {
+		rank = len(sp.tile)
+	}
+	// rep is the number of devices per data tile; sortRep the size of the trailing
+	// replicated subgroups, whose devices may come in any order.
 	rep := n / max(1, productInts(sp.tile[:rank]))
+	sortRep := 1
+	for k := len(types) - 1; k >= 0 && types[k] == "replicated"; k-- {
+		sortRep *= sp.tile[rank+k]
+	}
 	var pieces []hloPiece
 	if symbolic {
 		var ok bool
@@ -668,10 +725,10 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 		for k, id := range ids {
 			pos[k] = m.PositionOf(id)
 		}
-		// Devices holding the same tile may come in any order: sort each replica group.
+		// Replicas of a tile may come in any order: sort each group.
 		sorted := slices.Clone(pos)
-		for g := 0; g < n; g += rep {
-			slices.Sort(sorted[g : g+rep])
+		for g := 0; g < n; g += sortRep {
+			slices.Sort(sorted[g : g+sortRep])
 		}
 		var bad int
 		var why string
@@ -679,10 +736,18 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 			return Sharding{}, p.failAt(offAt(bad), "%s; no mesh axes or sub-axes reproduce this device order on mesh %s%s", why, m.String(), deviceIDsNote(m))
 		}
 	}
+	// Hand the pieces, major to minor, to the data dims, then to the subgroups (an
+	// unreduced subgroup's pieces are the unreduced axes; replicated ones are dropped).
 	s := Replicated(rank)
-	for d := range rank {
-		need := sp.tile[d]
-		for need > 1 {
+	for t, count := range sp.tile {
+		var dst *[]AxisRef
+		switch {
+		case t < rank:
+			dst = &s.Dims[t].Axes
+		case types[t-rank] == "unreduced":
+			dst = &s.Unreduced
+		}
+		for need := count; need > 1; {
 			pc := pieces[0]
 			switch {
 			case pc.size <= need && need%pc.size == 0:
@@ -693,9 +758,11 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 				pc = hloPiece{axis: pc.axis, minor: pc.minor * pieces[0].size, size: need}
 				need = 1
 			default:
-				return Sharding{}, p.failAt(sp.tileOffs[d], "tile count %d of dim %d does not fit the mesh: its devices follow %s, and %d and %d have no common split", sp.tile[d], d, pc.ref(m), pc.size, need)
+				return Sharding{}, p.failAt(sp.tileOffs[t], "tile count %d of tile dim %d does not fit the mesh: its devices follow %s, and %d and %d have no common split", count, t, pc.ref(m), pc.size, need)
 			}
-			s.Dims[d].Axes = append(s.Dims[d].Axes, pc.ref(m))
+			if dst != nil {
+				*dst = append(*dst, pc.ref(m))
+			}
 		}
 	}
 	pt := &hloPather{field: p.field, off: sp.start}
@@ -705,8 +772,10 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 	s.Canonicalize(m)
 	// Verify by tiles: every device holds the tile the HLO assigns it (the symbolic
 	// reading is exact by construction).
-	if k := tileMismatch(m, s, sp.tile[:rank], ids, rep); !symbolic && k >= 0 {
-		return Sharding{}, p.failAt(offAt(k), "device %d would hold a different tile under %s; no mesh axes reproduce this tile assignment", ids[k], s.Body())
+	if !symbolic {
+		if k := tileMismatch(m, s, sp.tile[:rank], ids, rep); k >= 0 {
+			return Sharding{}, p.failAt(offAt(k), "device %d would hold a different tile under %s; no mesh axes reproduce this tile assignment", ids[k], s.Body())
+		}
 	}
 	return s, nil
 }

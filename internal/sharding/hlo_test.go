@@ -3,6 +3,7 @@ package sharding
 import (
 	"encoding/json"
 	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,7 +51,10 @@ func TestHLOText(t *testing.T) {
 		{"X=2,Y=4", `[null,null]`, "{replicated}"},
 		{"X=2,Y=4", `["Y:(2)2","X"]`, "{devices=[2,2,2]<=[4,2]T(1,0) last_tile_dim_replicate}"},
 		{"X=2,Y=4", `[["Y:(2)2","Y:(1)2"],"X"]`, "{devices=[4,2]<=[2,2,2]T(2,1,0)}"},
-		{"X=2,Y=4", `{"dims":[{"axes":["X"]},{"axes":[]}],"unreduced":["Y"]}`, "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
+		{"X=2,Y=4", `{"dims":[{"axes":["X"]},{"axes":[]}],"unreduced":["Y"]}`, "{devices=[2,1,4]<=[8] last_tile_dims={unreduced}}"},
+		{"X=2,Y=4", `{"dims":[{"axes":[]},{"axes":[]}],"unreduced":["Y:(2)2"]}`, "{devices=[1,1,2,4]<=[4,2]T(1,0) last_tile_dims={unreduced, replicated}}"},
+		{"X=2,Y=4", `{"dims":[],"unreduced":["X", "Y"]}`, "{unreduced}"},
+		{"X=2,Y=4", `{"dims":[{"axes":["Y:(1)2"]}],"unreduced":["X"], "replicated": ["Y:(2)2"]}`, "{devices=[2,2,2]<=[2,2,2]T(1,0,2) last_tile_dims={unreduced, replicated}}"},
 		{"C=1,D=2,Y=8,X=4,T=4", `["D",["X","Y"]]`, "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}"},
 		{"C=1,D=2,Y=8,X=4,T=4", `[null,["X","T"]]`, "{devices=[1,16,16]<=[16,16]T(1,0) last_tile_dim_replicate}"},
 		{"C=1,D=2,Y=8,X=4,T=4", `[null,["D","Y","X","T"]]`, "{devices=[1,256]<=[256]}"},
@@ -88,6 +92,10 @@ func TestParseHLOForms(t *testing.T) {
 		{"size-one axis", "a=1,x=4", "{devices=[1,4]<=[4]}", `[{}, {"x"}]`, []int64{8, 8}},
 		{"shard_as ignored", "x=2", "{devices=[2]<=[2] shard_as 1}", `[{"x"}]`, []int64{8}},
 		{"uneven dim", "x=4", "{devices=[4]<=[4]}", `[{"x"}]`, []int64{3}},
+		{"unreduced", "x=2,y=4", "{unreduced}", `[{}, {}], unreduced={"x", "y"}`, []int64{8, 8}},
+		{"unreduced subgroup", "x=2,y=4", "{devices=[2,1,4]<=[8] last_tile_dims={unreduced}}", `[{"x"}, {}], unreduced={"y"}`, []int64{8, 8}},
+		{"unreduced and replicated", "x=2,y=4", "{devices=[1,2,4]<=[2,4]T(1,0) last_tile_dims={unreduced, replicated}}", `[{}], unreduced={"y":(1)2}`, []int64{8}},
+		{"unreduced in any order", "x=2,y=2", "{devices=[2,2]0,2,1,3 last_tile_dims={unreduced}}", `[{"y"}], unreduced={"x"}`, []int64{8}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,6 +191,14 @@ func TestParseHLOTuple(t *testing.T) {
 	got, err = ParseHLOTuple("{replicated}", m, shapes, "s")
 	require.NoError(t, err)
 	assert.Len(t, got, 2)
+	// XLA numbers every fifth element of a long tuple.
+	five := make([][]int64, 6)
+	for i := range five {
+		five[i] = []int64{4}
+	}
+	got, err = ParseHLOTuple("{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, /*index=5*/{devices=[4]<=[4]}}", m, five, "s")
+	require.NoError(t, err)
+	assert.Equal(t, `[{"x", "y"}]`, got[5].Body())
 	_, err = ParseHLOTuple("{{replicated}}", m, shapes, "s")
 	requireFieldError(t, err, "s", "1 elements", "2 results")
 }
@@ -202,14 +218,18 @@ func shardIndices(m *Mesh, s Sharding) [][]int {
 }
 
 // explicitHLO writes s's tile assignment as an explicit HLO device list, built straight
-// from the definition (device id -> tile index), not from the printer: tiles in row-major
-// order, the devices of a tile in id order (replicas may come in any order).
+// from the definition (device id -> tile index and partial-sum index), not from the
+// printer: tiles in row-major order, then the unreduced subgroup, the devices of a tile
+// in id order (replicas may come in any order).
 func explicitHLO(m *Mesh, s Sharding) string {
 	counts := s.ShardCounts()
+	if len(s.Unreduced) > 0 {
+		counts = append(counts, Product(s.Unreduced))
+	}
 	if len(counts) == 0 {
 		return "{replicated}"
 	}
-	idx := shardIndices(m, s)
+	idx := shardIndices(m, Sharding{Dims: append(slices.Clone(s.Dims), DimSharding{Axes: s.Unreduced})})
 	tiles := 1
 	for _, c := range counts {
 		tiles *= c
@@ -245,7 +265,12 @@ func explicitHLO(m *Mesh, s Sharding) string {
 			b.WriteString(strconv.Itoa(id))
 		}
 	}
-	if rep > 1 {
+	switch {
+	case len(s.Unreduced) > 0 && rep > 1:
+		b.WriteString(" last_tile_dims={unreduced,replicated}")
+	case len(s.Unreduced) > 0:
+		b.WriteString(" last_tile_dims={unreduced}")
+	case rep > 1:
 		b.WriteString(" last_tile_dim_replicate")
 	}
 	b.WriteByte('}')
@@ -264,6 +289,8 @@ func TestPropertyHLO(t *testing.T) {
 			got, err := ParseHLO(text, c.m, c.shape, "s")
 			require.NoError(t, err, "case %d: %s: %s", i, c, text)
 			require.Equal(t, want, shardIndices(c.m, got), "case %d: %s: %s -> %s", i, c, text, got)
+			nonTrivial := slices.DeleteFunc(slices.Clone(c.s.Unreduced), func(r AxisRef) bool { return r.Size == 1 })
+			require.True(t, refsEqual(nonTrivial, got.Unreduced), "case %d: %s: %s -> %s", i, c, text, got)
 			require.Equal(t, c.s.ShardCounts(), got.ShardCounts(), "case %d: %s", i, text)
 		}
 	}
