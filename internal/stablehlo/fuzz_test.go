@@ -68,7 +68,17 @@ func FuzzRead(f *testing.F) {
 				_ = imp.Locate(err)
 				continue
 			}
-			_ = imp.Annotate(res.Shardings)
+			// Parse, print, parse: the annotated module imports to the same graph, with
+			// the propagated shardings as its annotations.
+			out := imp.Annotate(res.Shardings)
+			again, err := Read(out, Options{Function: imp.Func.Name, Mesh: m, Limits: lim})
+			if err != nil {
+				t.Fatalf("the annotated module does not read back: %v\n%s", err, out)
+			}
+			if len(again.Graph.Tensors) != len(imp.Graph.Tensors) || len(again.Graph.Ops) != len(imp.Graph.Ops) {
+				t.Fatalf("the annotated module reads back with %d tensors and %d ops, not %d and %d\n%s",
+					len(again.Graph.Tensors), len(again.Graph.Ops), len(imp.Graph.Tensors), len(imp.Graph.Ops), out)
+			}
 		}
 	})
 }
