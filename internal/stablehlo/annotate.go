@@ -26,7 +26,9 @@ func (imp *Import) Annotate(shardings map[string]sharding.Sharding) string {
 	var edits []edit
 	text := func(s sharding.Sharding) string { return "#sdy." + s.Text(mesh.Name) }
 	inDict := func(a *Param, entry string) {
-		edits = append(edits, dictEdit(a.Attrs, a.Dict, entry)...)
+		if a.Dict.Start >= 0 { // the generic form's arg_attrs are left as they are
+			edits = append(edits, dictEdit(a.Attrs, a.Dict, entry)...)
+		}
 	}
 	// A value propagation left open and empty has no sharding: sdy_opt prints none,
 	// unless one was written (then it prints what became of it).
@@ -64,7 +66,7 @@ func (imp *Import) Annotate(shardings map[string]sharding.Sharding) string {
 					inDict(r, e)
 				}
 			}
-		} else if e, ok := outs[0]; ok {
+		} else if e, ok := outs[0]; ok && fn.ResultsStart >= 0 {
 			edits = append(edits, edit{fn.ResultsStart, fn.ResultsEnd, "(" + src[fn.ResultsStart:fn.ResultsEnd] + " {" + e + "})"})
 		}
 	}

@@ -46,7 +46,8 @@ type Param struct {
 	Type  Type
 	Attrs Attrs
 	// Dict is the span of the attribute dictionary {...}, or Dict.Start == Dict.End ==
-	// the insertion point (right after the type) when there is none.
+	// the insertion point (right after the type) when there is none; Start -1 when the
+	// text has no place for it (the generic form's arg_attrs).
 	Dict Span
 }
 
@@ -89,7 +90,12 @@ type Type struct {
 type Region struct {
 	Args []*Param
 	Ops  []*Op
+	// Start is the offset right after the region's '{'.
+	Start int
 }
+
+// funcType is a function type attribute: (args) -> results.
+type funcType struct{ Args, Results []Type }
 
 // Op is one operation, in either printed form.
 type Op struct {

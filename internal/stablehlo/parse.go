@@ -190,7 +190,67 @@ func (p *parser) topLevel(m *Module, nested bool) {
 			if op == nil && p.err == nil {
 				p.fail("unexpected %s at module level", describe(t))
 			}
+			if op != nil {
+				p.lift(m, op, 0)
+			}
 		}
+	}
+}
+
+// lift takes the module-level ops of the generic form into m: "builtin.module" (its
+// ops), "sdy.mesh" and "func.func".
+func (p *parser) lift(m *Module, op *Op, depth int) {
+	switch op.Name {
+	case "builtin.module":
+		if len(op.Regions) == 1 && depth < p.lim.MaxDepth {
+			m.BodyStart = op.Regions[0].Start
+			for _, o := range op.Regions[0].Ops {
+				p.lift(m, o, depth+1)
+			}
+		}
+	case "sdy.mesh":
+		name, _ := op.Attrs.Vals["sym_name"].(string)
+		if d, ok := op.Attrs.Vals["mesh"].(*MeshDecl); ok && name != "" {
+			d.Name, d.Pos = name, op.Pos
+			m.Meshes = append(m.Meshes, d)
+		}
+	case "func.func":
+		name, _ := op.Attrs.Vals["sym_name"].(string)
+		ft, ok := op.Attrs.Vals["function_type"].(funcType)
+		if name == "" || !ok {
+			return
+		}
+		f := &Func{Name: name, Pos: op.Pos}
+		argAttrs, _ := op.Attrs.Vals["arg_attrs"].([]any)
+		resAttrs, _ := op.Attrs.Vals["res_attrs"].([]any)
+		param := func(ty Type, attrs []any, i int, field string) *Param {
+			pa := &Param{Type: ty, Dict: Span{-1, -1}}
+			if i < len(attrs) {
+				if d, ok := attrs[i].(map[string]any); ok {
+					for k, v := range d {
+						pa.Attrs.set(k, v, op.Attrs.Pos[field], Span{-1, -1})
+					}
+				}
+			}
+			return pa
+		}
+		if len(op.Regions) == 1 && len(op.Regions[0].Ops) > 0 {
+			f.Body = op.Regions[0]
+			for i, a := range f.Body.Args {
+				pa := param(a.Type, argAttrs, i, "arg_attrs")
+				pa.Name = a.Name
+				f.Args = append(f.Args, pa)
+			}
+		} else {
+			for i, ty := range ft.Args {
+				f.Args = append(f.Args, param(ty, argAttrs, i, "arg_attrs"))
+			}
+		}
+		for i, ty := range ft.Results {
+			f.Results = append(f.Results, param(ty, resAttrs, i, "res_attrs"))
+		}
+		f.ResultsStart, f.ResultsEnd = -1, -1
+		m.Funcs = append(m.Funcs, f)
 	}
 }
 
@@ -407,7 +467,7 @@ func (p *parser) balanced() string {
 
 // region parses { [^bb0(args):] ops } and returns it.
 func (p *parser) region() *Region {
-	r := &Region{}
+	r := &Region{Start: p.tok.pos + 1}
 	if !p.expect("{") || !p.enter() {
 		return r
 	}
@@ -1085,6 +1145,10 @@ func (p *parser) valueNoSuffix(typeSuffix bool) any {
 			m := p.fields(t.text)
 			p.expect(">")
 			return m
+		case "sdy.mesh":
+			d := &MeshDecl{}
+			p.meshBody(d)
+			return d
 		case "stablehlo.conv":
 			p.advance()
 			var m any
@@ -1107,7 +1171,9 @@ func (p *parser) valueNoSuffix(typeSuffix bool) any {
 			return out
 		case "{":
 			return p.dict(nil)
-		case "<", "(":
+		case "(":
+			return p.funcTypeOrRaw()
+		case "<":
 			return Raw{p.balanced()}
 		}
 	case tIdent:
@@ -1155,6 +1221,28 @@ func (p *parser) fields(attr string) map[string]any {
 		}
 	}
 	return m
+}
+
+// funcTypeOrRaw parses "(types) -> type" or "(types) -> (types)" as a funcType, or keeps
+// any other parenthesised value as text.
+func (p *parser) funcTypeOrRaw() any {
+	save, tok := p.lx.pos, p.tok
+	text := p.balanced()
+	if p.tok.kind != tArrow {
+		return Raw{text}
+	}
+	p.lx.pos, p.tok = save, tok
+	var ft funcType
+	p.advance() // (
+	p.list(")", "the function type's inputs", func() { ft.Args = append(ft.Args, p.typ()) })
+	p.advance() // ->
+	if p.tok.is("(") {
+		p.advance()
+		p.list(")", "the function type's results", func() { ft.Results = append(ft.Results, p.typ()) })
+	} else {
+		ft.Results = append(ft.Results, p.typ())
+	}
+	return ft
 }
 
 // denseArray parses array<i64: 1, 2> (after "array").
