@@ -29,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -50,8 +51,9 @@ func main() {
 	clients := flag.Int("clients", 8, "concurrent clients")
 	seed := flag.Uint64("seed", 1, "seed of the request mix")
 	near := flag.Int64("near-bytes", 256<<10, "SHARDPLAN_CACHE_MAX_BYTES of the server under test: a small near cache sends most hits to Redis")
+	overload := flag.Int("overload", 0, "after the soak, send this many concurrent uncached 256-device plans (each ~0.1 s of CPU) and measure /healthz and a cached hit meanwhile (0: skip)")
 	flag.Parse()
-	if err := soak(*duration, *clients, *seed, *near); err != nil {
+	if err := soak(*duration, *clients, *seed, *near, *overload); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
@@ -66,9 +68,9 @@ type request struct {
 	planID             string
 }
 
-func soak(duration time.Duration, clients int, seed uint64, nearBytes int64) error {
-	if duration <= 0 || duration > 10*time.Minute || clients < 1 || clients > 256 {
-		return errors.New("want 0 < -duration <= 10m and 1 <= -clients <= 256")
+func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, overload int) error {
+	if duration <= 0 || duration > 10*time.Minute || clients < 1 || clients > 256 || overload < 0 || overload > 2000 {
+		return errors.New("want 0 < -duration <= 10m, 1 <= -clients <= 256 and 0 <= -overload <= 2000")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), duration+2*time.Minute)
 	defer cancel()
@@ -141,10 +143,107 @@ func soak(duration time.Duration, clients int, seed uint64, nearBytes int64) err
 
 	rss := peakRSS(srv.cmd.Process.Pid)
 	st.print(os.Stdout, duration, clients, faults, rss)
-	if st.wrong.Load() > 0 || st.unexpected.Load() > 0 {
-		return fmt.Errorf("%d wrong and %d unexpected answers", st.wrong.Load(), st.unexpected.Load())
+	bad := st.wrong.Load() + st.unexpected.Load()
+	if overload > 0 {
+		bad += overloadRun(ctx, srv, reqs, overload)
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d wrong or unexpected answers", bad)
 	}
 	return nil
+}
+
+// overloadRun sends n concurrent uncached plans for a 256-device mesh (issue 15: 500
+// concurrent graph requests made /healthz take 9.2 s and answers arrive after 20 s with
+// a 10 s deadline) while probing /healthz and a cached hit every 50 ms. It prints the
+// heavy answers by status, their slowest, and the probes' latencies; it returns how
+// many answers were unexpected (a probe that is not 200 with the right bytes, a heavy
+// answer other than 200 or 503).
+func overloadRun(ctx context.Context, srv *server, reqs []*request, n int) int64 {
+	var hit *request
+	for _, r := range reqs {
+		if r.status == http.StatusOK && r.path == "/v1/reshard" {
+			hit = r
+			break
+		}
+	}
+	var bad atomic.Int64
+	statuses := map[int]int{}
+	var mu sync.Mutex
+	var slowest time.Duration
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"mesh":"C=1,D=2,Y=8,X=4,T=4","shape":[%d,2048],"dtype":"f32","source":[null,["X","T"]],"target":[["D","Y","X","T"],null]}`, 4096+16*i)
+			t0 := time.Now()
+			status, _, err := do(ctx, srv.base, http.MethodPost, "/v1/reshard", []byte(body))
+			d := time.Since(t0)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				status = -1
+			}
+			statuses[status]++
+			slowest = max(slowest, d)
+			if status != http.StatusOK && status != http.StatusServiceUnavailable {
+				bad.Add(1)
+			}
+		})
+	}
+	probeCtx, stopProbes := context.WithCancel(ctx)
+	var health, hits []time.Duration
+	probes := make(chan struct{})
+	go func() {
+		defer close(probes)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-probeCtx.Done():
+				return
+			case <-tick.C:
+			}
+			t0 := time.Now()
+			status, _, err := do(probeCtx, srv.base, http.MethodGet, "/healthz", nil)
+			if probeCtx.Err() != nil {
+				return
+			}
+			health = append(health, time.Since(t0))
+			if err != nil || status != http.StatusOK {
+				bad.Add(1)
+			}
+			t0 = time.Now()
+			status, got, err := do(probeCtx, srv.base, hit.method, hit.path, hit.body)
+			if probeCtx.Err() != nil {
+				return
+			}
+			hits = append(hits, time.Since(t0))
+			if err != nil || status != http.StatusOK || !bytes.Equal(got, hit.want) {
+				bad.Add(1)
+			}
+		}
+	}()
+	wg.Wait()
+	took := time.Since(start)
+	stopProbes()
+	<-probes
+	worst := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "none"
+		}
+		slices.Sort(ds)
+		return fmt.Sprintf("p50 %s  p99 %s  max %s (%d probes)", ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)], ds[len(ds)-1], len(ds))
+	}
+	codes := slices.Sorted(maps.Keys(statuses))
+	fmt.Printf("overload: %d concurrent uncached 256-device plans, all answered in %s (slowest %s)\n", n, took.Round(time.Millisecond), slowest.Round(time.Millisecond))
+	for _, c := range codes {
+		fmt.Printf("  status %d: %d\n", c, statuses[c])
+	}
+	fmt.Printf("  /healthz     %s\n", worst(health))
+	fmt.Printf("  cached hit   %s\n", worst(hits))
+	fmt.Printf("  unexpected   %d\n", bad.Load())
+	return bad.Load()
 }
 
 // requests is the mix: every JSON request in examples/, generated reshards (new shapes:
