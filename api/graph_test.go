@@ -224,7 +224,7 @@ func TestGraphPolicy(t *testing.T) {
 			assert.Equal(t, "a", v.Tensor)
 			assert.Contains(t, v.Message, "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}")
 			require.NotEmpty(t, v.Suggested)
-			assert.Equal(t, "P('D', ('X','Y','T'))", v.Suggested[0].PartitionSpec)
+			assert.Equal(t, "P(None, ('X','Y','D'))", v.Suggested[0].PartitionSpec)
 			assert.True(t, p.Plan.Summary.FullRematerialization)
 			assert.True(t, p.Plan.Summary.XLAFallback)
 			require.Len(t, p.Plan.Collectives, 1)

@@ -89,8 +89,15 @@ type SummaryJSON struct {
 	BytesPerDevice           int64   `json:"bytes_per_device"`
 	LowerBoundBytesPerDevice int64   `json:"lower_bound_bytes_per_device"`
 	Efficiency               float64 `json:"efficiency"`
-	PeakBytesPerDevice       int64   `json:"peak_bytes_per_device"`
-	FullRematerialization    bool    `json:"full_rematerialization"`
+	// TimeLowerBoundUS is the least time any schedule can take on the cost model's links
+	// to move the data this reshard must move (the busiest device's missing bytes over
+	// all it can receive at once, or the data a half of a torus axis needs over the
+	// links into it, plus partial-sum reductions, plus one step's latency); 0 when the
+	// model does not describe its links. TimeEfficiency is time_lower_bound_us / time_us.
+	TimeLowerBoundUS      float64 `json:"time_lower_bound_us"`
+	TimeEfficiency        float64 `json:"time_efficiency"`
+	PeakBytesPerDevice    int64   `json:"peak_bytes_per_device"`
+	FullRematerialization bool    `json:"full_rematerialization"`
 	// XLAFallback (strategy xla) is true when XLA's last-resort path runs and logs its
 	// "Involuntary full rematerialization" warning, also when it only replicates within
 	// device groups (full_rematerialization then stays false). The policy fires on both.
@@ -506,7 +513,8 @@ func summaryJSON(p *planner.Plan, model cost.Model) SummaryJSON {
 	return SummaryJSON{
 		Strategy: string(sum.Strategy), CostModel: model.Name(), Collectives: sum.Collectives, TimeUS: sum.TimeUS,
 		BytesPerDevice: sum.BytesPerDevice, LowerBoundBytesPerDevice: sum.LowerBoundBytesPerDevice,
-		Efficiency: sum.Efficiency, PeakBytesPerDevice: sum.PeakBytesPerDevice,
+		Efficiency: sum.Efficiency, TimeLowerBoundUS: sum.TimeLowerBoundUS, TimeEfficiency: sum.TimeEfficiency,
+		PeakBytesPerDevice:    sum.PeakBytesPerDevice,
 		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: sum.Candidates,
 	}
 }

@@ -1589,6 +1589,13 @@ const docTemplate = `{
                     "type": "string",
                     "example": "optimal"
                 },
+                "time_efficiency": {
+                    "type": "number"
+                },
+                "time_lower_bound_us": {
+                    "description": "TimeLowerBoundUS is the least time any schedule can take on the cost model's links\nto move the data this reshard must move (the busiest device's missing bytes over\nall it can receive at once, or the data a half of a torus axis needs over the\nlinks into it, plus partial-sum reductions, plus one step's latency); 0 when the\nmodel does not describe its links. TimeEfficiency is time_lower_bound_us / time_us.",
+                    "type": "number"
+                },
                 "time_us": {
                     "type": "number"
                 },

@@ -60,8 +60,9 @@ var exampleCases = []exampleCase{
 	}},
 	{"reshard-seed003-case4-optimal.json", 200, map[string]any{
 		"summary.full_rematerialization":       false,
-		"summary.bytes_per_device":             65536.0,
+		"summary.bytes_per_device":             262144.0,
 		"summary.lower_bound_bytes_per_device": 65536.0,
+		"steps.0.op":                           "all_to_all",
 	}},
 	{"ci-gate-xla-case4.json", 422, map[string]any{
 		"type":                                   "https://shardplan.dev/problems/policy-violation",
@@ -69,7 +70,7 @@ var exampleCases = []exampleCase{
 		"plan.summary.full_rematerialization":    true,
 		"plan.summary.bytes_per_device":          16515072.0,
 		"plan.source_hlo":                        "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}",
-		"suggested_constraints.0.partition_spec": "P('D', ('X','Y','T'))",
+		"suggested_constraints.0.partition_spec": "P(None, ('X','Y','D'))",
 	}},
 	// The fix: the suggested constraint splits the reshard into two hops XLA handles.
 	{"ci-gate-xla-case4-hop1.json", 200, map[string]any{"summary.xla_fallback": nil, "summary.full_rematerialization": false}},
@@ -85,7 +86,9 @@ var exampleCases = []exampleCase{
 	{"reshard-h100-keeps-nvlink.json", 200, map[string]any{
 		"steps.0.op": "all_to_all", "steps.0.link": "nvlink", "steps.1.op": "slice", "summary.cost_model": "h100",
 	}},
-	{"reshard-custom-cost-model.json", 200, map[string]any{"summary.cost_model": "h100+custom", "steps.1.link": "ib"}},
+	// Every axis on InfiniBand: bytes are what costs, so the one exchange that moves only
+	// the lower bound wins.
+	{"reshard-custom-cost-model.json", 200, map[string]any{"summary.cost_model": "h100+custom", "steps.#": 1, "steps.0.op": "all_to_all_v", "steps.0.link": "ib", "summary.efficiency": 1.0}},
 	{"graph-api-example.json", 200, map[string]any{
 		"shardings.y.dims.0.axes": []any{"data"}, "shardings.y.dims.1.axes": []any{"model"},
 		"collectives.#": 0, "explain.y.0.from": "x dim 0 through mm (factor i)",
@@ -107,7 +110,7 @@ var exampleCases = []exampleCase{
 	}},
 	{"graph-ci-gate.json", 422, map[string]any{
 		"violations.0.op_name": "constrain", "violations.0.tensor": "a",
-		"violations.0.suggested_constraints.0.partition_spec": "P('D', ('X','Y','T'))",
+		"violations.0.suggested_constraints.0.partition_spec": "P(None, ('X','Y','D'))",
 		"plan.summary.full_rematerialization":                 true,
 	}},
 }

@@ -237,6 +237,7 @@ type part struct {
 	topo  topology // ringBidi, ringUni, line or switched
 	n     int
 	bw    float64
+	hop   int // physical hops per step: the sub-axis stride on a ring, 1 on a switch
 }
 
 // level is the run of parts on one link class.
@@ -269,7 +270,7 @@ func (f *Fabric) parts(c *Collective, dst []part) []part {
 		}
 		class := f.classOf(c.Mesh, r.Name, minor, r.Size)
 		l := &f.links[class]
-		p := part{class: class, topo: l.topo, n: r.Size, bw: l.bw}
+		p := part{class: class, topo: l.topo, n: r.Size, bw: l.bw, hop: 1}
 		if p.topo == torus {
 			p.topo = line
 			if f.wraps(c.Mesh, class, l.wrap, of) {
@@ -278,6 +279,7 @@ func (f *Fabric) parts(c *Collective, dst []part) []part {
 		}
 		if p.topo != switched {
 			p.bw /= float64(minor)
+			p.hop = minor
 			if pre > 1 && p.topo == ringBidi {
 				p.topo = line
 			}
@@ -478,12 +480,13 @@ func agLevel(ps []part, l level, v float64) (steps, t float64) {
 	return steps, t
 }
 
-// ringSteps is H of B.1 for an all-gather on one ring axis.
+// ringSteps is H of B.1 for an all-gather on one ring axis, in physical hops: a strided
+// sub-axis' every step crosses its stride in links.
 func ringSteps(p part) int {
 	if p.topo == ringBidi {
-		return p.n / 2
+		return p.n / 2 * p.hop
 	}
-	return p.n - 1
+	return (p.n - 1) * p.hop
 }
 
 // a2a1D is the bandwidth time of an all-to-all of v bytes over one axis (B.1).
@@ -541,7 +544,10 @@ func p2pLevel(ps []part, l level, v float64, d int, many bool) (steps, t float64
 func distance(ps []part, d int) int {
 	if len(ps) == 1 && ps[0].topo == ringBidi {
 		dd := d % ps[0].n
-		return max(min(dd, ps[0].n-dd), 1)
+		return max(min(dd, ps[0].n-dd), 1) * ps[0].hop
+	}
+	if len(ps) == 1 && ps[0].topo != switched {
+		return min(max(d, 1), ps[0].n-1) * ps[0].hop
 	}
 	diam := 0
 	for _, p := range ps {
@@ -550,15 +556,15 @@ func distance(ps []part, d int) int {
 	return min(d, diam)
 }
 
-// diameter is the largest distance in steps along one axis.
+// diameter is the largest distance in physical hops along one axis.
 func diameter(p part) int {
 	switch p.topo {
 	case ringBidi:
-		return p.n / 2
+		return p.n / 2 * p.hop
 	case switched:
 		return 1
 	}
-	return p.n - 1
+	return (p.n - 1) * p.hop
 }
 
 // mulSat multiplies positive ints, saturating at math.MaxInt32 (far above any mesh), so

@@ -66,39 +66,207 @@ func LowerBoundBetween(r *Request, from, to sharding.Sharding) int64 {
 	m := r.Mesh
 	lf := sharding.NewLayout(m, r.Shape, from)
 	lt := sharding.NewLayout(m, r.Shape, to)
-	usedAxis := make([]bool, len(m.Axes))
-	for _, s := range []sharding.Sharding{from, to} {
+	var worst int64
+	eachUsedCoords(m, usedAxes(m, from, to), func(coords []int) {
+		tgt, both := int64(1), int64(1)
+		for d := range r.Shape {
+			ts, te := lt.Range(d, lt.ShardIndex(d, coords))
+			ss, se := lf.Range(d, lf.ShardIndex(d, coords))
+			tgt *= te - ts
+			both *= max(0, min(te, se)-max(ts, ss))
+		}
+		worst = max(worst, tgt-both)
+	})
+	return sharding.BufferBytes(worst, r.ElemBits)
+}
+
+// usedAxes marks the mesh axes some sharding's dims use.
+func usedAxes(m *sharding.Mesh, ss ...sharding.Sharding) []bool {
+	used := make([]bool, len(m.Axes))
+	for _, s := range ss {
 		for _, d := range s.Dims {
 			for _, a := range d.Axes {
-				usedAxis[m.AxisIndex(a.Name)] = true
+				used[m.AxisIndex(a.Name)] = true
 			}
 		}
 	}
+	return used
+}
+
+// eachUsedCoords calls fn with every combination of coordinates on the used axes (the
+// others 0); coords is valid during the call only.
+func eachUsedCoords(m *sharding.Mesh, used []bool, fn func(coords []int)) {
 	coords := make([]int, len(m.Axes))
-	var worst int64
 	var rec func(i int)
 	rec = func(i int) {
 		if i == len(m.Axes) {
-			tgt, both := int64(1), int64(1)
-			for d := range r.Shape {
-				ts, te := lt.Range(d, lt.ShardIndex(d, coords))
-				ss, se := lf.Range(d, lf.ShardIndex(d, coords))
-				tgt *= te - ts
-				both *= max(0, min(te, se)-max(ts, ss))
-			}
-			worst = max(worst, tgt-both)
+			fn(coords)
 			return
 		}
-		if !usedAxis[i] {
+		if !used[i] {
 			coords[i] = 0
 			rec(i + 1)
 			return
 		}
-		for c := 0; c < m.Axes[i].Size; c++ {
+		for c := range m.Axes[i].Size {
 			coords[i] = c
 			rec(i + 1)
 		}
 	}
 	rec(0)
-	return sharding.BufferBytes(worst, r.ElemBits)
+}
+
+// timeBounder is implemented by cost models that know their links (cost.Fabric).
+type timeBounder interface {
+	PeakDeviceIngress(*sharding.Mesh) float64
+	HalfCut(*sharding.Mesh, int) (float64, bool)
+	MinLatency(*sharding.Mesh) float64
+	Combine(lat, bw float64) float64
+}
+
+// cutBoundDevices caps the coordinates the cut bound enumerates (the product of the
+// sizes of the axes the shardings use); above it the time bound is the injection bound
+// alone (still a bound, less tight).
+const cutBoundDevices = 4096
+
+// TimeLowerBound is the least time, in µs, any schedule can take on r's model to move
+// the data r's reshard must move (API.md summary.time_lower_bound_us): the busiest
+// device's missing bytes over everything that can flow into one device, or, on each
+// torus axis, the distinct data one half of the ring needs and does not hold over the
+// links that cross into it, whichever is larger; plus the partial sums' reduction bytes
+// over the device's ingress; plus the least per-step latency when anything moves. ok is
+// false for models that do not describe their links.
+func TimeLowerBound(r *Request) (float64, bool) {
+	between := LowerBoundBetween(r, r.Source, r.Target)
+	return timeLowerBound(r, between, lowerBoundWith(r, between))
+}
+
+func timeLowerBound(r *Request, between, total int64) (float64, bool) {
+	tb, ok := r.Model.(timeBounder)
+	if !ok {
+		return 0, false
+	}
+	m := r.Mesh
+	peak := tb.PeakDeviceIngress(m)
+	if peak <= 0 {
+		return 0, false
+	}
+	bw := float64(between) / peak
+	if between > 0 {
+		for i := range m.Axes {
+			cut, ok := tb.HalfCut(m, i)
+			if !ok || cut <= 0 {
+				continue
+			}
+			lo, hi, ok := cutNeeds(r, i)
+			if !ok {
+				break
+			}
+			bw = max(bw, float64(max(lo, hi))/cut)
+		}
+	}
+	bw += float64(total-between) / peak
+	if bw <= 0 {
+		return 0, true
+	}
+	return tb.Combine(tb.MinLatency(m), bw), true
+}
+
+// cutNeeds is, for the halves [0, n/2) and [n/2, n) of mesh axis i, the bytes of target
+// data the devices of each half need and no device of that half holds in the source
+// (each distinct target tile counted once: inside a half it can be forwarded). ok is
+// false past cutBoundDevices.
+func cutNeeds(r *Request, axis int) (lo, hi int64, ok bool) {
+	m := r.Mesh
+	from, to := r.Source, r.Target
+	lf := sharding.NewLayout(m, r.Shape, from)
+	lt := sharding.NewLayout(m, r.Shape, to)
+	used := usedAxes(m, from, to)
+	if !used[axis] {
+		return 0, 0, true // both shardings replicate along it: each half holds everything it needs
+	}
+	combos := 1
+	for i, u := range used {
+		if u {
+			combos *= m.Axes[i].Size
+		}
+	}
+	if combos > cutBoundDevices {
+		return 0, 0, false
+	}
+	rank := len(r.Shape)
+	type side struct {
+		held   map[string]bool
+		needed map[string][]int
+	}
+	sides := [2]side{{map[string]bool{}, map[string][]int{}}, {map[string]bool{}, map[string][]int{}}}
+	key := func(idx []int) string {
+		b := make([]byte, 0, 4*len(idx))
+		for _, v := range idx {
+			b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+		}
+		return string(b)
+	}
+	half := m.Axes[axis].Size / 2
+	eachUsedCoords(m, used, func(coords []int) {
+		si, ti := make([]int, rank), make([]int, rank)
+		for d := range rank {
+			si[d] = lf.ShardIndex(d, coords)
+			ti[d] = lt.ShardIndex(d, coords)
+		}
+		sd := &sides[0]
+		if coords[axis] >= half {
+			sd = &sides[1]
+		}
+		sd.held[key(si)] = true
+		sd.needed[key(ti)] = ti
+	})
+	var need [2]int64
+	sIdx := make([]int, rank)
+	l, h := make([]int, rank), make([]int, rank)
+	for k, sd := range sides {
+		var elems int64
+		for _, ti := range sd.needed {
+			size := int64(1)
+			for d := range rank {
+				s, e := lt.Range(d, ti[d])
+				size *= max(0, e-s)
+				if e > s {
+					l[d], h[d] = int(s/lf.Tile[d]), int((e-1)/lf.Tile[d])
+				} else {
+					l[d], h[d] = 0, -1
+				}
+			}
+			if size == 0 {
+				continue
+			}
+			have := int64(0)
+			copy(sIdx, l)
+			for {
+				if sd.held[key(sIdx)] {
+					ov := int64(1)
+					for d := range rank {
+						ts, te := lt.Range(d, ti[d])
+						ss, se := lf.Range(d, sIdx[d])
+						ov *= max(0, min(te, se)-max(ts, ss))
+					}
+					have += ov
+				}
+				d := rank - 1
+				for ; d >= 0; d-- {
+					sIdx[d]++
+					if sIdx[d] <= h[d] {
+						break
+					}
+					sIdx[d] = l[d]
+				}
+				if d < 0 {
+					break
+				}
+			}
+			elems += size - have
+		}
+		need[k] = sharding.BufferBytes(elems, r.ElemBits)
+	}
+	return need[0], need[1], true
 }

@@ -139,6 +139,11 @@ func newBound(sp *space, r *Request, goal state) *bound {
 			est = min(est, r.Model.Estimate(c).TimeUS)
 		}
 	}
+	if pi, ok := r.Model.(interface{ PeakIngress(*sharding.Mesh) float64 }); ok {
+		// Point-to-point steps are priced by their traffic, which may use every link
+		// into a device at once (cost.Router): the bytes bound must allow for that.
+		inj = max(inj, pi.PeakIngress(r.Mesh))
+	}
 	switch {
 	case isLB:
 		b.perByte, b.latMin = 1/inj, max(lat, 0)

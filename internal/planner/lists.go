@@ -1,6 +1,9 @@
 package planner
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -20,9 +23,31 @@ type Transfer struct {
 
 // Pairs lists, for a collective_permute between before and after (equal shard counts
 // per dim), the [from, to] device pairs: every device receives its new tile from one
-// holder, holders keep their own tile when they need it, and no device sends twice.
+// holder ([id, id] when it holds it already), and no device sends twice. The holders
+// are the pattern's (pattern.go), so these are the transfers the cost model routes.
 // Cost: O(devices x rank).
 func Pairs(m *sharding.Mesh, shape []int64, before, after sharding.Sharding) [][2]int {
+	sp, ok := newSpace(m, shape, 8, before, after)
+	if !ok {
+		return pairsByScan(m, shape, before, after)
+	}
+	p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), true, 1)
+	p.withOwn = true
+	out := make([][2]int, 0, m.NumDevices())
+	p.eachDevice(func(from, to int, _ int64) bool {
+		if p.curMine {
+			from = to
+		}
+		out = append(out, [2]int{m.DeviceAt(from), m.DeviceAt(to)})
+		return true
+	})
+	slices.SortFunc(out, func(a, b [2]int) int { return cmp.Compare(a[1], b[1]) })
+	return out
+}
+
+// pairsByScan is Pairs for shardings that fit no common atom space: holders in device
+// order, each sending once.
+func pairsByScan(m *sharding.Mesh, shape []int64, before, after sharding.Sharding) [][2]int {
 	lb := sharding.NewLayout(m, shape, before)
 	la := sharding.NewLayout(m, shape, after)
 	n := m.NumDevices()
@@ -81,11 +106,51 @@ func Pairs(m *sharding.Mesh, shape []int64, before, after sharding.Sharding) [][
 
 // Transfers lists, for every device, where each part of its tile in `after` comes from:
 // the part it holds in `before` stays (not listed); every other part comes from one
-// holder of the source tile that contains it (the holder with the receiver's coordinates
-// on the axes `before` replicates, so traffic spreads over replicas). Ranges are global;
-// SourceLocal and TargetLocal are the same data in the sender's and receiver's buffers.
+// holder of the source tile that contains it, chosen as the pattern does (pattern.go:
+// replicas spread the load), so these are the transfers the cost model routes. Ranges
+// are global; SourceLocal and TargetLocal are the same data in the sender's and
+// receiver's buffers. Sorted by receiver, then by range.
 // Cost: O(devices x source tiles intersecting a target tile x rank).
 func Transfers(m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) []Transfer {
+	sp, ok := newSpace(m, shape, elemBits, before, after)
+	if !ok {
+		return transfersByHolder(m, shape, elemBits, before, after)
+	}
+	lb := sharding.NewLayout(m, shape, before)
+	la := sharding.NewLayout(m, shape, after)
+	rank := len(shape)
+	p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), false, 0)
+	var out []Transfer
+	p.eachDevice(func(from, to int, bytes int64) bool {
+		t := Transfer{From: m.DeviceAt(from), To: m.DeviceAt(to), Bytes: bytes, Ranges: make(Range, rank), SourceLocal: make(Range, rank), TargetLocal: make(Range, rank)}
+		for d := range rank {
+			ss, se := lb.Range(d, int(p.curS[d]))
+			ts, te := la.Range(d, int(p.curT[d]))
+			s, e := max(ss, ts), min(se, te)
+			t.Ranges[d] = [2]int64{s, e}
+			t.SourceLocal[d] = [2]int64{s - ss, e - ss}
+			t.TargetLocal[d] = [2]int64{s - ts, e - ts}
+		}
+		out = append(out, t)
+		return true
+	})
+	slices.SortFunc(out, func(a, b Transfer) int {
+		if c := cmp.Compare(a.To, b.To); c != 0 {
+			return c
+		}
+		for d := range a.Ranges {
+			if c := cmp.Compare(a.Ranges[d][0], b.Ranges[d][0]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	return out
+}
+
+// transfersByHolder is Transfers for shardings that fit no common atom space: the
+// holder with the receiver's coordinates on the axes `before` replicates.
+func transfersByHolder(m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) []Transfer {
 	lb := sharding.NewLayout(m, shape, before)
 	la := sharding.NewLayout(m, shape, after)
 	rank := len(shape)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -56,10 +57,13 @@ type Request struct {
 
 	// noHeuristic makes the search plain Dijkstra (tests compare it with A*).
 	noHeuristic bool
+	// fullSearch lifts the goal-directed move restriction (tests measure what it
+	// costs).
+	fullSearch bool
 }
 
 // DefaultMaxExpansions bounds the number of states the search expands.
-const DefaultMaxExpansions = 20000
+const DefaultMaxExpansions = 2000
 
 // Step is one step of a plan. Field use by op follows API.md.
 type Step struct {
@@ -88,10 +92,15 @@ type Summary struct {
 	BytesPerDevice           int64
 	LowerBoundBytesPerDevice int64
 	Efficiency               float64
-	PeakBytesPerDevice       int64
-	FullRematerialization    bool
-	SearchExpansions         int
-	Candidates               []Candidate
+	// TimeLowerBoundUS is the least time any schedule takes on the model's links to move
+	// the data (TimeLowerBound; 0 when the model does not describe its links), and
+	// TimeEfficiency is TimeLowerBoundUS / TimeUS (1 for a plan that moves nothing).
+	TimeLowerBoundUS      float64
+	TimeEfficiency        float64
+	PeakBytesPerDevice    int64
+	FullRematerialization bool
+	SearchExpansions      int
+	Candidates            []Candidate
 }
 
 // Candidate is a plan the planner priced and compared.
@@ -171,11 +180,25 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			pre = append(pre, mv)
 			start = mv.after
 		}
-		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced)
+		// A greedy plan first: its cost bounds the search, and it stands in when the
+		// search runs out of budget.
+		ub := math.Inf(1)
+		if greedy := sp.construct(r, start, goal); greedy != nil {
+			ub = sp.planCost(r, greedy) // move by move, as the search counts
+			greedy = mergeMoves(sp, r, greedy)
+			gp := &Plan{Request: r, sp: sp}
+			gp.Steps = sp.steps(r, append(slices.Clone(pre), greedy...))
+			cands = append(cands, gp.named("greedy"))
+		}
+		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub)
 		if err != nil {
 			return nil, err
 		}
 		p.Summary.SearchExpansions = expansions
+		for i := range pre {
+			sp.price(r, &pre[i])
+			sp.searchCost += pre[i].est.TimeUS
+		}
 		if found {
 			sc := &Plan{Request: r, sp: sp}
 			sc.Steps = sp.steps(r, append(pre, moves...))
@@ -211,7 +234,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	}
 	best := pickBest(cands)
 	best.Summary.SearchExpansions = p.Summary.SearchExpansions
-	best.finish(lb)
+	best.finish(between, lb)
 	for _, c := range cands {
 		c.finishTotals()
 		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
@@ -251,27 +274,33 @@ func better(a, b *Plan) bool {
 	if a.Summary.TimeUS > b.Summary.TimeUS+eps {
 		return false
 	}
+	// At equal time: fewer collectives, fewer steps, then standard collectives over
+	// collective_permute over all_to_all_v (every backend runs the standard ones, and they
+	// are what XLA and Shardy emit).
 	if a.Summary.Collectives != b.Summary.Collectives {
 		return a.Summary.Collectives < b.Summary.Collectives
-	}
-	// At equal time, a schedule of standard collectives beats the point-to-point one:
-	// every backend runs them, and they are what XLA and Shardy emit.
-	if av, bv := a.usesP2P(), b.usesP2P(); av != bv {
-		return !av
 	}
 	if len(a.Steps) != len(b.Steps) {
 		return len(a.Steps) < len(b.Steps)
 	}
+	if ar, br := a.p2pRank(), b.p2pRank(); ar != br {
+		return ar < br
+	}
 	return a.Summary.BytesPerDevice < b.Summary.BytesPerDevice
 }
 
-func (p *Plan) usesP2P() bool {
+// p2pRank is 2 when p uses all_to_all_v, 1 when it uses collective_permute, else 0.
+func (p *Plan) p2pRank() int {
+	rank := 0
 	for _, s := range p.Steps {
-		if s.Op == OpAllToAllV {
-			return true
+		switch s.Op {
+		case OpAllToAllV:
+			return 2
+		case OpCollectivePermute:
+			rank = 1
 		}
 	}
-	return false
+	return rank
 }
 
 func (p *Plan) named(n string) *Plan { p.name = n; return p }
@@ -298,17 +327,18 @@ func (p *Plan) finishTotals() {
 	}
 }
 
-func (p *Plan) finish(lb int64) {
+func (p *Plan) finish(between, lb int64) {
 	p.finishTotals()
 	s := &p.Summary
 	s.LowerBoundBytesPerDevice = lb
-	switch {
-	case s.BytesPerDevice == 0 && lb == 0:
-		s.Efficiency = 1
-	case s.BytesPerDevice == 0:
-		s.Efficiency = 1
-	default:
+	s.Efficiency = 1
+	if s.BytesPerDevice > 0 {
 		s.Efficiency = float64(lb) / float64(s.BytesPerDevice)
+	}
+	s.TimeLowerBoundUS, _ = timeLowerBound(p.Request, between, lb)
+	s.TimeEfficiency = 1
+	if s.TimeUS > 0 {
+		s.TimeEfficiency = s.TimeLowerBoundUS / s.TimeUS
 	}
 }
 

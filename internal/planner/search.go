@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"slices"
 
 	"github.com/shardplan/shardplan/internal/cost"
@@ -51,6 +52,10 @@ type node[K comparable] struct {
 	prev      int32
 	op        Op
 	dim, dim2 int16
+	// lazy marks a collective_permute edge priced optimistically (searcher.permLB); its
+	// exact price is computed when the node is popped (in: the parent's input bytes).
+	lazy bool
+	in   int64
 }
 
 // openQueue is a binary heap of node indices ordered by (f, steps).
@@ -111,16 +116,52 @@ type seen struct{ g, h float64 }
 // search finds the cheapest schedule from start to goal over slice, all_gather,
 // all_to_all and collective_permute moves. It returns the moves, the number of
 // expansions, and whether the goal was reached within the budget.
-func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef) ([]move, int, bool, error) {
+//
+// ub is the cost of a plan already known (math.Inf(1): none): states whose cost plus
+// heuristic exceeds it cannot lead to a cheaper plan and are not pushed.
+func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64) ([]move, int, bool, error) {
 	if start.equal(goal) {
 		return nil, 0, true, nil
 	}
 	s := newSearcher(sp, r, start, goal, unr)
-	if packable(sp, len(goal)) {
-		return runSearch(ctx, s, start, func(st state) packedKey { return packKey(st) })
+	run := func(budget int) ([]move, int, bool, error) {
+		s.budget = budget
+		if packable(sp, len(goal)) {
+			return runSearch(ctx, s, start, func(st state) packedKey { return packKey(st) })
+		}
+		return runSearch(ctx, s, start, func(st state) string { return st.key() })
 	}
-	return runSearch(ctx, s, start, func(st state) string { return st.key() })
+	// First a weighted pass (f = g + w·h) on a small budget: it reaches the goal in few
+	// expansions, and its plan, at most w times the optimum, bounds the exact pass.
+	var first []move
+	var firstG float64
+	spent := 0
+	if s.h != nil && !r.noHeuristic && r.MaxExpansions >= 64 {
+		s.weight, s.ub = weightedPassWeight, math.Inf(1)
+		mv, n, found, err := run(r.MaxExpansions / 4)
+		if err != nil {
+			return nil, n, false, err
+		}
+		spent = n
+		if found {
+			if s.goalG < ub { // search costs (move by move), as the exact pass counts
+				ub, first, firstG = s.goalG, mv, s.goalG
+			}
+		}
+	}
+	s.weight, s.ub, s.capped = 1, ub*(1+1e-9), false
+	mv, n, found, err := run(r.MaxExpansions)
+	sp.searchExact = !s.capped
+	if err != nil || found {
+		sp.searchCost = s.goalG
+		return mv, spent + n, found, err
+	}
+	sp.searchCost = firstG
+	return first, spent + n, first != nil, nil
 }
+
+// weightedPassWeight is w of the search's first pass.
+const weightedPassWeight = 4
 
 // runSearch is the search loop over a state key type K: packedKey when every state fits
 // one (no allocation per lookup), the string key otherwise.
@@ -141,10 +182,28 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 	for len(q.idx) > 0 {
 		ni := q.pop()
 		n := q.nodes[ni]
+		if n.lazy {
+			// Lazy A*: the edge was priced from below; price it now. best only ever
+			// holds exact costs, so no path was discarded on an optimistic price.
+			parent := &q.nodes[n.prev]
+			g := parent.g + s.price(n.op, 0, n.in, parent.st, n.st)
+			if b, ok := best[n.key]; ok && b.g <= g {
+				continue
+			}
+			h := n.f - n.g
+			best[n.key] = seen{g, h}
+			if g+h > s.ub {
+				continue
+			}
+			q.nodes = append(q.nodes, node[K]{st: n.st, key: n.key, g: g, f: g + h, steps: n.steps, prev: n.prev, op: n.op, dim: n.dim, dim2: n.dim2})
+			q.push(int32(len(q.nodes) - 1))
+			continue
+		}
 		if b := best[n.key]; b.g < n.g {
 			continue // a cheaper path to this state was pushed after this one
 		}
 		if n.key == goalKey {
+			s.goalG = n.g
 			var mv []move
 			for x := ni; q.nodes[x].prev >= 0; x = q.nodes[x].prev {
 				mv = append(mv, s.moveOf(q.nodes[q.nodes[x].prev].st, &q.nodes[x].st, q.nodes[x].op, int(q.nodes[x].dim), int(q.nodes[x].dim2)))
@@ -153,7 +212,8 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 			return mergeMoves(sp, r, mv), expansions, true, nil
 		}
 		expansions++
-		if expansions > r.MaxExpansions {
+		if expansions > s.budget {
+			s.capped = true
 			break
 		}
 		if expansions%256 == 0 {
@@ -162,7 +222,13 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 			}
 		}
 		s.expand(n.st, func(nx state, op Op, dim, dim2 int, group uint64) {
-			g := n.g + s.price(op, group, s.inBytes)
+			lazy := op == OpCollectivePermute && s.routed
+			var g float64
+			if lazy {
+				g = n.g + s.permLB(s.inBytes)
+			} else {
+				g = n.g + s.price(op, group, s.inBytes, n.st, nx)
+			}
 			k := keyOf(nx)
 			old, ok := best[k]
 			if ok && old.g <= g {
@@ -174,6 +240,17 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 			h := old.h
 			if !ok {
 				h = s.heuristic(nx)
+			}
+			if g+h > s.ub {
+				return // cannot beat the incumbent
+			}
+			if lazy {
+				if !ok {
+					best[k] = seen{math.Inf(1), h} // remember h; no exact cost yet
+				}
+				q.nodes = append(q.nodes, node[K]{st: s.keep(nx), key: k, g: g, f: g + h, steps: n.steps + 1, prev: ni, op: op, dim: int16(dim), dim2: int16(dim2), lazy: true, in: s.inBytes})
+				q.push(int32(len(q.nodes) - 1))
+				return
 			}
 			best[k] = seen{g, h}
 			push(s.keep(nx), k, g, h, n.steps+1, ni, op, dim, dim2)
@@ -208,9 +285,26 @@ type searcher struct {
 	maxTile  int64
 	noRep    bool // prune fully replicated intermediate states
 
-	prices map[priceKey]float64
-	covers map[string]bool
-	buf    []byte
+	prices     map[priceKey]float64
+	permPrices map[permKey]float64
+	routed     bool // the model prices point-to-point steps by their traffic
+	// goalDirected restricts the moves to those that make progress: slices and
+	// all-to-alls only into the dim the goal puts the (first) atom in, and no dim's
+	// common prefix with its goal is gathered or moved. goalDim is that dim per atom
+	// (-1: replicated in the goal).
+	goalDirected bool
+	goalDim      []int
+	goalCount    []int
+	weight       float64 // the heuristic's weight: 1 in an exact pass
+	capped       bool    // the last pass stopped at its budget
+	goalG        float64 // the search cost of the last pass' plan (before merging)
+	budget       int     // expansions of this pass
+	tb           timeBounder
+	minLat       float64
+	peakIn       float64
+	ub           float64 // prune states whose cost plus heuristic exceeds it
+	covers       map[string]bool
+	buf          []byte
 
 	// slab and dims back the states the search keeps (keep), a few allocations for
 	// many states.
@@ -232,14 +326,21 @@ type priceKey struct {
 	in    int64
 }
 
+type permKey struct {
+	before, after string
+	in            int64
+}
+
 func newSearcher(sp *space, r *Request, start, goal state, unr []sharding.AxisRef) *searcher {
 	s := &searcher{
 		sp: sp, r: r, goal: goal, goalMask: goal.used(), unr: unr,
-		maxTile: max(sp.tileElems(start), sp.tileElems(goal)),
-		noRep:   !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && len(unr) == 0,
-		prices:  map[priceKey]float64{},
-		covers:  map[string]bool{},
-		counts:  make([]int64, len(goal)),
+		maxTile:    max(sp.tileElems(start), sp.tileElems(goal)),
+		noRep:      !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && len(unr) == 0,
+		prices:     map[priceKey]float64{},
+		permPrices: map[permKey]float64{},
+		routed:     sp.canRoute(r),
+		covers:     map[string]bool{},
+		counts:     make([]int64, len(goal)),
 	}
 	s.nx = make(state, len(goal))
 	for d := range s.nx {
@@ -247,6 +348,24 @@ func newSearcher(sp *space, r *Request, start, goal state, unr []sharding.AxisRe
 	}
 	if !r.noHeuristic {
 		s.h = newBound(sp, r, goal)
+	}
+	s.weight = 1
+	s.goalDirected = !r.fullSearch
+	s.goalDim = make([]int, len(sp.atoms))
+	for a := range s.goalDim {
+		s.goalDim[a] = -1
+	}
+	s.goalCount = make([]int, len(goal))
+	for d, ids := range goal {
+		s.goalCount[d] = sp.count(ids)
+		for _, a := range ids {
+			s.goalDim[a] = d
+		}
+	}
+	if tb, ok := r.Model.(timeBounder); ok && s.routed {
+		s.tb, s.minLat, s.peakIn = tb, tb.MinLatency(r.Mesh), tb.PeakDeviceIngress(r.Mesh)
+	} else {
+		s.routed = false
 	}
 	return s
 }
@@ -276,19 +395,36 @@ func (s *searcher) keep(st state) state {
 	return out
 }
 
+// permLB is a lower bound on the routed price of any collective_permute of in bytes per
+// device: the device that receives its tile takes at least in over everything that can
+// flow into one device, after at least one step of the cheapest link.
+func (s *searcher) permLB(in int64) float64 {
+	return s.tb.Combine(s.minLat, float64(in)/s.peakIn)
+}
+
 func (s *searcher) heuristic(st state) float64 {
 	if s.h == nil {
 		return 0
 	}
-	return s.h.time(st)
+	return s.weight * s.h.time(st)
 }
 
 // price is the search cost of a move: the model's time for the collective op over the
 // group atoms on an input buffer of in bytes, memoized (the same collective recurs on
 // many states). It builds the same cost.Collective as (*space).price.
-func (s *searcher) price(op Op, group uint64, in int64) float64 {
+func (s *searcher) price(op Op, group uint64, in int64, before, after state) float64 {
 	if op == OpSlice {
 		return 0
+	}
+	if op == OpCollectivePermute && s.routed {
+		// The price depends on where every atom goes, not only on the group.
+		k := permKey{before.key(), after.key(), in}
+		if t, ok := s.permPrices[k]; ok {
+			return t
+		}
+		est, _ := s.sp.routed(s.r, before, after, true, in)
+		s.permPrices[k] = est.TimeUS
+		return est.TimeUS
 	}
 	key := priceKey{op, group, in}
 	if t, ok := s.prices[key]; ok {
@@ -390,6 +526,12 @@ func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, g
 				continue
 			}
 			for d := range rank {
+				if s.goalDirected && s.goalDim[u] != d && int64(s.goalCount[d])%(s.counts[d]*int64(sp.atoms[u].Size)) != 0 {
+					// Slice an atom into the dim that ends with it, or into a dim whose
+					// goal count it divides (a permute can exchange it later, as in
+					// XLA's slice-then-permute).
+					continue
+				}
 				reset()
 				nx[d] = append(nx[d], u)
 				emit(OpSlice, d, 0, 0, d, s.counts[d]*int64(sp.atoms[u].Size), -1, 0)
@@ -401,7 +543,14 @@ func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, g
 		n := len(st[d])
 		var group uint64
 		k := int64(1)
-		for j := 1; j <= n; j++ {
+		// Goal-directed: the dim's common prefix with its goal stays put.
+		keep := 0
+		if s.goalDirected {
+			for keep < n && keep < len(goal[d]) && st[d][keep] == goal[d][keep] {
+				keep++
+			}
+		}
+		for j := 1; j <= n-keep; j++ {
 			a := st[d][n-j]
 			group |= 1 << a
 			k *= int64(sp.atoms[a].Size)
@@ -413,8 +562,8 @@ func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, g
 			}
 			if a2a {
 				for b := range rank {
-					if b == d {
-						continue
+					if b == d || s.goalDirected && s.goalDim[suffix[0]] != b && int64(s.goalCount[b])%(s.counts[b]*k) != 0 {
+						continue // move atoms toward their goal dim, or where a permute can swap them in
 					}
 					reset()
 					nx[d] = nx[d][:n-j]
@@ -617,8 +766,12 @@ func (sp *space) price(r *Request, mv *move) {
 		c.Kind, c.Bytes = cost.AllToAll, k*inBytes
 		mv.bytes = (k - 1) * piece(mv.dim2)
 	case OpCollectivePermute:
-		c.Kind, c.Bytes = cost.CollectivePermute, inBytes
 		mv.bytes = inBytes
+		if est, ok := sp.routed(r, mv.before, mv.after, true, inBytes); ok {
+			mv.est = est
+			return
+		}
+		c.Kind, c.Bytes = cost.CollectivePermute, inBytes
 	case OpReduceScatter:
 		c.Kind, c.Bytes = cost.ReduceScatter, inBytes
 		mv.bytes = (k - 1) * piece(mv.dim)
@@ -649,17 +802,26 @@ func mergeMoves(sp *space, r *Request, mv []move) []move {
 	for _, m := range mv {
 		if n := len(out); n > 0 {
 			last := &out[n-1]
-			if last.op == m.op && (m.op == OpSlice || m.op == OpCollectivePermute) {
+			if last.op == OpSlice && m.op == OpSlice {
 				last.after = m.after
-				if m.op == OpSlice {
-					if !slices.Contains(last.dims, m.dim) {
-						last.dims = append(last.dims, m.dim)
-					}
-				} else {
-					last.group = changedAtoms(last.before, last.after)
+				if !slices.Contains(last.dims, m.dim) {
+					last.dims = append(last.dims, m.dim)
 				}
-				sp.price(r, last)
 				continue
+			}
+			if last.op == OpCollectivePermute && m.op == OpCollectivePermute {
+				// One permute instead of two when that is no slower (routed prices
+				// depend on where every atom goes, so a merge can cost more).
+				sp.price(r, last)
+				sp.price(r, &m)
+				merged := *last
+				merged.after = m.after
+				merged.group = changedAtoms(merged.before, merged.after)
+				sp.price(r, &merged)
+				if merged.est.TimeUS <= last.est.TimeUS+m.est.TimeUS {
+					*last = merged
+					continue
+				}
 			}
 		}
 		out = append(out, m)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -62,6 +63,13 @@ type space struct {
 	shape    []int64
 	elemBits int
 	atoms    []sharding.AxisRef
+
+	router      *cost.Router // prices point-to-point steps (routed)
+	routerModel cost.Model
+	// searchExact is set when the search's exact pass ran to completion (no budget
+	// cut): its plan is then the cheapest the search's moves admit.
+	searchExact bool
+	searchCost  float64 // the search's plan as priced move by move, before merging
 }
 
 // newSpace splits every axis that src or tgt uses into atoms: the common refinement of

@@ -150,7 +150,11 @@ func (sp *space) directStepBytes(r *Request, from, goal state, unr []sharding.Ax
 	st.MeshAxes = sp.refs(sortedAtoms(sp, changedAtoms(from, goal)))
 	st.GroupSize = sharding.Product(st.MeshAxes)
 	st.GroupCount = r.Mesh.NumDevices() / max(st.GroupSize, 1)
-	st.Cost = r.Model.Estimate(cost.Collective{Kind: cost.AllToAllV, Bytes: st.BytesPerDevice, Mesh: r.Mesh, Axes: st.MeshAxes})
+	if est, ok := sp.routed(r, from, goal, false, 0); ok {
+		st.Cost = est
+	} else {
+		st.Cost = r.Model.Estimate(cost.Collective{Kind: cost.AllToAllV, Bytes: st.BytesPerDevice, Mesh: r.Mesh, Axes: st.MeshAxes})
+	}
 	return st
 }
 
@@ -186,6 +190,27 @@ func directFromShardings(r *Request, between int64) Step {
 	st.MeshAxes = axes
 	st.GroupSize = sharding.Product(axes)
 	st.GroupCount = r.Mesh.NumDevices() / max(st.GroupSize, 1)
-	st.Cost = r.Model.Estimate(cost.Collective{Kind: cost.AllToAllV, Bytes: st.BytesPerDevice, Mesh: r.Mesh, Axes: axes})
+	if tm, ok := r.Model.(trafficModel); ok {
+		st.Cost = tm.NewRouter(r.Mesh).Price(explicitTraffic(r, r.Source, r.Target)).Estimate
+	} else {
+		st.Cost = r.Model.Estimate(cost.Collective{Kind: cost.AllToAllV, Bytes: st.BytesPerDevice, Mesh: r.Mesh, Axes: axes})
+	}
 	return st
+}
+
+// explicitTraffic is the all_to_all_v from before to after as the full list of
+// Transfers, for shardings that fit no common atom space.
+func explicitTraffic(r *Request, before, after sharding.Sharding) *cost.Traffic {
+	m := r.Mesh
+	return &cost.Traffic{Kind: cost.AllToAllV, Mesh: m, Each: func(yield func(from, to []int, bytes int64) bool) {
+		from := make([]int, len(m.Axes))
+		to := make([]int, len(m.Axes))
+		for _, t := range Transfers(m, r.Shape, r.ElemBits, before, after) {
+			m.Coords(m.PositionOf(t.From), from)
+			m.Coords(m.PositionOf(t.To), to)
+			if !yield(from, to, t.Bytes) {
+				return
+			}
+		}
+	}}
 }

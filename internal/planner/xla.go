@@ -122,7 +122,8 @@ func xlaPlan(r *Request) (*Plan, *xlaEmu, error) {
 		return nil, nil, fmt.Errorf("xla emulation found no plan from %s to %s", src, tgt) // unreachable: the fallback always applies
 	}
 	p := &Plan{Request: r, sp: sp, name: "xla", Steps: e.steps()}
-	p.finish(LowerBound(r))
+	between := LowerBoundBetween(r, r.Source, r.Target)
+	p.finish(between, lowerBoundWith(r, between))
 	p.Summary.Strategy = XLA
 	return p, e, nil
 }
@@ -835,7 +836,8 @@ func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan) {
 		ps, _ := s.PartitionSpecText()
 		out = append(out, Suggestion{Sharding: s, PartitionSpec: ps, Shardy: s.Text(r.Mesh.Name)})
 	}
-	chain.finish(LowerBound(r))
+	between := LowerBoundBetween(r, r.Source, r.Target)
+	chain.finish(between, lowerBoundWith(r, between))
 	chain.Summary.Strategy = XLA
 	return out, chain
 }

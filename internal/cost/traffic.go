@@ -1,0 +1,657 @@
+package cost
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// Traffic is a point-to-point step described by its transfers, for pricing by the load
+// they put on the links (COSTMODEL.md (c), "collective-permute": max(V_dev/E, max link
+// load / W)). Transfers name mesh coordinates (row-major axis order), so the router
+// knows which ring each part of a route rides.
+//
+// Offsets lets a caller describe a pattern by one representative and its translates:
+// Offsets[i] == nil means the transfers give axis i's coordinates in full; otherwise the
+// transfers give the coordinates of the varying part only and the whole pattern repeats
+// at each offset o in Offsets[i] (o added to both ends' coordinate on axis i). This is
+// exact when the pattern is invariant under those translations: the same transfers,
+// with the same bytes, at every offset. An axis no transfer moves along and whose
+// coordinate does not change the bytes is all offsets 0..n-1 (see AllOffsets).
+type Traffic struct {
+	Kind    Kind // CollectivePermute or AllToAllV
+	Mesh    *sharding.Mesh
+	Offsets [][]int
+	// Each calls yield for every representative transfer: from and to are mesh
+	// coordinates (valid during the call only), bytes > 0. It stops when yield returns
+	// false.
+	Each func(yield func(from, to []int, bytes int64) bool)
+}
+
+// AllOffsets is the offset list of an axis of size n that the pattern repeats along in
+// full: 0, 1, ..., n-1.
+func AllOffsets(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// TrafficEstimate is the priced traffic: the Estimate plus what bounds it.
+type TrafficEstimate struct {
+	Estimate
+	// MaxLinkBytes is the load of the busiest resource (a directed torus link, a
+	// device's switch port or a node's NICs), and Resource names it
+	// ("ici link y+ at x=1,y=3", "nvlink egress of device 5", "ib ingress of node 1").
+	MaxLinkBytes float64
+	Resource     string
+	// MaxHops is the longest route in physical hops; MaxPeers the most transfers one
+	// device sends or receives.
+	MaxHops  int
+	MaxPeers int
+	Bytes    int64 // every byte moved, all devices
+}
+
+// axisRoute is how one mesh axis is routed on a fabric.
+type axisRoute struct {
+	class    linkClass
+	topo     topology // ringBidi, ringUni, line or switched; nodeSwitched for gpu axes
+	n        int
+	bw       float64 // bytes per µs per link (ring) or per port (switch)
+	lat      float64
+	override bool // class from axis_links (not decided per transfer)
+}
+
+// routes resolves every mesh axis of m on f. On a GPU model (gpus_per_node > 0) an
+// axis without an axis_links entry is decided per transfer: nvlink when both ends sit
+// in one node (row-major position / gpus_per_node), ib otherwise.
+func (f *Fabric) routes(m *sharding.Mesh) []axisRoute {
+	out := make([]axisRoute, len(m.Axes))
+	for i, a := range m.Axes {
+		r := axisRoute{n: a.Size}
+		c, ok := f.axisLinks[a.Name]
+		switch {
+		case ok:
+			r.class, r.override = c, true
+		case f.gpusPerNode > 0:
+			r.class = linkNVLink // refined per transfer
+		default:
+			r.class = linkICI
+		}
+		l := &f.links[r.class]
+		r.topo, r.bw, r.lat = l.topo, l.bw, l.lat
+		if r.topo == torus {
+			r.topo = line
+			if f.wraps(m, r.class, l.wrap, a.Size) {
+				r.topo = ringBidi
+			}
+		}
+		if f.gpusPerNode > 0 && !ok {
+			r.topo = switched
+		}
+		if r.topo == ringBidi && a.Size <= 2 {
+			r.topo = line // a ring of 2 is one link pair: no second way round
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// Router prices Traffic on one fabric and mesh. It keeps scratch buffers between calls,
+// so reuse one per goroutine (a planner request); it is not safe for concurrent use.
+type Router struct {
+	f      *Fabric
+	m      *sharding.Mesh
+	rt     []axisRoute
+	stride []int // row-major stride per axis
+	n      int   // devices
+
+	// Loads of one Price call, kept sparse: only touched lines and devices are
+	// visited, and a generation number marks what belongs to the current call.
+	gen     uint32
+	ring    []ringLoads
+	devGen  []uint32
+	devSlot []int32
+	devs    []devLoad
+	node    [2][]float64
+	scratch []float64
+}
+
+// ringLoads are one axis' link loads: per touched line, difference arrays of both
+// directions, 2 x (n+1) floats from slot*2*(n+1).
+type ringLoads struct {
+	gen     []uint32 // per line
+	slot    []int32  // per line
+	lines   []int32  // touched lines, in slot order
+	buf     []float64
+	stride  int
+	touched bool
+}
+
+// devLoad is one touched device's port loads and transfer counts.
+type devLoad struct {
+	pos  int32
+	port [numLinks][2]float64
+	cnt  [2]int32
+}
+
+// NewRouter builds a router for m on f.
+func (f *Fabric) NewRouter(m *sharding.Mesh) *Router {
+	r := &Router{f: f, m: m, rt: f.routes(m), stride: make([]int, len(m.Axes)), n: m.NumDevices()}
+	s := 1
+	for i := len(m.Axes) - 1; i >= 0; i-- {
+		r.stride[i] = s
+		s *= m.Axes[i].Size
+	}
+	r.ring = make([]ringLoads, len(m.Axes))
+	for i, a := range m.Axes {
+		if r.rt[i].topo == switched || a.Size <= 1 {
+			continue
+		}
+		lines := r.n / a.Size
+		r.ring[i] = ringLoads{gen: make([]uint32, lines), slot: make([]int32, lines), stride: 2 * (a.Size + 1)}
+	}
+	r.devGen = make([]uint32, r.n)
+	r.devSlot = make([]int32, r.n)
+	return r
+}
+
+// line returns the difference arrays of axis i's line ln for this call.
+func (r *Router) line(i, ln int) []float64 {
+	rl := &r.ring[i]
+	if rl.gen[ln] != r.gen {
+		rl.gen[ln] = r.gen
+		rl.slot[ln] = int32(len(rl.lines))
+		rl.lines = append(rl.lines, int32(ln))
+		n := len(rl.buf)
+		if cap(rl.buf) >= n+rl.stride {
+			rl.buf = rl.buf[:n+rl.stride]
+			clear(rl.buf[n:])
+		} else {
+			rl.buf = append(rl.buf, make([]float64, rl.stride)...)
+		}
+	}
+	k := int(rl.slot[ln]) * rl.stride
+	return rl.buf[k : k+rl.stride]
+}
+
+// dev returns the loads of the device at position pos for this call.
+func (r *Router) dev(pos int) *devLoad {
+	if r.devGen[pos] != r.gen {
+		r.devGen[pos] = r.gen
+		r.devSlot[pos] = int32(len(r.devs))
+		r.devs = append(r.devs, devLoad{pos: int32(pos)})
+	}
+	return &r.devs[r.devSlot[pos]]
+}
+
+// Price prices t exactly: every transfer is routed (torus axes dimension-ordered in
+// mesh axis order, each on its ring the short way round, an antipodal transfer on an
+// even ring split half each way; a switch axis through the sender's egress and the
+// receiver's ingress port; on a GPU model, a transfer between nodes through the NICs of
+// both nodes, gpus_per_node of them per node). The bandwidth term is the busiest
+// resource's bytes over its bandwidth; the latency term is the largest base latency of
+// the link classes used plus the longest route (hops x per-step latency on rings, one
+// step per switch crossed), plus, for all_to_all_v, one per-step latency (the cheapest
+// link's) for every further peer message the busiest device posts.
+func (r *Router) Price(t *Traffic) TrafficEstimate {
+	m, f := r.m, r.f
+	na := len(m.Axes)
+	offsets := t.Offsets
+	if offsets == nil {
+		offsets = make([][]int, na)
+	}
+	// Node loads need every copy: expand offsets when a GPU model has nodes.
+	expand := f.gpusPerNode > 0
+	r.gen++
+	if r.gen == 0 { // wrapped: forget every mark
+		for i := range r.ring {
+			clear(r.ring[i].gen)
+		}
+		clear(r.devGen)
+		r.gen = 1
+	}
+	for i := range r.ring {
+		r.ring[i].lines, r.ring[i].buf = r.ring[i].lines[:0], r.ring[i].buf[:0]
+	}
+	r.devs = r.devs[:0]
+	nodes := 1
+	if f.gpusPerNode > 0 {
+		nodes = (r.n + f.gpusPerNode - 1) / f.gpusPerNode
+	}
+	for d := range 2 {
+		r.node[d] = zero(r.node[d], nodes)
+	}
+	var out TrafficEstimate
+	used := [numLinks]bool{}
+	from2 := make([]int, na)
+	to2 := make([]int, na)
+	copies := 1
+	if expand {
+		for _, o := range offsets {
+			if o != nil {
+				copies *= len(o)
+			}
+		}
+	}
+	odo := make([]int, na)
+	t.Each(func(from, to []int, bytes int64) bool {
+		if bytes <= 0 {
+			return true
+		}
+		w := float64(bytes)
+		for c := range copies {
+			if expand {
+				decodeOdometer(c, offsets, odo)
+				for i := range na {
+					from2[i], to2[i] = from[i]+odo[i], to[i]+odo[i]
+				}
+			} else {
+				copy(from2, from)
+				copy(to2, to)
+			}
+			r.add(from2, to2, w, &out, &used)
+		}
+		return true
+	})
+	if !expand {
+		// Each representative stands for every translate; bytes scale by the copies.
+		mult := int64(1)
+		for _, o := range offsets {
+			if o != nil {
+				mult *= int64(len(o))
+			}
+		}
+		out.Bytes *= mult
+	}
+	// Bandwidth: the busiest resource.
+	var w worstRes
+	for i := range na {
+		rt := r.rt[i]
+		rl := &r.ring[i]
+		if len(rl.lines) == 0 {
+			continue
+		}
+		n := rt.n
+		r.scratch = zero(r.scratch, 2*n)
+		load, tmp := r.scratch[:n], r.scratch[n:]
+		for slot, ln := range rl.lines {
+			for dir := range 2 {
+				base := slot*rl.stride + dir*(n+1)
+				acc := 0.0
+				for x := range n {
+					acc += rl.buf[base+x]
+					load[x] = acc
+				}
+				if o := offsets[i]; o != nil && !expand {
+					window(load, tmp, o, rt.topo != line)
+				}
+				for x, l := range load {
+					if tm := l / rt.bw; tm > w.time {
+						w = worstRes{time: tm, load: l, class: rt.class, kind: resRing, axis: i, line: int(ln), x: x, dir: dir}
+					}
+				}
+			}
+		}
+	}
+	for k := range r.devs {
+		dv := &r.devs[k]
+		for c := range numLinks {
+			for d := range 2 {
+				if l := dv.port[c][d]; l > 0 {
+					if tm := l / f.links[c].bw; tm > w.time {
+						w = worstRes{time: tm, load: l, class: c, kind: resPort, dir: d, x: int(dv.pos)}
+					}
+				}
+			}
+		}
+		out.MaxPeers = max(out.MaxPeers, int(dv.cnt[0]), int(dv.cnt[1]))
+	}
+	for d := range 2 {
+		for nd, l := range r.node[d] {
+			nics := min(f.gpusPerNode, r.n-nd*f.gpusPerNode) // one NIC per GPU
+			if tm := l / (f.links[linkIB].bw * float64(nics)); tm > w.time {
+				w = worstRes{time: tm, load: l, class: linkIB, kind: resNode, dir: d, x: nd}
+			}
+		}
+	}
+	out.MaxLinkBytes = w.load
+	out.BandwidthUS = w.time
+	out.Resource = w.describe(r)
+	worstClass := w.class
+	// Latency.
+	base, alpha := 0.0, math.Inf(1)
+	for c := range numLinks {
+		if used[c] {
+			base = max(base, f.links[c].base)
+			alpha = min(alpha, f.links[c].lat)
+		}
+	}
+	lat := out.LatencyUS // the longest route, set by add
+	if t.Kind == AllToAllV && out.MaxPeers > 1 && !math.IsInf(alpha, 0) {
+		lat += float64(out.MaxPeers-1) * alpha
+	}
+	if out.Bytes == 0 {
+		return TrafficEstimate{Estimate: Estimate{Link: worstClass.String()}}
+	}
+	out.LatencyUS = base + lat
+	out.TimeUS = f.combine(out.LatencyUS, out.BandwidthUS)
+	out.Link = worstClass.String()
+	return out
+}
+
+// add routes one transfer of w bytes from -> to (full coordinates).
+func (r *Router) add(from, to []int, w float64, out *TrafficEstimate, used *[numLinks]bool) {
+	f := r.f
+	src, dst := 0, 0
+	for i := range from {
+		src += from[i] * r.stride[i]
+		dst += to[i] * r.stride[i]
+	}
+	if src == dst {
+		return
+	}
+	out.Bytes += int64(w)
+	r.dev(src).cnt[0]++
+	r.dev(dst).cnt[1]++
+	interNode := f.gpusPerNode > 0 && src/f.gpusPerNode != dst/f.gpusPerNode
+	var ports [numLinks]bool
+	hops, lat := 0, 0.0
+	// Dimension-ordered: axis i moves from from[i] to to[i] with axes < i already at
+	// their destination and axes > i still at the source.
+	at := src
+	for i := range from {
+		a, b := from[i], to[i]
+		if a == b {
+			continue
+		}
+		rt := &r.rt[i]
+		class := rt.class
+		if f.gpusPerNode > 0 && !rt.override {
+			class = linkNVLink
+			if interNode {
+				class = linkIB
+			}
+		}
+		used[class] = true
+		// The current position has axes < i at to, axes >= i at from.
+		cur := at
+		at += (b - a) * r.stride[i]
+		if rt.topo == switched || f.gpusPerNode > 0 && !rt.override {
+			if !ports[class] {
+				ports[class] = true
+				lat += f.links[class].lat
+				hops++
+			}
+			continue
+		}
+		n := rt.n
+		lineIdx := cur/(r.stride[i]*n)*r.stride[i] + cur%r.stride[i]
+		buf := r.line(i, lineIdx)
+		seg := func(dir, start, length int, w float64) {
+			// Links x -> x+1 (dir 0) for x in [start, start+length), mod n; dir 1 is
+			// x+1 -> x stored at index x, for x in [start-length, start) going down.
+			base := dir * (n + 1)
+			lo := start
+			if dir == 1 {
+				lo = start - length
+			}
+			lo = ((lo % n) + n) % n
+			hi := lo + length
+			if hi <= n {
+				buf[base+lo] += w
+				buf[base+hi] -= w
+				return
+			}
+			buf[base+lo] += w
+			buf[base+n] -= w
+			buf[base] += w
+			buf[base+hi-n] -= w
+		}
+		fwd := ((b-a)%n + n) % n
+		var h int
+		switch rt.topo {
+		case line:
+			if b > a {
+				seg(0, a, b-a, w)
+			} else {
+				seg(1, a, a-b, w)
+			}
+			h = abs(b - a)
+		case ringUni:
+			seg(0, a, fwd, w)
+			h = fwd
+		default: // ringBidi
+			back := n - fwd
+			switch {
+			case fwd < back:
+				seg(0, a, fwd, w)
+				h = fwd
+			case back < fwd:
+				seg(1, a, back, w)
+				h = back
+			default:
+				seg(0, a, fwd, w/2)
+				seg(1, a, back, w/2)
+				h = fwd
+			}
+		}
+		hops += h
+		lat += float64(h) * rt.lat
+	}
+	for c := range numLinks {
+		if ports[c] {
+			if c == linkIB && f.gpusPerNode > 0 {
+				r.node[0][src/f.gpusPerNode] += w
+				r.node[1][dst/f.gpusPerNode] += w
+				continue
+			}
+			r.dev(src).port[c][0] += w
+			r.dev(dst).port[c][1] += w
+		}
+	}
+	out.MaxHops = max(out.MaxHops, hops)
+	out.LatencyUS = max(out.LatencyUS, lat)
+}
+
+// window replaces load by the sum of its translates by every offset (cyclically on a
+// ring; on a line no translate of a loaded link leaves the line); tmp is scratch of the
+// same length.
+func window(load, tmp []float64, offs []int, cyclic bool) {
+	n := len(load)
+	clear(tmp)
+	for _, o := range offs {
+		for x, l := range load {
+			if l == 0 {
+				continue
+			}
+			y := x + o
+			if y >= n {
+				if !cyclic {
+					continue
+				}
+				y -= n
+			}
+			tmp[y] += l
+		}
+	}
+	copy(load, tmp)
+}
+
+func decodeOdometer(c int, offsets [][]int, dst []int) {
+	for i := len(offsets) - 1; i >= 0; i-- {
+		o := offsets[i]
+		if o == nil {
+			dst[i] = 0
+			continue
+		}
+		dst[i] = o[c%len(o)]
+		c /= len(o)
+	}
+}
+
+func zero(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+type resKind uint8
+
+const (
+	resRing resKind = iota
+	resPort
+	resNode
+)
+
+// worstRes is the busiest resource found so far.
+type worstRes struct {
+	time, load float64
+	class      linkClass
+	kind       resKind
+	axis, line int
+	x, dir     int
+}
+
+// describe names the resource for people: "ici link y+ from y=1 (x=0)", "nvlink egress
+// of position 5", "ib ingress of node 1".
+func (w worstRes) describe(r *Router) string {
+	if w.load == 0 {
+		return ""
+	}
+	io := [2]string{"egress", "ingress"}[w.dir]
+	switch w.kind {
+	case resPort:
+		return fmt.Sprintf("%s %s of mesh position %d", w.class, io, w.x)
+	case resNode:
+		return fmt.Sprintf("%s %s of node %d (%d NICs)", w.class, io, w.x, r.f.gpusPerNode)
+	}
+	m := r.m
+	a := m.Axes[w.axis]
+	// Rebuild the line's coordinates on the other axes.
+	st := r.stride[w.axis]
+	pos := w.line/st*st*a.Size + w.line%st
+	coords := m.Coords(pos, nil)
+	from, to := w.x, (w.x+1)%a.Size
+	sign := "+"
+	if w.dir == 1 {
+		from, to, sign = to, w.x, "-"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s link %s%s from %s=%d to %s=%d", w.class, a.Name, sign, a.Name, from, a.Name, to)
+	sep := " at "
+	for i, c := range coords {
+		if i == w.axis {
+			continue
+		}
+		fmt.Fprintf(&b, "%s%s=%d", sep, m.Axes[i].Name, c)
+		sep = ","
+	}
+	return b.String()
+}
+
+// PeakIngress is the most bytes per µs a device of m can receive, averaged over the
+// devices, when every link into it is busy: two ring links per torus axis of size 3 or
+// more (one on a ring or line of 2), one port per switched link class its axes ride
+// (on a GPU model: its NVLink port and its share of its node's NICs, one per GPU). No
+// point-to-point step the Router prices receives faster, so this bounds from below the
+// time of any step that must deliver a given number of bytes (planner heuristics).
+func (f *Fabric) PeakIngress(m *sharding.Mesh) float64 {
+	total := 0.0
+	var ports [numLinks]bool
+	for _, rt := range f.routes(m) {
+		if rt.n <= 1 {
+			continue
+		}
+		switch {
+		case f.gpusPerNode > 0 && !rt.override:
+			ports[linkNVLink] = true
+			if f.gpusPerNode < m.NumDevices() {
+				ports[linkIB] = true
+			}
+		case rt.topo == switched:
+			ports[rt.class] = true
+		case rt.n >= 3 && rt.topo != ringUni:
+			total += 2 * rt.bw
+		default:
+			total += rt.bw
+		}
+	}
+	for c := range numLinks {
+		if ports[c] {
+			total += f.links[c].bw
+		}
+	}
+	return total
+}
+
+// HalfCut is the bandwidth (bytes per µs) into one half of mesh axis i when the axis is
+// cut into positions [0, n/2) and [n/2, n): on a ring two links per line cross into
+// each half (one on a one-way ring), on a line one; ok is false for axes that are not
+// routed as rings or lines (switches, GPU axes), whose cuts the injection bound covers.
+func (f *Fabric) HalfCut(m *sharding.Mesh, i int) (bw float64, ok bool) {
+	rt := f.routes(m)[i]
+	if rt.n < 2 || rt.topo == switched || f.gpusPerNode > 0 && !rt.override {
+		return 0, false
+	}
+	links := 1.0
+	if rt.topo == ringBidi || rt.topo == ringUni {
+		links = 2
+		if rt.topo == ringUni {
+			links = 1
+		}
+	}
+	lines := float64(m.NumDevices() / rt.n)
+	return links * lines * rt.bw, true
+}
+
+// PeakDeviceIngress is the most bytes per µs one device can receive when it alone is
+// receiving: PeakIngress, except that on a GPU model a device may borrow every NIC of
+// its node.
+func (f *Fabric) PeakDeviceIngress(m *sharding.Mesh) float64 {
+	p := f.PeakIngress(m)
+	if f.gpusPerNode > 0 && f.gpusPerNode < m.NumDevices() {
+		p += float64(f.gpusPerNode-1) * f.links[linkIB].bw
+	}
+	return p
+}
+
+// MinLatency is the least latency any step that moves data pays on m: the least
+// per-collective base plus the least per-step latency of the link classes m's axes ride.
+func (f *Fabric) MinLatency(m *sharding.Mesh) float64 {
+	lat, base := math.Inf(1), math.Inf(1)
+	note := func(c linkClass) {
+		lat = min(lat, f.links[c].lat)
+		base = min(base, f.links[c].base)
+	}
+	for _, rt := range f.routes(m) {
+		if rt.n <= 1 {
+			continue
+		}
+		note(rt.class)
+		if f.gpusPerNode > 0 && !rt.override && f.gpusPerNode < m.NumDevices() {
+			note(linkIB)
+		}
+	}
+	if math.IsInf(lat, 0) {
+		return 0
+	}
+	return base + lat
+}
+
+// Combine adds or takes the larger of a latency and a bandwidth term, per the model's
+// mode.
+func (f *Fabric) Combine(lat, bw float64) float64 { return f.combine(lat, bw) }

@@ -1,0 +1,457 @@
+package planner
+
+import (
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// pattern is the transfer set of a point-to-point step (collective_permute or
+// all_to_all_v) between two atom states, built from tile geometry. It is what the
+// response lists (Pairs, Transfers) and what the cost model routes, so the price is the
+// price of the listed moves.
+//
+// Every device r receives, for each source tile that meets its target tile, the
+// intersection from one holder h of that source tile. h's digits on the atoms `before`
+// uses are fixed by the source tile; on the others (replicated in `before`) the holder
+// is chosen so that devices needing the same data ask different holders: an atom u that
+// `before` replicates but `after` uses takes the receiver's digit of an atom v of equal
+// size that `before` uses but `after` replicates (paired once per request, same mesh
+// axis first); every other such atom copies the receiver's digit. For a
+// collective_permute (equal shard counts per dim) this makes the pairs a permutation:
+// every device sends and receives at most once.
+//
+// Atoms whose digit is the same for every receiver and its holders, and on which the
+// bytes do not depend, are fixed: the pattern repeats along them. The enumeration runs
+// over the other atoms only and hands the router the fixed atoms' coordinates as
+// offsets (cost.Traffic), which is exact and keeps swaps of two atoms cheap on big
+// meshes.
+type pattern struct {
+	sp            *space
+	before, after state
+	permute       bool  // collective_permute: whole padded tiles of perBytes each
+	perBytes      int64 // permute: bytes each device sends
+
+	holderOf []int8 // per atom replicated in before: the receiver atom whose digit it copies
+	fixed    uint64 // atoms the pattern repeats along
+	varying  []uint8
+	axis     []int // per atom: mesh axis index
+	weight   []int // per atom: coordinate weight on its axis (sub-axis minor)
+
+	// During each's yield: the source and target shard index per dim of the transfer,
+	// and whether the receiver holds that source tile itself (yielded only withOwn).
+	curS, curT []int64
+	curMine    bool
+	withOwn    bool
+	scratch    []int
+}
+
+// newPattern builds the pattern from before to after. permute prices whole padded tiles
+// of inBytes (the move's input buffer) per device, as a collective_permute sends.
+func newPattern(sp *space, before, after state, permute bool, inBytes int64) *pattern {
+	p := &pattern{sp: sp, before: before, after: after, permute: permute, perBytes: inBytes}
+	n := len(sp.atoms)
+	p.holderOf = make([]int8, n)
+	p.axis = make([]int, n)
+	p.weight = make([]int, n)
+	for a, ref := range sp.atoms {
+		p.axis[a] = sp.mesh.AxisIndex(ref.Name)
+		p.weight[a] = ref.Minor()
+		p.holderOf[a] = int8(a)
+	}
+	ub, ua := before.used(), after.used()
+	// Pair atoms replicated in before but used in after (u) with atoms used in before but
+	// replicated in after (v) of equal size: same axis first, then any.
+	var us, vs []uint8
+	for a := range n {
+		switch bit := uint64(1) << a; {
+		case ub&bit == 0 && ua&bit != 0:
+			us = append(us, uint8(a))
+		case ub&bit != 0 && ua&bit == 0:
+			vs = append(vs, uint8(a))
+		}
+	}
+	taken := make([]bool, len(vs))
+	for pass := range 2 {
+		for _, u := range us {
+			if p.holderOf[u] != int8(u) {
+				continue
+			}
+			for j, v := range vs {
+				if taken[j] || sp.atoms[v].Size != sp.atoms[u].Size || (pass == 0 && sp.atoms[v].Name != sp.atoms[u].Name) {
+					continue
+				}
+				taken[j] = true
+				p.holderOf[u] = int8(v)
+				break
+			}
+		}
+	}
+	if !permute {
+		// An all_to_all_v whose target shards finer than its source has several
+		// receivers per source tile; spread them over the tile's replicas: a holder digit
+		// still free takes the receiver's digit of an atom both states use (minor
+		// first), so receivers that differ there ask different replicas.
+		var both []uint8
+		for a := n - 1; a >= 0; a-- {
+			if bit := uint64(1) << a; ub&bit != 0 && ua&bit != 0 {
+				both = append(both, uint8(a))
+			}
+		}
+		took := make([]bool, len(both))
+		for _, u := range us {
+			if p.holderOf[u] != int8(u) {
+				continue
+			}
+			for j, v := range both {
+				if !took[j] && sp.atoms[v].Size == sp.atoms[u].Size {
+					took[j] = true
+					p.holderOf[u] = int8(v)
+					break
+				}
+			}
+		}
+	}
+	// Fixed atoms: replicated in both (the holder copies the digit), and atoms that open
+	// a dim identically in both states where the tiles nest (the digit picks the same
+	// block of the dim in both, so data never crosses it).
+	for a := range n {
+		bit := uint64(1) << a
+		if ub&bit == 0 && ua&bit == 0 {
+			p.fixed |= bit
+		}
+	}
+	for d := range before {
+		b, a := before[d], after[d]
+		D := sp.shape[d]
+		cb, ca := int64(sp.count(b)), int64(sp.count(a))
+		nest := (D%cb == 0 && D%ca == 0) || (permute && cb == ca)
+		if !nest {
+			continue
+		}
+		for i := 0; i < len(b) && i < len(a) && b[i] == a[i]; i++ {
+			p.fixed |= 1 << b[i]
+		}
+		if permute && cb == ca {
+			// Equal counts: the shard index is the same number in both; a common minor
+			// atom is the same digit too.
+			for i, j := len(b)-1, len(a)-1; i >= 0 && j >= 0 && b[i] == a[j]; i, j = i-1, j-1 {
+				p.fixed |= 1 << b[i]
+			}
+		}
+	}
+	// A pairing moves digits between atoms: a paired atom and its partner vary.
+	for u, v := range p.holderOf {
+		if int(v) != u {
+			p.fixed &^= 1<<uint(u) | 1<<uint(v)
+		}
+	}
+	for a := range n {
+		if p.fixed&(1<<a) == 0 {
+			p.varying = append(p.varying, uint8(a))
+		}
+	}
+	return p
+}
+
+// offsets is the router's Offsets: per mesh axis, nil when the enumeration gives the
+// axis' coordinates in full, else the coordinates of the fixed atoms' digits.
+func (p *pattern) offsets() [][]int {
+	m := p.sp.mesh
+	out := make([][]int, len(m.Axes))
+	hasVarying := make([]bool, len(m.Axes))
+	for _, a := range p.varying {
+		hasVarying[p.axis[a]] = true
+	}
+	for i, ax := range m.Axes {
+		if !hasVarying[i] {
+			out[i] = cost.AllOffsets(ax.Size)
+			continue
+		}
+		offs := []int{0}
+		for a, ref := range p.sp.atoms {
+			if p.axis[a] != i || p.fixed&(1<<a) == 0 {
+				continue
+			}
+			next := make([]int, 0, len(offs)*ref.Size)
+			for _, o := range offs {
+				for dgt := range ref.Size {
+					next = append(next, o+dgt*p.weight[a])
+				}
+			}
+			offs = next
+		}
+		if len(offs) > 1 {
+			out[i] = offs
+		}
+	}
+	return out
+}
+
+// each enumerates the representative transfers (fixed atoms at digit 0): receiver and
+// holder digits per atom, and the bytes. With all true, fixed atoms are enumerated too
+// and every transfer of the mesh's atom axes is produced (axes without atoms stay 0).
+func (p *pattern) each(all bool, yield func(rd, hd []int, bytes int64) bool) {
+	sp := p.sp
+	n := len(sp.atoms)
+	vary := p.varying
+	if all {
+		vary = make([]uint8, n)
+		for a := range n {
+			vary[a] = uint8(a)
+		}
+	}
+	rd := make([]int, n)
+	hd := make([]int, n)
+	rank := len(p.before)
+	lo := make([]int64, rank)
+	hi := make([]int64, rank)
+	s := make([]int64, rank)
+	tb := make([]int64, rank)
+	ta := make([]int64, rank)
+	cb := make([]int64, rank)
+	tIdx := make([]int64, rank)
+	sOwn := make([]int64, rank)
+	for d := range rank {
+		cb[d] = int64(sp.count(p.before[d]))
+		tb[d] = sharding.CeilDiv(sp.shape[d], cb[d])
+		ta[d] = sharding.CeilDiv(sp.shape[d], int64(sp.count(p.after[d])))
+	}
+	for {
+		// Target range of r per dim, and the source tiles that meet it (a permute sends
+		// its whole padded buffer, empty or not, to the device with the same index).
+		empty := false
+		for d := range rank {
+			t := int64(0)
+			for _, a := range p.after[d] {
+				t = t*int64(sp.atoms[a].Size) + int64(rd[a])
+			}
+			sOwn[d] = 0
+			for _, a := range p.before[d] {
+				sOwn[d] = sOwn[d]*int64(sp.atoms[a].Size) + int64(rd[a])
+			}
+			tIdx[d] = t
+			if p.permute {
+				lo[d], hi[d], s[d] = t, t, t
+				continue
+			}
+			start, end := t*ta[d], min((t+1)*ta[d], sp.shape[d])
+			if start >= end {
+				empty = true
+				break
+			}
+			lo[d], hi[d] = start/tb[d], (end-1)/tb[d]
+			s[d] = lo[d]
+		}
+		if !empty {
+			for a := range n {
+				hd[a] = rd[p.holderOf[a]]
+			}
+			for {
+				elems := int64(1)
+				for d := range rank {
+					// Holder digits of the atoms before[d] uses: s[d] in mixed radix.
+					v := s[d]
+					for k := len(p.before[d]) - 1; k >= 0; k-- {
+						a := p.before[d][k]
+						sz := int64(sp.atoms[a].Size)
+						hd[a] = int(v % sz)
+						v /= sz
+					}
+					if !p.permute {
+						st, en := s[d]*tb[d], min((s[d]+1)*tb[d], sp.shape[d])
+						ts, te := tIdx[d]*ta[d], min((tIdx[d]+1)*ta[d], sp.shape[d])
+						elems *= max(0, min(en, te)-max(st, ts))
+					}
+				}
+				bytes := p.perBytes
+				if !p.permute {
+					bytes = sp.bytes(elems)
+				}
+				mine := true // the receiver holds this source tile itself: nothing moves
+				for d := range rank {
+					mine = mine && s[d] == sOwn[d]
+				}
+				if p.permute && !mine {
+					p.skipKeepers(rd, hd)
+				}
+				p.curS, p.curT, p.curMine = s, tIdx, mine
+				if bytes > 0 && (!mine || p.withOwn) && !yield(rd, hd, bytes) {
+					return
+				}
+				d := rank - 1
+				for ; d >= 0; d-- {
+					s[d]++
+					if s[d] <= hi[d] {
+						break
+					}
+					s[d] = lo[d]
+				}
+				if d < 0 {
+					break
+				}
+			}
+		}
+		// Next receiver.
+		k := len(vary) - 1
+		for ; k >= 0; k-- {
+			a := vary[k]
+			rd[a]++
+			if rd[a] < sp.atoms[a].Size {
+				break
+			}
+			rd[a] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
+}
+
+// coords writes the mesh coordinates of the atom digits dg into dst (axes without atoms
+// stay 0).
+func (p *pattern) coords(dg []int, dst []int) {
+	clear(dst)
+	for a, v := range dg {
+		dst[p.axis[a]] += v * p.weight[a]
+	}
+}
+
+// traffic is the pattern as the cost model routes it.
+func (p *pattern) traffic(kind cost.Kind) *cost.Traffic {
+	m := p.sp.mesh
+	from := make([]int, len(m.Axes))
+	to := make([]int, len(m.Axes))
+	return &cost.Traffic{
+		Kind:    kind,
+		Mesh:    m,
+		Offsets: p.offsets(),
+		Each: func(yield func(from, to []int, bytes int64) bool) {
+			p.each(false, func(rd, hd []int, bytes int64) bool {
+				p.coords(rd, to)
+				p.coords(hd, from)
+				return yield(from, to, bytes)
+			})
+		},
+	}
+}
+
+// trafficModel is implemented by cost models that price point-to-point steps by the
+// load of their transfers on the links (cost.Fabric).
+type trafficModel interface {
+	NewRouter(m *sharding.Mesh) *cost.Router
+}
+
+func (sp *space) canRoute(r *Request) bool {
+	_, ok := r.Model.(trafficModel)
+	return ok
+}
+
+// routed prices the point-to-point step from before to after by its traffic, when the
+// model routes (ok false otherwise). The router is kept per space (one request).
+func (sp *space) routed(r *Request, before, after state, permute bool, inBytes int64) (cost.Estimate, bool) {
+	tm, ok := r.Model.(trafficModel)
+	if !ok {
+		return cost.Estimate{}, false
+	}
+	if sp.router == nil || sp.routerModel != r.Model {
+		sp.router, sp.routerModel = tm.NewRouter(sp.mesh), r.Model
+	}
+	kind := cost.AllToAllV
+	if permute {
+		kind = cost.CollectivePermute
+	}
+	return sp.router.Price(newPattern(sp, before, after, permute, inBytes).traffic(kind)).Estimate, true
+}
+
+// eachDevice enumerates every transfer of the whole mesh (fixed atoms and atom-free
+// axes included) with device positions, for the lists a response gives.
+func (p *pattern) eachDevice(yield func(fromPos, toPos int, bytes int64) bool) {
+	m := p.sp.mesh
+	from := make([]int, len(m.Axes))
+	to := make([]int, len(m.Axes))
+	hasAtoms := make([]bool, len(m.Axes))
+	for a := range p.sp.atoms {
+		hasAtoms[p.axis[a]] = true
+	}
+	p.each(true, func(rd, hd []int, bytes int64) bool {
+		p.coords(rd, to)
+		p.coords(hd, from)
+		var rec func(i int) bool
+		rec = func(i int) bool {
+			if i == len(m.Axes) {
+				return yield(m.PositionOfCoords(from), m.PositionOfCoords(to), bytes)
+			}
+			if hasAtoms[i] {
+				return rec(i + 1)
+			}
+			for c := range m.Axes[i].Size {
+				from[i], to[i] = c, c
+				if !rec(i + 1) {
+					return false
+				}
+			}
+			from[i], to[i] = 0, 0
+			return true
+		}
+		return rec(0)
+	})
+}
+
+// skipKeepers makes a permute's holders a permutation that leaves in place every device
+// that already holds the tile it needs (XLA lists it as a pair [d, d], and a device is
+// the source of one pair only). The holder map π (receiver -> holder of its target
+// tile) is a bijection; a receiver whose holder keeps its own tile takes that keeper's
+// holder instead, along the cycle of π until a holder that does not keep: on every
+// cycle the receivers that move are served by the next mover, one each. hd is the
+// holder π(rd) on entry and the holder to use on return.
+func (p *pattern) skipKeepers(rd, hd []int) {
+	if p.scratch == nil {
+		p.scratch = make([]int, len(hd))
+	}
+	x := p.scratch
+	for steps := 0; p.keeps(hd) && !slices.Equal(hd, rd); steps++ {
+		copy(x, hd)
+		p.holder(x, hd)
+	}
+}
+
+// keeps reports whether the device with digits dg holds, in before, the tile it needs
+// in after (a permute: the same index per dim).
+func (p *pattern) keeps(dg []int) bool {
+	sp := p.sp
+	for d := range p.before {
+		b, a := int64(0), int64(0)
+		for _, x := range p.before[d] {
+			b = b*int64(sp.atoms[x].Size) + int64(dg[x])
+		}
+		for _, x := range p.after[d] {
+			a = a*int64(sp.atoms[x].Size) + int64(dg[x])
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// holder writes π(rd) for a permute: the digits of the device holding rd's target tile.
+func (p *pattern) holder(rd, hd []int) {
+	sp := p.sp
+	for a := range hd {
+		hd[a] = rd[p.holderOf[a]]
+	}
+	for d := range p.before {
+		t := int64(0)
+		for _, x := range p.after[d] {
+			t = t*int64(sp.atoms[x].Size) + int64(rd[x])
+		}
+		for k := len(p.before[d]) - 1; k >= 0; k-- {
+			x := p.before[d][k]
+			sz := int64(sp.atoms[x].Size)
+			hd[x] = int(t % sz)
+			t /= sz
+		}
+	}
+}

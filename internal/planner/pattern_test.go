@@ -1,0 +1,224 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// fullTraffic is the exact reference of a pattern: every transfer of every device of
+// the mesh, listed explicitly (no offsets): the atoms enumerated in full, and every
+// coordinate of the axes without atoms.
+func fullTraffic(p *pattern, kind cost.Kind) *cost.Traffic {
+	m := p.sp.mesh
+	return &cost.Traffic{Kind: kind, Mesh: m, Each: func(yield func(from, to []int, bytes int64) bool) {
+		from := make([]int, len(m.Axes))
+		to := make([]int, len(m.Axes))
+		p.eachDevice(func(f, t int, bytes int64) bool {
+			return yield(m.Coords(f, from), m.Coords(t, to), bytes)
+		})
+	}}
+}
+
+// TestPropertyPatternPricingIsExact: the pattern priced from its representative
+// transfers and offsets equals the pattern priced from every transfer listed, within
+// 1e-9, on random reshards up to 4,096 devices, as all_to_all_v and (where the shard
+// counts agree) as collective_permute; and the listed transfers are the ones
+// Transfers and Pairs return.
+func TestPropertyPatternPricingIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 34))
+	models := []cost.Model{}
+	for _, name := range []string{"tpu-v5p", "h100", "tpu-v5e"} {
+		f, _ := cost.Profile(name)
+		models = append(models, f)
+	}
+	checked, big := 0, 0
+	for i := range 200 {
+		minDev, maxDev := 2, 64
+		if i%8 == 0 {
+			minDev, maxDev = 1025, 4096
+		}
+		m := randomMeshPow(t, rng, minDev, maxDev)
+		rank := 1 + rng.IntN(3)
+		shape := make([]int64, rank)
+		for d := range shape {
+			shape[d] = int64(1+rng.IntN(40)) * []int64{1, 16, 64}[rng.IntN(3)]
+		}
+		pieces := randomPieces(rng, m)
+		src := randomSharding(rng, m, rank, pieces, false)
+		tgt := randomSharding(rng, m, rank, pieces, false)
+		if rng.IntN(3) == 0 { // a permute: the same counts, atoms moved around
+			tgt = shuffleAtoms(rng, m, src)
+		}
+		sp, ok := newSpace(m, shape, 32, src, tgt)
+		if !ok {
+			continue
+		}
+		b, a := sp.stateOf(src), sp.stateOf(tgt)
+		permute := true
+		for d := range b {
+			permute = permute && sp.count(b[d]) == sp.count(a[d])
+		}
+		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
+		for _, md := range models {
+			f := md.(*cost.Fabric)
+			for _, asPermute := range []bool{false, true} {
+				if asPermute && !permute {
+					continue
+				}
+				kind := cost.AllToAllV
+				if asPermute {
+					kind = cost.CollectivePermute
+				}
+				p := newPattern(sp, b, a, asPermute, sp.bytes(sp.tileElems(b)))
+				got := f.NewRouter(m).Price(p.traffic(kind))
+				want := f.NewRouter(m).Price(fullTraffic(p, kind))
+				msg := fmt.Sprintf("%s %s permute=%v fixed=%b", name, f.Name(), asPermute, p.fixed)
+				require.InDelta(t, want.BandwidthUS, got.BandwidthUS, 1e-9*max(1, want.BandwidthUS), msg)
+				require.InDelta(t, want.LatencyUS, got.LatencyUS, 1e-9*max(1, want.LatencyUS), msg)
+				require.Equal(t, want.Bytes, got.Bytes, msg)
+				require.Equal(t, want.MaxPeers, got.MaxPeers, msg)
+				checked++
+				if m.NumDevices() > 1000 {
+					big++
+				}
+			}
+		}
+		// The lists a response gives are the routed transfers.
+		if m.NumDevices() <= 256 {
+			p := newPattern(sp, b, a, false, 0)
+			var total int64
+			fullTraffic(p, cost.AllToAllV).Each(func(from, to []int, bytes int64) bool {
+				if m.PositionOfCoords(from) != m.PositionOfCoords(to) {
+					total += bytes
+				}
+				return true
+			})
+			var listed int64
+			for _, tr := range Transfers(m, shape, 32, src, tgt) {
+				listed += tr.Bytes
+				require.NotEqual(t, tr.From, tr.To, name)
+			}
+			require.Equal(t, total, listed, "%s: listed transfer bytes", name)
+			if permute {
+				pairs := Pairs(m, shape, src, tgt)
+				senders := map[int]bool{}
+				for _, pr := range pairs {
+					require.False(t, senders[pr[0]], "%s: device %d sends twice", name, pr[0])
+					senders[pr[0]] = true
+				}
+			}
+		}
+	}
+	require.Greater(t, checked, 300)
+	require.Greater(t, big, 20, "pricings on meshes of more than 1,024 devices")
+}
+
+// randomMeshPow draws meshes of power-of-two and small odd axes (sub-axes need
+// factors).
+func randomMeshPow(t *testing.T, rng *rand.Rand, minDevices, maxDevices int) *sharding.Mesh {
+	sizes := []int{1, 2, 3, 4, 6, 8, 16}
+	for {
+		n := 1 + rng.IntN(4)
+		axes := make([]sharding.Axis, n)
+		total := 1
+		for i := range axes {
+			axes[i] = sharding.Axis{Name: fmt.Sprintf("a%d", i), Size: sizes[rng.IntN(len(sizes))]}
+			total *= axes[i].Size
+		}
+		if total > maxDevices || total < minDevices {
+			continue
+		}
+		m, err := sharding.NewMesh("mesh", axes, nil)
+		require.NoError(t, err)
+		return m
+	}
+}
+
+// shuffleAtoms returns s with the same shard count per dim but its axes moved: each dim's
+// refs reversed and, when two dims have the same count, swapped.
+func shuffleAtoms(rng *rand.Rand, m *sharding.Mesh, s sharding.Sharding) sharding.Sharding {
+	out := s.Clone()
+	for d := range out.Dims {
+		ax := out.Dims[d].Axes
+		for i, j := 0, len(ax)-1; i < j; i, j = i+1, j-1 {
+			ax[i], ax[j] = ax[j], ax[i]
+		}
+	}
+	if len(out.Dims) > 1 && rng.IntN(2) == 0 {
+		a, b := 0, len(out.Dims)-1
+		if sharding.Product(out.Dims[a].Axes) == sharding.Product(out.Dims[b].Axes) {
+			out.Dims[a], out.Dims[b] = out.Dims[b], out.Dims[a]
+		}
+	}
+	return out
+}
+
+// TestPropertyPlansAtOrAbovePhysics: every plan on tpu-v5p, h100 and a 2-node h100 mesh
+// is priced at or above the time lower bound of the data it moves, and every
+// point-to-point step at or above the bound of its own traffic (its bytes over the
+// device's ingress).
+func TestPropertyPlansAtOrAbovePhysics(t *testing.T) {
+	var models []*cost.Fabric
+	for _, name := range []string{"tpu-v5p", "h100", "tpu-v5e"} {
+		f, _ := cost.Profile(name)
+		models = append(models, f)
+	}
+	n := 200
+	if testing.Short() {
+		n = 40
+	}
+	problems := randomProblems(t, n)
+	extra := []struct{ mesh, src, tgt string }{
+		{"node=2,gpu=8", `["gpu", null]`, `["node", "gpu"]`},
+		{"node=2,gpu=8", `[["node","gpu"], null]`, `[null, ["gpu","node"]]`},
+		{"d=256", `["d", null]`, `[null, "d"]`},
+	}
+	for _, e := range extra {
+		m := mustMesh(t, e.mesh)
+		shape := []int64{4096, 4096}
+		problems = append(problems, problem{m, shape, mustSharding(t, m, shape, e.src), mustSharding(t, m, shape, e.tgt)})
+	}
+	for i, pb := range problems {
+		for _, f := range models {
+			name := fmt.Sprintf("%d %s %s %v %s->%s", i, f.Name(), pb.mesh, pb.shape, pb.src, pb.tgt)
+			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+			p, err := Reshard(context.Background(), r)
+			require.NoError(t, err, name)
+			s := p.Summary
+			assert.GreaterOrEqual(t, s.TimeUS*(1+1e-9), s.TimeLowerBoundUS, "%s: %s", name, describe(p))
+			if s.TimeUS > 0 {
+				assert.InDelta(t, s.TimeLowerBoundUS/s.TimeUS, s.TimeEfficiency, 1e-12, name)
+				assert.LessOrEqual(t, s.TimeEfficiency, 1+1e-9, name)
+			}
+			peak := f.PeakDeviceIngress(pb.mesh)
+			for k, st := range p.Steps {
+				if st.Op == OpCollectivePermute || st.Op == OpAllToAllV {
+					assert.GreaterOrEqual(t, st.Cost.BandwidthUS*(1+1e-9), float64(st.BytesPerDevice)/peak, "%s: step %d", name, k)
+				}
+			}
+		}
+	}
+}
+
+func TestTimeLowerBoundWithoutLinks(t *testing.T) {
+	m := mustMesh(t, "x=4")
+	shape := []int64{64}
+	r := &Request{Mesh: m, Shape: shape, ElemBits: 32, Source: mustSharding(t, m, shape, `["x"]`), Target: mustSharding(t, m, shape, `[null]`), Model: testModel{}}
+	_, ok := TimeLowerBound(r)
+	assert.False(t, ok, "the test model has no links to bound by")
+	f, _ := cost.Profile("tpu-v5p")
+	r.Model = f
+	tb, ok := TimeLowerBound(r)
+	require.True(t, ok)
+	// x=4 is a line on v5p (no wrap): 48 of 64 f32 elements must reach each device; the
+	// cut of the line carries half the array one way over one link.
+	assert.Greater(t, tb, 0.0)
+}

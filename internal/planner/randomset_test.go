@@ -1,0 +1,102 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// randomSetMesh is the mesh of issue 12's latency goal: 256 devices in five axes.
+const randomSetMesh = "a=2,b=2,c=4,d=4,e=4"
+
+// randomSet draws the issue's 250 random reshards of rank 2-4 on randomSetMesh (seeded:
+// the same set on every run): every axis, or for c, d, e one of its two halves, goes to
+// a random dim or stays replicated, independently in the source and the target.
+func randomSet(t testing.TB) []problem {
+	rng := rand.New(rand.NewPCG(2026, 12))
+	m := mustMesh(t, randomSetMesh)
+	out := make([]problem, 0, 250)
+	for len(out) < 250 {
+		rank := 2 + rng.IntN(3)
+		shape := make([]int64, rank)
+		for d := range shape {
+			shape[d] = []int64{128, 256, 512, 1024, 2048, 4096, 96, 384}[rng.IntN(8)]
+		}
+		draw := func() sharding.Sharding {
+			s := sharding.Replicated(rank)
+			var pieces []sharding.AxisRef
+			for _, a := range m.Axes {
+				full := sharding.FullAxis(a)
+				if a.Size == 4 && rng.IntN(3) == 0 {
+					pieces = append(pieces, full.Sub(1, 2), full.Sub(2, 2))
+					continue
+				}
+				pieces = append(pieces, full)
+			}
+			for _, i := range rng.Perm(len(pieces)) {
+				if k := rng.IntN(rank + 1); k < rank {
+					s.Dims[k].Axes = append(s.Dims[k].Axes, pieces[i])
+				}
+			}
+			s.Canonicalize(m)
+			return s
+		}
+		src, tgt := draw(), draw()
+		if src.SameLayout(tgt) {
+			continue
+		}
+		out = append(out, problem{m, shape, src, tgt})
+	}
+	return out
+}
+
+// BenchmarkRandomSet plans the 250 reshards once per iteration on tpu-v5p and reports
+// the per-request latency percentiles (µs) and how many reached the expansion cap.
+//
+//	go test -run '^$' -bench BenchmarkRandomSet -benchtime 3x ./internal/planner/
+func BenchmarkRandomSet(b *testing.B) {
+	f, _ := cost.Profile("tpu-v5p")
+	set := randomSet(b)
+	if n := benchSetSize; n > 0 {
+		set = set[:n]
+	}
+	var lat []float64
+	capped, byRank := 0, map[int][]float64{}
+	for b.Loop() {
+		lat, capped, byRank = lat[:0], 0, map[int][]float64{}
+		for _, pb := range set {
+			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+			t0 := time.Now()
+			p, err := Reshard(context.Background(), r)
+			us := float64(time.Since(t0).Microseconds())
+			if err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, us)
+			byRank[len(pb.shape)] = append(byRank[len(pb.shape)], us)
+			if p.Summary.SearchExpansions > r.MaxExpansions {
+				capped++
+			}
+		}
+	}
+	slices.Sort(lat)
+	pct := func(xs []float64, q float64) float64 { return xs[min(len(xs)-1, int(q*float64(len(xs))))] }
+	b.ReportMetric(pct(lat, 0.5), "p50-µs")
+	b.ReportMetric(pct(lat, 0.9), "p90-µs")
+	b.ReportMetric(pct(lat, 0.99), "p99-µs")
+	b.ReportMetric(float64(capped), "capped")
+	for rank := 2; rank <= 4; rank++ {
+		xs := byRank[rank]
+		slices.Sort(xs)
+		b.ReportMetric(pct(xs, 0.5), fmt.Sprintf("rank%d-p50-µs", rank))
+	}
+}
+
+// benchSetSize, when positive, plans only the first problems of the set (profiling).
+var benchSetSize = 0
