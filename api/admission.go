@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 )
 
@@ -132,6 +134,24 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 		defer release()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// registerSlotGauges exposes how many slots are taken: shardplan_inflight_requests
+// (computing or waiting to) and shardplan_computing_requests.
+func (s *Server) registerSlotGauges(reg prometheus.Registerer) error {
+	for _, g := range []struct {
+		name, help string
+		ch         *chan struct{}
+	}{
+		{"shardplan_inflight_requests", "Requests holding an in-flight slot: computing or waiting for a compute slot (SHARDPLAN_MAX_INFLIGHT).", &s.inflight},
+		{"shardplan_computing_requests", "Requests holding a compute slot (SHARDPLAN_MAX_COMPUTE).", &s.compute},
+	} {
+		ch := *g.ch
+		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 { return float64(len(ch)) })); err != nil {
+			return fmt.Errorf("register %s: %w", g.name, err)
+		}
+	}
+	return nil
 }
 
 // ---- per-client rate limits ----

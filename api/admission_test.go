@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -61,7 +62,9 @@ func TestCachedHitsNeedNoSlot(t *testing.T) {
 		assert.Equal(t, "1", rec.Header().Get("Retry-After"))
 		requireProblem(t, do(t, s, http.MethodPost, "/v1/tiles", "application/json", seed), http.StatusServiceUnavailable, slugOverloaded)
 		assert.Equal(t, http.StatusOK, do(t, s, http.MethodGet, "/healthz", "", "").Code)
-		assert.Equal(t, http.StatusOK, do(t, s, http.MethodGet, "/metrics", "", "").Code)
+		metrics := do(t, s, http.MethodGet, "/metrics", "", "")
+		assert.Equal(t, http.StatusOK, metrics.Code)
+		assert.Contains(t, metrics.Body.String(), "shardplan_inflight_requests 2")
 	})
 	rec = do(t, s, http.MethodPost, "/v1/reshard", "application/json", other)
 	assert.Equal(t, http.StatusOK, rec.Code, "slots free again: %s", rec.Body.String())
@@ -117,4 +120,13 @@ func TestShutdownCancelsWaiters(t *testing.T) {
 	s.ServeHTTP(rec, req)
 	requireProblem(t, rec, http.StatusServiceUnavailable, slugShuttingDown)
 	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+}
+
+// TestMetricsLint runs promlint over every metric the server registers.
+func TestMetricsLint(t *testing.T) {
+	s := newTestServer(t, nil)
+	do(t, s, http.MethodPost, "/v1/tiles", "application/json", seed)
+	problems, err := testutil.GatherAndLint(s.reg)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
 }

@@ -157,6 +157,9 @@ func New(deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if err := s.registerSlotGauges(s.reg); err != nil {
+		return nil, err
+	}
 	s.router = s.routes()
 	return s, nil
 }
