@@ -50,7 +50,10 @@ func TestRedisOutage(t *testing.T) {
 	for i := range 12 {
 		hit, elapsed := get(t, fmt.Sprint("down-", i%4))
 		assert.False(t, hit)
-		assert.Less(t, elapsed, deadline+200*time.Millisecond, "call %d took %s", i, elapsed)
+		// A lookup and the synchronous write, each cut at the deadline: the call is
+		// bounded by two deadlines (the slack absorbs a loaded CI machine); a hang on
+		// the dead connection would take the client's dial and read timeouts instead.
+		assert.Less(t, elapsed, 2*deadline+400*time.Millisecond, "call %d took %s", i, elapsed)
 	}
 	hit, _ = get(t, "a")
 	assert.False(t, hit, "a memoized plan is recomputed while Redis is down")
