@@ -75,6 +75,12 @@ func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 		}
 		key, ok := presentedKey(r)
 		if !ok || !s.keys.match(key) {
+			// Failed attempts count against the client's address, so keys cannot be
+			// guessed faster than the rate limit.
+			if p := s.overRate(r); p != nil {
+				s.writeProblem(w, r, p)
+				return
+			}
 			detail := "this API needs a key: send Authorization: Bearer <key> or X-API-Key: <key>"
 			if ok {
 				detail = "the API key is not valid (it may have been rotated out); send a current key as Authorization: Bearer <key> or X-API-Key: <key>"

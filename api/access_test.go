@@ -74,3 +74,21 @@ func TestKeyHashesMatch(t *testing.T) {
 	}
 	assert.False(t, keyHashes(nil).match(""), "no keys match nothing")
 }
+
+// TestFailedKeysAreRateLimited: wrong keys count against the address's bucket.
+func TestFailedKeysAreRateLimited(t *testing.T) {
+	s := newTestServer(t, func(d *Deps) {
+		d.Access.APIKeys = []string{"sk-right-0123456789abcdef"}
+		d.Limits.RateLimit, d.Limits.RateBurst = 0.1, 3
+	})
+	var codes []int
+	for i := range 5 {
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/tiles", strings.NewReader(seed))
+		r.RemoteAddr = "198.51.100.7:4000"
+		r.Header.Set("X-API-Key", "sk-guess-000000000000000"+itoa(i))
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, r)
+		codes = append(codes, rec.Code)
+	}
+	assert.Equal(t, []int{401, 401, 401, 429, 429}, codes)
+}

@@ -233,18 +233,26 @@ type apiKeyIDKey struct{}
 // rateLimit answers 429 with Retry-After to a client over its token bucket.
 func (s *Server) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.clients == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		ok, wait := s.clients.allow(clientKey(r), time.Now())
-		if !ok {
-			secs := int(math.Ceil(wait.Seconds()))
-			s.writeProblem(w, r, NewProblem(http.StatusTooManyRequests, slugRateLimited, "Too many requests",
-				"this client sent more than %g requests/s (burst %d) (SHARDPLAN_RATE_LIMIT, SHARDPLAN_RATE_BURST); retry after %d s",
-				float64(s.clients.rate), s.clients.burst, secs).WithHeader("Retry-After", strconv.Itoa(secs)))
+		if p := s.overRate(r); p != nil {
+			s.writeProblem(w, r, p)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// overRate takes a token from r's client and returns the 429 when there is none (nil
+// when rate limits are off).
+func (s *Server) overRate(r *http.Request) *Problem {
+	if s.clients == nil {
+		return nil
+	}
+	ok, wait := s.clients.allow(clientKey(r), time.Now())
+	if ok {
+		return nil
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	return NewProblem(http.StatusTooManyRequests, slugRateLimited, "Too many requests",
+		"this client sent more than %g requests/s (burst %d) (SHARDPLAN_RATE_LIMIT, SHARDPLAN_RATE_BURST); retry after %d s",
+		float64(s.clients.rate), s.clients.burst, secs).WithHeader("Retry-After", strconv.Itoa(secs))
 }

@@ -261,6 +261,7 @@ type graphInput struct {
 //	@Failure		408					{object}	Problem	"the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT"
 //	@Failure		413					{object}	Problem	"body too large"
 //	@Failure		415					{object}	Problem	"neither JSON nor application/mlir"
+//	@Failure		401					{object}	Problem	"no or a wrong API key (when SHARDPLAN_API_KEYS is set)"
 //	@Failure		429					{object}	Problem	"over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)"
 //	@Failure		422					{object}	Problem	"policy violation: a reshard rematerializes (the graph's answer is under `plan`); or response-too-large: the step lists exceed SHARDPLAN_MAX_RESPONSE_BYTES"
 //	@Failure		503					{object}	Problem	"overloaded or timed out"

@@ -24,6 +24,7 @@ import (
 //	@Header			200		{string}	X-Cache	"always hit"
 //	@Failure		400		{object}	Problem	"malformed plan id"
 //	@Failure		404		{object}	Problem	"no memoized plan with this id"
+//	@Failure		401		{object}	Problem	"no or a wrong API key (when SHARDPLAN_API_KEYS is set)"
 //	@Failure		429		{object}	Problem	"over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)"
 //	@Failure		503		{object}	Problem	"overloaded, timed out, or the plan store (Redis) is unavailable (with Retry-After)"
 //	@Router			/v1/plans/{plan_id} [get]

@@ -82,6 +82,7 @@ type Located struct {
 //	@Failure		413		{object}	Problem	"body too large"
 //	@Failure		408		{object}	Problem	"the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT"
 //	@Failure		415		{object}	Problem	"not JSON"
+//	@Failure		401		{object}	Problem	"no or a wrong API key (when SHARDPLAN_API_KEYS is set)"
 //	@Failure		429		{object}	Problem	"over the per-client rate limit (SHARDPLAN_RATE_LIMIT; Retry-After)"
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/tiles [post]

@@ -266,6 +266,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/Problem"
                         }
                     },
+                    "401": {
+                        "description": "no or a wrong API key (when SHARDPLAN_API_KEYS is set)",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
                     "406": {
                         "description": "application/mlir asked for an op-list request",
                         "schema": {
@@ -352,6 +358,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/Problem"
                         }
                     },
+                    "401": {
+                        "description": "no or a wrong API key (when SHARDPLAN_API_KEYS is set)",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
                     "404": {
                         "description": "no memoized plan with this id",
                         "schema": {
@@ -414,6 +426,12 @@ const docTemplate = `{
                     },
                     "400": {
                         "description": "invalid JSON, field, sharding or cost model; or no plan with allowed_ops",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "401": {
+                        "description": "no or a wrong API key (when SHARDPLAN_API_KEYS is set)",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }
@@ -491,6 +509,12 @@ const docTemplate = `{
                     },
                     "400": {
                         "description": "invalid JSON, field, sharding, or a limit exceeded",
+                        "schema": {
+                            "$ref": "#/definitions/Problem"
+                        }
+                    },
+                    "401": {
+                        "description": "no or a wrong API key (when SHARDPLAN_API_KEYS is set)",
                         "schema": {
                             "$ref": "#/definitions/Problem"
                         }
