@@ -601,24 +601,40 @@ func kindOf(op *Op) string {
 	case "stablehlo.optimization_barrier":
 		return "barrier"
 	case "stablehlo.custom_call":
-		if _, ok := op.Attrs.Vals["sdy.sharding_rule"]; ok {
-			return "custom"
-		}
 		if calleeOf(op) == "Sharding" {
 			return "sharding_constraint"
 		}
-		return ""
+		return withRule(op)
 	case "stablehlo.while":
 		return "while"
 	}
 	k, ok := strings.CutPrefix(name, "stablehlo.")
 	if !ok || k == "custom" || k == "sharding_constraint" || k == "opaque" {
-		return ""
+		return withRule(op)
 	}
 	if _, ok := supported[k]; ok {
 		return k
 	}
+	return withRule(op)
+}
+
+// withRule is "custom" for an op the import does not model that carries its own Shardy
+// rule (sdy.sharding_rule, or sdy.op_sharding_rule), "" (opaque) otherwise.
+func withRule(op *Op) string {
+	if _, _, ok := shardingRule(op); ok {
+		return "custom"
+	}
 	return ""
+}
+
+// shardingRule is op's #sdy.op_sharding_rule<...> attribute and its position.
+func shardingRule(op *Op) (Raw, int, bool) {
+	for _, k := range []string{"sdy.sharding_rule", "sdy.op_sharding_rule"} {
+		if r, ok := op.Attrs.Vals[k].(Raw); ok {
+			return r, op.Attrs.Pos[k], true
+		}
+	}
+	return Raw{}, 0, false
 }
 
 var supported = func() map[string]bool {
@@ -710,11 +726,11 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 	pop := propagation.Op{Name: opName, Kind: kind, Operands: operands, Results: results, Attrs: attrsFor(kind, op)}
 	switch kind {
 	case "custom":
-		r, _ := op.Attrs.Vals["sdy.sharding_rule"].(Raw)
+		r, rpos, _ := shardingRule(op)
 		text := strings.TrimSpace(r.Text)
 		body, ok := strings.CutPrefix(text, "#sdy.op_sharding_rule<")
 		if !ok || !strings.HasSuffix(body, ">") {
-			b.errAt(op.Attrs.Pos["sdy.sharding_rule"], "sdy.sharding_rule must be #sdy.op_sharding_rule<([...])->([...]) {...}>")
+			b.errAt(rpos, "sdy.sharding_rule must be #sdy.op_sharding_rule<([...])->([...]) {...}>")
 			return
 		}
 		// Shardy prints "..., custom"; the rule reader takes the word without the comma.

@@ -788,6 +788,17 @@ func (p *parser) opType(op *Op) {
 		p.advance()
 		types = append(types, p.typ())
 	}
+	if p.tok.kind == tArrow {
+		// "T -> T" or "T -> (T, T)" (chlo.top_k): the results follow the arrow.
+		p.advance()
+		if p.tok.is("(") {
+			p.advance()
+			p.list(")", "the result types", func() { op.ResultTypes = append(op.ResultTypes, p.typ()) })
+		} else {
+			op.ResultTypes = append(op.ResultTypes, p.typ())
+		}
+		return
+	}
 	// One type for all, or the last len(results) of the list (select: pred, value).
 	switch n := len(op.Results); {
 	case n == 0:
@@ -974,6 +985,13 @@ func (p *parser) group(op *Op) []*Param {
 			}
 		case t.is(","):
 			p.advance()
+		case t.kind == tIdent && p.peek().is("="):
+			// an attribute inside the group: chlo.top_k(%x, k = 4)
+			p.advance()
+			p.advance()
+			start := p.tok.pos
+			v := p.kwValue(t.text)
+			op.Attrs.set(t.text, v, start, Span{t.pos, p.lx.lastEnd(p.tok)})
 		case t.kind == tEOF:
 			p.fail("expected ')'")
 			return nil
