@@ -876,11 +876,7 @@ func (p *parser) prettyOp(op *Op) {
 		case t.kind == tIdent && t.text == "loc" && p.peek().is("("):
 			p.skipLoc()
 		case t.kind == tIdent && p.peek().is("="):
-			p.advance()
-			p.advance()
-			start := p.tok.pos
-			v := p.kwValue(t.text)
-			op.Attrs.set(t.text, v, start, Span{t.pos, p.lx.lastEnd(p.tok)})
+			p.keyword(op)
 		case t.kind == tIdent && p.peek().is("<") && !p.peek().nl:
 			op.Positional = append(op.Positional, positional{p.value(false), t.pos})
 		case t.kind == tIdent:
@@ -986,12 +982,7 @@ func (p *parser) group(op *Op) []*Param {
 		case t.is(","):
 			p.advance()
 		case t.kind == tIdent && p.peek().is("="):
-			// an attribute inside the group: chlo.top_k(%x, k = 4)
-			p.advance()
-			p.advance()
-			start := p.tok.pos
-			v := p.kwValue(t.text)
-			op.Attrs.set(t.text, v, start, Span{t.pos, p.lx.lastEnd(p.tok)})
+			p.keyword(op) // an attribute inside the group: chlo.top_k(%x, k = 4)
 		case t.kind == tEOF:
 			p.fail("expected ')'")
 			return nil
@@ -1028,6 +1019,16 @@ func (p *parser) sliceRanges(op *Op) {
 		}
 		op.Slice = append(op.Slice, r)
 	})
+}
+
+// keyword reads a pretty-form keyword attribute "name = value" into op.
+func (p *parser) keyword(op *Op) {
+	t := p.tok
+	p.advance()
+	p.advance()
+	start := p.tok.pos
+	v := p.kwValue(t.text)
+	op.Attrs.set(t.text, v, start, Span{t.pos, p.lx.lastEnd(p.tok)})
 }
 
 // dimsPair is "[1] x [0]" (dot_general's batching_dims and contracting_dims).
