@@ -23,7 +23,8 @@ type TilesRequest struct {
 	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64" minimum:"1" maximum:"64"`
 	// Sharding in any input form: object, Shardy text, PartitionSpec-like array (e.g.
 	// [[0],[1]] or ["x", null]; fewer entries than the rank leave the rest replicated),
-	// JAX PartitionSpec text ("P('x', None)"), XLA HloSharding text
+	// JAX PartitionSpec text ("P('x', None)") or jax.Array.sharding's repr
+	// ("NamedSharding(mesh=..., spec=PartitionSpec(...))"), XLA HloSharding text
 	// ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}"), or DTensor placements
 	// ({"placements": ["Shard(0)", "Replicate()", "Partial()"]}, one per mesh dim).
 	Sharding json.RawMessage `json:"sharding" validate:"required" swaggertype:"object"`

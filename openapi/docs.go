@@ -1701,7 +1701,7 @@ const docTemplate = `{
                     ]
                 },
                 "sharding": {
-                    "description": "Sharding in any input form: object, Shardy text, PartitionSpec-like array (e.g.\n[[0],[1]] or [\"x\", null]; fewer entries than the rank leave the rest replicated),\nJAX PartitionSpec text (\"P('x', None)\"), XLA HloSharding text\n(\"{devices=[2,1,4]\u003c=[8] last_tile_dim_replicate}\"), or DTensor placements\n({\"placements\": [\"Shard(0)\", \"Replicate()\", \"Partial()\"]}, one per mesh dim).",
+                    "description": "Sharding in any input form: object, Shardy text, PartitionSpec-like array (e.g.\n[[0],[1]] or [\"x\", null]; fewer entries than the rank leave the rest replicated),\nJAX PartitionSpec text (\"P('x', None)\") or jax.Array.sharding's repr\n(\"NamedSharding(mesh=..., spec=PartitionSpec(...))\"), XLA HloSharding text\n(\"{devices=[2,1,4]\u003c=[8] last_tile_dim_replicate}\"), or DTensor placements\n({\"placements\": [\"Shard(0)\", \"Replicate()\", \"Partial()\"]}, one per mesh dim).",
                     "type": "object"
                 }
             }

@@ -274,3 +274,26 @@ func iotaAsExplicit(m *Mesh, text string) (string, bool) {
 	b.WriteByte('}')
 	return b.String(), true
 }
+
+// FuzzParseString covers the dispatch between the string forms and the JAX reprs.
+func FuzzParseString(f *testing.F) {
+	for _, s := range []string{
+		"NamedSharding(mesh=Mesh('x': 4, 'y': 6, 'z': 2, 'w': 1), spec=PartitionSpec('x', ('y', 'z')), memory_kind=device)",
+		"NamedSharding(mesh=Mesh('x': 4), spec=P())",
+		"NamedSharding(spec=PartitionSpec(None, 'y'))",
+		"GSPMDSharding({devices=[4,6,2]<=[48]}, memory_kind=device)",
+		"GSPMDSharding({replicated}",
+		"NamedSharding(",
+		`{"x"}`,
+		"{devices=[48]<=[48]}",
+		"P('x')",
+		`[{"x"}]`,
+	} {
+		f.Add(s)
+	}
+	m := mustMesh(f, fuzzMesh)
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseString(text, m, nil, "source")
+		checkParsed(t, m, s, err)
+	})
+}

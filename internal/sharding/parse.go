@@ -65,7 +65,8 @@ func finish(s Sharding, m *Mesh, shape []int64, pt pather) (Sharding, error) {
 
 // ParseString parses a sharding given as a string: XLA's HloSharding text when it starts
 // with '{' and a word or a second '{' (ParseHLO), a PartitionSpec when it starts with
-// P( or PartitionSpec( (ParsePartitionSpecText), else Shardy's textual form (ParseText;
+// P( or PartitionSpec( (ParsePartitionSpecText), the repr of a JAX NamedSharding or
+// GSPMDSharding (what jax.Array.sharding prints), else Shardy's textual form (ParseText;
 // `{"x"}` is a Shardy dim missing its brackets).
 func ParseString(text string, m *Mesh, shape []int64, field string) (Sharding, error) {
 	if t, ok := strings.CutPrefix(strings.TrimSpace(text), "{"); ok {
@@ -75,6 +76,9 @@ func ParseString(text string, m *Mesh, shape []int64, field string) (Sharding, e
 	}
 	if isPartitionSpecText(text) {
 		return ParsePartitionSpecText(text, m, shape, field)
+	}
+	if isJAXRepr(text) {
+		return parseJAXRepr(text, m, shape, field)
 	}
 	return ParseText(text, m, shape, field)
 }

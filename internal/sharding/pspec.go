@@ -64,7 +64,19 @@ func isPartitionSpecText(text string) bool {
 // the trailing dims replicated. Errors name field and the character offset.
 func ParsePartitionSpecText(text string, m *Mesh, shape []int64, field string) (Sharding, error) {
 	p := &textParser{s: text, field: field, m: m}
-	pt := &textPather{field: field}
+	s, pt, err := p.partitionSpec()
+	if err != nil {
+		return Sharding{}, err
+	}
+	if p.peek() != 0 {
+		return Sharding{}, p.fail("unexpected %q after the PartitionSpec", p.s[p.pos:min(len(p.s), p.pos+10)])
+	}
+	return finishSpec(s, pt, m, shape)
+}
+
+// partitionSpec parses P(...) at p.pos and leaves p after its ')'.
+func (p *textParser) partitionSpec() (Sharding, *textPather, error) {
+	pt := &textPather{field: p.field}
 	p.skip()
 	for _, prefix := range []string{"jax.sharding.", "sharding.", "jax."} {
 		if strings.HasPrefix(p.s[p.pos:], prefix) {
@@ -77,10 +89,10 @@ func ParsePartitionSpecText(text string, m *Mesh, shape []int64, field string) (
 	case strings.HasPrefix(p.s[p.pos:], "P"):
 		p.pos++
 	default:
-		return Sharding{}, p.fail("expected P(...) or PartitionSpec(...)")
+		return Sharding{}, nil, p.fail("expected P(...) or PartitionSpec(...)")
 	}
 	if err := p.expect('('); err != nil {
-		return Sharding{}, err
+		return Sharding{}, nil, err
 	}
 	var s Sharding
 	for p.peek() != ')' {
@@ -88,16 +100,16 @@ func ParsePartitionSpecText(text string, m *Mesh, shape []int64, field string) (
 		off := p.pos
 		if w := p.pyWord(); w == "unreduced" {
 			if err := p.expect('='); err != nil {
-				return Sharding{}, err
+				return Sharding{}, nil, err
 			}
 			refs, offs, err := p.pyAxisGroup("{[(", "}])")
 			if err != nil {
-				return Sharding{}, err
+				return Sharding{}, nil, err
 			}
 			s.Unreduced, pt.unr = append(s.Unreduced, refs...), append(pt.unr, offs...)
 		} else {
 			if len(s.Unreduced) > 0 {
-				return Sharding{}, p.failAt(off, "a dim entry after unreduced=; positional entries come first")
+				return Sharding{}, nil, p.failAt(off, "a dim entry after unreduced=; positional entries come first")
 			}
 			ds := DimSharding{Priority: NoPriority}
 			var offs []int
@@ -106,16 +118,16 @@ func ParsePartitionSpecText(text string, m *Mesh, shape []int64, field string) (
 			case w == "P.UNCONSTRAINED" || w == "PartitionSpec.UNCONSTRAINED":
 				ds.Open = true
 			case w != "":
-				return Sharding{}, p.failAt(off, "unexpected %q; a PartitionSpec entry is None, 'axis', ('a','b'), P.UNCONSTRAINED or unreduced={...}", w)
+				return Sharding{}, nil, p.failAt(off, "unexpected %q; a PartitionSpec entry is None, 'axis', ('a','b'), P.UNCONSTRAINED or unreduced={...}", w)
 			case p.peek() == '(':
 				var err error
 				if ds.Axes, offs, err = p.pyAxisGroup("(", ")"); err != nil {
-					return Sharding{}, err
+					return Sharding{}, nil, err
 				}
 			default:
 				r, off, err := p.pyAxis()
 				if err != nil {
-					return Sharding{}, err
+					return Sharding{}, nil, err
 				}
 				ds.Axes, offs = []AxisRef{r}, []int{off}
 			}
@@ -128,15 +140,17 @@ func ParsePartitionSpecText(text string, m *Mesh, shape []int64, field string) (
 		}
 		if p.peek() != ')' {
 			if p.pos >= len(p.s) {
-				return Sharding{}, p.fail("expected ',' or ')', found the end")
+				return Sharding{}, nil, p.fail("expected ',' or ')', found the end")
 			}
-			return Sharding{}, p.fail("expected ',' or ')'")
+			return Sharding{}, nil, p.fail("expected ',' or ')'")
 		}
 	}
 	p.pos++
-	if p.peek() != 0 {
-		return Sharding{}, p.fail("unexpected %q after the PartitionSpec", p.s[p.pos:min(len(p.s), p.pos+10)])
-	}
+	return s, pt, nil
+}
+
+// finishSpec pads a parsed PartitionSpec to the tensor's rank and validates it.
+func finishSpec(s Sharding, pt *textPather, m *Mesh, shape []int64) (Sharding, error) {
 	s.Dims = padSpec(s.Dims, shape)
 	for len(pt.dims) < len(s.Dims) {
 		pt.dims, pt.refs = append(pt.dims, 0), append(pt.refs, nil)

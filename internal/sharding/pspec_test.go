@@ -73,3 +73,28 @@ func TestParsePartitionSpecErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestParseJAXRepr: what jax.Array.sharding prints is accepted as it is.
+func TestParseJAXRepr(t *testing.T) {
+	m := mustMesh(t, "data=2,model=4")
+	shape := []int64{8, 8}
+	cases := []struct{ name, text, want string }{
+		{"NamedSharding", "NamedSharding(mesh=Mesh('data': 2, 'model': 4, axis_types=(Auto, Auto)), spec=PartitionSpec('data', None), memory_kind=device)", `[{"data"}, {}]`},
+		{"NamedSharding tuple entry", "NamedSharding(mesh=Mesh('data': 2, 'model': 4), spec=PartitionSpec(('data', 'model'),))", `[{"data", "model"}, {}]`},
+		{"old mesh repr", "NamedSharding(mesh=Mesh(device_ids=array([[0, 1, 2, 3], [4, 5, 6, 7]]), axis_names=('data', 'model')), spec=PartitionSpec(None, 'model'))", `[{}, {"model"}]`},
+		{"GSPMDSharding", "GSPMDSharding({devices=[2,1,4]<=[8] last_tile_dim_replicate}, memory_kind=device)", `[{"data"}, {}]`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			requireShardy(t, mustParse(t, jsonString(tc.text), m, shape), m, shape, tc.want)
+		})
+	}
+	_, err := Parse([]byte(jsonString("NamedSharding(mesh=Mesh('data': 2, 'model': 8), spec=PartitionSpec('data'))")), m, shape, "source")
+	requireFieldError(t, err, "source", "at offset 14", "data=2,model=8", "data=2,model=4")
+	_, err = Parse([]byte(jsonString("NamedSharding(mesh=Mesh('data': 2, 'model': 4), spec=PartitionSpec('q'))")), m, shape, "source")
+	requireFieldError(t, err, "source", "at offset 67", `unknown mesh axis "q"`)
+	_, err = Parse([]byte(jsonString("NamedSharding(mesh=Mesh('data': 2, 'model': 4))")), m, shape, "source")
+	requireFieldError(t, err, "source", "without spec=")
+	_, err = Parse([]byte(jsonString("GSPMDSharding({devices=[2,1,4]<=[8] last_tile_dim_replicate} x")), m, shape, "source")
+	requireFieldError(t, err, "source", "expected ',' or ')'")
+}
