@@ -12,8 +12,9 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// Version identifies the planner's algorithm; it is part of every cache key.
-const Version = "planner/2"
+// Version identifies the planner's algorithm and prices; it is part of every cache key
+// (planner/3: point-to-point steps priced by their routed traffic).
+const Version = "planner/3"
 
 // Op is a step op of API.md.
 type Op string
