@@ -547,8 +547,10 @@ func calleeOf(op *Op) string {
 			return s.Name
 		}
 	}
-	if s, ok := op.Attrs.Vals["callee"].(Symbol); ok {
-		return s.Name
+	for _, k := range []string{"callee", "decomposition"} {
+		if s, ok := op.Attrs.Vals[k].(Symbol); ok {
+			return s.Name
+		}
 	}
 	return ""
 }
@@ -600,6 +602,9 @@ func kindOf(op *Op) string {
 		return "constant"
 	case "stablehlo.optimization_barrier":
 		return "barrier"
+	case "chlo.erf", "chlo.tan":
+		// CHLO's elementwise ops that have a StableHLO-named twin in the graph API
+		return strings.TrimPrefix(name, "chlo.")
 	case "stablehlo.custom_call":
 		if calleeOf(op) == "Sharding" {
 			return "sharding_constraint"
@@ -665,7 +670,8 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 		return
 	}
 	switch {
-	case op.Name == "func.call":
+	case op.Name == "func.call" || op.Name == "stablehlo.composite":
+		// a composite is its decomposition function
 		if b.inline(e, op, operands, out) {
 			return
 		}

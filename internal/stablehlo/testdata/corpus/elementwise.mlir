@@ -1,4 +1,5 @@
-// Elementwise ops, compare, select, clamp, convert, constant and iota, in both forms.
+// Elementwise ops (CHLO's erf included), compare, select, clamp, convert, constant and
+// iota, in both forms.
 sdy.mesh @mesh = <["x"=2, "y"=4]>
 
 func.func @pretty(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xbf16>) {
@@ -14,7 +15,8 @@ func.func @pretty(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [
   %7 = stablehlo.convert %6 : (tensor<8x16xf32>) -> tensor<8x16xbf16>
   %8 = stablehlo.iota dim = 1 : tensor<8x16xf32>
   %9 = stablehlo.subtract %6, %8 : tensor<8x16xf32>
-  return %9, %7 : tensor<8x16xf32>, tensor<8x16xbf16>
+  %10 = chlo.erf %9 : tensor<8x16xf32> -> tensor<8x16xf32>
+  return %10, %7 : tensor<8x16xf32>, tensor<8x16xbf16>
 }
 
 func.func @generic(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xbf16>) {
@@ -30,5 +32,6 @@ func.func @generic(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, 
   %7 = "stablehlo.convert"(%6) : (tensor<8x16xf32>) -> tensor<8x16xbf16>
   %8 = "stablehlo.iota"() <{iota_dimension = 1 : i64}> : () -> tensor<8x16xf32>
   %9 = "stablehlo.subtract"(%6, %8) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  "func.return"(%9, %7) : (tensor<8x16xf32>, tensor<8x16xbf16>) -> ()
+  %10 = "chlo.erf"(%9) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  "func.return"(%10, %7) : (tensor<8x16xf32>, tensor<8x16xbf16>) -> ()
 }
