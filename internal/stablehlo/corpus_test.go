@@ -98,3 +98,23 @@ func TestCorpus(t *testing.T) {
 		})
 	}
 }
+
+// TestJAXAttention: a JAX-style as_text() of multi-head attention (batch on "data",
+// heads on "model"): everything is modelled, the heads stay on "model" through the
+// softmax, and no op needs a collective.
+func TestJAXAttention(t *testing.T) {
+	src, err := os.ReadFile("testdata/attention_jax.mlir")
+	require.NoError(t, err)
+	imp, err := Read(string(src), Options{})
+	require.NoError(t, err)
+	assert.Empty(t, imp.Opaque)
+	res, err := propagation.Propagate(context.Background(), imp.Graph, imp.Mesh, propagation.DefaultOptions())
+	require.NoError(t, err)
+	closed := res.Closed()
+	assert.Equal(t, `[{"data"}, {"model"}, {}, {}]`, closed["0"].Body(), "scores: batch and heads")
+	assert.Equal(t, `[{"data"}, {"model"}, {}]`, closed["8"].Body(), "softmax denominator")
+	assert.Equal(t, `[{"data"}, {}, {"model"}, {}]`, closed["result0"].Body())
+	assert.Empty(t, res.Reshards)
+	assert.Empty(t, res.Reductions)
+	golden(t, "testdata/attention_jax.annotated.mlir", imp.Annotate(res.Shardings))
+}
