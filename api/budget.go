@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -101,10 +102,11 @@ func (b *listBudget) chargeTransfers(field string, m *sharding.Mesh, shape []int
 	return b.charge(field, n*newListShape(m, shape).transferBytes(), strconv.FormatInt(n, 10)+" transfers", fix)
 }
 
-// transfersWithin charges and builds the transfers between before and after.
-func (b *listBudget) transfersWithin(field string, m *sharding.Mesh, shape []int64, bits int, before, after sharding.Sharding, fix string) ([]planner.Transfer, error) {
+// transfersWithin charges and builds the transfers between before and after, stopping
+// with ctx's error once ctx is done.
+func (b *listBudget) transfersWithin(ctx context.Context, field string, m *sharding.Mesh, shape []int64, bits int, before, after sharding.Sharding, fix string) ([]planner.Transfer, error) {
 	if err := b.chargeTransfers(field, m, shape, before, after, fix); err != nil {
 		return nil, err
 	}
-	return planner.Transfers(m, shape, bits, before, after), nil
+	return planner.TransfersContext(ctx, m, shape, bits, before, after)
 }

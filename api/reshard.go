@@ -437,7 +437,9 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 	}
 	if in.include["transfers"] {
 		// Already charged by chargeIncludes.
-		resp.Transfers = planner.Transfers(m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt))
+		if resp.Transfers, err = planner.TransfersContext(ctx, m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt)); err != nil {
+			return nil, err
+		}
 	}
 	if in.include["diagram"] {
 		resp.Diagram = planner.Diagram(p)
@@ -457,8 +459,8 @@ func stripUnreduced(s sharding.Sharding) sharding.Sharding {
 // renderSteps gives the wire form of p's steps for a tensor of shape and element size
 // bits on m. With lists false, collective_permute pairs and all_to_all_v transfers are
 // left out and omitted says so; with lists true each list is charged to budget before it
-// is built (a 422 when over), and rendering stops with ctx's error between steps once
-// ctx is done.
+// is built (a 422 when over), and rendering stops with ctx's error once ctx is done
+// (between steps and while transfers are built).
 func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int, p *planner.Plan, lists bool, budget *listBudget) (steps []StepJSON, omitted bool, err error) {
 	ls := newListShape(m, shape)
 	const stepsFix = `restrict allowed_ops (collective_permute and all_to_all_v carry per-device lists), or ` + fewerDevices
@@ -499,7 +501,7 @@ func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int,
 				omitted = true
 				break
 			}
-			if sj.Transfers, err = budget.transfersWithin("steps", m, shape, bits, st.Before, st.After, stepsFix); err != nil {
+			if sj.Transfers, err = budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, stepsFix); err != nil {
 				return nil, false, err
 			}
 		}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"cmp"
+	"context"
 	"slices"
 
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -110,18 +111,38 @@ func pairsByScan(m *sharding.Mesh, shape []int64, before, after sharding.Shardin
 // replicas spread the load), so these are the transfers the cost model routes. Ranges
 // are global; SourceLocal and TargetLocal are the same data in the sender's and
 // receiver's buffers. Sorted by receiver, then by range.
-// Cost: O(devices x source tiles intersecting a target tile x rank).
+// Cost: O(devices x source tiles intersecting a target tile x rank); TransferCount
+// (listsize.go) bounds its length beforehand.
 func Transfers(m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) []Transfer {
+	out, _ := TransfersContext(context.Background(), m, shape, elemBits, before, after)
+	return out
+}
+
+// ctxCheckEvery is how many transfers are built between two checks of the context.
+const ctxCheckEvery = 1024
+
+// TransfersContext is Transfers that stops with ctx's error once ctx is done (checked
+// every ctxCheckEvery transfers, and per device).
+func TransfersContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) ([]Transfer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	sp, ok := newSpace(m, shape, elemBits, before, after)
 	if !ok {
-		return transfersByHolder(m, shape, elemBits, before, after)
+		return transfersByHolder(ctx, m, shape, elemBits, before, after)
 	}
 	lb := sharding.NewLayout(m, shape, before)
 	la := sharding.NewLayout(m, shape, after)
 	rank := len(shape)
 	p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), false, 0)
 	var out []Transfer
+	var err error
 	p.eachDevice(func(from, to int, bytes int64) bool {
+		if len(out)%ctxCheckEvery == 0 {
+			if err = ctx.Err(); err != nil {
+				return false
+			}
+		}
 		t := Transfer{From: m.DeviceAt(from), To: m.DeviceAt(to), Bytes: bytes, Ranges: make(Range, rank), SourceLocal: make(Range, rank), TargetLocal: make(Range, rank)}
 		for d := range rank {
 			ss, se := lb.Range(d, int(p.curS[d]))
@@ -134,6 +155,9 @@ func Transfers(m *sharding.Mesh, shape []int64, elemBits int, before, after shar
 		out = append(out, t)
 		return true
 	})
+	if err != nil {
+		return nil, err
+	}
 	slices.SortFunc(out, func(a, b Transfer) int {
 		if c := cmp.Compare(a.To, b.To); c != 0 {
 			return c
@@ -145,12 +169,12 @@ func Transfers(m *sharding.Mesh, shape []int64, elemBits int, before, after shar
 		}
 		return 0
 	})
-	return out
+	return out, nil
 }
 
 // transfersByHolder is Transfers for shardings that fit no common atom space: the
 // holder with the receiver's coordinates on the axes `before` replicates.
-func transfersByHolder(m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) []Transfer {
+func transfersByHolder(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) ([]Transfer, error) {
 	lb := sharding.NewLayout(m, shape, before)
 	la := sharding.NewLayout(m, shape, after)
 	rank := len(shape)
@@ -158,6 +182,9 @@ func transfersByHolder(m *sharding.Mesh, shape []int64, elemBits int, before, af
 	coords := make([]int, len(m.Axes))
 	var out []Transfer
 	for id := range n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		m.Coords(m.PositionOf(id), coords)
 		tgt := la.TileOf(id)
 		// Per dim, the source shard indices whose ranges meet the target range.
@@ -214,7 +241,7 @@ func transfersByHolder(m *sharding.Mesh, shape []int64, elemBits int, before, af
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // holderOf finds the device holding source shard idx (per dim) whose coordinates on the

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,7 +11,8 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// TestTransferCountBounds: TransferCount is an upper bound of len(Transfers).
+// TestTransferCountBounds: TransferCount is an upper bound of len(Transfers), and
+// TransfersContext stops on a done context.
 func TestTransferCountBounds(t *testing.T) {
 	tests := []struct {
 		name, mesh, src, tgt string
@@ -32,6 +35,10 @@ func TestTransferCountBounds(t *testing.T) {
 			got := int64(len(Transfers(m, tc.shape, 32, src, tgt)))
 			bound := TransferCount(m, tc.shape, src, tgt)
 			assert.LessOrEqual(t, got, bound)
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			_, err = TransfersContext(ctx, m, tc.shape, 32, src, tgt)
+			assert.ErrorIs(t, err, context.Canceled, "a done context stops the list")
 		})
 	}
 }
@@ -45,4 +52,25 @@ func TestTransferCountAmplifying(t *testing.T) {
 	tgt, err := sharding.ParseText(`[{}, {"a", "b"}]`, m, shape, "target")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1024*1024), TransferCount(m, shape, src, tgt), "every target column meets every source row")
+}
+
+// TestTransferCountIsAnUpperBound checks TransferCount >= len(Transfers) over every pair
+// of a set of shardings (replicated, split, nested, uneven) on a 3-axis mesh.
+func TestTransferCountIsAnUpperBound(t *testing.T) {
+	m, err := sharding.ParseMeshString("x=2,y=2,z=2", "mesh")
+	require.NoError(t, err)
+	specs := []string{`[{}, {}]`, `[{"x"}, {}]`, `[{}, {"y"}]`, `[{"x"}, {"y"}]`, `[{"y"}, {"x"}]`, `[{"x", "y"}, {}]`,
+		`[{}, {"z", "x"}]`, `[{"x", "y", "z"}, {}]`, `[{"z"}, {"x", "y"}]`, `[{"y", "x"}, {"z"}]`}
+	for _, shape := range [][]int64{{8, 8}, {6, 10}, {3, 5}} {
+		for _, a := range specs {
+			for _, b := range specs {
+				src, err := sharding.ParseText(a, m, shape, "source")
+				require.NoError(t, err)
+				tgt, err := sharding.ParseText(b, m, shape, "target")
+				require.NoError(t, err)
+				got, bound := len(Transfers(m, shape, 16, src, tgt)), TransferCount(m, shape, src, tgt)
+				require.LessOrEqual(t, int64(got), bound, fmt.Sprintf("%v %s -> %s", shape, a, b))
+			}
+		}
+	}
 }
