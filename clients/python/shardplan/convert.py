@@ -420,32 +420,75 @@ def to_named_sharding(sharding: Sharding, mesh: Any, named_sharding_cls: Any = N
     return named_sharding_cls(mesh, to_partition_spec(sharding, partition_spec_cls))
 
 
-def to_placement_strings(sharding: Sharding, mesh_axis_names: Sequence[str]) -> List[str]:
+def _dtensor_order(mesh_dims: Sequence[int], strided: Sequence[bool], sizes: Sequence[int]) -> Optional[List[Tuple[int, int]]]:
+    """The order in which DTensor splits one tensor dim given the mesh dims (ascending)
+    that shard it and which of them are ``_StridedShard``, as
+    torch.distributed.tensor._utils._explicit_order_placements computes it: a list of
+    (mesh dim, split_factor or 0), major first; None when DTensor rejects it."""
+    order: List[Tuple[int, int]] = []
+    deferred: List[int] = []
+    ended = False
+    for i, st in zip(mesh_dims, strided):
+        if st:
+            deferred.append(i)
+            continue
+        if ended:
+            return None
+        order.append((i, 0))
+        if deferred:
+            ended = True
+            aggregate = sizes[i]
+            while deferred:
+                j = deferred.pop()
+                order.append((j, aggregate))
+                aggregate *= sizes[j]
+    return None if deferred else order
+
+
+def to_placement_strings(sharding: Sharding, mesh_axis_names: Sequence[str], mesh_axis_sizes: Optional[Sequence[int]] = None) -> List[str]:
     """DTensor placements (as strings, one per mesh dim in mesh order) of a returned
     sharding: ``Shard(d)`` for an axis sharding tensor dim d, ``Partial(sum)`` for an
     unreduced axis, ``Replicate()`` otherwise, e.g. ``["Shard(0)", "Partial(sum)"]``.
 
     DTensor splits a dim sharded by several mesh dims in mesh dim order (the lowest mesh
-    dim major), so the sharding's axes of one dim must be in mesh order; other orders and
-    sub-axes have no plain placement: ValueError."""
+    dim major). Another order needs ``_StridedShard(d, split_factor=f)`` placements (what
+    FSDP2 + TP produce); give ``mesh_axis_sizes`` to get them. Orders DTensor cannot
+    express and sub-axes: ValueError."""
     names = [str(a) for a in mesh_axis_names]
+    sizes = [int(x) for x in mesh_axis_sizes] if mesh_axis_sizes is not None else None
+    if sizes is not None and len(sizes) != len(names):
+        raise ValueError("%d mesh axis sizes for %d mesh axes" % (len(sizes), len(names)))
     dims, unreduced = _dims_of(sharding)
     out = ["Replicate()"] * len(names)
     for d, axes in enumerate(dims):
-        last = -1
+        idx = []
         for a in axes:
             if ":" in a:
                 raise ValueError("dim %d uses sub-axis %r, which DTensor placements cannot express" % (d, a))
             if a not in names:
                 raise ValueError("dim %d: axis %r is not one of the mesh axes %s" % (d, a, names))
-            i = names.index(a)
-            if i < last:
-                raise ValueError(
-                    "dim %d is sharded over %s, not in mesh order: DTensor needs _StridedShard for that; "
-                    "redistribute to mesh order first" % (d, axes)
-                )
-            last = i
-            out[i] = "Shard(%d)" % d
+            idx.append(names.index(a))
+        if idx == sorted(idx):
+            for i in idx:
+                out[i] = "Shard(%d)" % d
+            continue
+        if sizes is None:
+            raise ValueError(
+                "dim %d is sharded over %s, not in mesh order: DTensor needs _StridedShard for that; "
+                "pass mesh_axis_sizes to get those placements, or redistribute to mesh order first" % (d, axes)
+            )
+        mesh_dims = sorted(idx)
+        found = None
+        for mask in range(1 << len(mesh_dims)):
+            strided = [bool(mask >> k & 1) for k in range(len(mesh_dims))]
+            order = _dtensor_order(mesh_dims, strided, sizes)
+            if order is not None and [i for i, _ in order] == idx:
+                found = order
+                break
+        if found is None:
+            raise ValueError("dim %d is sharded over %s: no DTensor placements (Shard, _StridedShard) split it in that order" % (d, axes))
+        for i, sf in found:
+            out[i] = "_StridedShard(%d, split_factor=%d)" % (d, sf) if sf else "Shard(%d)" % d
     for a in unreduced:
         if a not in names:
             raise ValueError("unreduced axis %r is not one of the mesh axes %s" % (a, names))
@@ -453,16 +496,23 @@ def to_placement_strings(sharding: Sharding, mesh_axis_names: Sequence[str]) -> 
     return out
 
 
-def to_placements(sharding: Sharding, mesh_axis_names: Sequence[str], shard_cls: Any = None, replicate_cls: Any = None, partial_cls: Any = None) -> List[Any]:
+def to_placements(sharding: Sharding, mesh_axis_names: Sequence[str], shard_cls: Any = None, replicate_cls: Any = None, partial_cls: Any = None,
+                  mesh_axis_sizes: Optional[Sequence[int]] = None, strided_shard_cls: Any = None) -> List[Any]:
     """DTensor placement objects of a returned sharding (see :func:`to_placement_strings`).
     The classes default to ``torch.distributed.tensor``'s (imported only then)."""
+    strings = to_placement_strings(sharding, mesh_axis_names, mesh_axis_sizes)
     if shard_cls is None or replicate_cls is None or partial_cls is None:
         from torch.distributed.tensor import Partial, Replicate, Shard
 
         shard_cls, replicate_cls, partial_cls = shard_cls or Shard, replicate_cls or Replicate, partial_cls or Partial
+    if strided_shard_cls is None and any(p.startswith("_StridedShard") for p in strings):
+        from torch.distributed.tensor.placement_types import _StridedShard as strided_shard_cls  # noqa: N813
     out: List[Any] = []
-    for p in to_placement_strings(sharding, mesh_axis_names):
-        if p.startswith("Shard("):
+    for p in strings:
+        if p.startswith("_StridedShard("):
+            dim, sf = p[len("_StridedShard("):-1].split(", split_factor=")
+            out.append(strided_shard_cls(int(dim), split_factor=int(sf)))
+        elif p.startswith("Shard("):
             out.append(shard_cls(int(p[len("Shard("):-1])))
         elif p.startswith("Partial"):
             out.append(partial_cls())

@@ -163,6 +163,10 @@ class ClientTest(unittest.TestCase):
         self.assertEqual([s["op"] for s in r["steps"]], ["reduce_scatter"])
         self.assertEqual(to_placement_strings(r["source"], dm.mesh_dim_names), ["Shard(0)", "Partial(sum)"])
         self.assertEqual(to_placement_strings(r["target"], dm.mesh_dim_names), ["Shard(0)", "Shard(1)"])
+        # Another order round-trips through _StridedShard: the service orders it as DTensor.
+        strided = to_placement_strings({"dims": [{"axes": ["tp", "dp"]}, {"axes": []}]}, dm.mesh_dim_names, [2, 4])
+        r = self.c.tiles(mesh=mesh, shape=[16, 32], dtype="f32", sharding={"placements": strided})
+        self.assertEqual(axes(r["sharding"]), [["tp", "dp"], []])
         with self.assertRaises(ShardplanError) as cm:
             self.c.reshard(mesh=mesh, shape=[16, 32], dtype="f32", source=placements_json([Shard(0), Partial("max")]),
                            target=placements_json([Shard(0), Shard(1)]))

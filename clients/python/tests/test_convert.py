@@ -246,6 +246,24 @@ class BackToFrameworksTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             to_placement_strings({"dims": [{"axes": ["zz"]}]}, ["dp"])
 
+    def test_strided_placements(self):
+        # dim 0 over tp then dp (FSDP2 + TP): _StridedShard on dp, as DTensor orders it.
+        self.assertEqual(
+            to_placement_strings({"dims": [{"axes": ["tp", "dp"]}]}, ["dp", "tp"], [2, 4]),
+            ["_StridedShard(0, split_factor=4)", "Shard(0)"],
+        )
+        # Three mesh dims, [c, a, b]: a and b strided behind c.
+        self.assertEqual(
+            to_placement_strings({"dims": [{"axes": ["c", "b", "a"]}]}, ["a", "b", "c"], [2, 3, 5]),
+            ["_StridedShard(0, split_factor=15)", "_StridedShard(0, split_factor=5)", "Shard(0)"],
+        )
+        ps = to_placements({"dims": [{"axes": ["tp", "dp"]}]}, ["dp", "tp"], Shard, Replicate, Partial, [2, 4], _StridedShard)
+        self.assertEqual([type(p).__name__ for p in ps], ["_StridedShard", "Shard"])
+        self.assertEqual(ps[0].split_factor, 4)
+        # [b, c, a] is no order DTensor's rule produces (a strided part may not be followed by Shard).
+        with self.assertRaises(ValueError):
+            to_placement_strings({"dims": [{"axes": ["b", "a", "c"]}]}, ["a", "b", "c"], [2, 2, 2])
+
     def test_placements_json(self):
         got = placements_json([Shard(0), Replicate(), Partial(), _StridedShard(1, 4), "Shard(1)"])
         self.assertEqual(got, {"placements": ["Shard(0)", "Replicate()", "Partial(sum)", "_StridedShard(1, split_factor=4)", "Shard(1)"]})
