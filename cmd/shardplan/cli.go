@@ -35,7 +35,8 @@ const usage = `usage: shardplan [flags] reshard|graph|tiles FILE|-
 Posts FILE (- for standard input) to POST /v1/<command> and prints the answer: the plan
 summary, policy violations and suggested constraints, or the raw response with --json.
 With no --server (and no SHARDPLAN_SERVER) it answers in-process with the service's
-embedded defaults. graph also takes a StableHLO module as text (sent as {"module": ...}).
+embedded defaults. A server that needs an API key gets SHARDPLAN_API_KEY as a Bearer
+token. graph also takes a StableHLO module as text (sent as {"module": ...}).
 
 Exit status: 0 success, 1 policy violation (HTTP 422), 2 bad input or usage, 3 server or
 transport error.
@@ -99,6 +100,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if key := getenv("SHARDPLAN_API_KEY"); key != "" && *server != "" {
+		// From the environment only: a flag would show the key in process lists.
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		fmt.Fprintf(stderr, "shardplan: %v\n", err)

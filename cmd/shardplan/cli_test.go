@@ -161,3 +161,20 @@ func TestCLIGraphModule(t *testing.T) {
 	assert.Equal(t, map[string]string{"module": module, "function": "f"}, got)
 	assert.Contains(t, r.stdout, "collectives: 0")
 }
+
+// TestCLIAPIKey: against a server with API keys, SHARDPLAN_API_KEY is sent as a Bearer
+// token; without it the 401 is bad input (exit 2).
+func TestCLIAPIKey(t *testing.T) {
+	const key = "sk-cli-test-0123456789abcdef"
+	srv, err := api.New(api.Deps{Limits: api.DefaultLimits(), Access: api.Access{APIKeys: []string{key}}})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	file := example("reshard-seed003-case1.json")
+	r := runCLI(t, map[string]string{"SHARDPLAN_SERVER": ts.URL}, "", "reshard", file)
+	assert.Equal(t, exitBadInput, r.code, r.stderr)
+	assert.Contains(t, r.stdout+r.stderr, "401")
+	r = runCLI(t, map[string]string{"SHARDPLAN_SERVER": ts.URL, "SHARDPLAN_API_KEY": key}, "", "reshard", file)
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout+r.stderr, key, "the key is never printed")
+}
