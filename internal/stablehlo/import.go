@@ -984,22 +984,24 @@ func (imp *Import) Locate(err error) error {
 	}
 	out := make(sharding.Errors, 0, len(es))
 	for _, fe := range es {
-		name := imp.opAt(fe.Field)
-		pos, ok := imp.opPos[name]
-		if !ok {
-			if t := strings.TrimPrefix(fe.Field, "tensors."); t != fe.Field {
-				id, _, _ := strings.Cut(t, ".sharding")
-				if o := imp.opOf[id]; o != nil {
-					pos, ok = o.Pos, true
+		pos, msg := imp.Func.Pos, fe.Error()
+		if p, ok := imp.opPos[imp.opAt(fe.Field)]; ok {
+			pos, msg = p, fe.Message
+		} else if t, isTensor := strings.CutPrefix(fe.Field, "tensors."); isTensor {
+			id := t // SSA names may hold dots: cut the field's own suffix
+			for _, suffix := range []string{".sharding", ".shape", ".dtype"} {
+				if i := strings.LastIndex(t, suffix); i > 0 {
+					id = t[:i]
+					break
 				}
 			}
-		}
-		if !ok {
-			out = append(out, sharding.Fieldf(Field, "%s", fe.Error()))
-			continue
+			if o := imp.opOf[id]; o != nil {
+				pos = o.Pos
+			}
+			msg = "%" + id + ": " + fe.Message
 		}
 		line, col := lineCol(imp.Module.Src, pos)
-		out = append(out, sharding.Fieldf(Field, "line %d, column %d: %s", line, col, fe.Message))
+		out = append(out, sharding.Fieldf(Field, "line %d, column %d: %s", line, col, msg))
 	}
 	return out
 }

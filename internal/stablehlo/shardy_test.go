@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shardplan/shardplan/internal/propagation"
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // shardyCase is one function of a Shardy lit test: the CHECK lines of its annotated
@@ -229,4 +230,27 @@ func TestGenericModule(t *testing.T) {
 	again, err := Read(out, Options{})
 	require.NoError(t, err)
 	assert.Len(t, again.Graph.Ops, len(imp.Graph.Ops))
+}
+
+// TestLocate: errors of propagating an imported graph name the op's line and column, or
+// the tensor and its defining op, or the function.
+func TestLocate(t *testing.T) {
+	src := "sdy.mesh @mesh = <[\"x\"=2]>\nfunc.func @main(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {\n  %x.1 = stablehlo.negate %arg0 : tensor<8x4xf32>\n  return %x.1 : tensor<8x4xf32>\n}\n"
+	imp, err := Read(src, Options{})
+	require.NoError(t, err)
+	cases := []struct {
+		field, want string
+	}{
+		{"ops[0].attrs.dims", `line 3, column 3: bad`},
+		{"tensors.x.1.sharding[0]", `line 3, column 3: %x.1: bad`},
+		{"tensors.arg0.sharding", `line 2, column 1: %arg0: bad`},
+		{"inputs", `line 2, column 1: inputs: bad`},
+	}
+	for _, tc := range cases {
+		es, ok := sharding.AsFieldErrors(imp.Locate(sharding.Fieldf(tc.field, "bad")))
+		require.True(t, ok)
+		require.Len(t, es, 1)
+		assert.Equal(t, Field, es[0].Field)
+		assert.Equal(t, tc.want, es[0].Message, tc.field)
+	}
 }
