@@ -25,10 +25,8 @@ func lowerBoundWith(r *Request, lb int64) int64 {
 			inTarget[a] = true
 		}
 	}
-	for _, u := range r.Source.Unreduced {
-		if containsRef(r.Target.Unreduced, u) {
-			continue
-		}
+	reduce, _ := reducedRefs(r.Source, r.Target)
+	for _, u := range reduce {
 		p *= u.Size
 		covered := false
 		for a := range inTarget {

@@ -362,7 +362,24 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	if permute {
 		kind = cost.CollectivePermute
 	}
-	return sp.router.Price(newPattern(sp, before, after, permute, inBytes).traffic(kind)).Estimate, true
+	// The same step is priced by the search, the merge, the incumbent and the final
+	// steps: route each pattern once per request.
+	key := routeKey{before.key(), after.key(), permute, inBytes}
+	if est, ok := sp.routes[key]; ok {
+		return est, true
+	}
+	est := sp.router.Price(newPattern(sp, before, after, permute, inBytes).traffic(kind)).Estimate
+	if sp.routes == nil {
+		sp.routes = map[routeKey]cost.Estimate{}
+	}
+	sp.routes[key] = est
+	return est, true
+}
+
+type routeKey struct {
+	before, after string
+	permute       bool
+	in            int64
 }
 
 // eachDevice enumerates every transfer of the whole mesh (fixed atoms and atom-free
@@ -454,4 +471,21 @@ func (p *pattern) holder(rd, hd []int) {
 			t /= sz
 		}
 	}
+}
+
+// transfersAtMost bounds the representative transfers each enumerates: the receivers
+// (the varying atoms' digits) times, per dim, the source tiles one target tile can meet.
+func (p *pattern) transfersAtMost() int {
+	sp := p.sp
+	const limit = 1 << 40
+	n := 1
+	for _, a := range p.varying {
+		n = min(n*sp.atoms[a].Size, limit)
+	}
+	for d := range p.before {
+		tb := sharding.CeilDiv(sp.shape[d], int64(sp.count(p.before[d])))
+		ta := sharding.CeilDiv(sp.shape[d], int64(sp.count(p.after[d])))
+		n = min(n*int(min((ta+tb-1)/tb+1, limit)), limit)
+	}
+	return n
 }

@@ -222,3 +222,43 @@ func TestTimeLowerBoundWithoutLinks(t *testing.T) {
 	// cut of the line carries half the array one way over one link.
 	assert.Greater(t, tb, 0.0)
 }
+
+// TestPartialReduceScatter: the target keeps a sub-axis of a source unreduced axis as
+// partial sums; the planner reduces only the rest, scattering it onto the dim it
+// shards (issue 12: x=4,y=2, source unreduced x, target [[y],[x:(1)2]] unreduced
+// x:(2)2 was a 400).
+func TestPartialReduceScatter(t *testing.T) {
+	m := mustMesh(t, "x=4,y=2")
+	shape := []int64{64, 64}
+	src := mustSharding(t, m, shape, `{"dims":[{"axes":["y"]},{"axes":[]}],"unreduced":["x"]}`)
+	tgt := mustSharding(t, m, shape, `{"dims":[{"axes":["y"]},{"axes":["x:(1)2"]}],"unreduced":["x:(2)2"]}`)
+	for _, strategy := range []string{"optimal", "xla"} {
+		f, _ := cost.Profile("tpu-v5p")
+		r := &Request{Mesh: m, Shape: shape, ElemBits: 32, Source: src, Target: tgt, Model: f}
+		var p *Plan
+		var err error
+		if strategy == "xla" {
+			p, _, err = ReshardXLA(context.Background(), r)
+		} else {
+			p, err = Reshard(context.Background(), r)
+		}
+		require.NoError(t, err, strategy)
+		require.NotEmpty(t, p.Steps, strategy)
+		first := p.Steps[0]
+		assert.Contains(t, []Op{OpReduceScatter, OpAllReduce}, first.Op, strategy)
+		assert.Equal(t, "x:(1)2", sharding.MergeAdjacent(first.MeshAxes)[0].String(), "%s: only the part the target does not keep is reduced", strategy)
+		last := p.Steps[len(p.Steps)-1].After
+		assert.True(t, last.SameLayout(tgt), "%s: ends at the target, %s", strategy, last)
+		assert.Equal(t, tgt.Unreduced, last.Unreduced, strategy)
+	}
+	if p, err := Reshard(context.Background(), &Request{Mesh: m, Shape: shape, ElemBits: 32, Source: src, Target: tgt, Model: testModel{}}); assert.NoError(t, err) {
+		assert.Equal(t, OpReduceScatter, p.Steps[0].Op, "the kept part needs no all-reduce: %s", describe(p))
+		assert.Equal(t, 1, p.Steps[0].Dim)
+	}
+	// Still refused: partial sums the source does not hold.
+	bad := mustSharding(t, m, shape, `{"dims":[{"axes":[]},{"axes":[]}],"unreduced":["y"]}`)
+	_, err := Reshard(context.Background(), &Request{Mesh: m, Shape: shape, ElemBits: 32, Source: src, Target: bad, Model: testModel{}})
+	var fe *sharding.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "target.unreduced[0]", fe.Field)
+}

@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -62,6 +61,10 @@ type Request struct {
 	// costs).
 	fullSearch bool
 }
+
+// maxOptionalTransfers bounds the transfers the planner routes to price the direct
+// all_to_all_v candidate when another plan exists.
+const maxOptionalTransfers = 1 << 15
 
 // DefaultMaxExpansions bounds the number of states the search expands.
 const DefaultMaxExpansions = 2000
@@ -152,17 +155,11 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		r.MaxExpansions = DefaultMaxExpansions
 	}
 	src, tgt := r.Source, r.Target
-	// Unreduced axes: the target may keep some of the source's partial sums, never add.
-	for i, u := range tgt.Unreduced {
-		if !slices.Contains(src.Unreduced, u) {
-			return nil, sharding.Fieldf(fmt.Sprintf("target.unreduced[%d]", i), "the source holds no partial sums over %q; a reshard cannot create them (drop it from target.unreduced, or make it unreduced in the source)", u.String())
-		}
-	}
-	var reduce []sharding.AxisRef
-	for _, u := range src.Unreduced {
-		if !slices.Contains(tgt.Unreduced, u) {
-			reduce = append(reduce, u)
-		}
+	// Unreduced axes: the target may keep some of the source's partial sums (whole axes
+	// or sub-axes of them), never add.
+	reduce, err := reducedRefs(src, tgt)
+	if err != nil {
+		return nil, err
 	}
 	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, src, tgt)
 	p := &Plan{Request: r, sp: sp}
@@ -206,7 +203,11 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			sc.Summary.SearchExpansions = expansions
 			cands = append(cands, sc.named("search"))
 		}
-		if r.allowed(OpAllToAllV) && (len(reduce) == 0 || len(pre) > 0) {
+		// The direct exchange is priced by routing its transfers; when another plan
+		// exists and the exchange has more transfers than maxOptionalTransfers (65,536
+		// devices each asking many holders), it is left out rather than routed.
+		optional := len(cands) > 0 && sp.canRoute(r) && newPattern(sp, afterOf(pre, start), goal, false, 0).transfersAtMost() > maxOptionalTransfers
+		if r.allowed(OpAllToAllV) && (len(reduce) == 0 || len(pre) > 0) && !optional {
 			av := &Plan{Request: r, sp: sp}
 			from := afterOf(pre, start)
 			var d Step

@@ -57,7 +57,8 @@ func randomSet(t testing.TB) []problem {
 }
 
 // BenchmarkRandomSet plans the 250 reshards once per iteration on tpu-v5p and reports
-// the per-request latency percentiles (µs) and how many reached the expansion cap.
+// the per-request latency percentiles (µs) and how many searches stopped at their
+// expansion budget (the plan is then the best found so far, not a proven optimum).
 //
 //	go test -run '^$' -bench BenchmarkRandomSet -benchtime 3x ./internal/planner/
 func BenchmarkRandomSet(b *testing.B) {
@@ -80,8 +81,8 @@ func BenchmarkRandomSet(b *testing.B) {
 			}
 			lat = append(lat, us)
 			byRank[len(pb.shape)] = append(byRank[len(pb.shape)], us)
-			if p.Summary.SearchExpansions > r.MaxExpansions {
-				capped++
+			if p.sp != nil && !p.sp.searchExact {
+				capped++ // the exact pass stopped at its budget
 			}
 		}
 	}

@@ -66,6 +66,7 @@ type space struct {
 
 	router      *cost.Router // prices point-to-point steps (routed)
 	routerModel cost.Model
+	routes      map[routeKey]cost.Estimate
 	// searchExact is set when the search's exact pass ran to completion (no budget
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool

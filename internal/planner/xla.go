@@ -96,10 +96,9 @@ func ReshardXLA(ctx context.Context, r *Request) (*Plan, *XLAInfo, error) {
 // xlaPlan runs the emulation and builds the priced plan.
 func xlaPlan(r *Request) (*Plan, *xlaEmu, error) {
 	src, tgt := r.Source, r.Target
-	for i, u := range tgt.Unreduced {
-		if !slices.Contains(src.Unreduced, u) {
-			return nil, nil, sharding.Fieldf(fmt.Sprintf("target.unreduced[%d]", i), "the source holds no partial sums over %q; a reshard cannot create them (drop it from target.unreduced, or make it unreduced in the source)", u.String())
-		}
+	reduce, err := reducedRefs(src, tgt)
+	if err != nil {
+		return nil, nil, err
 	}
 	sp, ok := xlaSpace(r.Mesh, r.Shape, r.ElemBits, src, tgt)
 	if !ok {
@@ -109,12 +108,6 @@ func xlaPlan(r *Request) (*Plan, *xlaEmu, error) {
 	e.keptUnreduced = maskOf(sp.atomsOf(tgt.Unreduced))
 	e.fixed = e.keptUnreduced
 	start, goal := sp.stateOf(src), sp.stateOf(tgt)
-	var reduce []sharding.AxisRef
-	for _, u := range src.Unreduced {
-		if !slices.Contains(tgt.Unreduced, u) {
-			reduce = append(reduce, u)
-		}
-	}
 	if len(reduce) > 0 {
 		e.moves = append(e.moves, move{op: OpAllReduce, group: sp.atomsOf(reduce), before: start, after: start.clone(), unrBefore: src.Unreduced, unrAfter: tgt.Unreduced, reduceRefs: reduce})
 	}
