@@ -659,6 +659,9 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 		ins = slices.Concat(op.Operands, op.Inits)
 	}
 	for _, v := range ins {
+		if _, defined := e.vals[v]; !defined && !knownDialect(op.Name) {
+			continue // another dialect's syntax may define values among its operands
+		}
 		id := b.use(e, v, op.Pos)
 		if id == "" {
 			allTensors = false
@@ -681,6 +684,11 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 		}
 	}
 	kind := kindOf(op)
+	if !knownDialect(op.Name) && kind == "" {
+		// Another dialect's syntax does not say reliably which type is whose: its
+		// results are opaque values.
+		op.ResultTypes = make([]Type, len(op.Results))
+	}
 	if len(op.ResultTypes) != len(op.Results) {
 		b.errAt(op.Pos, "%s defines %d results but its type gives %d", op.Name, len(op.Results), len(op.ResultTypes))
 		return

@@ -884,11 +884,26 @@ func (p *parser) prettyOp(op *Op) {
 			p.advance()
 		case t.kind == tSymbol || t.kind == tString || t.kind == tInt || t.kind == tFloat || t.kind == tHash:
 			op.Positional = append(op.Positional, positional{p.value(false), t.pos})
+		case !knownDialect(op.Name):
+			// Another dialect's custom syntax (scf.for ... = ... to ...): skip what is
+			// not understood; the op is opaque anyway.
+			p.advance()
 		default:
 			p.fail("unexpected %s in op %s", describe(t), op.Name)
 			return
 		}
 	}
+}
+
+// knownDialect reports whether op belongs to a dialect whose printed syntax the parser
+// checks strictly (StableHLO, CHLO, Shardy, func).
+func knownDialect(op string) bool {
+	d, _, _ := strings.Cut(op, ".")
+	switch d {
+	case "stablehlo", "chlo", "sdy", "func", "mhlo":
+		return true
+	}
+	return false
 }
 
 // trailing parses what may follow an op's type: loc(...), reducer(...)(...) {region},
@@ -1151,6 +1166,10 @@ func (p *parser) valueNoSuffix(typeSuffix bool) any {
 	case tSymbol:
 		p.advance()
 		return Symbol{t.text}
+	case tValue:
+		// an SSA use inside another dialect's attribute syntax (tensor.extract %t[%i])
+		p.advance()
+		return Raw{"%" + t.text}
 	case tBang:
 		return Raw{p.typ().Text}
 	case tHash:

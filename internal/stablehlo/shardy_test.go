@@ -254,3 +254,32 @@ func TestLocate(t *testing.T) {
 		assert.Equal(t, tc.want, es[0].Message, tc.field)
 	}
 }
+
+// TestOtherDialectsAreOpaque: ops of dialects the import does not know, in their own
+// printed syntax, are opaque barriers, never an error.
+func TestOtherDialectsAreOpaque(t *testing.T) {
+	src := `sdy.mesh @mesh = <["x"=2]>
+func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, %i: index) -> (tensor<8xf32>, f32) {
+  %0 = stablehlo.negate %arg0 : tensor<8xf32>
+  %e = tensor.extract %0[%i] : tensor<8xf32>
+  %c0 = arith.constant 0 : index
+  %r = scf.for %k = %c0 to %i step %i iter_args(%acc = %0) -> (tensor<8xf32>) {
+    scf.yield %acc : tensor<8xf32>
+  }
+  %1 = stablehlo.abs %r : tensor<8xf32>
+  return %1, %e : tensor<8xf32>, f32
+}
+`
+	imp, err := Read(src, Options{})
+	require.NoError(t, err)
+	var ops []string
+	for _, o := range imp.Opaque {
+		ops = append(ops, o.Op)
+	}
+	// Their results are opaque values, so the abs that reads one is opaque too.
+	assert.Equal(t, []string{"tensor.extract", "arith.constant", "scf.for", "stablehlo.abs"}, ops)
+	res, err := propagation.Propagate(context.Background(), imp.Graph, imp.Mesh, propagation.DefaultOptions())
+	require.NoError(t, err)
+	assert.Equal(t, `[{"x", ?}]`, res.Shardings["0"].Body())
+	assert.Equal(t, `[{?}]`, res.Shardings["1"].Body(), "nothing crosses the opaque scf.for")
+}
