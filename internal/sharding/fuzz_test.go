@@ -167,6 +167,9 @@ func FuzzParseHLO(f *testing.F) {
 		"{devices=[4,2,6]<=[48] last_tile_dims={unreduced, replicated}}",
 		"{devices=[1,3,16]<=[4,6,2]T(1,0,2) last_tile_dims={unreduced}}",
 		"{{replicated}, /*index=1*/{unreduced}}",
+		"{mesh[x=4,y=6,z=2,w=1], [{x}, {y:(2)3, ?}], replicated={z}, unreduced={y:(1)2}}",
+		"{mesh[x=4,y=6,z=2,w=1], device_ids=([0,1,2]), replicated}",
+		"{maximal_mesh[device_id=0], metadata={a=\"}\"}}",
 		`{devices=[1,48]<=[48] metadata={op_name="a}\"b"}}`,
 		"{{replicated}, {manual}}",
 		"{devices=[2147483647]<=[1]}",
@@ -191,7 +194,11 @@ func FuzzParseHLO(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := ParseHLO(s.HLO(m), m, nil, "source")
+		shape := make([]int64, s.Rank())
+		for d := range shape {
+			shape[d] = 1 << 20
+		}
+		again, err := ParseHLO(s.HLO(m), m, shape, "source")
 		require.NoError(t, err, "re-parse %s", s.HLO(m))
 		require.True(t, s.SameLayout(again), "%s -> %s -> %s", text, s.HLO(m), again)
 	})

@@ -223,6 +223,7 @@ const (
 	hloManual
 	hloUnknown
 	hloUnreduced
+	hloNamed // XLA's named (V3) form, already read into hloSpec.named
 )
 
 // hloSpec is one parsed HloSharding, with the offsets errors point at.
@@ -241,13 +242,16 @@ type hloSpec struct {
 	lastRep   bool
 	subgroups []string // last_tile_dims
 	subOffs   []int
+	named     Sharding // hloNamed
+	namedPt   *textPather
 }
 
 // ParseHLO parses XLA's HloSharding text ({replicated}, {unreduced}, {maximal device=N},
 // {devices=[a,b,...]ids...} with an explicit or iota tile assignment,
 // last_tile_dim_replicate, last_tile_dims={unreduced, replicated} (an unreduced
-// subgroup's axes become the unreduced axes); metadata, shard_as and shard_like are
-// ignored) and expresses it on mesh m for a tensor of the given shape
+// subgroup's axes become the unreduced axes), and XLA's named form
+// {mesh[a=2,b=4], [{a}, {b}]} on the request's mesh; metadata, shard_as and shard_like
+// are ignored) and expresses it on mesh m for a tensor of the given shape
 // (nil: the rank is read from the tile assignment). It finds, for each tensor dim, the
 // mesh axes and sub-axes whose device order reproduces the tile assignment exactly, and
 // returns the sharding in canonical form with the replicated axes implicit. Errors are
@@ -393,6 +397,9 @@ func (p *textParser) hloSharding(devices int) (*hloSpec, error) {
 	sp := &hloSpec{start: p.pos, kind: -1}
 	if err := p.expect('{'); err != nil {
 		return nil, err
+	}
+	if p.skip(); strings.HasPrefix(p.s[p.pos:], "mesh[") || strings.HasPrefix(p.s[p.pos:], "maximal_mesh[") {
+		return sp, p.namedSharding(sp)
 	}
 	setKind := func(k hloKind, off int) error {
 		if sp.kind != -1 {
@@ -643,6 +650,8 @@ func (sp *hloSpec) express(p *textParser, m *Mesh, shape []int64) (Sharding, err
 			}
 		}
 		return s, nil
+	case hloNamed:
+		return finish(sp.named.Clone(), m, shape, sp.namedPt)
 	case hloManual:
 		return Sharding{}, p.failAt(sp.start, "{manual} (a shard_map body's sharding) is not modelled: shardplan plans data placement across the mesh; give the sharding outside the shard_map")
 	case hloUnknown:

@@ -295,3 +295,39 @@ func TestPropertyHLO(t *testing.T) {
 		}
 	}
 }
+
+// TestParseHLONamed reads XLA's named (V3) HloSharding.
+func TestParseHLONamed(t *testing.T) {
+	m := mustMesh(t, "data=2,model=4")
+	shape := []int64{8, 8}
+	cases := []struct{ name, text, want string }{
+		{"dims", "{mesh[data=2,model=4], [{data}, {model}]}", `[{"data"}, {"model"}]`},
+		{"sub-axes, open, sets", "{mesh[data=2,model=4], [{model:(1)2, ?}, {}], replicated={data}, unreduced={model:(2)2}, metadata={op_name=\"x\"}}", `[{"model":(1)2, ?}, {}], replicated={"data"}, unreduced={"model":(2)2}`},
+		{"replicated", "{mesh[data=2,model=4], replicated}", `[{}, {}]`},
+		{"unreduced", "{mesh[data=2,model=4], unreduced}", `[{}, {}], unreduced={"data", "model"}`},
+		{"identity device ids", "{mesh[data=2,model=4], device_ids=([[0,1,2,3],[4,5,6,7]]), [{data}, {}]}", `[{"data"}, {}]`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseHLO(tc.text, m, shape, "s")
+			require.NoError(t, err)
+			requireShardy(t, got, m, shape, tc.want)
+		})
+	}
+	got, err := ParseHLO("{maximal_mesh[device_id=0]}", mustMesh(t, "x=1"), []int64{4}, "s")
+	require.NoError(t, err)
+	assert.Equal(t, `[{}]`, got.Body())
+	for _, tc := range []struct{ text, want string }{
+		{"{mesh[data=2,model=8], [{data}, {}]}", "at offset 1"},
+		{"{mesh[data=2,model=4], [{data}, {q}]}", `at offset 33: unknown mesh axis "q"`},
+		{"{mesh[data=2,model=4], [{data}, {data}]}", "at offset 33: axis \"data\" is used twice"},
+		{"{mesh[data=2,model=4], manual}", "not modelled"},
+		{"{mesh[data=2,model=4], [{data}, {}], manual={model}}", "manual axes"},
+		{"{mesh[data=2,model=4], device_ids=(7,6,5,4,3,2,1,0), [{data}, {}]}", "not the request mesh's device_ids"},
+		{"{maximal_mesh[device_id=3]}", "one device"},
+		{"{mesh[data=2,model=4], [{data}]}", "rank 2"},
+	} {
+		_, err := ParseHLO(tc.text, m, shape, "s")
+		requireFieldError(t, err, "s", tc.want)
+	}
+}
