@@ -173,8 +173,10 @@ type GraphPlan struct {
 	Steps                []StepJSON   `json:"steps"`
 	Summary              SummaryJSON  `json:"summary"`
 	SuggestedConstraints []Suggestion `json:"suggested_constraints,omitempty"`
-	XLAWarning           string       `json:"xla_warning,omitempty"`
-	XLAPath              []string     `json:"xla_path,omitempty"`
+	// SuggestionNote says why suggested_constraints is empty when XLA falls back.
+	SuggestionNote string   `json:"suggestion_note,omitempty"`
+	XLAWarning     string   `json:"xla_warning,omitempty"`
+	XLAPath        []string `json:"xla_path,omitempty"`
 } // @name GraphPlan
 
 // GraphSummary totals a graph's collectives.
@@ -544,6 +546,7 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 				for _, sg := range pp.info.Suggested {
 					gp.SuggestedConstraints = append(gp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: sw.json(sg.Sharding)})
 				}
+				gp.SuggestionNote = pp.info.SuggestionNote
 			}
 			c.Plan = gp
 			resp.Summary.Reshards++
@@ -666,6 +669,7 @@ func graphPolicyCheck(p *Policy, body []byte) error {
 			Plan                  *struct {
 				XLAWarning           string          `json:"xla_warning"`
 				SuggestedConstraints json.RawMessage `json:"suggested_constraints"`
+				SuggestionNote       string          `json:"suggestion_note"`
 			} `json:"plan"`
 		} `json:"collectives"`
 	}
@@ -691,6 +695,7 @@ func graphPolicyCheck(p *Policy, body []byte) error {
 				msg += ": " + c.Plan.XLAWarning
 			}
 			v.SuggestedConstraints = c.Plan.SuggestedConstraints
+			v.SuggestionNote = c.Plan.SuggestionNote
 		}
 		v.Message = msg
 		vs = append(vs, v)

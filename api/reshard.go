@@ -129,7 +129,10 @@ type ReshardResponse struct {
 	Steps                []StepJSON   `json:"steps"`
 	Summary              SummaryJSON  `json:"summary"`
 	SuggestedConstraints []Suggestion `json:"suggested_constraints"`
-	XLAWarning           string       `json:"xla_warning,omitempty"`
+	// SuggestionNote says why suggested_constraints is empty when XLA falls back
+	// (strategy xla).
+	SuggestionNote string `json:"suggestion_note,omitempty"`
+	XLAWarning     string `json:"xla_warning,omitempty"`
 	// XLAPath names the ReshardNoCache branches XLA takes (strategy xla).
 	XLAPath []string `json:"xla_path,omitempty"`
 	// SourceHlo and TargetHlo are the endpoints in XLA's HloSharding text (strategy xla).
@@ -319,6 +322,8 @@ type Violation struct {
 	// SuggestedConstraints are Suggestion objects (graph only; a reshard's are at the
 	// top level of the problem).
 	SuggestedConstraints json.RawMessage `json:"suggested_constraints,omitempty" swaggertype:"array,object"`
+	// SuggestionNote says why there are no suggested constraints.
+	SuggestionNote string `json:"suggestion_note,omitempty"`
 } // @name Violation
 
 // policyCheck turns a plan that violates the policy into a 422 carrying the plan.
@@ -333,6 +338,7 @@ func policyCheck(p *Policy, body []byte) error {
 		} `json:"summary"`
 		XLAWarning           string          `json:"xla_warning"`
 		SuggestedConstraints json.RawMessage `json:"suggested_constraints"`
+		SuggestionNote       string          `json:"suggestion_note"`
 	}
 	if err := json.Unmarshal(body, &probe); err != nil {
 		return err
@@ -348,7 +354,7 @@ func policyCheck(p *Policy, body []byte) error {
 		detail += ": " + probe.XLAWarning
 	}
 	return NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", detail).
-		With("violations", []Violation{{Policy: "forbid_full_rematerialization", Message: detail}}).
+		With("violations", []Violation{{Policy: "forbid_full_rematerialization", Message: detail, SuggestionNote: probe.SuggestionNote}}).
 		With("plan", json.RawMessage(body)).
 		With("suggested_constraints", probe.SuggestedConstraints)
 }
@@ -428,6 +434,7 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 		for _, sg := range info.Suggested {
 			resp.SuggestedConstraints = append(resp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, m)})
 		}
+		resp.SuggestionNote = info.SuggestionNote
 	}
 	if in.include["tiles"] {
 		resp.Tiles = &TilesPair{

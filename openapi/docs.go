@@ -790,6 +790,10 @@ const docTemplate = `{
                         "$ref": "#/definitions/Suggestion"
                     }
                 },
+                "suggestion_note": {
+                    "description": "SuggestionNote says why suggested_constraints is empty when XLA falls back.",
+                    "type": "string"
+                },
                 "summary": {
                     "$ref": "#/definitions/Summary"
                 },
@@ -1387,6 +1391,10 @@ const docTemplate = `{
                     "items": {
                         "$ref": "#/definitions/Suggestion"
                     }
+                },
+                "suggestion_note": {
+                    "description": "SuggestionNote says why suggested_constraints is empty when XLA falls back\n(strategy xla).",
+                    "type": "string"
                 },
                 "summary": {
                     "$ref": "#/definitions/Summary"

@@ -15,17 +15,35 @@ import "slices"
 // The plan is an upper bound the search must beat (Reshard prunes every state whose
 // cost plus heuristic exceeds it), and a candidate of its own when the search gives up.
 func (sp *space) construct(r *Request, start, goal state) []move {
-	cur := start
-	var out []move
 	// The search's own limits: no buffer above the larger end, no full replication in
 	// between (when neither end is replicated).
-	maxTile := max(sp.tileElems(start), sp.tileElems(goal))
 	noRep := !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && len(r.Target.Unreduced) == 0
+	maxTile := max(sp.tileElems(start), sp.tileElems(goal))
+	a := sp.constructWith(r, start, goal, maxTile, noRep, false)
+	b := sp.constructWith(r, start, goal, maxTile, noRep, true)
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case sp.planCost(r, b) < sp.planCost(r, a):
+		return b
+	}
+	return a
+}
+
+// constructWith is construct with its limits given: the largest tile (elements) a state
+// may have, and whether states may not be fully replicated. relaxed also moves atoms
+// (all_to_all, slice) into dims that are not yet a prefix of their goal when their
+// count stays a divisor of the goal's, for a final permute to put them in order.
+func (sp *space) constructWith(r *Request, start, goal state, maxTile int64, noRep, relaxed bool) []move {
+	cur := start
+	var out []move
 	for iter := 0; iter <= 4*len(sp.atoms)+len(goal)+2; iter++ {
 		if cur.equal(goal) {
 			return out
 		}
-		mv, ok := sp.nextGreedy(r, cur, goal)
+		mv, ok := sp.nextGreedy(r, cur, goal, relaxed)
 		if !ok {
 			return nil
 		}
@@ -42,7 +60,7 @@ func (sp *space) construct(r *Request, start, goal state) []move {
 }
 
 // nextGreedy is construct's next move from cur.
-func (sp *space) nextGreedy(r *Request, cur, goal state) (move, bool) {
+func (sp *space) nextGreedy(r *Request, cur, goal state, relaxed bool) (move, bool) {
 	rank := len(cur)
 	mk := func(op Op, dim, dim2 int, group []uint8, after state) move {
 		return move{op: op, dim: dim, dim2: dim2, group: group, before: cur, after: after, unrBefore: r.Target.Unreduced, unrAfter: r.Target.Unreduced}
@@ -87,6 +105,53 @@ func (sp *space) nextGreedy(r *Request, cur, goal state) (move, bool) {
 					return mk(OpAllToAll, d, e, slices.Clone(suf), after), true
 				}
 			}
+		}
+	}
+	// all_to_all of a misplaced tail into a dim that still needs that many shards (its
+	// count times the tail's divides its goal count): a permute puts the atoms in place
+	// once every dim has its goal count (XLA's all-to-all then permute).
+	if relaxed && r.allowed(OpAllToAll) && r.allowed(OpCollectivePermute) {
+		for d := range rank {
+			tail := cur[d][prefix[d]:]
+			for j := range tail {
+				suf := tail[j:]
+				k := sp.count(suf)
+				for e := range rank {
+					ce, ge := sp.count(cur[e]), sp.count(goal[e])
+					if e == d || ce >= ge || ge%(ce*k) != 0 {
+						continue
+					}
+					after := cur.clone()
+					after[d] = after[d][:len(after[d])-len(suf)]
+					after[e] = append(after[e], suf...)
+					return mk(OpAllToAll, d, e, slices.Clone(suf), after), true
+				}
+			}
+		}
+	}
+	// Slices of unused goal atoms into dims that still need that many shards, for the
+	// same permute.
+	if relaxed && r.allowed(OpSlice) && r.allowed(OpCollectivePermute) {
+		used := cur.used()
+		after := cur.clone()
+		var dims []int
+		for e := range rank {
+			for _, a := range goal[e] {
+				ce, ge := sp.count(after[e]), sp.count(goal[e])
+				if used&(1<<a) != 0 || ce >= ge || ge%(ce*sp.atoms[a].Size) != 0 {
+					continue
+				}
+				after[e] = append(after[e], a)
+				used |= 1 << a
+				if !slices.Contains(dims, e) {
+					dims = append(dims, e)
+				}
+			}
+		}
+		if len(dims) > 0 && !clean[dims[0]] {
+			m := mk(OpSlice, 0, 0, nil, after)
+			m.dims = dims
+			return m, true
 		}
 	}
 	// all_gather: the misplaced atoms of the first dim that has some.

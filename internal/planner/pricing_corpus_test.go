@@ -92,3 +92,39 @@ func TestPricingCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestXLAFallbacksSuggestOrExplain: under strategy xla, every reshard of the pricing
+// corpus that takes XLA's fallback either gets suggested constraints whose hops XLA
+// handles (checkXLA replays them) or a note saying why there are none; and most get
+// suggestions (issue 12 found 7 of 23 with neither).
+func TestXLAFallbacksSuggestOrExplain(t *testing.T) {
+	raw, err := os.ReadFile("testdata/pricing_corpus.json")
+	require.NoError(t, err)
+	var cases []corpusCase
+	require.NoError(t, json.Unmarshal(raw, &cases))
+	model, _ := cost.Profile("tpu-v5p")
+	fallbacks, suggested := 0, 0
+	for _, c := range cases {
+		m := mustMesh(t, c.Mesh)
+		if m.NumDevices() > 256 {
+			continue
+		}
+		r := &Request{Mesh: m, Shape: c.Shape, ElemBits: 16, Source: mustSharding(t, m, c.Shape, string(c.Source)), Target: mustSharding(t, m, c.Shape, string(c.Target)), Model: model}
+		p, info, err := ReshardXLA(context.Background(), r)
+		require.NoError(t, err, c.Name)
+		if !info.Fallback && !p.Summary.FullRematerialization {
+			continue
+		}
+		fallbacks++
+		checkXLA(t, p, info)
+		if len(info.Suggested) > 0 {
+			suggested++
+			assert.Empty(t, info.SuggestionNote, c.Name)
+		} else {
+			assert.NotEmpty(t, info.SuggestionNote, "%s: no suggestion and no reason", c.Name)
+		}
+	}
+	t.Logf("%d fallbacks, %d with suggestions", fallbacks, suggested)
+	require.Positive(t, fallbacks)
+	assert.GreaterOrEqual(t, suggested*8, fallbacks*7, "at least 7 in 8 fallbacks get a suggestion")
+}

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -46,6 +47,8 @@ type XLAInfo struct {
 	// Suggested are intermediate shardings (from the optimal plan's states) that, inserted
 	// as sharding constraints, let XLA do each hop without the fallback.
 	Suggested []Suggestion
+	// SuggestionNote says why Suggested is empty after a fallback ("" otherwise).
+	SuggestionNote string
 	// Chain is XLA's plan through the suggested constraints (nil without suggestions).
 	Chain *Plan
 	// Path names the ReshardNoCache branches taken, outermost first: replicated_source,
@@ -85,7 +88,7 @@ func ReshardXLA(ctx context.Context, r *Request) (*Plan, *XLAInfo, error) {
 	if e.fallback {
 		info.Warning = "[SPMD] Involuntary full rematerialization. The compiler cannot go from sharding " + info.SourceHlo + " to " + info.TargetHlo +
 			" efficiently for this reshard. As the last resort, SPMD will replicate the tensor and then partition it to obtain the target sharding, which is inefficient. This issue will be fixed by Shardy partitioner in the future, which is tracked in b/433785288."
-		info.Suggested, info.Chain = suggestXLA(ctx, r)
+		info.Suggested, info.Chain, info.SuggestionNote = suggestXLA(ctx, r)
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
@@ -755,30 +758,74 @@ func hasSubAxis(s sharding.Sharding) bool {
 	return false
 }
 
-// suggestXLA picks, from the optimal plan's states, the shortest chain of intermediate
-// shardings whose every hop XLA handles without the fallback, preferring states without
-// sub-axes (a PartitionSpec cannot name those). It returns the suggestions and XLA's
-// plan through them.
-func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan) {
+// suggestXLA picks the shortest chain of intermediate shardings whose every hop XLA
+// handles without the fallback, preferring states without sub-axes (a PartitionSpec
+// cannot name those). The candidate states come, in order, from the optimal plan of
+// standard collectives and from greedy plans that do one collective per hop (the
+// buffer limit lifted, so a gather may go through larger tiles than either end, but
+// never through full replication); the first list that yields a chain wins. It returns
+// the suggestions and XLA's plan through them, or a note saying why there is none.
+func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan, string) {
+	lists := suggestionStates(ctx, r)
+	for _, states := range lists {
+		if out, chain := chainThrough(ctx, r, states); chain != nil {
+			return out, chain, ""
+		}
+	}
+	if len(lists) == 0 {
+		return nil, nil, "no plan of standard collectives reaches the target without full rematerialization, so no intermediate sharding can avoid XLA's fallback"
+	}
+	return nil, nil, "XLA falls back on some hop of every chain of intermediate shardings tried (the optimal plan's states and one collective per hop); reshard in two steps through a sharding that shards the dims differently, or use the optimal strategy's plan"
+}
+
+// suggestionStates lists chains of shardings from r.Source to r.Target (both included)
+// that a suggestion may pass through.
+func suggestionStates(ctx context.Context, r *Request) [][]sharding.Sharding {
+	var lists [][]sharding.Sharding
 	rr := *r
 	// Constraints need intermediate states: a single point-to-point exchange has none,
 	// so the chain comes from the best plan of standard collectives.
 	rr.AllowedOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpCollectivePermute, OpReduceScatter, OpAllReduce}
-	opt, err := Reshard(ctx, &rr)
-	if err != nil || opt.Summary.FullRematerialization {
-		return nil, nil
+	if opt, err := Reshard(ctx, &rr); err == nil && !opt.Summary.FullRematerialization && len(opt.Steps) > 0 {
+		states := []sharding.Sharding{r.Source}
+		for _, st := range opt.Steps {
+			states = append(states, st.After)
+		}
+		lists = append(lists, states)
 	}
-	// Nodes: the optimal plan's states in order, each also with its sub-axes of one axis
-	// put back in major-to-minor order (often a full axis, which P() can name).
+	// Greedy plans, one collective per hop, from the atom space of both ends.
+	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+	if !ok || len(r.Source.Unreduced) > 0 {
+		return lists
+	}
+	start, goal := sp.stateOf(r.Source), sp.stateOf(r.Target)
+	rep := !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated()
+	for _, mv := range [][]move{sp.constructWith(&rr, start, goal, math.MaxInt64, rep, false), sp.constructWith(&rr, start, goal, math.MaxInt64, rep, true)} {
+		if mv == nil {
+			continue
+		}
+		states := []sharding.Sharding{r.Source}
+		for _, m := range mv {
+			states = append(states, sp.sharding(m.after, r.Target.Unreduced))
+		}
+		lists = append(lists, states)
+	}
+	return lists
+}
+
+// chainThrough is the shortest chain of hops XLA handles without its fallback through
+// states (in order; each state also tried with its sub-axes of one axis put back in
+// major-to-minor order, which P() can often name).
+func chainThrough(ctx context.Context, r *Request, states []sharding.Sharding) ([]Suggestion, *Plan) {
 	type node struct {
 		pos int
 		s   sharding.Sharding
 	}
-	nodes := []node{{0, r.Source}}
-	for k, st := range opt.Steps {
-		nodes = append(nodes, node{k + 1, st.After})
-		if k+1 < len(opt.Steps) {
-			if ns := sortSubAxes(st.After, r.Mesh); !ns.SameLayout(st.After) && ns.Validate(r.Mesh, r.Shape, "") == nil {
+	nodes := []node{{0, states[0]}}
+	for k, s := range states[1:] {
+		nodes = append(nodes, node{k + 1, s})
+		if k+2 < len(states) {
+			if ns := sortSubAxes(s, r.Mesh); !ns.SameLayout(s) && ns.Validate(r.Mesh, r.Shape, "") == nil {
 				nodes = append(nodes, node{k + 1, ns})
 			}
 		}
