@@ -49,7 +49,8 @@ func (s *Server) importModule(in *graphInput) error {
 		reqMesh = m
 	}
 	imp, err := stablehlo.Read(in.env.Module, stablehlo.Options{Function: in.env.Function, Mesh: reqMesh, Limits: stablehlo.Limits{
-		MaxDepth: s.limits.MaxModuleDepth, MaxOps: s.limits.MaxGraphOps, MaxDevices: s.limits.MaxDevices, MaxMeshAxes: s.limits.MaxMeshAxes,
+		MaxDepth: s.limits.MaxModuleDepth, MaxOps: s.limits.MaxGraphOps, MaxTensors: s.limits.MaxGraphTensors,
+		MaxDevices: s.limits.MaxDevices, MaxMeshAxes: s.limits.MaxMeshAxes,
 	}})
 	if err != nil {
 		return err

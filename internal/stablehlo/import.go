@@ -271,6 +271,10 @@ type env struct {
 }
 
 func (b *builder) unique(id string) string {
+	if len(b.ids) >= b.lim.MaxTensors && b.err == nil {
+		// Inlined calls multiply a module's values: stop at the limit.
+		b.errAt(0, "the graph has more than %d tensors (calls inlined); the limit is configurable (SHARDPLAN_MAX_GRAPH_TENSORS)", b.lim.MaxTensors)
+	}
 	if !b.ids[id] {
 		b.ids[id] = true
 		return id

@@ -14,6 +14,9 @@ type Limits struct {
 	MaxDepth int
 	// MaxOps bounds the ops parsed and the ops of the imported graph (calls inlined).
 	MaxOps int
+	// MaxTensors bounds the values ops define (%0:N counts N) and the tensors of the
+	// imported graph.
+	MaxTensors int
 	// MaxDevices and MaxMeshAxes bound the mesh taken from sdy.mesh.
 	MaxDevices  int
 	MaxMeshAxes int
@@ -21,7 +24,7 @@ type Limits struct {
 
 // DefaultLimits are generous for real programs.
 func DefaultLimits() Limits {
-	return Limits{MaxDepth: 64, MaxOps: 200000, MaxDevices: 65536, MaxMeshAxes: 8}
+	return Limits{MaxDepth: 64, MaxOps: 200000, MaxTensors: 400000, MaxDevices: 65536, MaxMeshAxes: 8}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -35,6 +38,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxDevices <= 0 {
 		l.MaxDevices = d.MaxDevices
 	}
+	if l.MaxTensors <= 0 {
+		l.MaxTensors = d.MaxTensors
+	}
 	if l.MaxMeshAxes <= 0 {
 		l.MaxMeshAxes = d.MaxMeshAxes
 	}
@@ -45,13 +51,14 @@ func (l Limits) withDefaults() Limits {
 const Field = "module"
 
 type parser struct {
-	lx    lexer
-	tok   token
-	src   string
-	lim   Limits
-	depth int
-	ops   int
-	err   error
+	lx     lexer
+	tok    token
+	src    string
+	lim    Limits
+	depth  int
+	ops    int
+	values int // values defined by ops so far
+	err    error
 }
 
 // Parse reads MLIR text (the pretty-printed form of jax's as_text() and Shardy's tests,
@@ -662,12 +669,20 @@ func (p *parser) op() *Op {
 					p.failAt(op.Pos, "%%%s:%d: the result count must be between 1 and 65536", name, k)
 					return nil
 				}
+				if p.values += k; p.values > p.lim.MaxTensors {
+					p.failAt(op.Pos, "the ops define more than %d values; the limit is configurable (SHARDPLAN_MAX_GRAPH_TENSORS)", p.lim.MaxTensors)
+					return nil
+				}
 				n = k
 				for i := range n {
 					op.Results = append(op.Results, name+"#"+strconv.Itoa(i))
 				}
 			} else {
 				op.Results = append(op.Results, name)
+				if p.values++; p.values > p.lim.MaxTensors {
+					p.failAt(op.Pos, "the ops define more than %d values; the limit is configurable (SHARDPLAN_MAX_GRAPH_TENSORS)", p.lim.MaxTensors)
+					return nil
+				}
 			}
 			if p.tok.is(",") {
 				p.advance()
@@ -1122,12 +1137,16 @@ func (d denseVal) expand(ty Type) any {
 	if !d.splat || !ty.Tensor {
 		return d.elems
 	}
+	// Only small splats (convolution padding) are expanded, so a short text never
+	// allocates much.
 	n := int64(1)
 	for _, s := range ty.Shape {
-		n *= s
-	}
-	if n > 1<<16 {
-		return d.elems
+		if s > 1024 {
+			return d.elems
+		}
+		if n *= s; n > 1024 {
+			return d.elems
+		}
 	}
 	var build func(dims []int64) any
 	build = func(dims []int64) any {

@@ -283,3 +283,46 @@ func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}
 	assert.Equal(t, `[{"x", ?}]`, res.Shardings["0"].Body())
 	assert.Equal(t, `[{?}]`, res.Shardings["1"].Body(), "nothing crosses the opaque scf.for")
 }
+
+// TestLimits: nesting, ops and values (inlined calls included) stop at the limits with
+// an error naming the setting.
+func TestLimits(t *testing.T) {
+	nested := "func.func @main() {\n" + strings.Repeat("%0 = \"x.y\"() ({\n", 20) + strings.Repeat("}) : () -> ()\n", 20) + "return\n}\n"
+	calls := `sdy.mesh @mesh = <["x"=2]>
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = call @f(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = call @f(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+func.func private @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = call @g(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = call @g(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+func.func private @g(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %a : tensor<4xf32>
+  %1 = stablehlo.add %0, %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+`
+	cases := []struct {
+		name, src string
+		lim       Limits
+		want      string
+	}{
+		{"depth", nested, Limits{MaxDepth: 10}, "SHARDPLAN_MAX_MODULE_DEPTH"},
+		{"ops", calls, Limits{MaxOps: 5}, "more than 5 ops; the limit is configurable (SHARDPLAN_MAX_GRAPH_OPS)"},
+		{"inlined ops", calls, Limits{MaxOps: 12}, "more than 12 ops (calls inlined)"},
+		{"values", "func.func @main() {\n  %0:9 = \"x.y\"() : () -> (i1, i1, i1, i1, i1, i1, i1, i1, i1)\n  return\n}\n", Limits{MaxTensors: 8}, "more than 8 values"},
+		{"inlined tensors", calls, Limits{MaxTensors: 12}, "more than 12 tensors (calls inlined)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(tc.src, Options{Limits: tc.lim})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := Read(calls, Options{})
+	require.NoError(t, err, "within the default limits")
+}
