@@ -72,6 +72,9 @@ func (imp *Import) Annotate(shardings map[string]sharding.Sharding) string {
 	}
 	for _, d := range imp.defs {
 		op := d.op
+		if op.Name == "sdy.manual_computation" {
+			continue // its out_shardings say it already
+		}
 		var per []string
 		set := false
 		for _, id := range d.ids {

@@ -471,30 +471,51 @@ func splitTop(s string) ([]string, []int) {
 	return parts, offs
 }
 
+// perValue reads a #sdy.sharding_per_value<[<@mesh, [...]>, ...]> (attribute attr of op,
+// whose text starts at pos in Src) onto the result tensors.
+func (b *builder) perValue(op *Op, attr, text string, pos int, results []string) {
+	g := b.imp.Graph
+	const pre = "#sdy.sharding_per_value<["
+	if !strings.HasPrefix(text, pre) || !strings.HasSuffix(text, "]>") {
+		b.errAt(pos, "%s must be #sdy.sharding_per_value<[<@mesh, [...]>, ...]>", attr)
+		return
+	}
+	inner := text[len(pre) : len(text)-2]
+	parts, offs := splitTop(inner)
+	if len(parts) != len(results) {
+		b.errAt(pos, "%s has %d shardings but %s has %d results", attr, len(parts), op.Name, len(results))
+		return
+	}
+	for k, part := range parts {
+		if results[k] == "" {
+			continue
+		}
+		lead := len(part) - len(strings.TrimLeft(part, " \t\r\n"))
+		t := g.Tensors[results[k]]
+		t.Sharding = b.sdySharding("sharding"+strings.TrimSpace(part), pos+len(pre)+offs[k]+lead-len("sharding"), t.Shape, "%"+results[k])
+	}
+}
+
 // resultShardings reads an op's sdy.sharding (sharding_per_value) or mhlo.sharding for
 // its results.
 func (b *builder) resultShardings(op *Op, results []string) {
 	g := b.imp.Graph
 	if r, ok := op.Attrs.Vals["sdy.sharding"].(Raw); ok {
-		pos := op.Attrs.Pos["sdy.sharding"]
-		const pre = "#sdy.sharding_per_value<["
-		if !strings.HasPrefix(r.Text, pre) || !strings.HasSuffix(r.Text, "]>") {
-			b.errAt(pos, "an op's sdy.sharding must be #sdy.sharding_per_value<[<@mesh, [...]>, ...]>")
-			return
-		}
-		inner := r.Text[len(pre) : len(r.Text)-2]
-		parts, offs := splitTop(inner)
-		if len(parts) != len(results) {
-			b.errAt(pos, "sdy.sharding has %d shardings but %s has %d results", len(parts), op.Name, len(results))
-			return
-		}
-		for k, part := range parts {
-			if results[k] == "" {
-				continue
-			}
-			lead := len(part) - len(strings.TrimLeft(part, " \t\r\n"))
-			t := g.Tensors[results[k]]
-			t.Sharding = b.sdySharding("sharding"+strings.TrimSpace(part), pos+len(pre)+offs[k]+lead-len("sharding"), t.Shape, "%"+results[k])
+		b.perValue(op, "sdy.sharding", r.Text, op.Attrs.Pos["sdy.sharding"], results)
+		return
+	}
+	if op.Name == "sdy.manual_computation" {
+		// Opaque, but its out_shardings are the global layouts of its results:
+		// [<@mesh, ...>, ...] in the pretty form, #sdy.sharding_per_value<...> in the
+		// generic one.
+		switch v := op.Attrs.Vals["out_shardings"].(type) {
+		case Raw:
+			b.perValue(op, "out_shardings", v.Text, op.Attrs.Pos["out_shardings"], results)
+		case []any:
+			// The list's text, wrapped so its '[' lands at its own offset.
+			const wrap = "#sdy.sharding_per_value<"
+			pos := op.Attrs.Pos["out_shardings"]
+			b.perValue(op, "out_shardings", wrap+b.imp.Module.Src[pos:op.Attrs.KeySpan["out_shardings"].End]+">", pos-len(wrap), results)
 		}
 		return
 	}

@@ -2,7 +2,7 @@
 // call and mhlo.sharding, opaque ops (sort, optimization_barrier, a custom call without a
 // rule), a token, an inlined call, an inlined sdy.named_computation, and an op shardplan
 // does not model that brings its own sdy.sharding_rule; a composite (its decomposition
-// inlined).
+// inlined); an opaque sdy.manual_computation whose out_shardings annotate its result.
 sdy.mesh @mesh = <["x"=2, "y"=4], device_ids=[0, 1, 2, 3, 4, 5, 6, 7]>
 sdy.mesh @maximal_mesh = <[], device_ids=[0]>
 
@@ -23,6 +23,10 @@ func.func @pretty(%arg0: tensor<8x16xf32> {mhlo.sharding = "{devices=[2,1,4]<=[8
   } : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %6 = stablehlo.custom_call @flash_attention(%n) {has_side_effect = true} : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %7 = stablehlo.after_all %arg2 {sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, []>]>} : !stablehlo.token
+  %m = sdy.manual_computation(%arg1) in_shardings=[<@mesh, [{}, {"y"}]>] out_shardings=[<@mesh, [{}, {"y"}]>] manual_axes={"y"} (%l: tensor<16x8xf32>) {
+    %z = stablehlo.negate %l : tensor<16x8xf32>
+    sdy.return %z : tensor<16x8xf32>
+  } : (tensor<16x32xf32>) -> tensor<16x32xf32>
   %c2 = stablehlo.composite "my.double" %arg0 {composite_attributes = {approximate = false}, decomposition = @double} : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %t:2 = chlo.top_k(%arg0, k = 4) {sdy.sharding_rule = #sdy.op_sharding_rule<([i, j])->([i, k], [i, l]) {i=8, j=16, k=4, l=4} need_replication={j}, custom>} : tensor<8x16xf32> -> (tensor<8x4xf32>, tensor<8x4xi32>)
   return %2, %6, %7 : tensor<8x32xf32>, tensor<8x16xf32>, !stablehlo.token
@@ -46,6 +50,11 @@ func.func @generic(%arg0: tensor<8x16xf32> {mhlo.sharding = "{devices=[2,1,4]<=[
   }) : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %6 = "stablehlo.custom_call"(%n) <{call_target_name = "flash_attention", has_side_effect = true}> : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %7 = "stablehlo.after_all"(%arg2) {sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, []>]>} : (!stablehlo.token) -> !stablehlo.token
+  %m = "sdy.manual_computation"(%arg1) <{in_shardings = #sdy.sharding_per_value<[<@mesh, [{}, {"y"}]>]>, manual_axes = #sdy<manual_axes{"y"}>, out_shardings = #sdy.sharding_per_value<[<@mesh, [{}, {"y"}]>]>}> ({
+  ^bb0(%l: tensor<16x8xf32>):
+    %z = "stablehlo.negate"(%l) : (tensor<16x8xf32>) -> tensor<16x8xf32>
+    "sdy.return"(%z) : (tensor<16x8xf32>) -> ()
+  }) : (tensor<16x32xf32>) -> tensor<16x32xf32>
   %c2 = "stablehlo.composite"(%arg0) <{composite_attributes = {approximate = false}, decomposition = @double, name = "my.double"}> : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %t:2 = "chlo.top_k"(%arg0) <{k = 4 : i64}> {sdy.sharding_rule = #sdy.op_sharding_rule<([i, j])->([i, k], [i, l]) {i=8, j=16, k=4, l=4} need_replication={j}, custom>} : (tensor<8x16xf32>) -> (tensor<8x4xf32>, tensor<8x4xi32>)
   "func.return"(%2, %6, %7) : (tensor<8x32xf32>, tensor<8x16xf32>, !stablehlo.token) -> ()
