@@ -118,3 +118,40 @@ func TestJAXAttention(t *testing.T) {
 	assert.Empty(t, res.Reductions)
 	golden(t, "testdata/attention_jax.annotated.mlir", imp.Annotate(res.Shardings))
 }
+
+// TestCorpusCoversSupportedOps: every op kind of the graph API is in the corpus (in both
+// forms, by TestCorpus), but the short aliases that no StableHLO module prints.
+func TestCorpusCoversSupportedOps(t *testing.T) {
+	files, err := filepath.Glob("testdata/corpus/*.mlir")
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	var walk func(ops []propagation.Op)
+	walk = func(ops []propagation.Op) {
+		for _, o := range ops {
+			seen[o.Kind] = true
+			for _, r := range []*propagation.Region{o.Cond, o.Body} {
+				if r != nil {
+					walk(r.Ops)
+				}
+			}
+		}
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".annotated.mlir") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, fn := range []string{"pretty", "generic"} {
+			imp, err := Read(string(src), Options{Function: fn})
+			require.NoError(t, err)
+			walk(imp.Graph.Ops)
+		}
+	}
+	aliases := map[string]bool{"exp": true, "neg": true, "sub": true, "mul": true, "div": true, "max": true, "min": true, "pow": true}
+	for _, k := range propagation.SupportedOps() {
+		if !aliases[k] {
+			assert.True(t, seen[k], "no corpus module has a %s op", k)
+		}
+	}
+}
