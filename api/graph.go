@@ -29,7 +29,7 @@ import (
 type GraphRequest struct {
 	// Mesh is a mesh object or the string "x=2,y=4". With a module that declares an
 	// sdy.mesh it may be left out.
-	Mesh json.RawMessage `json:"mesh,omitempty" swaggertype:"object"`
+	Mesh json.RawMessage `json:"mesh,omitempty" validate:"required_without=Module" swaggertype:"object"`
 	// Module is a StableHLO module in MLIR text (jax's lower(...).as_text(), Shardy's
 	// printed form or the generic form) instead of tensors, ops, inputs and outputs.
 	// Tensor ids are its SSA names (arg0, 0, 1#1) and result0, result1, ...
@@ -99,7 +99,7 @@ type GraphOptions struct {
 // graphEnvelope is what the handler decodes: GraphRequest's fields with the graph part
 // left raw for propagation.DecodeLimited. TestGraphEnvelopeMatchesRequest keeps the two in step.
 type graphEnvelope struct {
-	Mesh      json.RawMessage `json:"mesh,omitempty"`
+	Mesh      json.RawMessage `json:"mesh,omitempty" validate:"required_without=Module"`
 	Module    string          `json:"module,omitempty"`
 	Function  string          `json:"function,omitempty"`
 	Tensors   json.RawMessage `json:"tensors,omitempty" validate:"required_without=Module,excluded_with=Module"`
