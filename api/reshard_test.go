@@ -27,18 +27,25 @@ func TestReshardAPIExample(t *testing.T) {
 	s := newTestServer(t, nil)
 	r := postReshard(t, s, `{"mesh": "X=2,Y=4", "shape": [2048, 2048], "dtype": "f32",
 	  "source": ["X", null], "target": ["Y", "X"], "cost_model": "tpu-v5p", "include": ["tiles", "transfers", "diagram"]}`)
-	require.Len(t, r.Steps, 2)
-	assert.Equal(t, "slice", r.Steps[0].Op)
-	assert.Equal(t, int64(0), r.Steps[0].BytesPerDevice)
-	cp := r.Steps[1]
-	assert.Equal(t, "collective_permute", cp.Op)
-	assert.Equal(t, [][2]int{{0, 0}, {1, 4}, {2, 1}, {3, 5}, {4, 2}, {5, 6}, {6, 3}, {7, 7}}, cp.Pairs)
-	assert.Equal(t, int64(2<<20), cp.BytesPerDevice)
-	assert.Equal(t, []int64{512, 1024}, cp.LocalShapeAfter)
-	assert.Equal(t, "ici", cp.Link)
-	assert.Positive(t, cp.TimeUS)
-	assert.InDelta(t, cp.TimeUS, cp.LatencyUS+cp.BandwidthUS, 1e-9)
+	// Routed, the exchange in which the four devices that hold their tile keep it and
+	// the other four each take 2 MiB from a neighbour along X (one hop) beats XLA's
+	// permute, whose pairs run up to three hops.
+	require.Len(t, r.Steps, 1)
+	ex := r.Steps[0]
+	assert.Equal(t, "all_to_all_v", ex.Op)
+	require.Len(t, ex.Transfers, 4)
+	for _, tr := range ex.Transfers {
+		assert.Equal(t, int64(2<<20), tr.Bytes)
+		assert.Equal(t, 4, abs(tr.From-tr.To), "one hop along X: %+v", tr)
+	}
+	assert.Equal(t, int64(2<<20), ex.BytesPerDevice)
+	assert.Equal(t, []int64{512, 1024}, ex.LocalShapeAfter)
+	assert.Equal(t, "ici", ex.Link)
+	assert.InDelta(t, 1.0, ex.LatencyUS, 1e-9, "one hop, one peer")
+	assert.InDelta(t, ex.TimeUS, ex.LatencyUS+ex.BandwidthUS, 1e-9)
 	assert.Equal(t, 1, r.Summary.Collectives)
+	assert.Positive(t, r.Summary.TimeLowerBoundUS)
+	assert.LessOrEqual(t, r.Summary.TimeLowerBoundUS, r.Summary.TimeUS)
 	assert.Equal(t, int64(2<<20), r.Summary.LowerBoundBytesPerDevice)
 	assert.Equal(t, 1.0, r.Summary.Efficiency)
 	assert.False(t, r.Summary.FullRematerialization)
@@ -46,7 +53,26 @@ func TestReshardAPIExample(t *testing.T) {
 	require.NotNil(t, r.Tiles)
 	assert.Len(t, r.Tiles.Source, 8)
 	assert.NotEmpty(t, r.Transfers)
-	assert.Contains(t, r.Diagram, "collective_permute")
+	assert.Contains(t, r.Diagram, "all_to_all_v")
+
+	// Without all_to_all_v: XLA's plan, a slice and one permute with XLA's own pairs.
+	x := postReshard(t, s, `{"mesh": "X=2,Y=4", "shape": [2048, 2048], "dtype": "f32", "source": ["X", null], "target": ["Y", "X"],
+	  "cost_model": "tpu-v5p", "allowed_ops": ["slice", "all_gather", "all_to_all", "collective_permute"]}`)
+	require.Len(t, x.Steps, 2)
+	assert.Equal(t, "slice", x.Steps[0].Op)
+	assert.Equal(t, int64(0), x.Steps[0].BytesPerDevice)
+	cp := x.Steps[1]
+	assert.Equal(t, "collective_permute", cp.Op)
+	assert.Equal(t, [][2]int{{0, 0}, {1, 4}, {2, 1}, {3, 5}, {4, 2}, {5, 6}, {6, 3}, {7, 7}}, cp.Pairs)
+	assert.Equal(t, int64(2<<20), cp.BytesPerDevice)
+	assert.Greater(t, x.Summary.TimeUS, r.Summary.TimeUS)
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // seed 003 case 4: [D, (X, Y)] -> [-, (D, Y, X, T)] on 256 devices.

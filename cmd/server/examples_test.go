@@ -35,20 +35,25 @@ var exampleCases = []exampleCase{
 		"locate.0.owners.0.device":      10.0,
 		"locate.0.owners.0.local_index": []any{1.0, 5.0},
 	}},
+	// Routed, the direct exchange (four one-hop transfers) beats XLA's permute...
 	{"reshard-seed003-case1.json", 200, map[string]any{
-		"steps.#": 2, "steps.0.op": "slice", "steps.1.op": "collective_permute",
-		"steps.1.pairs":                        []any{[]any{0.0, 0.0}, []any{1.0, 4.0}, []any{2.0, 1.0}, []any{3.0, 5.0}, []any{4.0, 2.0}, []any{5.0, 6.0}, []any{6.0, 3.0}, []any{7.0, 7.0}},
+		"steps.#": 1, "steps.0.op": "all_to_all_v", "steps.0.transfers.#": 4,
 		"summary.bytes_per_device":             2097152.0,
 		"summary.lower_bound_bytes_per_device": 2097152.0,
 		"summary.efficiency":                   1.0,
 	}},
 	// Seed 003 case 1 as XLA dumps the source and JAX writes the target.
-	{"reshard-hlo-strings.json", 200, map[string]any{
+	// ...which stays the plan without all_to_all_v, with XLA's own pairs.
+	{"reshard-seed003-case1-xla-pairs.json", 200, map[string]any{
 		"steps.#": 2, "steps.0.op": "slice", "steps.1.op": "collective_permute",
+		"steps.1.pairs": []any{[]any{0.0, 0.0}, []any{1.0, 4.0}, []any{2.0, 1.0}, []any{3.0, 5.0}, []any{4.0, 2.0}, []any{5.0, 6.0}, []any{6.0, 3.0}, []any{7.0, 7.0}},
+	}},
+	{"reshard-hlo-strings.json", 200, map[string]any{
+		"steps.#": 1, "steps.0.op": "all_to_all_v",
 		"source.dims.0.axes": []any{"X"}, "source.partition_spec": "P('X', None)",
 		"target.hlo":        "{devices=[4,2]<=[2,4]T(1,0)}",
 		"target.text":       "sharding<@mesh, [{\"Y\"}, {\"X\"}]>",
-		"steps.0.after.hlo": "{devices=[4,2]<=[8]}",
+		"steps.0.after.hlo": "{devices=[4,2]<=[2,4]T(1,0)}",
 	}},
 	{"reshard-seed003-case2.json", 200, map[string]any{
 		"steps.#": 3, "steps.0.op": "slice", "steps.1.op": "all_to_all", "steps.2.op": "collective_permute",

@@ -54,8 +54,8 @@ func TestCLI(t *testing.T) {
 		stderr  []string
 		jsonOut bool
 	}{
-		{name: "reshard", args: []string{"reshard", example("reshard-seed003-case1.json")}, code: exitOK,
-			stdout: []string{"from P('X', None)", "to   P('Y', 'X')", "collective_permute", "2.0 MiB per device (lower bound 2.0 MiB, efficiency 100%)", "full rematerialization: no"}},
+		{name: "reshard", args: []string{"reshard", example("reshard-seed003-case1-xla-pairs.json")}, code: exitOK,
+			stdout: []string{"from P('X', None)", "to   P('Y', 'X')", "collective_permute", "2.0 MiB per device (lower bound 2.0 MiB, efficiency 100%)", "(time bound 12.65 us, ", "full rematerialization: no"}},
 		{name: "reshard from stdin, flags after", stdin: `{"mesh": "x=2", "shape": [4], "dtype": "bfloat16", "source": "P('x')", "target": "{replicated}"}`,
 			args: []string{"reshard", "-"}, code: exitOK, stdout: []string{"all_gather", "to   P(None)"}},
 		{name: "policy violation", args: []string{"reshard", example("ci-gate-xla-case4.json")}, code: exitViolation,

@@ -162,8 +162,8 @@ func printSummary(w io.Writer, indent string, s api.SummaryJSON) {
 	if s.FullRematerialization {
 		remat = "YES"
 	}
-	fmt.Fprintf(w, "%stotal: %d collectives, %.2f us, %s per device (lower bound %s, efficiency %.0f%%), peak %s; strategy %s, cost model %s; full rematerialization: %s\n",
-		indent, s.Collectives, s.TimeUS, bytesString(s.BytesPerDevice), bytesString(s.LowerBoundBytesPerDevice), 100*s.Efficiency,
+	fmt.Fprintf(w, "%stotal: %d collectives, %.2f us (time bound %.2f us, %.0f%%), %s per device (lower bound %s, efficiency %.0f%%), peak %s; strategy %s, cost model %s; full rematerialization: %s\n",
+		indent, s.Collectives, s.TimeUS, s.TimeLowerBoundUS, 100*s.TimeEfficiency, bytesString(s.BytesPerDevice), bytesString(s.LowerBoundBytesPerDevice), 100*s.Efficiency,
 		bytesString(s.PeakBytesPerDevice), s.Strategy, s.CostModel, remat)
 	if s.XLAFallback {
 		fmt.Fprintf(w, "%sXLA falls back to its last resort (rematerialization within device groups)\n", indent)

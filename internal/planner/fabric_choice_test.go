@@ -17,7 +17,7 @@ import (
 // block), so the planner keeps to all-to-alls. On a DGX H100 cluster the node axis
 // crosses InfiniBand, 9x slower than NVLink, so the planner keeps the traffic inside
 // the node: an all_to_all over gpu that moves 3.5x the bytes on NVLink, then a local
-// slice over node.
+// slice over node (the direct exchange, from the nearest replicas, ties with it).
 func TestModelChangesThePlan(t *testing.T) {
 	m := mustMesh(t, "node=4,gpu=8")
 	shape := []int64{4096, 4096}
@@ -57,6 +57,8 @@ func TestModelChangesThePlan(t *testing.T) {
 	}
 	assert.Equal(t, []Op{OpAllToAll, OpSlice}, ops(gpu))
 	assert.Greater(t, gpu.Summary.BytesPerDevice, gpu.Summary.LowerBoundBytesPerDevice, "it moves more bytes...")
-	assert.Less(t, gpu.Summary.TimeUS, direct(gpu).TimeUS, "...but sooner than the direct exchange over InfiniBand")
+	// ...and takes as long as the direct exchange, whose holders are the nearest
+	// replicas (in the same node): at equal time the standard collective wins.
+	assert.LessOrEqual(t, gpu.Summary.TimeUS, direct(gpu).TimeUS)
 	assert.NotEqual(t, ops(tpu), ops(gpu))
 }

@@ -45,6 +45,9 @@ type pattern struct {
 	curMine    bool
 	withOwn    bool
 	scratch    []int
+	// mixU take, as one mixed-radix number, the receiver's digits of mixV (the atoms
+	// left unpaired by size).
+	mixU, mixV []uint8
 }
 
 // newPattern builds the pattern from before to after. permute prices whole padded tiles
@@ -88,31 +91,6 @@ func newPattern(sp *space, before, after state, permute bool, inBytes int64) *pa
 			}
 		}
 	}
-	if !permute {
-		// An all_to_all_v whose target shards finer than its source has several
-		// receivers per source tile; spread them over the tile's replicas: a holder digit
-		// still free takes the receiver's digit of an atom both states use (minor
-		// first), so receivers that differ there ask different replicas.
-		var both []uint8
-		for a := n - 1; a >= 0; a-- {
-			if bit := uint64(1) << a; ub&bit != 0 && ua&bit != 0 {
-				both = append(both, uint8(a))
-			}
-		}
-		took := make([]bool, len(both))
-		for _, u := range us {
-			if p.holderOf[u] != int8(u) {
-				continue
-			}
-			for j, v := range both {
-				if !took[j] && sp.atoms[v].Size == sp.atoms[u].Size {
-					took[j] = true
-					p.holderOf[u] = int8(v)
-					break
-				}
-			}
-		}
-	}
 	// Fixed atoms: replicated in both (the holder copies the digit), and atoms that open
 	// a dim identically in both states where the tiles nest (the digit picks the same
 	// block of the dim in both, so data never crosses it).
@@ -139,6 +117,36 @@ func newPattern(sp *space, before, after state, permute bool, inBytes int64) *pa
 			for i, j := len(b)-1, len(a)-1; i >= 0 && j >= 0 && b[i] == a[j]; i, j = i-1, j-1 {
 				p.fixed |= 1 << b[i]
 			}
+		}
+	}
+	// In a permute, atoms left unpaired by size (atoms need not be prime when a space
+	// has many) are paired as a group, their sizes multiplying to the same count: the
+	// holder's unpaired u digits read the receiver's unpaired v digits as one
+	// mixed-radix number, which keeps the holders a bijection.
+	var restU, restV []uint8
+	pu, pv := 1, 1
+	for _, u := range us {
+		if p.holderOf[u] == int8(u) {
+			restU = append(restU, u)
+			pu *= sp.atoms[u].Size
+		}
+	}
+	pairedV := map[int8]bool{}
+	for u, h := range p.holderOf {
+		if int(h) != u {
+			pairedV[h] = true
+		}
+	}
+	for _, v := range vs {
+		if !pairedV[int8(v)] {
+			restV = append(restV, v)
+			pv *= sp.atoms[v].Size
+		}
+	}
+	if permute && len(restU) > 0 && pu == pv {
+		p.mixU, p.mixV = restU, restV
+		for _, a := range append(slices.Clone(restU), restV...) {
+			p.fixed &^= 1 << a
 		}
 	}
 	// A pairing moves digits between atoms: a paired atom and its partner vary.
@@ -248,6 +256,7 @@ func (p *pattern) each(all bool, yield func(rd, hd []int, bytes int64) bool) {
 			for a := range n {
 				hd[a] = rd[p.holderOf[a]]
 			}
+			p.mix(rd, hd)
 			for {
 				elems := int64(1)
 				for d := range rank {
@@ -428,9 +437,34 @@ func (p *pattern) skipKeepers(rd, hd []int) {
 		p.scratch = make([]int, len(hd))
 	}
 	x := p.scratch
+	first := slices.Clone(hd)
 	for steps := 0; p.keeps(hd) && !slices.Equal(hd, rd); steps++ {
+		if steps > p.sp.mesh.NumDevices() {
+			// Not a cycle (a holder map that is not a bijection): take the first
+			// holder; it holds the tile, and only XLA's one-send-per-device rule is
+			// given up.
+			copy(hd, first)
+			return
+		}
 		copy(x, hd)
 		p.holder(x, hd)
+	}
+}
+
+// mix writes the holder's mixU digits from the receiver's mixV digits.
+func (p *pattern) mix(rd, hd []int) {
+	if len(p.mixU) == 0 {
+		return
+	}
+	sp := p.sp
+	v := 0
+	for _, a := range p.mixV {
+		v = v*sp.atoms[a].Size + rd[a]
+	}
+	for k := len(p.mixU) - 1; k >= 0; k-- {
+		a := p.mixU[k]
+		hd[a] = v % sp.atoms[a].Size
+		v /= sp.atoms[a].Size
 	}
 }
 
@@ -459,6 +493,7 @@ func (p *pattern) holder(rd, hd []int) {
 	for a := range hd {
 		hd[a] = rd[p.holderOf[a]]
 	}
+	p.mix(rd, hd)
 	for d := range p.before {
 		t := int64(0)
 		for _, x := range p.after[d] {

@@ -276,17 +276,18 @@ func better(a, b *Plan) bool {
 	if a.Summary.TimeUS > b.Summary.TimeUS+eps {
 		return false
 	}
-	// At equal time: fewer collectives, fewer steps, then standard collectives over
-	// collective_permute over all_to_all_v (every backend runs the standard ones, and they
-	// are what XLA and Shardy emit).
+	// At equal time: fewer communication steps (collectives; local slices are free),
+	// then standard collectives over collective_permute over all_to_all_v (every
+	// backend runs the standard ones, and they are what XLA and Shardy emit), then fewer
+	// steps in all.
 	if a.Summary.Collectives != b.Summary.Collectives {
 		return a.Summary.Collectives < b.Summary.Collectives
 	}
-	if len(a.Steps) != len(b.Steps) {
-		return len(a.Steps) < len(b.Steps)
-	}
 	if ar, br := a.p2pRank(), b.p2pRank(); ar != br {
 		return ar < br
+	}
+	if len(a.Steps) != len(b.Steps) {
+		return len(a.Steps) < len(b.Steps)
 	}
 	return a.Summary.BytesPerDevice < b.Summary.BytesPerDevice
 }

@@ -137,7 +137,7 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	var firstG float64
 	spent := 0
 	if s.h != nil && !r.noHeuristic && r.MaxExpansions >= 64 {
-		s.weight, s.ub = weightedPassWeight, math.Inf(1)
+		s.weight, s.ub, s.relax = weightedPassWeight, math.Inf(1), false
 		mv, n, found, err := run(r.MaxExpansions / 4)
 		if err != nil {
 			return nil, n, false, err
@@ -149,7 +149,7 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 			}
 		}
 	}
-	s.weight, s.ub, s.capped = 1, ub*(1+1e-9), false
+	s.weight, s.ub, s.capped, s.relax = 1, ub*(1+1e-9), false, true
 	mv, n, found, err := run(r.MaxExpansions)
 	sp.searchExact = !s.capped
 	if err != nil || found {
@@ -296,6 +296,7 @@ type searcher struct {
 	goalDim      []int
 	goalCount    []int
 	weight       float64 // the heuristic's weight: 1 in an exact pass
+	relax        bool    // goal-directed moves may also fill a dim to its goal count with other atoms
 	capped       bool    // the last pass stopped at its budget
 	goalG        float64 // the search cost of the last pass' plan (before merging)
 	budget       int     // expansions of this pass
@@ -526,9 +527,9 @@ func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, g
 				continue
 			}
 			for d := range rank {
-				if s.goalDirected && s.goalDim[u] != d && int64(s.goalCount[d])%(s.counts[d]*int64(sp.atoms[u].Size)) != 0 {
-					// Slice an atom into the dim that ends with it, or into a dim whose
-					// goal count it divides (a permute can exchange it later, as in
+				if s.goalDirected && s.goalDim[u] != d && (!s.relax || int64(s.goalCount[d]) != s.counts[d]*int64(sp.atoms[u].Size)) {
+					// Slice an atom into the dim that ends with it, or into a dim it
+					// brings to its goal count (a permute can exchange it later, as in
 					// XLA's slice-then-permute).
 					continue
 				}
@@ -562,8 +563,8 @@ func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, g
 			}
 			if a2a {
 				for b := range rank {
-					if b == d || s.goalDirected && s.goalDim[suffix[0]] != b && int64(s.goalCount[b])%(s.counts[b]*k) != 0 {
-						continue // move atoms toward their goal dim, or where a permute can swap them in
+					if b == d || s.goalDirected && s.goalDim[suffix[0]] != b && (!s.relax || int64(s.goalCount[b]) != s.counts[b]*k) {
+						continue // move atoms toward their goal dim, or fill a dim to its goal count for a permute
 					}
 					reset()
 					nx[d] = nx[d][:n-j]
