@@ -114,8 +114,10 @@ type Router struct {
 	gen     uint32
 	ring    []ringLoads
 	devGen  []uint32
+	cnt     [2][]int32 // transfers sent and received per device (valid where devGen is current)
+	touched []int32    // devices with counts this call
 	devSlot []int32
-	devs    []devLoad
+	devs    []devLoad // switch port loads of touched devices
 	node    [2][]float64
 	scratch []float64
 }
@@ -131,11 +133,10 @@ type ringLoads struct {
 	touched bool
 }
 
-// devLoad is one touched device's port loads and transfer counts.
+// devLoad is one device's switch port loads.
 type devLoad struct {
 	pos  int32
 	port [numLinks][2]float64
-	cnt  [2]int32
 }
 
 // NewRouter builds a router for m on f.
@@ -156,6 +157,7 @@ func (f *Fabric) NewRouter(m *sharding.Mesh) *Router {
 	}
 	r.devGen = make([]uint32, r.n)
 	r.devSlot = make([]int32, r.n)
+	r.cnt = [2][]int32{make([]int32, r.n), make([]int32, r.n)}
 	return r
 }
 
@@ -180,12 +182,22 @@ func (r *Router) line(i, ln int) []float64 {
 
 // dev returns the loads of the device at position pos for this call.
 func (r *Router) dev(pos int) *devLoad {
-	if r.devGen[pos] != r.gen {
-		r.devGen[pos] = r.gen
+	r.touch(pos)
+	if r.devSlot[pos] < 0 {
 		r.devSlot[pos] = int32(len(r.devs))
 		r.devs = append(r.devs, devLoad{pos: int32(pos)})
 	}
 	return &r.devs[r.devSlot[pos]]
+}
+
+// touch starts device pos's counts for this call.
+func (r *Router) touch(pos int) {
+	if r.devGen[pos] != r.gen {
+		r.devGen[pos] = r.gen
+		r.cnt[0][pos], r.cnt[1][pos] = 0, 0
+		r.devSlot[pos] = -1
+		r.touched = append(r.touched, int32(pos))
+	}
 }
 
 // Price prices t exactly: every transfer is routed (torus axes dimension-ordered in
@@ -217,7 +229,7 @@ func (r *Router) Price(t *Traffic) TrafficEstimate {
 	for i := range r.ring {
 		r.ring[i].lines, r.ring[i].buf = r.ring[i].lines[:0], r.ring[i].buf[:0]
 	}
-	r.devs = r.devs[:0]
+	r.devs, r.touched = r.devs[:0], r.touched[:0]
 	nodes := 1
 	if f.gpusPerNode > 0 {
 		nodes = (r.n + f.gpusPerNode - 1) / f.gpusPerNode
@@ -308,7 +320,9 @@ func (r *Router) Price(t *Traffic) TrafficEstimate {
 				}
 			}
 		}
-		out.MaxPeers = max(out.MaxPeers, int(dv.cnt[0]), int(dv.cnt[1]))
+	}
+	for _, pos := range r.touched {
+		out.MaxPeers = max(out.MaxPeers, int(r.cnt[0][pos]), int(r.cnt[1][pos]))
 	}
 	for d := range 2 {
 		for nd, l := range r.node[d] {
@@ -355,8 +369,10 @@ func (r *Router) add(from, to []int, w float64, out *TrafficEstimate, used *[num
 		return
 	}
 	out.Bytes += int64(w)
-	r.dev(src).cnt[0]++
-	r.dev(dst).cnt[1]++
+	r.touch(src)
+	r.touch(dst)
+	r.cnt[0][src]++
+	r.cnt[1][dst]++
 	interNode := f.gpusPerNode > 0 && src/f.gpusPerNode != dst/f.gpusPerNode
 	var ports [numLinks]bool
 	hops, lat := 0, 0.0
