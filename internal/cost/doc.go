@@ -54,15 +54,30 @@
 // slowest. "sequential" hierarchy (the default) adds the levels' bandwidth terms,
 // "overlapped" takes the largest (pipelined). An all-to-all sends directly: with the
 // levels nested ici, nvlink inside ib, dcn, level j carries each device's bytes for
-// the peers whose outermost differing level is j, and the levels overlap. A
-// collective_permute or all_to_all_v does not say which pairs talk, so the slowest
-// level of the group bounds it; on a ring, a shift by d loads each link with d
-// transfers (d·V/W, the short way round on a single wrapped axis); on a switch it takes
-// V/W in one step (N-1 peer rounds for all_to_all_v).
+// the peers whose outermost differing level is j, and the levels overlap.
+//
+// # Point-to-point steps: routed traffic
+//
+// A collective_permute or all_to_all_v is priced by the load its transfers put on the
+// links (Router, traffic.go): every transfer is routed, torus axes dimension-ordered
+// (mesh axis order), each on its ring the short way round (an antipodal transfer on an
+// even ring split half each way), a line straight, a one-way ring forward; a switched
+// axis through the sender's egress and the receiver's ingress port; on a GPU model a
+// transfer between nodes through the NICs of both nodes (one per GPU, shared by the
+// node, rail-optimised), one inside a node through the NVLink ports. The bandwidth term
+// is the busiest resource's bytes over its bandwidth; the latency term the largest base
+// latency of the classes used plus the longest route (hops x α on rings, one step per
+// switch), plus, for all_to_all_v, one α of the cheapest class for every peer message
+// past the first that the busiest device posts. Callers describe a pattern by its
+// representative transfers and the translates it repeats at (Traffic's Offsets), exact
+// for translation-invariant patterns. The uniform all-to-all routed this way is exactly
+// B.1's and B.2's formula. Estimate still prices a p2p collective given without its
+// transfers (a fallback): the slowest level of the group bounds it, and a shift by Hops
+// on a ring loads each link Hops times.
 //
 // The latency term is Σ H·α over the levels plus the largest base latency of the links
-// used; α is charged per logical step, also on a strided sub-axis whose steps span
-// several physical hops. Estimate.Link is the level with the largest bandwidth term
+// used; α is charged per physical hop: a step of a strided sub-axis spans its stride in
+// links and pays α for each, as a routed transfer does. Estimate.Link is the level with the largest bandwidth term
 // (for a permute, the bounding level). On a switch an all_to_all takes N-1 steps, the
 // peer rounds NCCL schedules, as in COSTMODEL.md's worked example 10 (its B.1 table
 // says 1).

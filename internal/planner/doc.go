@@ -21,8 +21,17 @@
 //	all_to_all_v       the direct point-to-point exchange from tile intersections
 //
 // Planning reduces partial sums first (reduce_scatter where the target shards over the
-// reduced axes), then runs A* over states with edges priced by the cost model (ties to
-// fewer steps). The search generates the permutes that put goal atoms in place: swaps
+// reduced axes; a target may keep a sub-axis of a source unreduced axis), then runs A*
+// over states with edges priced by the cost model. collective_permute and all_to_all_v
+// steps are priced by their transfers (pattern.go: the holders Pairs and Transfers list,
+// routed by cost.Router), permutes lazily (a lower bound when pushed, the routed price
+// when popped). A greedy plan (construct.go, Shardy's order) and a weighted pass
+// (f = g + 4h, a quarter of the budget) bound the exact pass; moves are goal-directed
+// (slices and all-to-alls into the dim that ends with the atom, or that they fill to its
+// goal count for a permute; a dim's common prefix with its goal stays put). At equal
+// time plans prefer fewer collectives, then standard collectives over
+// collective_permute over all_to_all_v, then fewer steps. Each plan reports the time
+// lower bound of the data it must move (TimeLowerBound). The search generates the permutes that put goal atoms in place: swaps
 // of equal-sized atoms, replacements by an unused atom, the direct permute when every
 // dim has its goal count, and, per dim, the rewrite of that dim as its goal prefix
 // followed by its other atoms (which reorders atoms of different sizes, as in Shardy's
