@@ -83,6 +83,16 @@ func (l listShape) rangesBytes() int64 { return 2 + l.rank*(4+2*l.dimDigits) }
 // {"from":F,"to":F,"ranges":R,"source_local":R,"target_local":R,"bytes":B}.
 func (l listShape) transferBytes() int64 { return 70 + 2*l.idDigits + 3*l.rangesBytes() + 20 }
 
+// pairRunBytes bounds one encoded planner.PairRun with its comma.
+func (l listShape) pairRunBytes() int64 { return 60 + 4*l.idDigits + 2*digits(l.devices) }
+
+// maxRunTransfers caps the transfers enumerated to build a step's compact runs: past
+// it the list is left out (lists_omitted) rather than walked.
+const maxRunTransfers = 1 << 21
+
+// listsNote explains lists_omitted on a mesh above the list limit.
+const listsNote = "the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are given as runs (pair_runs, transfer_runs) where they compress, and left out where they do not; add \"pairs\" to include for the explicit lists"
+
 // pairBytes bounds one encoded [from,to] pair with its comma.
 func (l listShape) pairBytes() int64 { return 4 + 2*l.idDigits }
 

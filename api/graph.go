@@ -529,7 +529,7 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		pp := plans[it.problem]
 		pr := problems[it.problem]
 		c := it.coll
-		steps, omitted, err := renderSteps(ctx, m, pr.shape, pr.bits, pp.plan, lists, budget)
+		steps, omitted, err := renderSteps(ctx, m, pr.shape, pr.bits, pp.plan, lists, s.limits.ListDeviceLimit, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -564,7 +564,7 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		resp.Ops = opShardingsJSON(res.Ops, sw)
 	}
 	if resp.ListsOmitted {
-		resp.Note = fmt.Sprintf("the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are left out; add \"pairs\" to include to get them", m.NumDevices(), s.limits.ListDeviceLimit)
+		resp.Note = fmt.Sprintf(listsNote, m.NumDevices(), s.limits.ListDeviceLimit)
 	}
 	if in.imp != nil {
 		resp.OpaqueOps = opaqueOpsJSON(in.imp.Opaque)

@@ -65,13 +65,19 @@ type StepJSON struct {
 	// Pairs ([from, to] device ids) of a collective_permute.
 	Pairs [][2]int `json:"pairs,omitempty"`
 	// Transfers of an all_to_all_v.
-	Transfers        []planner.Transfer `json:"transfers,omitempty"`
-	Before           ShardingJSON       `json:"before"`
-	After            ShardingJSON       `json:"after"`
-	LocalShapeBefore []int64            `json:"local_shape_before"`
-	LocalShapeAfter  []int64            `json:"local_shape_after"`
-	GroupSize        int                `json:"group_size"`
-	GroupCount       int                `json:"group_count"`
+	Transfers []planner.Transfer `json:"transfers,omitempty"`
+	// PairRuns and TransferRuns are the compact lists a mesh above the list limit gets
+	// instead: each run stands for count entries, the i-th its first plus i times its
+	// step (pairs: [from + i*from_step, to + i*to_step]; transfers: every number of
+	// "first" plus i times the same number of "step").
+	PairRuns         []planner.PairRun     `json:"pair_runs,omitempty"`
+	TransferRuns     []planner.TransferRun `json:"transfer_runs,omitempty"`
+	Before           ShardingJSON          `json:"before"`
+	After            ShardingJSON          `json:"after"`
+	LocalShapeBefore []int64               `json:"local_shape_before"`
+	LocalShapeAfter  []int64               `json:"local_shape_after"`
+	GroupSize        int                   `json:"group_size"`
+	GroupCount       int                   `json:"group_count"`
 	// BytesPerDevice is the most any device receives in this step.
 	BytesPerDevice int64   `json:"bytes_per_device"`
 	Link           string  `json:"link,omitempty" example:"ici"`
@@ -422,7 +428,7 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 		SuggestedConstraints: []Suggestion{},
 	}
 	var err error
-	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, m, in.req.Shape, in.elemBits, p, lists, budget); err != nil {
+	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, m, in.req.Shape, in.elemBits, p, lists, s.limits.ListDeviceLimit, budget); err != nil {
 		return nil, err
 	}
 	resp.Summary = summaryJSON(p, in.model)
@@ -452,7 +458,7 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 		resp.Diagram = planner.Diagram(p)
 	}
 	if resp.ListsOmitted {
-		resp.Note = fmt.Sprintf("the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are left out; add \"pairs\" to include to get them", n, s.limits.ListDeviceLimit)
+		resp.Note = fmt.Sprintf(listsNote, n, s.limits.ListDeviceLimit)
 	}
 	return resp, nil
 }
@@ -468,7 +474,7 @@ func stripUnreduced(s sharding.Sharding) sharding.Sharding {
 // left out and omitted says so; with lists true each list is charged to budget before it
 // is built (a 422 when over), and rendering stops with ctx's error once ctx is done
 // (between steps and while transfers are built).
-func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int, p *planner.Plan, lists bool, budget *listBudget) (steps []StepJSON, omitted bool, err error) {
+func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int, p *planner.Plan, lists bool, runLimit int, budget *listBudget) (steps []StepJSON, omitted bool, err error) {
 	ls := newListShape(m, shape)
 	const stepsFix = `restrict allowed_ops (collective_permute and all_to_all_v carry per-device lists), or ` + fewerDevices
 	steps = make([]StepJSON, 0, len(p.Steps))
@@ -494,7 +500,15 @@ func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int,
 			sj.SplitDim, sj.ConcatDim = &a, &b
 		case planner.OpCollectivePermute:
 			if !lists {
-				omitted = true
+				runs, ok := planner.PairRuns(m, shape, st.Before, st.After, runLimit)
+				if !ok {
+					omitted = true
+					break
+				}
+				if err := budget.charge("steps", int64(len(runs))*ls.pairRunBytes(), itoa(len(runs))+" collective_permute pair runs", stepsFix); err != nil {
+					return nil, false, err
+				}
+				sj.PairRuns = runs
 				break
 			}
 			if err := budget.charge("steps", ls.devices*ls.pairBytes(), itoa(int(ls.devices))+" collective_permute pairs", stepsFix); err != nil {
@@ -505,7 +519,22 @@ func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int,
 			slices.SortFunc(sj.Pairs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
 		case planner.OpAllToAllV:
 			if !lists {
-				omitted = true
+				if planner.TransferCount(m, shape, st.Before, st.After) > maxRunTransfers {
+					omitted = true
+					break
+				}
+				runs, ok, err := planner.TransferRunsContext(ctx, m, shape, bits, st.Before, st.After, 8*runLimit)
+				if err != nil {
+					return nil, false, err
+				}
+				if !ok {
+					omitted = true
+					break
+				}
+				if err := budget.charge("steps", int64(len(runs))*2*ls.transferBytes(), itoa(len(runs))+" all_to_all_v transfer runs", stepsFix); err != nil {
+					return nil, false, err
+				}
+				sj.TransferRuns = runs
 				break
 			}
 			if sj.Transfers, err = budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, stepsFix); err != nil {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -203,4 +204,44 @@ func TestReshardExactHitKeepsMediaType(t *testing.T) {
 	assert.Equal(t, "hit", jsonHit.Header().Get("X-Cache"))
 	assert.Equal(t, "application/json", jsonHit.Header().Get("Content-Type"))
 	assert.Equal(t, jsonMiss.Body.String(), jsonHit.Body.String())
+}
+
+// TestCompactLists: above SHARDPLAN_LIST_DEVICE_LIMIT a step's pairs and transfers come
+// as runs that expand to exactly the explicit lists include ["pairs"] returns.
+func TestCompactLists(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		limit      int
+	}{
+		// 1 M transfers in 2,046 runs (each receiver's list breaks at its own tile).
+		{"all_to_all_v on 1,024 devices", `{"mesh":"d=1024","shape":[1024,1024],"dtype":"bf16","source":["d",null],"target":[null,"d"],"allowed_ops":["all_to_all_v"]%s}`, 256},
+		{"collective_permute on 256 devices", `{"mesh":"a=16,b=16","shape":[1024,1024],"dtype":"f32","source":[["a","b"],null],"target":[["b","a"],null],"allowed_ops":["collective_permute"]%s}`, 64},
+	} {
+		s := newTestServer(t, func(d *Deps) { d.Limits.ListDeviceLimit = tc.limit })
+		t.Run(tc.name, func(t *testing.T) {
+			r := postReshard(t, s, fmt.Sprintf(tc.body, ""))
+			require.Len(t, r.Steps, 1)
+			st := r.Steps[0]
+			assert.False(t, r.ListsOmitted)
+			assert.Empty(t, st.Pairs)
+			assert.Empty(t, st.Transfers)
+			if st.Op == "collective_permute" {
+				require.NotEmpty(t, st.PairRuns)
+				assert.LessOrEqual(t, len(st.PairRuns), 64)
+				var got [][2]int
+				for _, run := range st.PairRuns {
+					got = append(got, run.Expand()...)
+				}
+				full := postReshard(t, s, fmt.Sprintf(tc.body, `,"include":["pairs"]`))
+				assert.ElementsMatch(t, full.Steps[0].Pairs, got)
+				return
+			}
+			require.NotEmpty(t, st.TransferRuns)
+			n := 0
+			for _, run := range st.TransferRuns {
+				n += run.Count
+			}
+			assert.Equal(t, 1024*1023, n, "every transfer, in %d runs", len(st.TransferRuns))
+		})
+	}
 }

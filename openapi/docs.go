@@ -1546,6 +1546,13 @@ const docTemplate = `{
                     ],
                     "example": "collective_permute"
                 },
+                "pair_runs": {
+                    "description": "PairRuns and TransferRuns are the compact lists a mesh above the list limit gets\ninstead: each run stands for count entries, the i-th its first plus i times its\nstep (pairs: [from + i*from_step, to + i*to_step]; transfers: every number of\n\"first\" plus i times the same number of \"step\").",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/planner.PairRun"
+                    }
+                },
                 "pairs": {
                     "description": "Pairs ([from, to] device ids) of a collective_permute.",
                     "type": "array",
@@ -1561,6 +1568,12 @@ const docTemplate = `{
                 },
                 "time_us": {
                     "type": "number"
+                },
+                "transfer_runs": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/planner.TransferRun"
+                    }
                 },
                 "transfers": {
                     "description": "Transfers of an all_to_all_v.",
@@ -1887,6 +1900,26 @@ const docTemplate = `{
                 }
             }
         },
+        "planner.PairRun": {
+            "type": "object",
+            "properties": {
+                "count": {
+                    "type": "integer"
+                },
+                "from": {
+                    "type": "integer"
+                },
+                "from_step": {
+                    "type": "integer"
+                },
+                "to": {
+                    "type": "integer"
+                },
+                "to_step": {
+                    "type": "integer"
+                }
+            }
+        },
         "planner.Transfer": {
             "type": "object",
             "properties": {
@@ -1928,6 +1961,20 @@ const docTemplate = `{
                 },
                 "to": {
                     "type": "integer"
+                }
+            }
+        },
+        "planner.TransferRun": {
+            "type": "object",
+            "properties": {
+                "count": {
+                    "type": "integer"
+                },
+                "first": {
+                    "$ref": "#/definitions/planner.Transfer"
+                },
+                "step": {
+                    "$ref": "#/definitions/planner.Transfer"
                 }
             }
         },

@@ -108,7 +108,7 @@ func pairsByScan(m *sharding.Mesh, shape []int64, before, after sharding.Shardin
 // Transfers lists, for every device, where each part of its tile in `after` comes from:
 // the part it holds in `before` stays (not listed); every other part comes from one
 // holder of the source tile that contains it, chosen as the pattern does (pattern.go:
-// replicas spread the load), so these are the transfers the cost model routes. Ranges
+// the nearest replica), so these are the transfers the cost model routes. Ranges
 // are global; SourceLocal and TargetLocal are the same data in the sender's and
 // receiver's buffers. Sorted by receiver, then by range.
 // Cost: O(devices x source tiles intersecting a target tile x rank); TransferCount
@@ -124,38 +124,11 @@ const ctxCheckEvery = 1024
 // TransfersContext is Transfers that stops with ctx's error once ctx is done (checked
 // every ctxCheckEvery transfers, and per device).
 func TransfersContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) ([]Transfer, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	sp, ok := newSpace(m, shape, elemBits, before, after)
-	if !ok {
-		return transfersByHolder(ctx, m, shape, elemBits, before, after)
-	}
-	lb := sharding.NewLayout(m, shape, before)
-	la := sharding.NewLayout(m, shape, after)
-	rank := len(shape)
-	p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), false, 0)
 	var out []Transfer
-	var err error
-	p.eachDevice(func(from, to int, bytes int64) bool {
-		if len(out)%ctxCheckEvery == 0 {
-			if err = ctx.Err(); err != nil {
-				return false
-			}
-		}
-		t := Transfer{From: m.DeviceAt(from), To: m.DeviceAt(to), Bytes: bytes, Ranges: make(Range, rank), SourceLocal: make(Range, rank), TargetLocal: make(Range, rank)}
-		for d := range rank {
-			ss, se := lb.Range(d, int(p.curS[d]))
-			ts, te := la.Range(d, int(p.curT[d]))
-			s, e := max(ss, ts), min(se, te)
-			t.Ranges[d] = [2]int64{s, e}
-			t.SourceLocal[d] = [2]int64{s - ss, e - ss}
-			t.TargetLocal[d] = [2]int64{s - ts, e - ts}
-		}
+	if err := eachTransfer(ctx, m, shape, elemBits, before, after, func(t Transfer) bool {
 		out = append(out, t)
 		return true
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Transfer) int {
@@ -170,6 +143,49 @@ func TransfersContext(ctx context.Context, m *sharding.Mesh, shape []int64, elem
 		return 0
 	})
 	return out, nil
+}
+
+// eachTransfer calls fn with every transfer of the exchange from before to after, in
+// the pattern's order (receivers by atom digits), until fn returns false; it stops with
+// ctx's error once ctx is done. fn may keep the transfer.
+func eachTransfer(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, fn func(Transfer) bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sp, ok := newSpace(m, shape, elemBits, before, after)
+	if !ok {
+		list, err := transfersByHolder(ctx, m, shape, elemBits, before, after)
+		for _, t := range list {
+			if !fn(t) {
+				break
+			}
+		}
+		return err
+	}
+	lb := sharding.NewLayout(m, shape, before)
+	la := sharding.NewLayout(m, shape, after)
+	rank := len(shape)
+	p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), false, 0)
+	var err error
+	n := 0
+	p.eachDevice(func(from, to int, bytes int64) bool {
+		if n++; n%ctxCheckEvery == 0 {
+			if err = ctx.Err(); err != nil {
+				return false
+			}
+		}
+		t := Transfer{From: m.DeviceAt(from), To: m.DeviceAt(to), Bytes: bytes, Ranges: make(Range, rank), SourceLocal: make(Range, rank), TargetLocal: make(Range, rank)}
+		for d := range rank {
+			ss, se := lb.Range(d, int(p.curS[d]))
+			ts, te := la.Range(d, int(p.curT[d]))
+			s, e := max(ss, ts), min(se, te)
+			t.Ranges[d] = [2]int64{s, e}
+			t.SourceLocal[d] = [2]int64{s - ss, e - ss}
+			t.TargetLocal[d] = [2]int64{s - ts, e - ts}
+		}
+		return fn(t)
+	})
+	return err
 }
 
 // transfersByHolder is Transfers for shardings that fit no common atom space: the

@@ -45,15 +45,7 @@ func TestPropertyPatternPricingIsExact(t *testing.T) {
 		if i%8 == 0 {
 			minDev, maxDev = 1025, 4096
 		}
-		m := randomMeshPow(t, rng, minDev, maxDev)
-		rank := 1 + rng.IntN(3)
-		shape := make([]int64, rank)
-		for d := range shape {
-			shape[d] = int64(1+rng.IntN(40)) * []int64{1, 16, 64}[rng.IntN(3)]
-		}
-		pieces := randomPieces(rng, m)
-		src := randomSharding(rng, m, rank, pieces, false)
-		tgt := randomSharding(rng, m, rank, pieces, false)
+		m, shape, src, tgt := randomReshard(t, rng, minDev, maxDev, []int64{1, 16, 64})
 		if rng.IntN(3) == 0 { // a permute: the same counts, atoms moved around
 			tgt = shuffleAtoms(rng, m, src)
 		}
@@ -261,4 +253,17 @@ func TestPartialReduceScatter(t *testing.T) {
 	var fe *sharding.FieldError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "target.unreduced[0]", fe.Field)
+}
+
+// randomReshard draws a mesh of minDev..maxDev devices (randomMeshPow), a rank 1-3 shape
+// whose dims are 1-40 times one of scales, and two shardings over the same axis pieces.
+func randomReshard(t *testing.T, rng *rand.Rand, minDev, maxDev int, scales []int64) (*sharding.Mesh, []int64, sharding.Sharding, sharding.Sharding) {
+	m := randomMeshPow(t, rng, minDev, maxDev)
+	rank := 1 + rng.IntN(3)
+	shape := make([]int64, rank)
+	for d := range shape {
+		shape[d] = int64(1+rng.IntN(40)) * scales[rng.IntN(len(scales))]
+	}
+	pieces := randomPieces(rng, m)
+	return m, shape, randomSharding(rng, m, rank, pieces, false), randomSharding(rng, m, rank, pieces, false)
 }

@@ -1,0 +1,168 @@
+package planner
+
+import (
+	"context"
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// The compact lists. A mesh of thousands of devices has as many collective_permute pairs
+// and often many more all_to_all_v transfers, but they come from a few strided patterns
+// (pattern.go): listed in the pattern's order, consecutive entries differ by the same
+// step. A run is an entry, that step and a count; a client expands it with one loop.
+
+// PairRun is Count collective_permute pairs: [From + i*FromStep, To + i*ToStep] for i in
+// [0, Count).
+type PairRun struct {
+	From     int `json:"from"`
+	To       int `json:"to"`
+	FromStep int `json:"from_step"`
+	ToStep   int `json:"to_step"`
+	Count    int `json:"count"`
+}
+
+// TransferRun is Count transfers: the i-th is First with i times Step added to every
+// number (from, to, each range bound, bytes).
+type TransferRun struct {
+	First Transfer `json:"first"`
+	Step  Transfer `json:"step"`
+	Count int      `json:"count"`
+}
+
+// PairRuns is Pairs as runs, in the pattern's order; complete is false (and runs nil)
+// when more than maxRuns would be needed.
+func PairRuns(m *sharding.Mesh, shape []int64, before, after sharding.Sharding, maxRuns int) (runs []PairRun, complete bool) {
+	sp, ok := newSpace(m, shape, 8, before, after)
+	var emit func(yield func(from, to int) bool)
+	if ok {
+		p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), true, 1)
+		p.withOwn = true
+		emit = func(yield func(from, to int) bool) {
+			p.eachDevice(func(from, to int, _ int64) bool {
+				if p.curMine {
+					from = to
+				}
+				return yield(m.DeviceAt(from), m.DeviceAt(to))
+			})
+		}
+	} else {
+		emit = func(yield func(from, to int) bool) {
+			for _, pr := range pairsByScan(m, shape, before, after) {
+				if !yield(pr[0], pr[1]) {
+					return
+				}
+			}
+		}
+	}
+	complete = true
+	emit(func(from, to int) bool {
+		if n := len(runs); n > 0 {
+			r := &runs[n-1]
+			df, dt := from-(r.From+(r.Count-1)*r.FromStep), to-(r.To+(r.Count-1)*r.ToStep)
+			if r.Count == 1 {
+				r.FromStep, r.ToStep, r.Count = df, dt, 2
+				return true
+			}
+			if df == r.FromStep && dt == r.ToStep {
+				r.Count++
+				return true
+			}
+		}
+		if len(runs) == maxRuns {
+			complete = false
+			return false
+		}
+		runs = append(runs, PairRun{From: from, To: to, Count: 1})
+		return true
+	})
+	if !complete {
+		return nil, false
+	}
+	return runs, true
+}
+
+// TransferRunsContext is Transfers as runs, in the pattern's order; complete is false
+// (and runs nil) when more than maxRuns would be needed. It stops with ctx's error once
+// ctx is done.
+func TransferRunsContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, maxRuns int) (runs []TransferRun, complete bool, err error) {
+	complete = true
+	var last, step []int64 // the current run's last transfer and step, flattened
+	err = eachTransfer(ctx, m, shape, elemBits, before, after, func(t Transfer) bool {
+		v := flatten(t, nil)
+		if n := len(runs); n > 0 {
+			r := &runs[n-1]
+			d := make([]int64, len(v))
+			for i := range v {
+				d[i] = v[i] - last[i]
+			}
+			if r.Count == 1 || slices.Equal(d, step) {
+				if r.Count == 1 {
+					r.Step, step = unflatten(d, len(t.Ranges)), d
+				}
+				r.Count++
+				last = v
+				return true
+			}
+		}
+		if len(runs) == maxRuns {
+			complete = false
+			return false
+		}
+		runs = append(runs, TransferRun{First: t, Step: zeroTransfer(len(t.Ranges)), Count: 1})
+		last, step = v, nil
+		return true
+	})
+	if err != nil || !complete {
+		return nil, complete, err
+	}
+	return runs, true, nil
+}
+
+// Expand lists the transfers of r.
+func (r TransferRun) Expand() []Transfer {
+	f, s := flatten(r.First, nil), flatten(r.Step, nil)
+	out := make([]Transfer, r.Count)
+	v := make([]int64, len(f))
+	for i := range r.Count {
+		for j := range f {
+			v[j] = f[j] + int64(i)*s[j]
+		}
+		out[i] = unflatten(v, len(r.First.Ranges))
+	}
+	return out
+}
+
+// Expand lists the pairs of r.
+func (r PairRun) Expand() [][2]int {
+	out := make([][2]int, r.Count)
+	for i := range r.Count {
+		out[i] = [2]int{r.From + i*r.FromStep, r.To + i*r.ToStep}
+	}
+	return out
+}
+
+func flatten(t Transfer, dst []int64) []int64 {
+	dst = append(dst, int64(t.From), int64(t.To), t.Bytes)
+	for _, rg := range []Range{t.Ranges, t.SourceLocal, t.TargetLocal} {
+		for _, x := range rg {
+			dst = append(dst, x[0], x[1])
+		}
+	}
+	return dst
+}
+
+func unflatten(v []int64, rank int) Transfer {
+	t := Transfer{From: int(v[0]), To: int(v[1]), Bytes: v[2]}
+	k := 3
+	for _, rg := range []*Range{&t.Ranges, &t.SourceLocal, &t.TargetLocal} {
+		*rg = make(Range, rank)
+		for d := range rank {
+			(*rg)[d] = [2]int64{v[k], v[k+1]}
+			k += 2
+		}
+	}
+	return t
+}
+
+func zeroTransfer(rank int) Transfer { return unflatten(make([]int64, 3+6*rank), rank) }
