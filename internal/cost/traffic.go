@@ -645,6 +645,17 @@ func (f *Fabric) PeakDeviceIngress(m *sharding.Mesh) float64 {
 	return p
 }
 
+// NodeIngress describes m's nodes on a GPU model whose mesh spans more than one node:
+// gpus_per_node consecutive mesh positions per node, each GPU's NIC bringing nicBW bytes
+// per µs into its node (the only way in). ok is false otherwise (and for meshes whose
+// axes all have axis_links, whose routes do not follow nodes).
+func (f *Fabric) NodeIngress(m *sharding.Mesh) (gpusPerNode int, nicBW float64, ok bool) {
+	if f.gpusPerNode == 0 || f.gpusPerNode >= m.NumDevices() || len(f.axisLinks) > 0 {
+		return 0, 0, false
+	}
+	return f.gpusPerNode, f.links[linkIB].bw, true
+}
+
 // MinLatency is the least latency any step that moves data pays on m: the least
 // per-collective base plus the least per-step latency of the link classes m's axes ride.
 func (f *Fabric) MinLatency(m *sharding.Mesh) float64 {

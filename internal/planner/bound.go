@@ -117,6 +117,7 @@ func eachUsedCoords(m *sharding.Mesh, used []bool, fn func(coords []int)) {
 // timeBounder is implemented by cost models that know their links (cost.Fabric).
 type timeBounder interface {
 	PeakDeviceIngress(*sharding.Mesh) float64
+	NodeIngress(*sharding.Mesh) (gpusPerNode int, nicBW float64, ok bool)
 	HalfCut(*sharding.Mesh, int) (float64, bool)
 	MinLatency(*sharding.Mesh) float64
 	Combine(lat, bw float64) float64
@@ -162,6 +163,15 @@ func timeLowerBound(r *Request, between, total int64) (float64, bool) {
 			}
 			bw = max(bw, float64(max(lo, hi))/cut)
 		}
+		// On a GPU model, what a node lacks comes in through its NICs only.
+		if g, nic, ok := tb.NodeIngress(m); ok {
+			if need, ok := nodeNeeds(r, g); ok {
+				for k, b := range need {
+					nics := float64(min(g, m.NumDevices()-k*g))
+					bw = max(bw, float64(b)/(nics*nic))
+				}
+			}
+		}
 	}
 	bw += float64(total-between) / peak
 	if bw <= 0 {
@@ -176,28 +186,60 @@ func timeLowerBound(r *Request, between, total int64) (float64, bool) {
 // false past cutBoundDevices.
 func cutNeeds(r *Request, axis int) (lo, hi int64, ok bool) {
 	m := r.Mesh
-	from, to := r.Source, r.Target
-	lf := sharding.NewLayout(m, r.Shape, from)
-	lt := sharding.NewLayout(m, r.Shape, to)
-	used := usedAxes(m, from, to)
+	used := usedAxes(m, r.Source, r.Target)
 	if !used[axis] {
 		return 0, 0, true // both shardings replicate along it: each half holds everything it needs
 	}
+	half := m.Axes[axis].Size / 2
+	need, ok := sideNeeds(r, used, 2, func(coords []int) int {
+		if coords[axis] >= half {
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return 0, 0, false
+	}
+	return need[0], need[1], true
+}
+
+// nodeNeeds is, per node of gpusPerNode consecutive mesh positions, the bytes of target
+// data its devices need and none of them holds (ok false past cutBoundDevices devices).
+func nodeNeeds(r *Request, gpusPerNode int) ([]int64, bool) {
+	m := r.Mesh
+	all := make([]bool, len(m.Axes))
+	for i := range all {
+		all[i] = true
+	}
+	nodes := (m.NumDevices() + gpusPerNode - 1) / gpusPerNode
+	return sideNeeds(r, all, nodes, func(coords []int) int { return m.PositionOfCoords(coords) / gpusPerNode })
+}
+
+// sideNeeds enumerates the coordinates of the used axes (at most cutBoundDevices
+// combinations, else ok is false), puts each device on a side, and returns per side the
+// bytes of the distinct target tiles its devices need that no device of the side holds.
+func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int) (need []int64, ok bool) {
+	m := r.Mesh
 	combos := 1
 	for i, u := range used {
 		if u {
 			combos *= m.Axes[i].Size
+			if combos > cutBoundDevices {
+				return nil, false
+			}
 		}
 	}
-	if combos > cutBoundDevices {
-		return 0, 0, false
-	}
+	lf := sharding.NewLayout(m, r.Shape, r.Source)
+	lt := sharding.NewLayout(m, r.Shape, r.Target)
 	rank := len(r.Shape)
 	type side struct {
 		held   map[string]bool
 		needed map[string][]int
 	}
-	sides := [2]side{{map[string]bool{}, map[string][]int{}}, {map[string]bool{}, map[string][]int{}}}
+	sd := make([]side, sides)
+	for k := range sd {
+		sd[k] = side{map[string]bool{}, map[string][]int{}}
+	}
 	key := func(idx []int) string {
 		b := make([]byte, 0, 4*len(idx))
 		for _, v := range idx {
@@ -205,26 +247,22 @@ func cutNeeds(r *Request, axis int) (lo, hi int64, ok bool) {
 		}
 		return string(b)
 	}
-	half := m.Axes[axis].Size / 2
 	eachUsedCoords(m, used, func(coords []int) {
 		si, ti := make([]int, rank), make([]int, rank)
 		for d := range rank {
 			si[d] = lf.ShardIndex(d, coords)
 			ti[d] = lt.ShardIndex(d, coords)
 		}
-		sd := &sides[0]
-		if coords[axis] >= half {
-			sd = &sides[1]
-		}
-		sd.held[key(si)] = true
-		sd.needed[key(ti)] = ti
+		k := &sd[sideOf(coords)]
+		k.held[key(si)] = true
+		k.needed[key(ti)] = ti
 	})
-	var need [2]int64
+	need = make([]int64, sides)
 	sIdx := make([]int, rank)
 	l, h := make([]int, rank), make([]int, rank)
-	for k, sd := range sides {
+	for k, side := range sd {
 		var elems int64
-		for _, ti := range sd.needed {
+		for _, ti := range side.needed {
 			size := int64(1)
 			for d := range rank {
 				s, e := lt.Range(d, ti[d])
@@ -241,7 +279,7 @@ func cutNeeds(r *Request, axis int) (lo, hi int64, ok bool) {
 			have := int64(0)
 			copy(sIdx, l)
 			for {
-				if sd.held[key(sIdx)] {
+				if side.held[key(sIdx)] {
 					ov := int64(1)
 					for d := range rank {
 						ts, te := lt.Range(d, ti[d])
@@ -266,5 +304,5 @@ func cutNeeds(r *Request, axis int) (lo, hi int64, ok bool) {
 		}
 		need[k] = sharding.BufferBytes(elems, r.ElemBits)
 	}
-	return need[0], need[1], true
+	return need, true
 }
