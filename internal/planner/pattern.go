@@ -377,7 +377,19 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	if est, ok := sp.routes[key]; ok {
 		return est, true
 	}
-	est := sp.router.Price(newPattern(sp, before, after, permute, inBytes).traffic(kind)).Estimate
+	if sp.routes == nil {
+		sp.routes = map[routeKey]cost.Estimate{}
+	}
+	pat := newPattern(sp, before, after, permute, inBytes)
+	var est cost.Estimate
+	if dp, ok := pat.digitPermutation(); ok {
+		if te, ok := sp.router.PriceDigitPermutation(dp); ok {
+			est = te.Estimate
+			sp.routes[key] = est
+			return est, true
+		}
+	}
+	est = sp.router.Price(pat.traffic(kind)).Estimate
 	if sp.routes == nil {
 		sp.routes = map[routeKey]cost.Estimate{}
 	}
@@ -523,4 +535,35 @@ func (p *pattern) transfersAtMost() int {
 		n = min(n*int(min((ta+tb-1)/tb+1, limit)), limit)
 	}
 	return n
+}
+
+// digitPermutation is the pattern as a cost.DigitPermutation when it is one: a permute
+// whose shardings use the same atoms, each dim's atoms the same sizes position by
+// position, so the holder's digit of before[d][i] is the receiver's digit of after[d][i]
+// and every other digit is the receiver's own (then no device keeps its tile while
+// another asks it for its own, and the holders are exactly that digit map).
+func (p *pattern) digitPermutation() (cost.DigitPermutation, bool) {
+	sp := p.sp
+	if !p.permute || p.before.used() != p.after.used() {
+		return cost.DigitPermutation{}, false
+	}
+	n := len(sp.atoms)
+	dp := cost.DigitPermutation{Digits: make([]cost.Digit, n), Src: make([]int, n), Bytes: p.perBytes}
+	for a, ref := range sp.atoms {
+		dp.Digits[a] = cost.Digit{Axis: p.axis[a], Size: ref.Size, Weight: p.weight[a]}
+		dp.Src[a] = a
+	}
+	for d := range p.before {
+		b, a := p.before[d], p.after[d]
+		if len(b) != len(a) {
+			return cost.DigitPermutation{}, false
+		}
+		for i := range b {
+			if sp.atoms[b[i]].Size != sp.atoms[a[i]].Size {
+				return cost.DigitPermutation{}, false
+			}
+			dp.Src[b[i]] = int(a[i])
+		}
+	}
+	return dp, true
 }

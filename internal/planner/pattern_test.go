@@ -270,3 +270,65 @@ func randomReshard(t *testing.T, rng *rand.Rand, minDev, maxDev int, scales []in
 	pieces := randomPieces(rng, m)
 	return m, shape, randomSharding(rng, m, rank, pieces, false), randomSharding(rng, m, rank, pieces, false)
 }
+
+// TestDigitPermutationPricingIsExact: the closed form for digit permutations
+// (cost.Router.PriceDigitPermutation) equals routing every transfer, on random permutes
+// up to 4,096 devices and on the 65,536-device swap of the benchmark grid.
+func TestDigitPermutationPricingIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 34))
+	var models []*cost.Fabric
+	for _, name := range []string{"tpu-v5p", "tpu-v5e", "tpu-v4"} {
+		f, _ := cost.Profile(name)
+		models = append(models, f)
+	}
+	checked := 0
+	for i := range 300 {
+		minDev, maxDev := 2, 64
+		if i%10 == 0 {
+			minDev, maxDev = 256, 4096
+		}
+		m, shape, src, _ := randomReshard(t, rng, minDev, maxDev, []int64{1, 16})
+		tgt := shuffleAtoms(rng, m, src)
+		sp, ok := newSpace(m, shape, 32, src, tgt)
+		if !ok {
+			continue
+		}
+		b, a := sp.stateOf(src), sp.stateOf(tgt)
+		p := newPattern(sp, b, a, true, 4096)
+		dp, ok := p.digitPermutation()
+		if !ok {
+			continue
+		}
+		for _, f := range models {
+			name := fmt.Sprintf("%d %s %s %v %s->%s", i, f.Name(), m, shape, src, tgt)
+			got, ok := f.NewRouter(m).PriceDigitPermutation(dp)
+			require.True(t, ok, name)
+			want := f.NewRouter(m).Price(fullTraffic(p, cost.CollectivePermute))
+			require.InDelta(t, want.BandwidthUS, got.BandwidthUS, 1e-9*max(1, want.BandwidthUS), name)
+			require.InDelta(t, want.LatencyUS, got.LatencyUS, 1e-9*max(1, want.LatencyUS), name)
+			require.Equal(t, want.Bytes, got.Bytes, name)
+			require.Equal(t, want.MaxHops, got.MaxHops, name)
+			if want.Bytes > 0 {
+				require.Equal(t, want.MaxPeers, got.MaxPeers, name)
+			}
+			checked++
+		}
+	}
+	require.Greater(t, checked, 200)
+	// The grid's 65,536-device swap: [(a,b),(c,d)] -> [(c,d),(a,b)].
+	m := mustMesh(t, "a=16,b=16,c=16,d=16")
+	shape := []int64{4096, 4096}
+	src, tgt := mustSharding(t, m, shape, `[["a","b"],["c","d"]]`), mustSharding(t, m, shape, `[["c","d"],["a","b"]]`)
+	sp, ok := newSpace(m, shape, 32, src, tgt)
+	require.True(t, ok)
+	p := newPattern(sp, sp.stateOf(src), sp.stateOf(tgt), true, 1<<16)
+	dp, ok := p.digitPermutation()
+	require.True(t, ok)
+	f, _ := cost.Profile("tpu-v5p")
+	got, ok := f.NewRouter(m).PriceDigitPermutation(dp)
+	require.True(t, ok)
+	want := f.NewRouter(m).Price(p.traffic(cost.CollectivePermute))
+	assert.InDelta(t, want.BandwidthUS, got.BandwidthUS, 1e-9*want.BandwidthUS)
+	assert.InDelta(t, want.LatencyUS, got.LatencyUS, 1e-9*want.LatencyUS)
+	assert.Equal(t, want.Bytes, got.Bytes)
+}
