@@ -24,11 +24,17 @@ from .convert import (
     to_placements,
 )
 from .errors import ShardplanConnectionError, ShardplanError
+from .lists import expand_pair_runs, expand_transfer_runs, iter_transfer_runs, step_pairs, step_transfers
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client",
+    "expand_pair_runs",
+    "expand_transfer_runs",
+    "iter_transfer_runs",
+    "step_pairs",
+    "step_transfers",
     "Result",
     "TextResult",
     "DEFAULT_URL",

@@ -22,6 +22,7 @@ from shardplan import (
     mesh_from_device_mesh,
     sharding_from_placements,
     spec_from_partition_spec,
+    step_pairs,
     to_partition_spec_string,
 )
 from tests.fakes import P, NamedSharding, Partial, Replicate, Shard, device_mesh, jax_mesh
@@ -203,6 +204,18 @@ class ClientTest(unittest.TestCase):
         # Without the policy the same plan is a 200.
         r = self.c.reshard(CASE4, strategy="xla")
         self.assertTrue(r["summary"]["full_rematerialization"])
+
+    def test_compact_lists(self):
+        # 2,048 devices, over the server's list limit: the permute's pairs come as runs,
+        # which expand to exactly the explicit list include=["pairs"] returns.
+        body = dict(mesh="a=32,b=64", shape=[2048, 64], dtype="f32", source=[["a", "b"], None],
+                    target=[["b", "a"], None], allowed_ops=["collective_permute"])
+        compact = self.c.reshard(**body)
+        step = compact["steps"][0]
+        self.assertNotIn("pairs", step)
+        self.assertLess(len(step["pair_runs"]), 2048)
+        full = self.c.reshard(**body, include=["pairs"])
+        self.assertEqual(sorted(step_pairs(step)), sorted(full["steps"][0]["pairs"]))
 
     def test_cost_models(self):
         ms = self.c.cost_models()
