@@ -96,3 +96,19 @@ func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) error {
 	writeBody(w, http.StatusOK, "application/json", s.openapi)
 	return nil
 }
+
+// openAPI3 godoc
+//
+//	@Summary		OpenAPI 3 spec
+//	@Description	The same API as /openapi.json, converted to OpenAPI 3.0 with the fields a request may give in several forms (mesh, shardings, cost_model) described as oneOf, for client generators.
+//	@Tags			ops
+//	@Produce		json
+//	@Success		200	{object}	object
+//	@Router			/openapi3.json [get]
+func (s *Server) openAPI3(w http.ResponseWriter, _ *http.Request) error {
+	if len(s.openapi3) == 0 {
+		return NewProblem(http.StatusNotFound, slugNotFound, "Not found", "this build carries no OpenAPI 3 spec")
+	}
+	writeBody(w, http.StatusOK, "application/json", s.openapi3)
+	return nil
+}

@@ -95,8 +95,11 @@ type Deps struct {
 	Memo Memo
 	// Checks are readiness checks by name (e.g. "cache"); /readyz runs them all.
 	Checks map[string]Check
-	// OpenAPI is the spec served at GET /openapi.json.
-	OpenAPI []byte
+	// OpenAPI is the spec served at GET /openapi.json (Swagger 2.0, as swag writes it;
+	// the /docs explorer reads it), OpenAPI3 the OpenAPI 3 conversion with the
+	// polymorphic input fields as oneOf, served at GET /openapi3.json.
+	OpenAPI  []byte
+	OpenAPI3 []byte
 	// Access is access control (API keys, CORS); the zero value is open.
 	Access Access
 }
@@ -109,6 +112,7 @@ type Server struct {
 	memo     Memo
 	checks   map[string]Check
 	openapi  []byte
+	openapi3 []byte
 	validate *validator.Validate
 	draining atomic.Bool
 	inflight chan struct{} // requests computing or waiting to
@@ -128,9 +132,9 @@ func New(deps Deps) (*Server, error) {
 		reg:     deps.Registry,
 		memo:    deps.Memo,
 		checks:  deps.Checks,
-		openapi: deps.OpenAPI,
-		access:  deps.Access,
-		keys:    newKeyHashes(deps.Access.APIKeys),
+		openapi: deps.OpenAPI, openapi3: deps.OpenAPI3,
+		access: deps.Access,
+		keys:   newKeyHashes(deps.Access.APIKeys),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -199,6 +203,7 @@ func (s *Server) routes() chi.Router {
 		r.With(s.requireAPIKey).Method(http.MethodGet, "/metrics", s.Metrics())
 	}
 	r.Get("/openapi.json", s.handle(s.openAPI))
+	r.Get("/openapi3.json", s.handle(s.openAPI3))
 	r.Get("/docs", s.handle(s.docs))
 	r.Get("/docs/{asset}", s.handle(s.docsAsset))
 	r.Get("/v1/cost-models", s.handle(s.costModels))

@@ -86,6 +86,26 @@ const docTemplate = `{
                 }
             }
         },
+        "/openapi3.json": {
+            "get": {
+                "description": "The same API as /openapi.json, converted to OpenAPI 3.0 with the fields a request may give in several forms (mesh, shardings, cost_model) described as oneOf, for client generators.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "ops"
+                ],
+                "summary": "OpenAPI 3 spec",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "type": "object"
+                        }
+                    }
+                }
+            }
+        },
         "/readyz": {
             "get": {
                 "description": "Answers 200 when the service takes traffic: not draining, and every dependency check (e.g. the cache) passes. Otherwise 503 problem+json with the same ` + "`" + `checks` + "`" + ` object.",

@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed swagger.json
 var JSON []byte
+
+// JSON3 is openapi3.json (written by go run ./openapi/gen from swagger.json), served at
+// GET /openapi3.json.
+//
+//go:embed openapi3.json
+var JSON3 []byte

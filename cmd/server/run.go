@@ -81,6 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Memo:     memo,
 		Checks:   checks,
 		OpenAPI:  openapi.JSON,
+		OpenAPI3: openapi.JSON3,
 		Access:   api.Access{APIKeys: keys, CORSOrigins: splitList(cfg.CORSOrigins), MetricsElsewhere: cfg.MetricsAddr != ""},
 	})
 	if err != nil {

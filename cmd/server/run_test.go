@@ -122,6 +122,24 @@ func TestEndToEnd(t *testing.T) {
 		require.NoError(t, json.Unmarshal(body, &spec))
 		assert.Equal(t, "2.0", spec.Swagger)
 		assert.Contains(t, spec.Paths["/v1/tiles"], "post")
+
+		resp, body = send(t, http.MethodGet, base+"/openapi3.json", "", nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var v3 struct {
+			OpenAPI    string                    `json:"openapi"`
+			Paths      map[string]map[string]any `json:"paths"`
+			Components struct {
+				Schemas map[string]struct {
+					Properties map[string]struct {
+						OneOf []any `json:"oneOf"`
+					} `json:"properties"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		require.NoError(t, json.Unmarshal(body, &v3))
+		assert.True(t, strings.HasPrefix(v3.OpenAPI, "3."), v3.OpenAPI)
+		assert.Contains(t, v3.Paths["/v1/reshard"], "post")
+		assert.Len(t, v3.Components.Schemas["ReshardRequest"].Properties["source"].OneOf, 3, "string, array or object")
 	})
 
 	t.Run("tiles seed", func(t *testing.T) {
