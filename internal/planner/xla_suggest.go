@@ -1,0 +1,173 @@
+package planner
+
+import (
+	"context"
+	"math"
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// xlaHop emulates one hop and reports whether XLA falls back on it.
+func xlaHop(r *Request, from, to sharding.Sharding) (*Plan, bool, error) {
+	h := *r
+	h.Source, h.Target = from, to
+	p, e, err := xlaPlan(&h)
+	if err != nil {
+		return nil, false, err
+	}
+	return p, e.fallback, nil
+}
+
+func hasSubAxis(s sharding.Sharding) bool {
+	for _, r := range s.UsedAxes() {
+		if !r.IsFull() {
+			return true
+		}
+	}
+	return false
+}
+
+// suggestXLA picks the shortest chain of intermediate shardings whose every hop XLA
+// handles without the fallback, preferring states without sub-axes (a PartitionSpec
+// cannot name those). The candidate states come, in order, from the optimal plan of
+// standard collectives and from greedy plans that do one collective per hop (the
+// buffer limit lifted, so a gather may go through larger tiles than either end, but
+// never through full replication); the first list that yields a chain wins. It returns
+// the suggestions and XLA's plan through them, or a note saying why there is none.
+func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan, string) {
+	lists := suggestionStates(ctx, r)
+	for _, states := range lists {
+		if out, chain := chainThrough(ctx, r, states); chain != nil {
+			return out, chain, ""
+		}
+	}
+	if len(lists) == 0 {
+		return nil, nil, "no plan of standard collectives reaches the target without full rematerialization, so no intermediate sharding can avoid XLA's fallback"
+	}
+	return nil, nil, "XLA falls back on some hop of every chain of intermediate shardings tried (the optimal plan's states and one collective per hop); reshard in two steps through a sharding that shards the dims differently, or use the optimal strategy's plan"
+}
+
+// suggestionStates lists chains of shardings from r.Source to r.Target (both included)
+// that a suggestion may pass through.
+func suggestionStates(ctx context.Context, r *Request) [][]sharding.Sharding {
+	var lists [][]sharding.Sharding
+	rr := *r
+	// Constraints need intermediate states: a single point-to-point exchange has none,
+	// so the chain comes from the best plan of standard collectives.
+	rr.AllowedOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpCollectivePermute, OpReduceScatter, OpAllReduce}
+	if opt, err := Reshard(ctx, &rr); err == nil && !opt.Summary.FullRematerialization && len(opt.Steps) > 0 {
+		states := []sharding.Sharding{r.Source}
+		for _, st := range opt.Steps {
+			states = append(states, st.After)
+		}
+		lists = append(lists, states)
+	}
+	// Greedy plans, one collective per hop, from the atom space of both ends.
+	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+	if !ok || len(r.Source.Unreduced) > 0 {
+		return lists
+	}
+	start, goal := sp.stateOf(r.Source), sp.stateOf(r.Target)
+	rep := !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated()
+	for _, mv := range [][]move{sp.constructWith(&rr, start, goal, math.MaxInt64, rep, false), sp.constructWith(&rr, start, goal, math.MaxInt64, rep, true)} {
+		if mv == nil {
+			continue
+		}
+		states := []sharding.Sharding{r.Source}
+		for _, m := range mv {
+			states = append(states, sp.sharding(m.after, r.Target.Unreduced))
+		}
+		lists = append(lists, states)
+	}
+	return lists
+}
+
+// chainThrough is the shortest chain of hops XLA handles without its fallback through
+// states (in order; each state also tried with its sub-axes of one axis put back in
+// major-to-minor order, which P() can often name).
+func chainThrough(ctx context.Context, r *Request, states []sharding.Sharding) ([]Suggestion, *Plan) {
+	type node struct {
+		pos int
+		s   sharding.Sharding
+	}
+	nodes := []node{{0, states[0]}}
+	for k, s := range states[1:] {
+		nodes = append(nodes, node{k + 1, s})
+		if k+2 < len(states) {
+			if ns := sortSubAxes(s, r.Mesh); !ns.SameLayout(s) && ns.Validate(r.Mesh, r.Shape, "") == nil {
+				nodes = append(nodes, node{k + 1, ns})
+			}
+		}
+	}
+	last := len(nodes) - 1
+	if nodes[last].pos == 0 {
+		return nil, nil
+	}
+	const inf = 1 << 30
+	best := make([]int, len(nodes))
+	prev := make([]int, len(nodes))
+	hop := make([]*Plan, len(nodes))
+	for j := 1; j <= last; j++ {
+		best[j] = inf
+		w := 1
+		if j < last && hasSubAxis(nodes[j].s) {
+			w = 100
+		}
+		for i := 0; i < j; i++ {
+			if best[i] >= inf || nodes[i].pos >= nodes[j].pos || ctx.Err() != nil {
+				continue
+			}
+			p, fb, err := xlaHop(r, nodes[i].s, nodes[j].s)
+			if err != nil || fb {
+				continue
+			}
+			if c := best[i] + w; c < best[j] {
+				best[j], prev[j], hop[j] = c, i, p
+			}
+		}
+	}
+	if best[last] >= inf {
+		return nil, nil
+	}
+	var path []int
+	for j := last; j > 0; j = prev[j] {
+		path = append(path, j)
+	}
+	slices.Reverse(path)
+	chain := &Plan{Request: r, name: "xla_chain"}
+	var out []Suggestion
+	for _, j := range path {
+		chain.Steps = append(chain.Steps, hop[j].Steps...)
+		if j == last {
+			continue
+		}
+		s := nodes[j].s
+		ps, _ := s.PartitionSpecText()
+		out = append(out, Suggestion{Sharding: s, PartitionSpec: ps, Shardy: s.Text(r.Mesh.Name)})
+	}
+	between := LowerBoundBetween(r, r.Source, r.Target)
+	chain.finish(between, lowerBoundWith(r, between))
+	chain.Summary.Strategy = XLA
+	return out, chain
+}
+
+// sortSubAxes puts consecutive sub-axes of one axis inside a dim into major-to-minor
+// order and merges them ("T:(2)2","T:(1)2" -> "T").
+func sortSubAxes(s sharding.Sharding, m *sharding.Mesh) sharding.Sharding {
+	c := s.Clone()
+	for d := range c.Dims {
+		ax := c.Dims[d].Axes
+		for a := 0; a < len(ax); {
+			b := a + 1
+			for b < len(ax) && ax[b].Name == ax[a].Name {
+				b++
+			}
+			slices.SortStableFunc(ax[a:b], func(x, y sharding.AxisRef) int { return x.Pre - y.Pre })
+			a = b
+		}
+		c.Dims[d].Axes = sharding.MergeAdjacent(ax)
+	}
+	c.Canonicalize(m)
+	return c
+}
