@@ -9,14 +9,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"runtime"
 	"slices"
-	"sort"
 	"strings"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/graphplan"
 	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/internal/propagation"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -139,8 +136,8 @@ type GraphResponse struct {
 
 // Collective kinds of a graph.
 const (
-	kindReshard   = "reshard"
-	kindReduction = "reduction"
+	kindReshard   = string(graphplan.KindReshard)
+	kindReduction = string(graphplan.KindReduction)
 )
 
 // GraphCollective is one reshard or reduction of a graph, named by the op and tensor
@@ -413,102 +410,28 @@ func graphKey(in *graphInput) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// reshardProblem identifies one reshard (or reduction) to plan; equal problems in a
-// graph (every layer of a transformer) are planned once.
-type reshardProblem struct {
-	shape    []int64
-	bits     int
-	from, to sharding.Sharding
-	xla      bool
-	// op and tensor name the first collective that needs this plan (for errors).
-	op, tensor string
-}
-
-func (p reshardProblem) key() string {
-	return fmt.Sprint(p.shape, "|", p.bits, "|", p.from.Body(), "|", p.to.Body(), "|", p.xla)
-}
-
-type plannedReshard struct {
-	plan *planner.Plan
-	info *planner.XLAInfo
-}
-
-// planGraph propagates, plans every reshard and reduction, and builds the response.
+// planGraph plans the graph (graphplan: propagation, every reshard and reduction) and
+// renders the response.
 func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse, error) {
-	res, err := propagation.Propagate(ctx, in.graph, in.mesh, in.opts)
+	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model})
 	if err != nil {
 		return nil, err
 	}
+	res := gp.Propagation
 	m := in.mesh
-	type item struct {
-		order   int
-		coll    GraphCollective
-		problem string
-	}
-	opOrder := make(map[string]int, len(res.Ops))
-	for i, o := range res.Ops {
-		opOrder[o.Op] = i
-	}
-	results := resultTensors(in.graph.Ops, map[string]map[string]bool{})
-	// phase orders an op's collectives: operand reductions, operand reshards, result
-	// reductions, result reshards.
-	phase := func(op, tensor string, reduction bool) int {
-		p := 1
-		if reduction {
-			p = 0
-		}
-		if results[op][tensor] {
-			p += 2
-		}
-		return opOrder[op]*4 + p
-	}
-	problems := map[string]reshardProblem{}
-	var items []item
-	for _, rs := range res.Reshards {
-		t := in.graph.Tensors[rs.Tensor]
-		if hasZeroDim(t.Shape) {
-			continue
-		}
-		pr := reshardProblem{shape: t.Shape, bits: t.ElemBits, from: canonical(rs.From, m), to: canonical(rs.To, m), xla: in.strategy == planner.XLA, op: rs.Op, tensor: rs.Tensor}
-		k := pr.key()
-		if _, ok := problems[k]; !ok {
-			problems[k] = pr
-		}
-		items = append(items, item{order: phase(rs.Op, rs.Tensor, false), problem: k,
-			coll: GraphCollective{OpName: rs.Op, Tensor: rs.Tensor, Kind: kindReshard, Shape: t.Shape}})
-	}
-	for _, rd := range res.Reductions {
-		t := in.graph.Tensors[rd.Tensor]
-		if hasZeroDim(t.Shape) {
-			continue
-		}
-		// Reductions are emitted by the partitioner with the op, not by XLA's reshard
-		// dispatch: they are always planned the optimal way.
-		pr := reshardProblem{shape: t.Shape, bits: t.ElemBits, from: canonical(rd.From, m), to: canonical(rd.To, m), op: rd.Op, tensor: rd.Tensor}
-		k := pr.key()
-		if _, ok := problems[k]; !ok {
-			problems[k] = pr
-		}
-		c := GraphCollective{OpName: rd.Op, Tensor: rd.Tensor, Kind: kindReduction, Reduction: rd.Kind, MeshAxes: refStrings(rd.Axes), Shape: t.Shape}
-		if rd.Kind == propagation.ReduceScatter {
-			d := rd.Dim
-			c.Dim = &d
-		}
-		items = append(items, item{order: phase(rd.Op, rd.Tensor, true), problem: k, coll: c})
-	}
-	plans, err := s.planProblems(ctx, in, problems)
-	if err != nil {
-		return nil, err
-	}
-	sort.SliceStable(items, func(a, b int) bool { return items[a].order < items[b].order })
-
 	lists := m.NumDevices() <= s.limits.ListDeviceLimit || in.include["pairs"]
+	sum := gp.Summary
 	resp := &GraphResponse{
 		Mesh: meshJSON(m), Shardings: make(map[string]ShardingJSON, len(res.Shardings)),
-		Collectives: make([]GraphCollective, 0, len(items)),
+		Collectives: make([]GraphCollective, 0, len(gp.Collectives)),
 		Explain:     make(map[string][]ExplainEntry, len(res.Explain)),
 		Refined:     res.Refined, Stats: res.Stats,
-		Summary: GraphSummary{Strategy: string(in.strategy), CostModel: in.model.Name(), UniquePlans: len(problems)},
+		Summary: GraphSummary{
+			Strategy: string(in.strategy), CostModel: in.model.Name(), UniquePlans: sum.UniquePlans,
+			TimeUS: sum.TimeUS, Collectives: sum.Collectives, BytesPerDevice: sum.BytesPerDevice,
+			Reshards: sum.Reshards, Reductions: sum.Reductions,
+			FullRematerialization: sum.FullRematerialization, XLAFallback: sum.XLAFallback,
+		},
 	}
 	if resp.Refined == nil {
 		resp.Refined = []string{}
@@ -525,39 +448,34 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		resp.Explain[id] = es
 	}
 	budget := s.newBudget()
-	for _, it := range items {
-		pp := plans[it.problem]
-		pr := problems[it.problem]
-		c := it.coll
-		steps, omitted, err := renderSteps(ctx, m, pr.shape, pr.bits, pp.plan, lists, s.limits.ListDeviceLimit, budget)
+	for _, gc := range gp.Collectives {
+		steps, omitted, err := renderSteps(ctx, m, gc.Shape, gc.ElemBits, gc.Plan, lists, s.limits.ListDeviceLimit, budget)
 		if err != nil {
 			return nil, err
 		}
 		resp.ListsOmitted = resp.ListsOmitted || omitted
-		sum := pp.plan.Summary
-		c.TimeUS, c.BytesPerDevice, c.FullRematerialization = sum.TimeUS, sum.BytesPerDevice, sum.FullRematerialization
-		if c.Kind == kindReshard {
-			gp := &GraphPlan{Source: sw.json(pr.from), Target: sw.json(pr.to), Steps: steps, Summary: summaryJSON(pp.plan, in.model)}
-			if pp.info != nil {
-				c.XLAFallback = pp.info.Fallback
-				resp.Summary.XLAFallback = resp.Summary.XLAFallback || pp.info.Fallback
-				gp.Summary.XLAFallback = pp.info.Fallback
-				gp.XLAWarning, gp.XLAPath = pp.info.Warning, pp.info.Path
-				for _, sg := range pp.info.Suggested {
+		ps := gc.Plan.Summary
+		c := GraphCollective{OpName: gc.Op, Tensor: gc.Tensor, Kind: string(gc.Kind), Shape: gc.Shape,
+			TimeUS: ps.TimeUS, BytesPerDevice: ps.BytesPerDevice, FullRematerialization: ps.FullRematerialization}
+		if gc.Kind == graphplan.KindReshard {
+			gp := &GraphPlan{Source: sw.json(gc.From), Target: sw.json(gc.To), Steps: steps, Summary: summaryJSON(gc.Plan, in.model)}
+			if info := gc.XLA; info != nil {
+				c.XLAFallback = info.Fallback
+				gp.Summary.XLAFallback = info.Fallback
+				gp.XLAWarning, gp.XLAPath = info.Warning, info.Path
+				for _, sg := range info.Suggested {
 					gp.SuggestedConstraints = append(gp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: sw.json(sg.Sharding)})
 				}
-				gp.SuggestionNote = pp.info.SuggestionNote
+				gp.SuggestionNote = info.SuggestionNote
 			}
 			c.Plan = gp
-			resp.Summary.Reshards++
 		} else {
-			c.Steps = steps
-			resp.Summary.Reductions++
+			c.Reduction, c.MeshAxes, c.Steps = gc.Reduction, refStrings(gc.Axes), steps
+			if gc.Dim >= 0 {
+				d := gc.Dim
+				c.Dim = &d
+			}
 		}
-		resp.Summary.TimeUS += sum.TimeUS
-		resp.Summary.Collectives += sum.Collectives
-		resp.Summary.BytesPerDevice += sum.BytesPerDevice
-		resp.Summary.FullRematerialization = resp.Summary.FullRematerialization || sum.FullRematerialization
 		resp.Collectives = append(resp.Collectives, c)
 	}
 	if in.include["ops"] {
@@ -571,68 +489,6 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 	}
 	resp.PlanID = in.key
 	return resp, nil
-}
-
-// planProblems plans every distinct problem, in parallel up to GOMAXPROCS.
-func (s *Server) planProblems(ctx context.Context, in *graphInput, problems map[string]reshardProblem) (map[string]plannedReshard, error) {
-	keys := make([]string, 0, len(problems))
-	for k := range problems {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]plannedReshard, len(keys))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, k := range keys {
-		g.Go(func() error {
-			pr := problems[k]
-			req := &planner.Request{Mesh: in.mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: in.model}
-			var err error
-			if pr.xla {
-				out[i].plan, out[i].info, err = xlaPlan(gctx, req)
-			} else {
-				out[i].plan, err = planner.Reshard(gctx, req)
-			}
-			if _, ok := sharding.AsFieldErrors(err); ok {
-				// The planner names request fields ("target"); here the request is the graph.
-				return sharding.Fieldf("tensors."+pr.tensor+".sharding", "op %q needs %q moved from %s to %s, which cannot be planned: %v", pr.op, pr.tensor, pr.from.Body(), pr.to.Body(), err)
-			}
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	m := make(map[string]plannedReshard, len(keys))
-	for i, k := range keys {
-		m[k] = out[i]
-	}
-	return m, nil
-}
-
-// resultTensors maps each op name to the tensors it produces, regions included.
-func resultTensors(ops []propagation.Op, out map[string]map[string]bool) map[string]map[string]bool {
-	for _, op := range ops {
-		set := map[string]bool{}
-		for _, t := range op.Results {
-			set[t] = true
-		}
-		out[op.Name] = set
-		for _, rg := range []*propagation.Region{op.Cond, op.Body} {
-			if rg != nil {
-				resultTensors(rg.Ops, out)
-			}
-		}
-	}
-	return out
-}
-
-func hasZeroDim(shape []int64) bool { return slices.Contains(shape, 0) }
-
-func canonical(s sharding.Sharding, m *sharding.Mesh) sharding.Sharding {
-	c := s.Clone()
-	c.Canonicalize(m)
-	return c
 }
 
 func opShardingsJSON(ops []propagation.OpSharding, sw *shardingWriter) []OpShardingJSON {

@@ -1,0 +1,241 @@
+// Package graphplan plans a whole op graph: it runs sharding propagation, plans every
+// reshard and reduction the propagated shardings need (each distinct one once, in
+// parallel), and orders the collectives as the ops need them. It knows nothing of HTTP:
+// the api package decodes a request into a Request and renders the Result.
+package graphplan
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/planner"
+	"github.com/shardplan/shardplan/internal/propagation"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// Request is one graph to plan.
+type Request struct {
+	Graph    *propagation.Graph
+	Mesh     *sharding.Mesh
+	Options  propagation.Options
+	Strategy planner.Strategy // planner.XLA predicts XLA's reshards; reductions are always planned optimally
+	Model    cost.Model
+}
+
+// Kind says why a collective is there.
+type Kind string
+
+// The kinds of collective.
+const (
+	KindReshard   Kind = "reshard"   // an operand or result moves to the sharding its op needs
+	KindReduction Kind = "reduction" // a sharded contracting factor leaves partial sums
+)
+
+// Collective is one planned collective of the graph.
+type Collective struct {
+	Op, Tensor string
+	Kind       Kind
+	// Reduction, Axes and Dim describe a reduction (Dim for a reduce_scatter, else -1).
+	Reduction string
+	Axes      []sharding.AxisRef
+	Dim       int
+	Shape     []int64
+	ElemBits  int
+	From, To  sharding.Sharding
+	Plan      *planner.Plan
+	XLA       *planner.XLAInfo // strategy xla, reshards only
+}
+
+// Summary totals the graph's collectives (no overlap assumed).
+type Summary struct {
+	TimeUS                float64
+	Collectives           int // communicating steps
+	BytesPerDevice        int64
+	Reshards, Reductions  int
+	UniquePlans           int // distinct problems planned
+	FullRematerialization bool
+	XLAFallback           bool
+}
+
+// Result is the propagation and the collectives in the order the ops need them: per op,
+// operand reductions, operand reshards, result reductions, result reshards.
+type Result struct {
+	Propagation *propagation.Result
+	Collectives []Collective
+	Summary     Summary
+}
+
+// problem identifies one reshard (or reduction) to plan; equal problems in a graph
+// (every layer of a transformer) are planned once.
+type problem struct {
+	shape    []int64
+	bits     int
+	from, to sharding.Sharding
+	xla      bool
+	// op and tensor name the first collective that needs this plan (for errors).
+	op, tensor string
+}
+
+func (p problem) key() string {
+	return fmt.Sprint(p.shape, "|", p.bits, "|", p.from.Body(), "|", p.to.Body(), "|", p.xla)
+}
+
+type planned struct {
+	plan *planner.Plan
+	info *planner.XLAInfo
+}
+
+// Plan propagates, then plans every reshard and reduction. Errors are propagation's, the
+// context's, or a *sharding.FieldError naming tensors.<id>.sharding for a reshard the
+// planner cannot express.
+func Plan(ctx context.Context, r *Request) (*Result, error) {
+	res, err := propagation.Propagate(ctx, r.Graph, r.Mesh, r.Options)
+	if err != nil {
+		return nil, err
+	}
+	m := r.Mesh
+	type item struct {
+		order   int
+		coll    Collective
+		problem string
+	}
+	opOrder := make(map[string]int, len(res.Ops))
+	for i, o := range res.Ops {
+		opOrder[o.Op] = i
+	}
+	results := resultTensors(r.Graph.Ops, map[string]map[string]bool{})
+	phase := func(op, tensor string, reduction bool) int {
+		p := 1
+		if reduction {
+			p = 0
+		}
+		if results[op][tensor] {
+			p += 2
+		}
+		return opOrder[op]*4 + p
+	}
+	problems := map[string]problem{}
+	var items []item
+	add := func(pr problem, order int, c Collective) {
+		k := pr.key()
+		if _, ok := problems[k]; !ok {
+			problems[k] = pr
+		}
+		c.Shape, c.ElemBits, c.From, c.To = pr.shape, pr.bits, pr.from, pr.to
+		items = append(items, item{order: order, problem: k, coll: c})
+	}
+	for _, rs := range res.Reshards {
+		t := r.Graph.Tensors[rs.Tensor]
+		if slices.Contains(t.Shape, 0) {
+			continue
+		}
+		pr := problem{shape: t.Shape, bits: t.ElemBits, from: canonical(rs.From, m), to: canonical(rs.To, m), xla: r.Strategy == planner.XLA, op: rs.Op, tensor: rs.Tensor}
+		add(pr, phase(rs.Op, rs.Tensor, false), Collective{Op: rs.Op, Tensor: rs.Tensor, Kind: KindReshard, Dim: -1})
+	}
+	for _, rd := range res.Reductions {
+		t := r.Graph.Tensors[rd.Tensor]
+		if slices.Contains(t.Shape, 0) {
+			continue
+		}
+		// Reductions are emitted by the partitioner with the op, not by XLA's reshard
+		// dispatch: they are always planned the optimal way.
+		pr := problem{shape: t.Shape, bits: t.ElemBits, from: canonical(rd.From, m), to: canonical(rd.To, m), op: rd.Op, tensor: rd.Tensor}
+		c := Collective{Op: rd.Op, Tensor: rd.Tensor, Kind: KindReduction, Reduction: rd.Kind, Axes: rd.Axes, Dim: -1}
+		if rd.Kind == propagation.ReduceScatter {
+			c.Dim = rd.Dim
+		}
+		add(pr, phase(rd.Op, rd.Tensor, true), c)
+	}
+	plans, err := planAll(ctx, r, problems)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(items, func(a, b int) bool { return items[a].order < items[b].order })
+	out := &Result{Propagation: res, Collectives: make([]Collective, 0, len(items))}
+	out.Summary.UniquePlans = len(problems)
+	for _, it := range items {
+		c := it.coll
+		pp := plans[it.problem]
+		c.Plan, c.XLA = pp.plan, pp.info
+		s := &out.Summary
+		sum := pp.plan.Summary
+		s.TimeUS += sum.TimeUS
+		s.Collectives += sum.Collectives
+		s.BytesPerDevice += sum.BytesPerDevice
+		s.FullRematerialization = s.FullRematerialization || sum.FullRematerialization
+		if c.Kind == KindReshard {
+			s.Reshards++
+			s.XLAFallback = s.XLAFallback || (pp.info != nil && pp.info.Fallback)
+		} else {
+			s.Reductions++
+		}
+		out.Collectives = append(out.Collectives, c)
+	}
+	return out, nil
+}
+
+// planAll plans every distinct problem, in parallel up to GOMAXPROCS.
+func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[string]planned, error) {
+	keys := make([]string, 0, len(problems))
+	for k := range problems {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]planned, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, k := range keys {
+		g.Go(func() error {
+			pr := problems[k]
+			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model}
+			var err error
+			if pr.xla {
+				out[i].plan, out[i].info, err = planner.ReshardXLA(gctx, req)
+			} else {
+				out[i].plan, err = planner.Reshard(gctx, req)
+			}
+			if _, ok := sharding.AsFieldErrors(err); ok {
+				// The planner names request fields ("target"); here the request is the graph.
+				return sharding.Fieldf("tensors."+pr.tensor+".sharding", "op %q needs %q moved from %s to %s, which cannot be planned: %v", pr.op, pr.tensor, pr.from.Body(), pr.to.Body(), err)
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	m := make(map[string]planned, len(keys))
+	for i, k := range keys {
+		m[k] = out[i]
+	}
+	return m, nil
+}
+
+// resultTensors maps each op name to the tensors it produces, regions included.
+func resultTensors(ops []propagation.Op, out map[string]map[string]bool) map[string]map[string]bool {
+	for _, op := range ops {
+		set := map[string]bool{}
+		for _, t := range op.Results {
+			set[t] = true
+		}
+		out[op.Name] = set
+		for _, rg := range []*propagation.Region{op.Cond, op.Body} {
+			if rg != nil {
+				resultTensors(rg.Ops, out)
+			}
+		}
+	}
+	return out
+}
+
+func canonical(s sharding.Sharding, m *sharding.Mesh) sharding.Sharding {
+	c := s.Clone()
+	c.Canonicalize(m)
+	return c
+}
