@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-playground/validator/v10"
 
+	"github.com/shardplan/shardplan/internal/fielderr"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -85,8 +86,7 @@ func jsonProblem(body []byte, dec *json.Decoder, err error) *Problem {
 		return Invalid(slugInvalidJSON, "Malformed JSON",
 			sharding.Fieldf(field, "must be %s, not a JSON %s", goTypeName(te.Type), te.Value))
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name, _ = strconv.Unquote(name)
+	if name, ok := fielderr.UnknownJSONField(err); ok {
 		field := keyPathBefore(body, dec.InputOffset(), name)
 		return Invalid(slugInvalidJSON, "Malformed JSON",
 			sharding.Fieldf(field, "unknown field %q; see GET /openapi.json for the request's fields", name))

@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 
+	"github.com/shardplan/shardplan/internal/fielderr"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -107,7 +108,7 @@ var _ Model = (*Fabric)(nil)
 
 // New validates p and builds its model. Empty Mode, Hierarchy and torus Wrap default to
 // "additive", "sequential" and "always"; a zero Efficiency means 1. Errors are
-// *sharding.FieldError values whose Field is the JSON path inside p
+// *fielderr.FieldError values whose Field is the JSON path inside p
 // ("links.ici.bandwidth_gbps"). New does not keep p's maps.
 func New(p ProfileInfo) (*Fabric, error) {
 	f, err := build(p.clone(), "")
@@ -118,10 +119,10 @@ func New(p ProfileInfo) (*Fabric, error) {
 }
 
 // build validates p (owned by build) and names errors under field.
-func build(p ProfileInfo, field string) (*Fabric, *sharding.FieldError) {
+func build(p ProfileInfo, field string) (*Fabric, *fielderr.FieldError) {
 	f := &Fabric{axisLinks: map[string]linkClass{}}
 	if !nameRE.MatchString(p.Name) {
-		return nil, sharding.Fieldf(join(field, "name"), "name %q must be 1-64 letters, digits or ._+- starting with a letter or digit", p.Name)
+		return nil, fielderr.New(join(field, "name"), "name %q must be 1-64 letters, digits or ._+- starting with a letter or digit", p.Name)
 	}
 	switch p.Mode {
 	case "", "additive":
@@ -129,7 +130,7 @@ func build(p ProfileInfo, field string) (*Fabric, *sharding.FieldError) {
 	case "max":
 		f.maxMode = true
 	default:
-		return nil, sharding.Fieldf(join(field, "mode"), "unknown mode %q; use \"additive\" (latency + bandwidth) or \"max\" (max of the two)", p.Mode)
+		return nil, fielderr.New(join(field, "mode"), "unknown mode %q; use \"additive\" (latency + bandwidth) or \"max\" (max of the two)", p.Mode)
 	}
 	switch p.Hierarchy {
 	case "", "sequential":
@@ -137,16 +138,16 @@ func build(p ProfileInfo, field string) (*Fabric, *sharding.FieldError) {
 	case "overlapped":
 		f.overlapped = true
 	default:
-		return nil, sharding.Fieldf(join(field, "hierarchy"), "unknown hierarchy %q; use \"sequential\" or \"overlapped\"", p.Hierarchy)
+		return nil, fielderr.New(join(field, "hierarchy"), "unknown hierarchy %q; use \"sequential\" or \"overlapped\"", p.Hierarchy)
 	}
 	if p.Efficiency == 0 {
 		p.Efficiency = 1
 	}
 	if !(p.Efficiency > 0 && p.Efficiency <= 1) {
-		return nil, sharding.Fieldf(join(field, "efficiency"), "is %v; give the achievable fraction of peak bandwidth in (0, 1], e.g. 0.824", p.Efficiency)
+		return nil, fielderr.New(join(field, "efficiency"), "is %v; give the achievable fraction of peak bandwidth in (0, 1], e.g. 0.824", p.Efficiency)
 	}
 	if p.GPUsPerNode < 0 || p.GPUsPerNode > sharding.MaxMeshDevices {
-		return nil, sharding.Fieldf(join(field, "gpus_per_node"), "is %d; give 0 (every axis on ici) or the number of GPUs per NVLink domain, e.g. 8", p.GPUsPerNode)
+		return nil, fielderr.New(join(field, "gpus_per_node"), "is %d; give 0 (every axis on ici) or the number of GPUs per NVLink domain, e.g. 8", p.GPUsPerNode)
 	}
 	f.gpusPerNode = p.GPUsPerNode
 	lf := join(field, "links")
@@ -154,21 +155,21 @@ func build(p ProfileInfo, field string) (*Fabric, *sharding.FieldError) {
 		l := p.Links[name]
 		c, ok := parseLinkClass(name)
 		if !ok {
-			return nil, sharding.Fieldf(join(lf, name), "unknown link class %q; use ici, nvlink, ib or dcn", name)
+			return nil, fielderr.New(join(lf, name), "unknown link class %q; use ici, nvlink, ib or dcn", name)
 		}
 		f2 := join(lf, name)
 		if !(l.BandwidthGBps >= minBandwidthGBps && l.BandwidthGBps <= maxBandwidthGBps) {
-			return nil, sharding.Fieldf(join(f2, "bandwidth_gbps"), "is %v; give the bandwidth per link per direction in GB/s, between %g and %g, e.g. 90", l.BandwidthGBps, minBandwidthGBps, maxBandwidthGBps)
+			return nil, fielderr.New(join(f2, "bandwidth_gbps"), "is %v; give the bandwidth per link per direction in GB/s, between %g and %g, e.g. 90", l.BandwidthGBps, minBandwidthGBps, maxBandwidthGBps)
 		}
 		if !(l.LatencyUS >= 0 && l.LatencyUS <= maxLatencyUS) {
-			return nil, sharding.Fieldf(join(f2, "latency_us"), "is %v; give the latency per step in µs, between 0 and %g, e.g. 1", l.LatencyUS, maxLatencyUS)
+			return nil, fielderr.New(join(f2, "latency_us"), "is %v; give the latency per step in µs, between 0 and %g, e.g. 1", l.LatencyUS, maxLatencyUS)
 		}
 		if !(l.BaseLatencyUS >= 0 && l.BaseLatencyUS <= maxLatencyUS) {
-			return nil, sharding.Fieldf(join(f2, "base_latency_us"), "is %v; give the latency per collective in µs, between 0 and %g, e.g. 6.6", l.BaseLatencyUS, maxLatencyUS)
+			return nil, fielderr.New(join(f2, "base_latency_us"), "is %v; give the latency per collective in µs, between 0 and %g, e.g. 6.6", l.BaseLatencyUS, maxLatencyUS)
 		}
 		topo, ok := topologyNames[l.Topology]
 		if !ok {
-			return nil, sharding.Fieldf(join(f2, "topology"), "unknown topology %q; use torus, ring_bidi, ring_uni, line or switch", l.Topology)
+			return nil, fielderr.New(join(f2, "topology"), "unknown topology %q; use torus, ring_bidi, ring_uni, line or switch", l.Topology)
 		}
 		wrap := wrapAlways
 		switch {
@@ -176,13 +177,13 @@ func build(p ProfileInfo, field string) (*Fabric, *sharding.FieldError) {
 			l.Wrap = "always"
 		case topo == torus:
 			if wrap, ok = wrapNames[l.Wrap]; !ok {
-				return nil, sharding.Fieldf(join(f2, "wrap"), "unknown wrap rule %q; use always, never, size16 or cube", l.Wrap)
+				return nil, fielderr.New(join(f2, "wrap"), "unknown wrap rule %q; use always, never, size16 or cube", l.Wrap)
 			}
 		case l.Wrap != "":
-			return nil, sharding.Fieldf(join(f2, "wrap"), "applies only to topology \"torus\"; remove it or set topology to torus")
+			return nil, fielderr.New(join(f2, "wrap"), "applies only to topology \"torus\"; remove it or set topology to torus")
 		}
 		if l.LinksPerChip < 0 || l.LinksPerChip > 1024 {
-			return nil, sharding.Fieldf(join(f2, "links_per_chip"), "is %d; give the number of links per chip (informational), e.g. 6", l.LinksPerChip)
+			return nil, fielderr.New(join(f2, "links_per_chip"), "is %d; give the number of links per chip (informational), e.g. 6", l.LinksPerChip)
 		}
 		p.Links[name] = l
 		f.links[c] = link{
@@ -202,21 +203,21 @@ func build(p ProfileInfo, field string) (*Fabric, *sharding.FieldError) {
 	}
 	for _, c := range need {
 		if !f.links[c].defined {
-			return nil, sharding.Fieldf(lf, "needs link %q (%s); add links.%s with bandwidth_gbps and topology", c, why, c)
+			return nil, fielderr.New(lf, "needs link %q (%s); add links.%s with bandwidth_gbps and topology", c, why, c)
 		}
 	}
 	af := join(field, "axis_links")
 	for _, axis := range sortedKeys(p.AxisLinks) {
 		name := p.AxisLinks[axis]
 		if !axisRE.MatchString(axis) {
-			return nil, sharding.Fieldf(join(af, axis), "%q is not a mesh axis name ([A-Za-z_][A-Za-z0-9_]*)", axis)
+			return nil, fielderr.New(join(af, axis), "%q is not a mesh axis name ([A-Za-z_][A-Za-z0-9_]*)", axis)
 		}
 		c, ok := parseLinkClass(name)
 		if !ok {
-			return nil, sharding.Fieldf(join(af, axis), "unknown link class %q; use ici, nvlink, ib or dcn", name)
+			return nil, fielderr.New(join(af, axis), "unknown link class %q; use ici, nvlink, ib or dcn", name)
 		}
 		if !f.links[c].defined {
-			return nil, sharding.Fieldf(join(af, axis), "link %q is not defined by this model (links: %s); add links.%s or choose a defined link", name, joinKeys(p.Links), name)
+			return nil, fielderr.New(join(af, axis), "link %q is not defined by this model (links: %s); add links.%s or choose a defined link", name, joinKeys(p.Links), name)
 		}
 		f.axisLinks[axis] = c
 	}

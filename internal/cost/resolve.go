@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/shardplan/shardplan/internal/sharding"
+	"github.com/shardplan/shardplan/internal/fielderr"
 )
 
 // Resolve reads a request's cost_model value. field is its wire path ("cost_model").
@@ -28,7 +28,7 @@ import (
 //     that profile's (it then is that profile). Unnamed, it is called "custom", or
 //     "<base>+custom" when it changes a base's figures.
 //
-// Every error is a *sharding.FieldError whose Field is the path under field
+// Every error is a *fielderr.FieldError whose Field is the path under field
 // ("cost_model.links.ici.bandwidth_gbps") and whose message says how to fix it;
 // unknown fields are errors naming the field. Resolve never panics.
 func Resolve(raw json.RawMessage, field string) (Model, error) {
@@ -39,7 +39,7 @@ func Resolve(raw json.RawMessage, field string) (Model, error) {
 	return m, nil
 }
 
-func resolve(raw json.RawMessage, field string) (*Fabric, *sharding.FieldError) {
+func resolve(raw json.RawMessage, field string) (*Fabric, *fielderr.FieldError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		m, _ := Profile(DefaultProfile)
@@ -53,13 +53,13 @@ func resolve(raw json.RawMessage, field string) (*Fabric, *sharding.FieldError) 
 		}
 		m, ok := Profile(s)
 		if !ok {
-			return nil, sharding.Fieldf(field, "unknown cost model %q; use one of %s, or an object (see GET /v1/cost-models)", s, profileNames())
+			return nil, fielderr.New(field, "unknown cost model %q; use one of %s, or an object (see GET /v1/cost-models)", s, profileNames())
 		}
 		return m, nil
 	case '{':
 		return resolveObject(raw, field)
 	}
-	return nil, sharding.Fieldf(field, "must be a profile name such as %q or an object, not %s", DefaultProfile, jsonKind(raw))
+	return nil, fielderr.New(field, "must be a profile name such as %q or an object, not %s", DefaultProfile, jsonKind(raw))
 }
 
 var (
@@ -70,7 +70,7 @@ var (
 // fromRequest is the source given to figures a request sets.
 const fromRequest = "given in the request"
 
-func resolveObject(raw json.RawMessage, field string) (*Fabric, *sharding.FieldError) {
+func resolveObject(raw json.RawMessage, field string) (*Fabric, *fielderr.FieldError) {
 	obj, err := object(raw, field, modelFields)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func resolveObject(raw json.RawMessage, field string) (*Fabric, *sharding.FieldE
 		}
 		info, ok := Lookup(s)
 		if !ok {
-			return nil, sharding.Fieldf(join(field, "base"), "unknown profile %q; use one of %s", s, profileNames())
+			return nil, fielderr.New(join(field, "base"), "unknown profile %q; use one of %s", s, profileNames())
 		}
 		p, name = info, info.Name
 		p.Aliases = nil
@@ -93,7 +93,7 @@ func resolveObject(raw json.RawMessage, field string) (*Fabric, *sharding.FieldE
 	}
 	for _, k := range sortedKeys(obj) {
 		v, f := obj[k], join(field, k)
-		var err *sharding.FieldError
+		var err *fielderr.FieldError
 		switch k {
 		case "name":
 			p.Name, err = str(v, f)
@@ -102,7 +102,7 @@ func resolveObject(raw json.RawMessage, field string) (*Fabric, *sharding.FieldE
 		case "aliases":
 			var a []string
 			if json.Unmarshal(v, &a) != nil {
-				err = sharding.Fieldf(f, "must be an array of strings (it is ignored)")
+				err = fielderr.New(f, "must be an array of strings (it is ignored)")
 			}
 		case "mode":
 			p.Mode, err = str(v, f)
@@ -111,7 +111,7 @@ func resolveObject(raw json.RawMessage, field string) (*Fabric, *sharding.FieldE
 		case "efficiency":
 			p.Efficiency, err = num(v, f)
 			if err == nil && p.Efficiency == 0 {
-				err = sharding.Fieldf(f, "is 0; give the achievable fraction of peak bandwidth in (0, 1], e.g. 0.824")
+				err = fielderr.New(f, "is 0; give the achievable fraction of peak bandwidth in (0, 1], e.g. 0.824")
 			}
 			p.Sources = setSource(p.Sources, k)
 		case "gpus_per_node":
@@ -144,7 +144,7 @@ func resolveObject(raw json.RawMessage, field string) (*Fabric, *sharding.FieldE
 	}
 	if b, ok := Profile(fab.Name()); ok {
 		if !sameFigures(fab.info, b.info) {
-			return nil, sharding.Fieldf(join(field, "name"), "%q is a built-in profile with other figures; choose another name for a custom model", fab.Name())
+			return nil, fielderr.New(join(field, "name"), "%q is a built-in profile with other figures; choose another name for a custom model", fab.Name())
 		}
 		return b, nil
 	}
@@ -167,7 +167,7 @@ func sameFigures(a, b ProfileInfo) bool {
 	return true
 }
 
-func mergeLinks(links map[string]LinkInfo, raw json.RawMessage, field string) (map[string]LinkInfo, *sharding.FieldError) {
+func mergeLinks(links map[string]LinkInfo, raw json.RawMessage, field string) (map[string]LinkInfo, *fielderr.FieldError) {
 	obj, err := object(raw, field, nil)
 	if err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func mergeLinks(links map[string]LinkInfo, raw json.RawMessage, field string) (m
 	for _, class := range sortedKeys(obj) {
 		f := join(field, class)
 		if _, ok := parseLinkClass(class); !ok {
-			return nil, sharding.Fieldf(f, "unknown link class %q; use ici, nvlink, ib or dcn", class)
+			return nil, fielderr.New(f, "unknown link class %q; use ici, nvlink, ib or dcn", class)
 		}
 		lobj, err := object(obj[class], f, linkFields)
 		if err != nil {
@@ -188,7 +188,7 @@ func mergeLinks(links map[string]LinkInfo, raw json.RawMessage, field string) (m
 		l.Sources = maps.Clone(l.Sources)
 		for _, k := range sortedKeys(lobj) {
 			v, kf := lobj[k], join(f, k)
-			var err *sharding.FieldError
+			var err *fielderr.FieldError
 			switch k {
 			case "bandwidth_gbps":
 				l.BandwidthGBps, err = num(v, kf)
@@ -230,7 +230,7 @@ func setSource(s map[string]string, k string) map[string]string {
 	return s
 }
 
-func mergeStrings(dst map[string]string, raw json.RawMessage, field string) (map[string]string, *sharding.FieldError) {
+func mergeStrings(dst map[string]string, raw json.RawMessage, field string) (map[string]string, *fielderr.FieldError) {
 	obj, err := object(raw, field, nil)
 	if err != nil {
 		return nil, err
@@ -251,14 +251,14 @@ func mergeStrings(dst map[string]string, raw json.RawMessage, field string) (map
 
 // object decodes a JSON object; allowed (when non-nil) lists its fields. Null members
 // count as absent.
-func object(raw json.RawMessage, field string, allowed []string) (map[string]json.RawMessage, *sharding.FieldError) {
+func object(raw json.RawMessage, field string, allowed []string) (map[string]json.RawMessage, *fielderr.FieldError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, sharding.Fieldf(field, "must be an object, not %s", jsonKind(raw))
+		return nil, fielderr.New(field, "must be an object, not %s", jsonKind(raw))
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, sharding.Fieldf(field, "is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return nil, fielderr.New(field, "is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	for _, k := range sortedKeys(obj) {
 		if string(bytes.TrimSpace(obj[k])) == "null" {
@@ -266,35 +266,35 @@ func object(raw json.RawMessage, field string, allowed []string) (map[string]jso
 			continue
 		}
 		if allowed != nil && !slices.Contains(allowed, k) {
-			return nil, sharding.Fieldf(join(field, k), "unknown field; allowed fields are %s", strings.Join(allowed, ", "))
+			return nil, fielderr.New(join(field, k), "unknown field; allowed fields are %s", strings.Join(allowed, ", "))
 		}
 	}
 	return obj, nil
 }
 
-func str(raw json.RawMessage, field string) (string, *sharding.FieldError) {
+func str(raw json.RawMessage, field string) (string, *fielderr.FieldError) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		if kind := jsonKind(raw); kind != "a string" {
-			return "", sharding.Fieldf(field, "must be a string, not %s", kind)
+			return "", fielderr.New(field, "must be a string, not %s", kind)
 		}
-		return "", sharding.Fieldf(field, "is not a valid JSON string")
+		return "", fielderr.New(field, "is not a valid JSON string")
 	}
 	return s, nil
 }
 
-func num(raw json.RawMessage, field string) (float64, *sharding.FieldError) {
+func num(raw json.RawMessage, field string) (float64, *fielderr.FieldError) {
 	var x float64
 	if err := json.Unmarshal(raw, &x); err != nil {
-		return 0, sharding.Fieldf(field, "must be a finite number, not %s", jsonKind(raw))
+		return 0, fielderr.New(field, "must be a finite number, not %s", jsonKind(raw))
 	}
 	return x, nil
 }
 
-func integer(raw json.RawMessage, field string) (int, *sharding.FieldError) {
+func integer(raw json.RawMessage, field string) (int, *fielderr.FieldError) {
 	var x float64
 	if json.Unmarshal(raw, &x) != nil || x != math.Trunc(x) || math.Abs(x) > 1<<31 {
-		return 0, sharding.Fieldf(field, "must be a whole number, not %s", jsonKind(raw))
+		return 0, fielderr.New(field, "must be a whole number, not %s", jsonKind(raw))
 	}
 	return int(x), nil
 }

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/shardplan/shardplan/internal/fielderr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 func TestResolveGood(t *testing.T) {
@@ -126,7 +125,7 @@ func TestResolveBad(t *testing.T) {
 			m, err := Resolve(json.RawMessage(tc.raw), "cost_model")
 			require.Error(t, err)
 			assert.Nil(t, m)
-			var fe *sharding.FieldError
+			var fe *fielderr.FieldError
 			require.True(t, errors.As(err, &fe), "%T", err)
 			assert.Equal(t, tc.field, fe.Field)
 			assert.Contains(t, fe.Message, tc.msg)
@@ -136,7 +135,7 @@ func TestResolveBad(t *testing.T) {
 
 func TestNewRejectsBadProfileInfo(t *testing.T) {
 	_, err := New(ProfileInfo{Name: "x", Links: map[string]LinkInfo{"ici": {BandwidthGBps: -1, Topology: "switch"}}})
-	var fe *sharding.FieldError
+	var fe *fielderr.FieldError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "links.ici.bandwidth_gbps", fe.Field)
 
@@ -159,9 +158,9 @@ func FuzzResolve(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		model, err := Resolve(raw, "cost_model")
 		if err != nil {
-			var fe *sharding.FieldError
+			var fe *fielderr.FieldError
 			if !errors.As(err, &fe) || fe.Field == "" || fe.Message == "" {
-				t.Fatalf("error %T %v is not a *sharding.FieldError with a field and message", err, err)
+				t.Fatalf("error %T %v is not a *fielderr.FieldError with a field and message", err, err)
 			}
 			if model != nil {
 				t.Fatalf("model %v with error", model)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardplan/shardplan/internal/fielderr"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -375,12 +376,10 @@ func jsonError(err error, field string) error {
 	case errors.As(err, &se):
 		return sharding.Fieldf(field, "malformed JSON at offset %d: %v", se.Offset, se)
 	}
-	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		name, _ := strconv.Unquote(rest)
+	if name, ok := fielderr.UnknownJSONField(err); ok {
 		return sharding.Fieldf(join(field, name), "unknown field")
 	}
-	return sharding.Fieldf(field, "%s", strings.TrimPrefix(msg, "json: "))
+	return sharding.Fieldf(field, "%s", strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // sortedKeys returns the keys of m sorted.

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/shardplan/shardplan/internal/fielderr"
 )
 
 // Parse reads a sharding in any of the three wire forms from raw JSON (an object, a
@@ -134,7 +136,7 @@ func decodeStrict(raw []byte, v any, field, allowed string) *FieldError {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		fe := jsonFieldError(err, field)
-		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		if _, unknown := fielderr.UnknownJSONField(err); unknown {
 			fe.Message = "unknown field; allowed fields are " + allowed
 		}
 		return fe
@@ -277,12 +279,10 @@ func jsonFieldError(err error, field string) *FieldError {
 	case asErr(err, &se):
 		return Fieldf(field, "malformed JSON at offset %d: %v", se.Offset, se)
 	}
-	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		name, _ := strconv.Unquote(rest)
+	if name, ok := fielderr.UnknownJSONField(err); ok {
 		return Fieldf(join(field, name), "unknown field; allowed fields are dims, replicated, unreduced, text (and axes, open, priority inside a dim)")
 	}
-	return Fieldf(field, "%s", strings.TrimPrefix(msg, "json: "))
+	return Fieldf(field, "%s", strings.TrimPrefix(err.Error(), "json: "))
 }
 
 func jsonTypeName(t string) string {
