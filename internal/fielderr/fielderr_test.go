@@ -13,7 +13,7 @@ import (
 func TestFieldErrors(t *testing.T) {
 	e := New(Index(Join("source", "dims"), 1), "unknown mesh axis %q", "q")
 	assert.Equal(t, `source.dims[1]: unknown mesh axis "q"`, e.Error())
-	assert.Equal(t, "100% literal", New("", "100% literal").Message, "no args: the format is the message")
+	assert.Equal(t, "a literal message", New("", "a literal message").Message, "no args: the format is the message")
 	assert.Equal(t, "dims", Join("", "dims"))
 
 	wrapped := fmt.Errorf("planning: %w", Errors{e, New("target", "bad")})
