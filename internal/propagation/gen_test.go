@@ -7,85 +7,19 @@ import (
 	"testing"
 
 	"github.com/shardplan/shardplan/internal/sharding"
+	"github.com/shardplan/shardplan/internal/testgen"
 	"github.com/stretchr/testify/require"
 )
 
-// transformerGraph builds a transformer-like graph of about `layers`*25 ops: per layer
+// transformerGraph is testgen's transformer (the graph the api tests post): per layer
 // a layer-norm-ish elementwise chain, q/k/v projections, attention einsums, an output
-// projection, an MLP and residual adds. The input is data-parallel, weights are
+// projection, an MLP and residual adds; the input is data-parallel, weights are
 // Megatron-sharded on "model".
 func transformerGraph(t testing.TB, layers int) (*Graph, *sharding.Mesh) {
 	m, err := sharding.ParseMeshString("data=4,model=8", "mesh")
 	require.NoError(t, err)
-	const B, S, D, H, K, F = 8, 128, 512, 8, 64, 2048
-	g := &Graph{Tensors: map[string]*Tensor{}}
-	ann := func(text string, shape []int64) *sharding.Sharding {
-		if text == "" {
-			return nil
-		}
-		s, err := sharding.ParseText(text, m, shape, "t")
-		require.NoError(t, err)
-		return &s
-	}
-	tensor := func(name, text string, shape ...int64) string {
-		g.Tensors[name] = &Tensor{Shape: shape, ElemBits: 16, Sharding: ann(text, shape)}
-		return name
-	}
-	op := func(name, kind string, in []string, out string, attrs map[string]any) {
-		g.Ops = append(g.Ops, Op{Name: name, Kind: kind, Operands: in, Results: []string{out}, Attrs: attrs})
-	}
-	eq := func(e string) map[string]any { return map[string]any{"equation": e} }
-	x := tensor("x", `[{"data"}, {}, {}]`, B, S, D)
-	g.Inputs = []string{x}
-	for l := range layers {
-		p := func(n string) string { return fmt.Sprintf("l%d.%s", l, n) }
-		// norm: x*x, reduce, broadcast, multiply
-		sq := tensor(p("sq"), "", B, S, D)
-		op(p("sq"), "multiply", []string{x, x}, sq, nil)
-		ss := tensor(p("ss"), "", B, S)
-		op(p("ss"), "reduce", []string{sq}, ss, map[string]any{"dimensions": []int{2}})
-		rs := tensor(p("rs"), "", B, S)
-		op(p("rs"), "rsqrt", []string{ss}, rs, nil)
-		rb := tensor(p("rb"), "", B, S, D)
-		op(p("rb"), "broadcast_in_dim", []string{rs}, rb, map[string]any{"broadcast_dimensions": []int{0, 1}})
-		xn := tensor(p("xn"), "", B, S, D)
-		op(p("xn"), "multiply", []string{x, rb}, xn, nil)
-		// attention
-		var qkv [3]string
-		for i, n := range []string{"q", "k", "v"} {
-			w := tensor(p("w"+n), `[{}, {"model"}, {}]`, D, H, K)
-			qkv[i] = tensor(p(n), "", B, S, H, K)
-			op(p(n), "einsum", []string{xn, w}, qkv[i], eq("bsd,dhk->bshk"))
-		}
-		sc := tensor(p("scores"), "", B, H, S, S)
-		op(p("scores"), "einsum", []string{qkv[0], qkv[1]}, sc, eq("bshk,bthk->bhst"))
-		pr := tensor(p("probs"), "", B, H, S, S)
-		op(p("probs"), "exponential", []string{sc}, pr, nil)
-		cx := tensor(p("ctx"), "", B, S, H, K)
-		op(p("ctx"), "einsum", []string{pr, qkv[2]}, cx, eq("bhst,bthk->bshk"))
-		cxr := tensor(p("ctxr"), "", B, S, H*K)
-		op(p("ctxr"), "reshape", []string{cx}, cxr, nil)
-		wo := tensor(p("wo"), `[{"model"}, {}]`, H*K, D)
-		ao := tensor(p("attn"), "", B, S, D)
-		op(p("attn"), "dot_general", []string{cxr, wo}, ao, map[string]any{"lhs_contracting_dimensions": []int{2}, "rhs_contracting_dimensions": []int{0}})
-		r1 := tensor(p("res1"), "", B, S, D)
-		op(p("res1"), "add", []string{x, ao}, r1, nil)
-		// MLP
-		w1 := tensor(p("w1"), `[{}, {"model"}]`, D, F)
-		h := tensor(p("h"), "", B, S, F)
-		op(p("mlp1"), "dot_general", []string{r1, w1}, h, map[string]any{"lhs_contracting_dimensions": []int{2}, "rhs_contracting_dimensions": []int{0}})
-		a := tensor(p("a"), "", B, S, F)
-		op(p("gelu"), "tanh", []string{h}, a, nil)
-		ht := tensor(p("ht"), "", F, B, S)
-		op(p("ht"), "transpose", []string{a}, ht, map[string]any{"permutation": []int{2, 0, 1}})
-		w2 := tensor(p("w2"), `[{"model"}, {}]`, F, D)
-		y := tensor(p("y"), "", B, S, D)
-		op(p("mlp2"), "dot_general", []string{ht, w2}, y, map[string]any{"lhs_contracting_dimensions": []int{0}, "rhs_contracting_dimensions": []int{0}})
-		out := tensor(p("out"), "", B, S, D)
-		op(p("res2"), "add", []string{r1, y}, out, nil)
-		x = out
-	}
-	g.Outputs = []string{x}
+	g, _, err := Decode([]byte(testgen.TransformerGraphJSON(layers)), m)
+	require.NoError(t, err)
 	return g, m
 }
 
