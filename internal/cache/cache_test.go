@@ -299,7 +299,9 @@ func TestBlackholeRedis(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, hit)
 		assert.Equal(t, "computed", string(v))
-		assert.Less(t, elapsed, deadline+150*time.Millisecond, "call %d took %s", i, elapsed)
+		// A lookup and the synchronous write, each cut at the deadline; the slack absorbs a
+		// loaded machine (a hang would take the client's dial and read timeouts).
+		assert.Less(t, elapsed, 2*deadline+400*time.Millisecond, "call %d took %s", i, elapsed)
 	}
 	assert.Equal(t, 5.0, testutil.ToFloat64(c.m.lookupErr))
 	st := c.Status(t.Context())
