@@ -60,6 +60,8 @@ type Request struct {
 	// fullSearch lifts the goal-directed move restriction (tests measure what it
 	// costs).
 	fullSearch bool
+	// allSwaps keeps the single-atom swap and replace permutes in the exact pass too.
+	allSwaps bool
 }
 
 // maxOptionalTransfers bounds the transfers the planner routes to price the direct
