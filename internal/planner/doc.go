@@ -26,7 +26,8 @@
 // steps are priced by their transfers (pattern.go: the holders Pairs and Transfers list,
 // routed by cost.Router), permutes lazily (a lower bound when pushed, the routed price
 // when popped). A greedy plan (construct.go, Shardy's order) and a weighted pass
-// (f = g + 4h, a quarter of the budget) bound the exact pass; moves are goal-directed
+// (f = g + 4h, a quarter of the budget) bound the exact pass, which leaves out the
+// single-atom swap and replace permutes the weighted pass tries; moves are goal-directed
 // (slices and all-to-alls into the dim that ends with the atom, or that they fill to its
 // goal count for a permute; a dim's common prefix with its goal stays put). At equal
 // time plans prefer fewer collectives, then standard collectives over
