@@ -241,7 +241,7 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 	out.MaxHops = hopsMax
 	out.MaxLinkBytes = w.load
 	out.BandwidthUS = w.time
-	out.Resource = m.Axes[w.axis].Name + " ring (digit permutation)"
+	out.worst, out.router = w, r
 	out.LatencyUS = base + lat
 	out.TimeUS = f.combine(out.LatencyUS, out.BandwidthUS)
 	out.Link = w.class.String()

@@ -44,10 +44,11 @@ func AllOffsets(n int) []int {
 type TrafficEstimate struct {
 	Estimate
 	// MaxLinkBytes is the load of the busiest resource (a directed torus link, a
-	// device's switch port or a node's NICs), and Resource names it
-	// ("ici link y+ at x=1,y=3", "nvlink egress of device 5", "ib ingress of node 1").
+	// device's switch port or a node's NICs); Resource names it.
 	MaxLinkBytes float64
-	Resource     string
+
+	worst  worstRes
+	router *Router
 	// MaxHops is the longest route in physical hops; MaxPeers the most transfers one
 	// device sends or receives.
 	MaxHops  int
@@ -334,7 +335,7 @@ func (r *Router) Price(t *Traffic) TrafficEstimate {
 	}
 	out.MaxLinkBytes = w.load
 	out.BandwidthUS = w.time
-	out.Resource = w.describe(r)
+	out.worst, out.router = w, r
 	worstClass := w.class
 	// Latency.
 	base, alpha := 0.0, math.Inf(1)
@@ -525,6 +526,16 @@ func abs(x int) int {
 	return x
 }
 
+// Resource names the busiest resource for people: "ici link y+ from y=1 to y=2 at
+// x=0", "nvlink egress of mesh position 5", "ib ingress of node 1 (8 NICs)". It is
+// formatted on demand: pricing in a search never needs it.
+func (e TrafficEstimate) Resource() string {
+	if e.router == nil {
+		return ""
+	}
+	return e.worst.describe(e.router)
+}
+
 type resKind uint8
 
 const (
@@ -557,10 +568,6 @@ func (w worstRes) describe(r *Router) string {
 	}
 	m := r.m
 	a := m.Axes[w.axis]
-	// Rebuild the line's coordinates on the other axes.
-	st := r.stride[w.axis]
-	pos := w.line/st*st*a.Size + w.line%st
-	coords := m.Coords(pos, nil)
 	from, to := w.x, (w.x+1)%a.Size
 	sign := "+"
 	if w.dir == 1 {
@@ -568,6 +575,13 @@ func (w worstRes) describe(r *Router) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s link %s%s from %s=%d to %s=%d", w.class, a.Name, sign, a.Name, from, a.Name, to)
+	if w.line < 0 {
+		return b.String() // priced in closed form: the busiest line is a class of lines
+	}
+	// Rebuild the line's coordinates on the other axes.
+	st := r.stride[w.axis]
+	pos := w.line/st*st*a.Size + w.line%st
+	coords := m.Coords(pos, nil)
 	sep := " at "
 	for i, c := range coords {
 		if i == w.axis {

@@ -141,7 +141,7 @@ func TestRouterNodes(t *testing.T) {
 	}
 	every := r.Price(listTraffic(m, CollectivePermute, all))
 	assert.InDelta(t, 1e9/50e3, every.BandwidthUS, 1e-6)
-	assert.Contains(t, every.Resource, "ib egress of node")
+	assert.Contains(t, every.Resource(), "ib egress of node")
 	// Inside the node: the NVLink port.
 	in := r.Price(listTraffic(m, CollectivePermute, []flow{{0, 1, 1e9}, {1, 0, 1e9}}))
 	assert.Equal(t, "nvlink", in.Link)

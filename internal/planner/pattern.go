@@ -448,6 +448,9 @@ func (p *pattern) skipKeepers(rd, hd []int) {
 	if p.scratch == nil {
 		p.scratch = make([]int, len(hd))
 	}
+	if !p.keeps(hd) || slices.Equal(hd, rd) {
+		return // the common case: π's holder does not keep its tile
+	}
 	x := p.scratch
 	first := slices.Clone(hd)
 	for steps := 0; p.keeps(hd) && !slices.Equal(hd, rd); steps++ {

@@ -328,6 +328,8 @@ func TestDigitPermutationPricingIsExact(t *testing.T) {
 	got, ok := f.NewRouter(m).PriceDigitPermutation(dp)
 	require.True(t, ok)
 	want := f.NewRouter(m).Price(p.traffic(cost.CollectivePermute))
+	assert.Contains(t, got.Resource(), "ici link ")
+	assert.Contains(t, want.Resource(), "ici link ")
 	assert.InDelta(t, want.BandwidthUS, got.BandwidthUS, 1e-9*want.BandwidthUS)
 	assert.InDelta(t, want.LatencyUS, got.LatencyUS, 1e-9*want.LatencyUS)
 	assert.Equal(t, want.Bytes, got.Bytes)
