@@ -25,9 +25,11 @@
 // over states with edges priced by the cost model. collective_permute and all_to_all_v
 // steps are priced by their transfers (pattern.go: the holders Pairs and Transfers list,
 // routed by cost.Router), permutes lazily (a lower bound when pushed, the routed price
-// when popped). A greedy plan (construct.go, Shardy's order) and a weighted pass
-// (f = g + 4h, a quarter of the budget) bound the exact pass, which leaves out the
-// single-atom swap and replace permutes the weighted pass tries; moves are goal-directed
+// when popped). The plans that need no search (the greedy plan of construct.go in
+// Shardy's order, the direct all_to_all_v, gather-then-slice), when they have no full
+// rematerialization, and a weighted pass (f = g + 4h, a quarter of the budget; if it
+// finds nothing, f = g + 16h with the relaxed moves) bound the exact pass, which
+// leaves out the single-atom swap and replace permutes the weighted pass tries; moves are goal-directed
 // (slices and all-to-alls into the dim that ends with the atom, or that they fill to its
 // goal count for a permute; a dim's common prefix with its goal stays put). At equal
 // time plans prefer fewer collectives, then standard collectives over
@@ -39,7 +41,9 @@
 // slice, permute, gather for [x]->[y] on x=4,y=6). The heuristic (heuristic.go) is a
 // lower bound on the remaining time: the fewest collectives still needed times the
 // cheapest collective the model prices, and, when the model has a LowerBound
-// (cost.Fabric), the data devices still lack over the best injection bandwidth.
+// (cost.Fabric), the data devices still lack over the best injection bandwidth and, per
+// torus axis, the data one half of the ring lacks over the links into it
+// (heuristic_cut.go).
 // The search prunes states whose local
 // buffer would exceed the larger of the source and target tiles and states that are
 // fully replicated when neither end is.

@@ -80,6 +80,24 @@ type bound struct {
 	goalPad   []float64 // padded goal tile length per dim
 	ov        map[string]float64
 	buf       []byte
+
+	// The cut bound (models that know their links): cuts lists the torus half-cuts
+	// whose major atom some state can use; totalBytes is the tensor's size.
+	cuts       []halfCut
+	totalBytes float64
+	combine    func(lat, bw float64) float64
+	cross      map[string][2]float64
+}
+
+// halfCut is a torus axis' cut into the halves [0, n/2) and [n/2, n) as the heuristic
+// sees it: the axis' major atom, whose digit (below q/2 or not) says which half a device
+// is in, the bandwidth across the cut each way, and where the goal puts the atom.
+type halfCut struct {
+	atom       uint8
+	bw         float64 // bytes per µs into either half
+	goalDim    int     // -1: the goal does not use the atom
+	goalPos    int
+	goalLowFra float64 // goal's fraction of the elements whose atom digit is in the low half
 }
 
 // newBound builds the heuristic for r, or returns nil when neither bound is available
@@ -148,6 +166,7 @@ func newBound(sp *space, r *Request, goal state) *bound {
 	case isLB:
 		b.perByte, b.latMin = 1/inj, max(lat, 0)
 		b.perStep = b.latMin
+		b.addCuts(r)
 	case est > 0 && !math.IsInf(est, 0):
 		b.perStep = est
 	default:
@@ -162,6 +181,11 @@ func (b *bound) time(st state) float64 {
 	if b.perByte > 0 {
 		if m := b.missing(st); m > 0 {
 			h = max(h, b.latMin, m*b.elemBytes*b.perByte)
+		}
+	}
+	for i := range b.cuts {
+		if x := b.cutBytes(st, &b.cuts[i]); x > 0 {
+			h = max(h, b.combine(b.latMin, x/b.cuts[i].bw))
 		}
 	}
 	return h

@@ -1,12 +1,14 @@
 package planner
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -90,4 +92,68 @@ func TestOverlapMatchesDefinition(t *testing.T) {
 		}
 	}
 	t.Logf("closed form applied to %d of 4000", closed)
+}
+
+// TestPropertyCutBoundPerStep is the checker of the heuristic's cut bound: every step of
+// every plan (the search's moves, the greedy plan's, the direct exchange and
+// gather-then-slice) is priced at or above the cut bound of its own move, computed by
+// the heuristic with the step's after state as the goal. If one step were cheaper,
+// the heuristic could overestimate a path through it. The meshes mix wrapped tori
+// (tpu-v4's cube rule), lines, sub-axes and uneven dims.
+func TestPropertyCutBoundPerStep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 2026))
+	models := map[string]cost.Model{}
+	for _, name := range []string{"tpu-v5p", "tpu-v4", "tpu-v5e"} {
+		f, ok := cost.Profile(name)
+		require.True(t, ok)
+		models[name] = f
+	}
+	meshes := []string{"x=4,y=4,z=4", "a=2,b=2,c=4,d=4,e=4", "x=8,y=8", "x=16,y=4", "x=4,y=2", "x=6,y=4"}
+	n := 400
+	if testing.Short() {
+		n = 80
+	}
+	checked, cutting := 0, 0
+	for i := range n {
+		m := mustMesh(t, meshes[rng.IntN(len(meshes))])
+		rank := 1 + rng.IntN(3)
+		shape := make([]int64, rank)
+		for d := range shape {
+			shape[d] = []int64{64, 96, 100, 256, 1024, 12}[rng.IntN(6)]
+		}
+		src := randomSharding(rng, m, rank, randomPieces(rng, m), false)
+		tgt := randomSharding(rng, m, rank, randomPieces(rng, m), false)
+		for name, model := range models {
+			r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: model}
+			p, err := Reshard(context.Background(), r)
+			if err != nil {
+				continue
+			}
+			for _, c := range append([]*Plan{p}, p.candidates...) {
+				for k, st := range c.Steps {
+					if st.before == nil || st.after == nil || st.Op == OpSlice {
+						continue
+					}
+					b := newBound(c.sp, r, st.after)
+					if b == nil {
+						continue
+					}
+					checked++
+					for ci := range b.cuts {
+						x := b.cutBytes(st.before, &b.cuts[ci])
+						if x == 0 {
+							continue
+						}
+						cutting++
+						want := b.combine(b.latMin, x/b.cuts[ci].bw)
+						require.LessOrEqual(t, want, st.Cost.TimeUS*(1+1e-9)+1e-9,
+							"%d %s %s %v %s->%s: %s step %d %s over %v priced %.4f below its cut bound %.4f (cut of %v)",
+							i, name, m, shape, src, tgt, c.name, k, st.Op, st.MeshAxes, st.Cost.TimeUS, want, c.sp.atoms[b.cuts[ci].atom])
+					}
+				}
+			}
+		}
+	}
+	t.Logf("steps checked %d, cut bounds that bite %d", checked, cutting)
+	require.Greater(t, cutting, checked/10, "the cut bound must bite on a good share of the steps")
 }

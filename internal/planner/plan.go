@@ -12,8 +12,9 @@ import (
 )
 
 // Version identifies the planner's algorithm and prices; it is part of every cache key
-// (planner/3: point-to-point steps priced by their routed traffic).
-const Version = "planner/3"
+// (planner/3: point-to-point steps priced by their routed traffic; planner/4: the search
+// bounded by torus cuts and by the direct candidates, which can change plans).
+const Version = "planner/4"
 
 // Op is a step op of API.md.
 type Op string
@@ -67,6 +68,11 @@ type Request struct {
 // maxOptionalTransfers bounds the transfers the planner routes to price the direct
 // all_to_all_v candidate when another plan exists.
 const maxOptionalTransfers = 1 << 15
+
+// maxDirectTransfers bounds the transfers the planner routes to price the direct
+// all_to_all_v candidate when only gather-then-slice (a full rematerialization) would
+// stand in for it.
+const maxDirectTransfers = 1 << 20
 
 // DefaultMaxExpansions bounds the number of states the search expands.
 const DefaultMaxExpansions = 2000
@@ -126,6 +132,8 @@ type Plan struct {
 
 	sp   *space
 	name string
+	// candidates are the plans Reshard compared (tests check every one of them).
+	candidates []*Plan
 }
 
 // ErrNoPlan is returned when the allowed ops admit no plan.
@@ -180,15 +188,33 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			pre = append(pre, mv)
 			start = mv.after
 		}
-		// A greedy plan first: its cost bounds the search, and it stands in when the
-		// search runs out of budget.
+		// The plans that need no search first: their costs bound the search (a state
+		// whose cost plus heuristic exceeds the cheapest cannot lead to a cheaper plan),
+		// and the greedy plan stands in when the search runs out of budget. Only plans
+		// without a full rematerialization bound it (pickBest prefers those whatever
+		// their time). The greedy plan is priced move by move, as the search counts; the
+		// direct exchange is one move after the reduction.
 		ub := math.Inf(1)
 		if greedy := sp.construct(r, start, goal); greedy != nil {
-			ub = sp.planCost(r, greedy) // move by move, as the search counts
+			t := sp.planCost(r, greedy)
 			greedy = mergeMoves(sp, r, greedy)
 			gp := &Plan{Request: r, sp: sp}
 			gp.Steps = sp.steps(r, append(slices.Clone(pre), greedy...))
 			cands = append(cands, gp.named("greedy"))
+			if gp.finishTotals(); !gp.Summary.FullRematerialization {
+				ub = t
+			}
+		}
+		direct := sp.directCandidates(r, pre, start, goal, reduce, between, !math.IsInf(ub, 1))
+		for _, c := range direct {
+			if c.finishTotals(); c.Summary.FullRematerialization {
+				continue
+			}
+			t := 0.0
+			for _, st := range c.Steps[len(pre):] {
+				t += st.Cost.TimeUS
+			}
+			ub = min(ub, t)
 		}
 		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub)
 		if err != nil {
@@ -205,28 +231,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			sc.Summary.SearchExpansions = expansions
 			cands = append(cands, sc.named("search"))
 		}
-		// The direct exchange is priced by routing its transfers; when another plan
-		// exists and the exchange has more transfers than maxOptionalTransfers (65,536
-		// devices each asking many holders), it is left out rather than routed.
-		optional := len(cands) > 0 && sp.canRoute(r) && newPattern(sp, afterOf(pre, start), goal, false, 0).transfersAtMost() > maxOptionalTransfers
-		if r.allowed(OpAllToAllV) && (len(reduce) == 0 || len(pre) > 0) && !optional {
-			av := &Plan{Request: r, sp: sp}
-			from := afterOf(pre, start)
-			var d Step
-			if len(pre) == 0 {
-				// from is the source: the exchange moves exactly the bound's bytes.
-				d = sp.directStepBytes(r, from, goal, tgt.Unreduced, between)
-			} else {
-				d = sp.directStep(r, from, goal, tgt.Unreduced)
-			}
-			av.Steps = append(sp.steps(r, pre), d)
-			cands = append(cands, av.named("all_to_all_v"))
-		}
-		if r.allowed(OpAllGather) && r.allowed(OpSlice) {
-			gs := &Plan{Request: r, sp: sp}
-			gs.Steps = sp.steps(r, append(pre, sp.gatherThenSlice(afterOf(pre, start), goal, tgt.Unreduced)...))
-			cands = append(cands, gs.named("gather_then_slice"))
-		}
+		cands = append(cands, direct...)
 	} else if r.allowed(OpAllToAllV) && len(reduce) == 0 {
 		// Refs that fit no common factorisation: only the direct exchange expresses it.
 		av := &Plan{Request: r}
@@ -237,6 +242,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
 	}
 	best := pickBest(cands)
+	best.candidates = cands
 	best.Summary.SearchExpansions = p.Summary.SearchExpansions
 	best.finish(between, lb)
 	for _, c := range cands {
@@ -244,6 +250,44 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
 	}
 	return best, nil
+}
+
+// directCandidates are the plans that need no search, after the reduction pre (start is
+// the state before it): the direct all_to_all_v exchange and gather-then-slice, where
+// the request allows them.
+func (sp *space) directCandidates(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between int64, greedy bool) []*Plan {
+	var out []*Plan
+	from := afterOf(pre, start)
+	tgt := r.Target
+	// The direct exchange is priced by routing its transfers. When it has more transfers
+	// than maxOptionalTransfers (65,536 devices each asking many holders) and another
+	// plan without a full rematerialization exists (greedy: the greedy plan is one), it is
+	// left out rather than routed; past maxDirectTransfers it is left out whenever
+	// gather-then-slice stands in.
+	others := r.allowed(OpAllGather) && r.allowed(OpSlice)
+	optional := false
+	if sp.canRoute(r) && (greedy || others) {
+		n := newPattern(sp, from, goal, false, 0).transfersAtMost()
+		optional = greedy && n > maxOptionalTransfers || others && n > maxDirectTransfers
+	}
+	if r.allowed(OpAllToAllV) && (len(reduce) == 0 || len(pre) > 0) && !optional {
+		av := &Plan{Request: r, sp: sp}
+		var d Step
+		if len(pre) == 0 {
+			// from is the source: the exchange moves exactly the bound's bytes.
+			d = sp.directStepBytes(r, from, goal, tgt.Unreduced, between)
+		} else {
+			d = sp.directStep(r, from, goal, tgt.Unreduced)
+		}
+		av.Steps = append(sp.steps(r, pre), d)
+		out = append(out, av.named("all_to_all_v"))
+	}
+	if others {
+		gs := &Plan{Request: r, sp: sp}
+		gs.Steps = sp.steps(r, append(slices.Clone(pre), sp.gatherThenSlice(from, goal, tgt.Unreduced)...))
+		out = append(out, gs.named("gather_then_slice"))
+	}
+	return out
 }
 
 func afterOf(pre []move, start state) state {

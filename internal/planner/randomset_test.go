@@ -57,8 +57,9 @@ func randomSet(t testing.TB) []problem {
 }
 
 // BenchmarkRandomSet plans the 250 reshards once per iteration on tpu-v5p and reports
-// the per-request latency percentiles (µs) and how many searches stopped at their
-// expansion budget (the plan is then the best found so far, not a proven optimum).
+// the per-request latency percentiles (µs), the expansion percentiles (which do not
+// depend on the machine's load) and how many searches stopped at their expansion budget
+// (the plan is then the best found so far, not a proven optimum).
 //
 //	go test -run '^$' -bench BenchmarkRandomSet -benchtime 3x ./internal/planner/
 func BenchmarkRandomSet(b *testing.B) {
@@ -67,10 +68,10 @@ func BenchmarkRandomSet(b *testing.B) {
 	if n := benchSetSize; n > 0 {
 		set = set[:n]
 	}
-	var lat []float64
+	var lat, exps []float64
 	capped, byRank := 0, map[int][]float64{}
 	for b.Loop() {
-		lat, capped, byRank = lat[:0], 0, map[int][]float64{}
+		lat, exps, capped, byRank = lat[:0], exps[:0], 0, map[int][]float64{}
 		for _, pb := range set {
 			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
 			t0 := time.Now()
@@ -80,6 +81,7 @@ func BenchmarkRandomSet(b *testing.B) {
 				b.Fatal(err)
 			}
 			lat = append(lat, us)
+			exps = append(exps, float64(p.Summary.SearchExpansions))
 			byRank[len(pb.shape)] = append(byRank[len(pb.shape)], us)
 			if p.sp != nil && !p.sp.searchExact {
 				capped++ // the exact pass stopped at its budget
@@ -92,6 +94,9 @@ func BenchmarkRandomSet(b *testing.B) {
 	b.ReportMetric(pct(lat, 0.9), "p90-µs")
 	b.ReportMetric(pct(lat, 0.99), "p99-µs")
 	b.ReportMetric(float64(capped), "capped")
+	slices.Sort(exps)
+	b.ReportMetric(pct(exps, 0.5), "p50-expansions")
+	b.ReportMetric(pct(exps, 0.99), "p99-expansions")
 	for rank := 2; rank <= 4; rank++ {
 		xs := byRank[rank]
 		slices.Sort(xs)

@@ -138,16 +138,21 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	spent := 0
 	weighted := s.h != nil && !r.noHeuristic && r.MaxExpansions >= 64
 	if weighted {
-		s.weight, s.ub, s.relax = weightedPassWeight, math.Inf(1), false
-		s.swaps = true
-		mv, n, found, err := run(r.MaxExpansions / 4)
-		if err != nil {
-			return nil, n, false, err
-		}
-		spent = n
-		if found {
-			if s.goalG < ub { // search costs (move by move), as the exact pass counts
-				ub, first, firstG = s.goalG, mv, s.goalG
+		s.ub, s.relax, s.swaps = math.Inf(1), false, true
+		for i, w := range weightedPassWeights {
+			// The first pass moves strictly toward the goal; the next also fills dims
+			// to their goal counts (relax), which some plans need.
+			s.weight, s.relax = w, i > 0
+			mv, n, found, err := run(r.MaxExpansions / 4)
+			spent += n
+			if err != nil {
+				return nil, spent, false, err
+			}
+			if found {
+				if s.goalG < ub { // search costs (move by move), as the exact pass counts
+					ub, first, firstG = s.goalG, mv, s.goalG
+				}
+				break
 			}
 		}
 	}
@@ -167,8 +172,10 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	return first, spent + n, first != nil, nil
 }
 
-// weightedPassWeight is w of the search's first pass.
-const weightedPassWeight = 4
+// weightedPassWeights are the weights w of the search's first passes: the next one runs
+// only when a pass ends without a plan (a larger w is greedier: it reaches the goal in
+// fewer expansions, with a weaker guarantee).
+var weightedPassWeights = [...]float64{4, 16}
 
 // runSearch is the search loop over a state key type K: packedKey when every state fits
 // one (no allocation per lookup), the string key otherwise.
@@ -176,8 +183,10 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 	sp, r := s.sp, s.r
 	q := &openQueue[K]{}
 	best := map[K]seen{}
+	// h is the heuristic (a lower bound, which prunes against s.ub); the queue orders by
+	// f = g + weight x h.
 	push := func(st state, key K, g, h float64, steps int32, prev int32, op Op, dim, dim2 int) {
-		q.nodes = append(q.nodes, node[K]{st: st, key: key, g: g, f: g + h, steps: steps, prev: prev, op: op, dim: int16(dim), dim2: int16(dim2)})
+		q.nodes = append(q.nodes, node[K]{st: st, key: key, g: g, f: g + s.weight*h, steps: steps, prev: prev, op: op, dim: int16(dim), dim2: int16(dim2)})
 		q.push(int32(len(q.nodes) - 1))
 	}
 	startKey := keyOf(start)
@@ -197,13 +206,12 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 			if b, ok := best[n.key]; ok && b.g <= g {
 				continue
 			}
-			h := n.f - n.g
+			h := best[n.key].h
 			best[n.key] = seen{g, h}
 			if g+h > s.ub {
 				continue
 			}
-			q.nodes = append(q.nodes, node[K]{st: n.st, key: n.key, g: g, f: g + h, steps: n.steps, prev: n.prev, op: n.op, dim: n.dim, dim2: n.dim2})
-			q.push(int32(len(q.nodes) - 1))
+			push(n.st, n.key, g, h, n.steps, n.prev, n.op, int(n.dim), int(n.dim2))
 			continue
 		}
 		if b := best[n.key]; b.g < n.g {
@@ -255,7 +263,7 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 				if !ok {
 					best[k] = seen{math.Inf(1), h} // remember h; no exact cost yet
 				}
-				q.nodes = append(q.nodes, node[K]{st: s.keep(nx), key: k, g: g, f: g + h, steps: n.steps + 1, prev: ni, op: op, dim: int16(dim), dim2: int16(dim2), lazy: true, in: s.inBytes})
+				q.nodes = append(q.nodes, node[K]{st: s.keep(nx), key: k, g: g, f: g + s.weight*h, steps: n.steps + 1, prev: ni, op: op, dim: int16(dim), dim2: int16(dim2), lazy: true, in: s.inBytes})
 				q.push(int32(len(q.nodes) - 1))
 				return
 			}
@@ -415,7 +423,7 @@ func (s *searcher) heuristic(st state) float64 {
 	if s.h == nil {
 		return 0
 	}
-	return s.weight * s.h.time(st)
+	return s.h.time(st)
 }
 
 // price is the search cost of a move: the model's time for the collective op over the

@@ -1,0 +1,150 @@
+package planner
+
+import (
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// The cut bound. Cut a torus axis of n (even) positions into the halves [0, n/2) and
+// [n/2, n): a device is in the low half when the digit of the axis' major atom (size q,
+// even) is below q/2. Data one half needs and none of its devices holds must cross the
+// cut, each element at least once (inside a half it can be forwarded), so every path
+// from st to the goal moves at least that many bytes over the links that cross into
+// the half, and no step of it is priced below the bytes it moves across the cut over
+// the cut's bandwidth (cost.Fabric.HalfCut; TestPropertyPlansAtOrAbovePhysics holds
+// every plan to the request's cut bound). The steps run one after another, so the path
+// costs at least those bytes over that bandwidth, combined with one step's latency.
+//
+// Which elements cross follows from the atom's place. An element is held, in st, by the
+// devices whose digits of the atoms st uses match the element's shard indices, so only
+// by one half (the one its major-atom digit h names) when st uses the atom, and by both
+// otherwise (nothing crosses). It is needed by the half its goal digit t names when the
+// goal uses the atom, by both otherwise. So the low half lacks the elements with h high
+// (and t low, when the goal uses the atom), and the high half the converse: fractions
+// of the tensor computed per dim, exactly, from the flat ceil tiles (independent across
+// dims; within one dim, by walking the two tilings' intervals).
+
+// addCuts records the half-cuts of r's model for the axes whose major atom is in the
+// space.
+func (b *bound) addCuts(r *Request) {
+	tb, ok := r.Model.(timeBounder)
+	if !ok {
+		return
+	}
+	sp := b.sp
+	b.totalBytes = b.elemBytes
+	for _, D := range sp.shape {
+		b.totalBytes *= float64(D)
+	}
+	for a, ref := range sp.atoms {
+		if ref.Pre != 1 || ref.Size%2 != 0 {
+			continue
+		}
+		bw, ok := tb.HalfCut(sp.mesh, sp.mesh.AxisIndex(ref.Name))
+		if !ok || bw <= 0 {
+			continue
+		}
+		c := halfCut{atom: uint8(a), bw: bw, goalDim: -1}
+		for d, ids := range b.goal {
+			if i := slices.Index(ids, uint8(a)); i >= 0 {
+				c.goalDim, c.goalPos = d, i
+				c.goalLowFra = b.lowFraction(d, ids, i)
+			}
+		}
+		b.cuts = append(b.cuts, c)
+	}
+	if len(b.cuts) > 0 {
+		b.combine = tb.Combine
+		b.cross = map[string][2]float64{}
+	}
+}
+
+// cutBytes is the larger of the bytes either half of c lacks in st.
+func (b *bound) cutBytes(st state, c *halfCut) float64 {
+	d, pos := -1, 0
+	for dd, ids := range st {
+		if i := slices.Index(ids, c.atom); i >= 0 {
+			d, pos = dd, i
+			break
+		}
+	}
+	if d < 0 {
+		return 0 // both halves hold everything
+	}
+	var toLow, toHigh float64
+	switch {
+	case c.goalDim < 0:
+		low := b.lowFraction(d, st[d], pos)
+		toLow, toHigh = 1-low, low
+	case c.goalDim != d:
+		low := b.lowFraction(d, st[d], pos)
+		toLow, toHigh = (1-low)*c.goalLowFra, low*(1-c.goalLowFra)
+	default:
+		f := b.jointCross(d, st[d], pos, c)
+		toLow, toHigh = f[0], f[1]
+	}
+	return max(toLow, toHigh) * b.totalBytes
+}
+
+// lowFraction is the fraction of dim d's elements whose shard index under ids has the
+// atom at position pos in its low half.
+func (b *bound) lowFraction(d int, ids []uint8, pos int) float64 {
+	sp := b.sp
+	D, c := sp.shape[d], int64(sp.count(ids))
+	q := int64(sp.atoms[ids[pos]].Size)
+	if D%c == 0 {
+		return 0.5 // even tiles: every digit value covers the same share
+	}
+	stride := int64(sp.count(ids[pos+1:]))
+	ts := sharding.CeilDiv(D, c)
+	var low int64
+	for x := range c {
+		if (x/stride)%q < q/2 {
+			low += max(0, min((x+1)*ts, D)-min(x*ts, D))
+		}
+	}
+	return float64(low) / float64(D)
+}
+
+// jointCross is, for an atom at position pos of ids in dim d that the goal also puts in
+// dim d, the fractions of the elements the low half lacks (held high, needed low) and
+// the high half lacks.
+func (b *bound) jointCross(d int, ids []uint8, pos int, c *halfCut) [2]float64 {
+	sp := b.sp
+	b.buf = append(append(b.buf[:0], byte(d), c.atom, byte(pos)), ids...)
+	if v, ok := b.cross[string(b.buf)]; ok {
+		return v
+	}
+	g := b.goal[d]
+	D := sp.shape[d]
+	cs, ct := int64(sp.count(ids)), int64(sp.count(g))
+	var out [2]float64
+	if cs <= 1<<16 && ct <= 1<<16 {
+		q := int64(sp.atoms[c.atom].Size)
+		sStride, tStride := int64(sp.count(ids[pos+1:])), int64(sp.count(g[c.goalPos+1:]))
+		ts, tt := sharding.CeilDiv(D, cs), sharding.CeilDiv(D, ct)
+		var toLow, toHigh int64
+		for x := range cs {
+			s0 := min(x*ts, D)
+			s1 := min(s0+ts, D)
+			hLow := (x/sStride)%q < q/2
+			for y := s0 / tt; y < ct && y*tt < s1; y++ {
+				ov := min(s1, y*tt+tt, D) - max(s0, y*tt)
+				if ov <= 0 {
+					continue
+				}
+				tLow := (y/tStride)%q < q/2
+				switch {
+				case !hLow && tLow:
+					toLow += ov
+				case hLow && !tLow:
+					toHigh += ov
+				}
+			}
+		}
+		out = [2]float64{float64(toLow) / float64(D), float64(toHigh) / float64(D)}
+	}
+	b.cross[string(b.buf)] = out
+	return out
+}
