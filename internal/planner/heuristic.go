@@ -82,7 +82,8 @@ type bound struct {
 	buf       []byte
 
 	// The cut bound (models that know their links): cuts lists the torus half-cuts
-	// whose major atom some state can use; totalBytes is the tensor's size.
+	// whose major atom some state can use; totalBytes is the tensor's size times the
+	// copies of the problem the search's moves keep apart (heuristic_cut.go).
 	cuts       []halfCut
 	totalBytes float64
 	combine    func(lat, bw float64) float64

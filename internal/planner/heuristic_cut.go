@@ -16,6 +16,13 @@ import (
 // every plan to the request's cut bound). The steps run one after another, so the path
 // costs at least those bytes over that bandwidth, combined with one step's latency.
 //
+// Copies. The search's moves never move data between devices that differ only in the
+// digits of mesh axes (or parts of axes) outside the space: collectives run over groups
+// of atoms, and a permute maps a device to one with the same digits elsewhere. So the
+// devices fall into copies of the problem, one per combination of those digits, each of
+// which must move its own data across its own part of the cut: the bytes above are per
+// copy, and the copies share the cut's links.
+//
 // Which elements cross follows from the atom's place. An element is held, in st, by the
 // devices whose digits of the atoms st uses match the element's shard indices, so only
 // by one half (the one its major-atom digit h names) when st uses the atom, and by both
@@ -33,7 +40,11 @@ func (b *bound) addCuts(r *Request) {
 		return
 	}
 	sp := b.sp
-	b.totalBytes = b.elemBytes
+	// The tensor's bytes, times the copies: the devices over the product of the atoms.
+	b.totalBytes = b.elemBytes * float64(sp.mesh.NumDevices())
+	for _, a := range sp.atoms {
+		b.totalBytes /= float64(a.Size)
+	}
 	for _, D := range sp.shape {
 		b.totalBytes *= float64(D)
 	}
