@@ -123,39 +123,81 @@ func (b *bound) lowFraction(d int, ids []uint8, pos int) float64 {
 // the high half lacks.
 func (b *bound) jointCross(d int, ids []uint8, pos int, c *halfCut) [2]float64 {
 	sp := b.sp
+	g := b.goal[d]
+	D := sp.shape[d]
+	cs, ct := int64(sp.count(ids)), int64(sp.count(g))
+	sStride, tStride := int64(sp.count(ids[pos+1:])), int64(sp.count(g[c.goalPos+1:]))
+	q := int64(sp.atoms[c.atom].Size)
+	if out, ok := nestedCross(D, cs, ct, sStride, tStride, q); ok {
+		return out
+	}
 	b.buf = append(append(b.buf[:0], byte(d), c.atom, byte(pos)), ids...)
 	if v, ok := b.cross[string(b.buf)]; ok {
 		return v
 	}
-	g := b.goal[d]
-	D := sp.shape[d]
-	cs, ct := int64(sp.count(ids)), int64(sp.count(g))
-	var out [2]float64
+	var out [2]float64 // past 2^16 shards: nothing counted (a weaker bound)
 	if cs <= 1<<16 && ct <= 1<<16 {
-		q := int64(sp.atoms[c.atom].Size)
-		sStride, tStride := int64(sp.count(ids[pos+1:])), int64(sp.count(g[c.goalPos+1:]))
-		ts, tt := sharding.CeilDiv(D, cs), sharding.CeilDiv(D, ct)
-		var toLow, toHigh int64
-		for x := range cs {
-			s0 := min(x*ts, D)
-			s1 := min(s0+ts, D)
-			hLow := (x/sStride)%q < q/2
-			for y := s0 / tt; y < ct && y*tt < s1; y++ {
-				ov := min(s1, y*tt+tt, D) - max(s0, y*tt)
-				if ov <= 0 {
-					continue
-				}
-				tLow := (y/tStride)%q < q/2
-				switch {
-				case !hLow && tLow:
-					toLow += ov
-				case hLow && !tLow:
-					toHigh += ov
-				}
-			}
-		}
-		out = [2]float64{float64(toLow) / float64(D), float64(toHigh) / float64(D)}
+		out = walkCross(D, cs, ct, sStride, tStride, q)
 	}
 	b.cross[string(b.buf)] = out
 	return out
+}
+
+// nestedCross is jointCross in closed form for even tilings whose two digits of the
+// atom are equal or nested; ok is false otherwise.
+//
+// Why it is exact. With cs and ct dividing D, an element's shard indices are x = z /
+// (L/cs) and y = z / (L/ct) for z, its index among L = lcm(cs, ct) equal blocks, which
+// is uniform over [0, L). The atom's digit is then h = (z / A) % q in the source list
+// and t = (z / B) % q in the goal's, with A = sStride·L/cs and B = tStride·L/ct. A = B:
+// h = t and nothing crosses. A·q divides B: over each block of B consecutive z (one t)
+// h runs through whole periods, so h and t are independent and uniform, and each half
+// lacks (q/2)/q x (q - q/2)/q of the elements; B·q dividing A is the same.
+func nestedCross(D, cs, ct, sStride, tStride, q int64) ([2]float64, bool) {
+	if D%cs != 0 || D%ct != 0 {
+		return [2]float64{}, false
+	}
+	L := cs / gcd(cs, ct) * ct
+	A, B := sStride*(L/cs), tStride*(L/ct)
+	switch {
+	case A == B:
+		return [2]float64{}, true
+	case B%(A*q) == 0 || A%(B*q) == 0:
+		lo, hi := float64(q/2)/float64(q), float64(q-q/2)/float64(q)
+		return [2]float64{hi * lo, lo * hi}, true
+	}
+	return [2]float64{}, false
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// walkCross is jointCross by walking the two flat ceil tilings of a dim of length D
+// (cs and ct shards; the atom is the digit of stride sStride in the first and tStride
+// in the second): O(cs + ct) pairs of overlapping ranges.
+func walkCross(D, cs, ct, sStride, tStride, q int64) [2]float64 {
+	ts, tt := sharding.CeilDiv(D, cs), sharding.CeilDiv(D, ct)
+	var toLow, toHigh int64
+	for x := range cs {
+		s0 := min(x*ts, D)
+		s1 := min(s0+ts, D)
+		hLow := (x/sStride)%q < q/2
+		for y := s0 / tt; y < ct && y*tt < s1; y++ {
+			ov := min(s1, y*tt+tt, D) - max(s0, y*tt)
+			if ov <= 0 {
+				continue
+			}
+			switch tLow := (y/tStride)%q < q/2; {
+			case !hLow && tLow:
+				toLow += ov
+			case hLow && !tLow:
+				toHigh += ov
+			}
+		}
+	}
+	return [2]float64{float64(toLow) / float64(D), float64(toHigh) / float64(D)}
 }
