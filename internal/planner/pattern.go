@@ -371,6 +371,18 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	if permute {
 		kind = cost.CollectivePermute
 	}
+	// A digit permutation's price depends only on where each atom's digit goes and on
+	// the bytes (the digits' axes and weights are the space's): one price serves every
+	// pair of states with the same mapping.
+	var dkey digitKey
+	if permute {
+		if src, ok := sp.digitSrc(before, after); ok {
+			dkey = digitKey{string(src), inBytes}
+			if est, ok := sp.digitRoutes[dkey]; ok {
+				return est, true
+			}
+		}
+	}
 	// The same step is priced by the search, the merge, the incumbent and the final
 	// steps: route each pattern once per request.
 	key := routeKey{before.key(), after.key(), permute, inBytes}
@@ -386,6 +398,12 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 		if te, ok := sp.router.PriceDigitPermutation(dp); ok {
 			est = te.Estimate
 			sp.routes[key] = est
+			if dkey.src != "" {
+				if sp.digitRoutes == nil {
+					sp.digitRoutes = map[digitKey]cost.Estimate{}
+				}
+				sp.digitRoutes[dkey] = est
+			}
 			return est, true
 		}
 	}
@@ -395,6 +413,40 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	}
 	sp.routes[key] = est
 	return est, true
+}
+
+// digitKey is a digit permutation (digitSrc) and its bytes per device.
+type digitKey struct {
+	src string
+	in  int64
+}
+
+// digitSrc is the digit permutation from before to after as pattern.digitPermutation
+// builds it (byte a: the atom whose digit atom a's digit takes), without building the
+// pattern; ok is false when the move is not one (different used atoms, lengths or
+// sizes).
+func (sp *space) digitSrc(before, after state) ([]byte, bool) {
+	if before.used() != after.used() {
+		return nil, false
+	}
+	src := sp.srcBuf[:0]
+	for a := range sp.atoms {
+		src = append(src, byte(a))
+	}
+	sp.srcBuf = src
+	for d := range before {
+		b, a := before[d], after[d]
+		if len(b) != len(a) {
+			return nil, false
+		}
+		for i := range b {
+			if sp.atoms[b[i]].Size != sp.atoms[a[i]].Size {
+				return nil, false
+			}
+			src[b[i]] = a[i]
+		}
+	}
+	return src, true
 }
 
 type routeKey struct {

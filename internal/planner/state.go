@@ -67,6 +67,8 @@ type space struct {
 	router      *cost.Router // prices point-to-point steps (routed)
 	routerModel cost.Model
 	routes      map[routeKey]cost.Estimate
+	digitRoutes map[digitKey]cost.Estimate // digit permutations by their mapping
+	srcBuf      []byte
 	// searchExact is set when the search's exact pass ran to completion (no budget
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool
