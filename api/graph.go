@@ -20,96 +20,6 @@ import (
 	"github.com/shardplan/shardplan/internal/stablehlo"
 )
 
-// GraphRequest is the body of POST /v1/graph (API.md). It documents the wire form; the
-// handler reads the graph part with propagation.DecodeLimited, which names every field it
-// rejects by its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").
-type GraphRequest struct {
-	// Mesh is a mesh object or the string "x=2,y=4". With a module that declares an
-	// sdy.mesh it may be left out.
-	Mesh json.RawMessage `json:"mesh,omitempty" validate:"required_without=Module" swaggertype:"object"`
-	// Module is a StableHLO module in MLIR text (jax's lower(...).as_text(), Shardy's
-	// printed form or the generic form) instead of tensors, ops, inputs and outputs.
-	// Tensor ids are its SSA names (arg0, 0, 1#1) and result0, result1, ...
-	Module string `json:"module,omitempty" example:"sdy.mesh @mesh = <[\"x\"=2]> func.func @main(...) {...}"`
-	// Function is the module's function to plan (default main).
-	Function string `json:"function,omitempty" example:"main"`
-	// Tensors maps each tensor id to its shape, dtype and optional sharding annotation
-	// (any input form; a tensor without one has every dim open). Required without module.
-	Tensors map[string]GraphTensor `json:"tensors,omitempty" validate:"required_without=Module,excluded_with=Module"`
-	// Ops in any order (a DAG outside while regions).
-	Ops []GraphOp `json:"ops,omitempty" validate:"excluded_with=Module"`
-	// Inputs and Outputs are the graph's arguments and results (tensor ids).
-	Inputs  []string `json:"inputs,omitempty" validate:"excluded_with=Module"`
-	Outputs []string `json:"outputs,omitempty" validate:"excluded_with=Module"`
-	// Options tune propagation.
-	Options *GraphOptions `json:"options,omitempty"`
-	// CostModel is a profile name from GET /v1/cost-models or an object (default tpu-v5p).
-	CostModel json.RawMessage `json:"cost_model,omitempty" swaggertype:"object"`
-	// Strategy plans every reshard the optimal way (default) or predicts XLA's.
-	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
-	// Include asks for extra lists: ops (the sharding each op computes in: factors,
-	// operand and result layouts), pairs (per-device lists above the device-list limit).
-	Include []string `json:"include,omitempty" validate:"omitempty,max=4,dive,oneof=ops pairs" enums:"ops,pairs"`
-	// Policy: forbid_full_rematerialization turns a graph with a rematerializing reshard
-	// into a 422.
-	Policy *Policy `json:"policy,omitempty"`
-} // @name GraphRequest
-
-// GraphTensor is one tensor of a graph.
-type GraphTensor struct {
-	Shape []int64 `json:"shape" example:"8,16"`
-	// DType is the element type (default f32).
-	DType string `json:"dtype,omitempty" example:"bf16"`
-	// Sharding is an annotation in any input form (object, Shardy text, PartitionSpec
-	// array or "P(...)" text, XLA HloSharding text, DTensor {"placements": [...]}).
-	Sharding json.RawMessage `json:"sharding,omitempty" swaggertype:"object"`
-} // @name GraphTensor
-
-// GraphOp is one op of a graph: a StableHLO op name and attributes.
-type GraphOp struct {
-	Name     string   `json:"name" example:"mm"`
-	Op       string   `json:"op" example:"dot_general"`
-	Operands []string `json:"operands"`
-	Results  []string `json:"results"`
-	// Attrs holds the op's StableHLO attributes by name.
-	Attrs map[string]any `json:"attrs,omitempty"`
-	// Rule is the Shardy sharding rule of a "custom" op.
-	Rule string `json:"rule,omitempty" example:"([i, k], [k, j])->([i, j]) {i=8, j=32, k=16} reduction={k}"`
-	// Cond and Body are the regions of a "while" op.
-	Cond *GraphRegion `json:"cond,omitempty"`
-	Body *GraphRegion `json:"body,omitempty"`
-} // @name GraphOp
-
-// GraphRegion is the condition or body of a while op.
-type GraphRegion struct {
-	Params  []string          `json:"params"`
-	Ops     []json.RawMessage `json:"ops" swaggertype:"array,object"`
-	Returns []string          `json:"returns"`
-} // @name GraphRegion
-
-// GraphOptions tune propagation.
-type GraphOptions struct {
-	ConflictResolution string `json:"conflict_resolution,omitempty" enums:"aggressive,basic,basic_then_aggressive"`
-	OpPriority         *bool  `json:"op_priority,omitempty"`
-} // @name GraphOptions
-
-// graphEnvelope is what the handler decodes: GraphRequest's fields with the graph part
-// left raw for propagation.DecodeLimited. TestGraphEnvelopeMatchesRequest keeps the two in step.
-type graphEnvelope struct {
-	Mesh      json.RawMessage `json:"mesh,omitempty" validate:"required_without=Module"`
-	Module    string          `json:"module,omitempty"`
-	Function  string          `json:"function,omitempty"`
-	Tensors   json.RawMessage `json:"tensors,omitempty" validate:"required_without=Module,excluded_with=Module"`
-	Ops       json.RawMessage `json:"ops,omitempty" validate:"excluded_with=Module"`
-	Inputs    json.RawMessage `json:"inputs,omitempty" validate:"excluded_with=Module"`
-	Outputs   json.RawMessage `json:"outputs,omitempty" validate:"excluded_with=Module"`
-	Options   json.RawMessage `json:"options,omitempty"`
-	CostModel json.RawMessage `json:"cost_model,omitempty"`
-	Strategy  string          `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla"`
-	Include   []string        `json:"include,omitempty" validate:"omitempty,max=4,dive,oneof=ops pairs"`
-	Policy    *Policy         `json:"policy,omitempty"`
-}
-
 // GraphResponse is a propagated graph and its collective schedule.
 type GraphResponse struct {
 	PlanID string     `json:"plan_id"`
@@ -223,7 +133,7 @@ type FactorAxesJSON struct {
 
 // graphInput is a decoded, validated graph request.
 type graphInput struct {
-	env      graphEnvelope
+	req      *GraphRequest
 	mesh     *sharding.Mesh
 	graph    *propagation.Graph
 	opts     propagation.Options
@@ -291,7 +201,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, false, err
 		}
-		if err := graphPolicyCheck(in.env.Policy, out); err != nil {
+		if err := graphPolicyCheck(in.req.Policy, out); err != nil {
 			return nil, hit, err
 		}
 		return out, hit, nil
@@ -300,24 +210,24 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 
 // prepareGraph decodes and validates a graph body and computes its key.
 func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
-	in := &graphInput{include: map[string]bool{}}
-	if err := decodeBytes(body, &in.env); err != nil {
+	req, err := readGraphRequest(body)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.validateStruct(&in.env); err != nil {
+	if err := s.validateGraphRequest(req); err != nil {
 		return nil, err
 	}
+	in := &graphInput{req: req, include: map[string]bool{}}
 	var fes sharding.Errors
-	var err error
-	if in.model, err = cost.Resolve(in.env.CostModel, "cost_model"); err != nil {
+	if in.model, err = cost.Resolve(in.req.CostModel, "cost_model"); err != nil {
 		fes = appendFieldErrors(fes, err)
 	}
-	if in.env.Module != "" {
+	if in.req.Module != "" {
 		if err := s.importModule(in); err != nil {
 			fes = appendFieldErrors(fes, err)
 		}
 	} else {
-		m, err := parseMesh(in.env.Mesh, "mesh", s.limits)
+		m, err := parseMesh(in.req.Mesh, "mesh", s.limits)
 		if err != nil {
 			return nil, err
 		}
@@ -325,13 +235,13 @@ func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
 		// Nested while regions cost a pass over their bytes per level when decoded:
 		// refuse a graph nested far too deep from one linear scan first ("ops" lists
 		// inside while regions: the top list, one per level, and one for a while's
-		// possibly empty regions at the last level), then let DecodeLimited name the
+		// possibly empty regions at the last level), then let toGraph name the
 		// exact op.
 		if path, deep := keyNesting(body, "ops", s.limits.MaxGraphDepth+2); s.limits.MaxGraphDepth > 0 && deep {
 			return nil, limitExceeded(path, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", s.limits.MaxGraphDepth)
 		}
-		in.graph, in.opts, err = propagation.DecodeLimited(body, m, s.limits.MaxGraphDepth)
-		if de, ok := errors.AsType[*propagation.DepthError](err); ok {
+		in.graph, in.opts, err = req.toGraph(m, s.limits.MaxGraphDepth)
+		if de, ok := errors.AsType[*DepthError](err); ok {
 			return nil, limitExceeded(de.Field, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", de.Limit)
 		}
 		if err != nil {
@@ -345,14 +255,31 @@ func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
 		return nil, err
 	}
 	in.strategy = planner.Optimal
-	if in.env.Strategy == string(planner.XLA) {
+	if in.req.Strategy == string(planner.XLA) {
 		in.strategy = planner.XLA
 	}
-	for _, i := range in.env.Include {
+	for _, i := range in.req.Include {
 		in.include[i] = true
 	}
 	in.key, err = graphKey(in)
 	return in, err
+}
+
+// validateGraphRequest checks the request-level rules (graph fields with or without
+// module, then the validate tags) and lists every failure.
+func (s *Server) validateGraphRequest(req *GraphRequest) error {
+	fes := req.checkGraphPresence()
+	if err := s.validateStruct(req); err != nil {
+		p, ok := err.(*Problem)
+		if !ok {
+			return err
+		}
+		fes = append(fes, p.Errors...)
+	}
+	if len(fes) > 0 {
+		return Invalid(slugInvalidRequest, "Invalid request", fes...)
+	}
+	return nil
 }
 
 // checkGraphLimits enforces the graph-size and rank limits.
@@ -380,7 +307,7 @@ func graphKey(in *graphInput) (string, error) {
 	if cm, ok := in.model.(interface{ Fingerprint() string }); ok {
 		model = cm.Fingerprint()
 	}
-	inc := slices.Clone(in.env.Include)
+	inc := slices.Clone(in.req.Include)
 	slices.Sort(inc)
 	inc = slices.Compact(inc)
 	head, _ := json.Marshal([]any{planner.Version, "graph", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs,

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardplan/shardplan/internal/testgen"
 	"github.com/stretchr/testify/require"
@@ -27,11 +28,14 @@ func TestTransformerGraphEndpoint(t *testing.T) {
 }
 
 // BenchmarkGraph measures POST /v1/graph end to end (decode, propagate, plan every
-// distinct reshard and reduction, encode) without a cache.
+// distinct reshard and reduction, encode) without a cache, up to 100k ops (the request
+// timeout is raised so a loaded machine measures rather than times out).
 func BenchmarkGraph(b *testing.B) {
-	s, err := New(Deps{Limits: DefaultLimits()})
+	lim := DefaultLimits()
+	lim.RequestTimeout = 5 * time.Minute
+	s, err := New(Deps{Limits: lim})
 	require.NoError(b, err)
-	for _, layers := range []int{48, 476} {
+	for _, layers := range []int{48, 476, 4761} {
 		body := testgen.TransformerGraphJSON(layers)
 		b.Run(fmt.Sprintf("ops=%d", layers*21), func(b *testing.B) {
 			b.SetBytes(int64(len(body)))

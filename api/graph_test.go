@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -335,19 +334,4 @@ func TestGraphBadInput(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestGraphEnvelopeMatchesRequest keeps the documented request type and the decoded
-// envelope in step: the same JSON names, so the spec never lists a field the handler
-// rejects as unknown (or the reverse).
-func TestGraphEnvelopeMatchesRequest(t *testing.T) {
-	names := func(v any) []string {
-		var out []string
-		rt := reflect.TypeOf(v)
-		for i := range rt.NumField() {
-			out = append(out, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
-		}
-		return out
-	}
-	assert.Equal(t, names(GraphRequest{}), names(graphEnvelope{}))
 }

@@ -38,24 +38,24 @@ func opaqueOpsJSON(ops []stablehlo.OpaqueOp) []OpaqueOpJSON {
 	return out
 }
 
-// importModule reads in.env.Module into in's mesh, graph and options.
+// importModule reads in.req.Module into in's mesh, graph and options.
 func (s *Server) importModule(in *graphInput) error {
 	var reqMesh *sharding.Mesh
-	if raw := bytes.TrimSpace(in.env.Mesh); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
-		m, err := parseMesh(in.env.Mesh, "mesh", s.limits)
+	if raw := bytes.TrimSpace(in.req.Mesh); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		m, err := parseMesh(in.req.Mesh, "mesh", s.limits)
 		if err != nil {
 			return err
 		}
 		reqMesh = m
 	}
-	imp, err := stablehlo.Read(in.env.Module, stablehlo.Options{Function: in.env.Function, Mesh: reqMesh, Limits: stablehlo.Limits{
+	imp, err := stablehlo.Read(in.req.Module, stablehlo.Options{Function: in.req.Function, Mesh: reqMesh, Limits: stablehlo.Limits{
 		MaxDepth: s.limits.MaxModuleDepth, MaxOps: s.limits.MaxGraphOps, MaxTensors: s.limits.MaxGraphTensors,
 		MaxDevices: s.limits.MaxDevices, MaxMeshAxes: s.limits.MaxMeshAxes,
 	}})
 	if err != nil {
 		return err
 	}
-	opts, err := propagation.DecodeOptions(in.env.Options)
+	opts, err := in.req.moduleOptions()
 	if err != nil {
 		return err
 	}

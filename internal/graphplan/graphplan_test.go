@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shardplan/shardplan/api"
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/graphplan"
 	"github.com/shardplan/shardplan/internal/planner"
@@ -41,7 +42,7 @@ const mlp = `{
 func TestPlanMLP(t *testing.T) {
 	m, err := sharding.ParseMeshString("data=2,model=4", "mesh")
 	require.NoError(t, err)
-	g, opts, err := propagation.Decode([]byte(mlp), m)
+	g, opts, err := api.DecodeGraph([]byte(mlp), m)
 	require.NoError(t, err)
 	model, _ := cost.Profile("tpu-v5p")
 	for _, strategy := range []planner.Strategy{planner.Optimal, planner.XLA} {
@@ -71,7 +72,7 @@ func TestPlanMLP(t *testing.T) {
 func TestPlanReshard(t *testing.T) {
 	m, err := sharding.ParseMeshString("x=4", "mesh")
 	require.NoError(t, err)
-	g, opts, err := propagation.Decode([]byte(`{
+	g, opts, err := api.DecodeGraph([]byte(`{
 	  "tensors": {"a": {"shape": [8], "dtype": "f32", "sharding": ["x"]}, "b": {"shape": [8], "dtype": "f32", "sharding": [null]}},
 	  "ops": [{"name": "c", "op": "sharding_constraint", "operands": ["a"], "results": ["b"]}],
 	  "inputs": ["a"], "outputs": ["b"]}`), m)

@@ -7,21 +7,8 @@ import (
 	"testing"
 
 	"github.com/shardplan/shardplan/internal/sharding"
-	"github.com/shardplan/shardplan/internal/testgen"
 	"github.com/stretchr/testify/require"
 )
-
-// transformerGraph is testgen's transformer (the graph the api tests post): per layer
-// a layer-norm-ish elementwise chain, q/k/v projections, attention einsums, an output
-// projection, an MLP and residual adds; the input is data-parallel, weights are
-// Megatron-sharded on "model".
-func transformerGraph(t testing.TB, layers int) (*Graph, *sharding.Mesh) {
-	m, err := sharding.ParseMeshString("data=4,model=8", "mesh")
-	require.NoError(t, err)
-	g, _, err := Decode([]byte(testgen.TransformerGraphJSON(layers)), m)
-	require.NoError(t, err)
-	return g, m
-}
 
 // randomGraph builds a seeded random DAG of elementwise, dot_general, transpose,
 // reshape, broadcast_in_dim and reduce ops with random annotations.

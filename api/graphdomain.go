@@ -1,0 +1,233 @@
+package api
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/shardplan/shardplan/internal/fielderr"
+	"github.com/shardplan/shardplan/internal/propagation"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// GraphRequest to propagation's graph: every value checked and converted explicitly,
+// every error a field error naming its wire path.
+
+// DefaultMaxGraphDepth is how deep while ops may nest in a graph DecodeGraph reads.
+const DefaultMaxGraphDepth = 32
+
+// DepthError is toGraph's error for while ops nested deeper than its limit.
+type DepthError struct {
+	Field string // wire path of the first while op past the limit
+	Limit int
+}
+
+func (e *DepthError) Error() string {
+	return fmt.Sprintf("%s: while ops nest deeper than %d", e.Field, e.Limit)
+}
+
+// DecodeGraph reads the graph part of a POST /v1/graph body (tensors, ops, inputs,
+// outputs, options) against mesh m, for callers outside the HTTP path (tests, tools).
+// It takes the body the service takes; errors are field errors (or a *Problem for a
+// body that is not JSON) naming the wire path.
+func DecodeGraph(body []byte, m *sharding.Mesh) (*propagation.Graph, propagation.Options, error) {
+	req, err := readGraphRequest(body)
+	if err != nil {
+		return nil, propagation.DefaultOptions(), err
+	}
+	return req.toGraph(m, DefaultMaxGraphDepth)
+}
+
+// toGraph converts the graph part against mesh m. Annotations are parsed with
+// sharding.Parse (any input form). Ops inside more than maxDepth nested while regions
+// are a *DepthError. Errors list the tensors in body order, then the ops, then options.
+func (req *GraphRequest) toGraph(m *sharding.Mesh, maxDepth int) (*propagation.Graph, propagation.Options, error) {
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxGraphDepth
+	}
+	w := &req.wire
+	opts := propagation.DefaultOptions()
+	if w.err != nil {
+		return nil, opts, w.err
+	}
+	g := &propagation.Graph{Tensors: make(map[string]*propagation.Tensor, len(w.order)), Inputs: req.Inputs, Outputs: req.Outputs}
+	var errs fielderr.Errors
+	switch {
+	case !w.tensors || w.tensorsNull:
+		errs = append(errs, fielderr.New("tensors", "is required: an object of tensor id -> {shape, dtype, sharding}"))
+	case w.tensorsNotObject:
+		errs = append(errs, fielderr.New("tensors", "must be an object of tensor id -> {shape, dtype, sharding}"))
+	}
+	for _, id := range w.order {
+		if id == "" {
+			errs = append(errs, fielderr.New("tensors", "a tensor id must not be empty"))
+			continue
+		}
+		wt := req.Tensors[id]
+		t, err := wt.toTensor(m, "tensors."+id)
+		if err != nil {
+			errs = appendFieldErrors(errs, err)
+			continue
+		}
+		g.Tensors[id] = t
+	}
+	if len(req.Ops) > 0 {
+		g.Ops = make([]propagation.Op, 0, len(req.Ops))
+	}
+	for i := range req.Ops {
+		op, err := req.Ops[i].toOp("ops["+strconv.Itoa(i)+"]", maxDepth)
+		if de, ok := err.(*DepthError); ok {
+			de.Limit = maxDepth
+			return nil, opts, de
+		}
+		if err != nil {
+			errs = appendFieldErrors(errs, err)
+			continue
+		}
+		g.Ops = append(g.Ops, op)
+	}
+	if len(g.Ops) == 0 {
+		g.Ops = nil
+	}
+	if req.Options != nil {
+		var err error
+		if opts, err = req.Options.toOptions(); err != nil {
+			errs = appendFieldErrors(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, opts, errs
+	}
+	return g, opts, nil
+}
+
+// moduleOptions converts options for a module request, which reads them strictly.
+func (req *GraphRequest) moduleOptions() (propagation.Options, error) {
+	if req.wire.optionsErr != nil {
+		return propagation.DefaultOptions(), req.wire.optionsErr
+	}
+	if req.Options == nil {
+		return propagation.DefaultOptions(), nil
+	}
+	return req.Options.toOptions()
+}
+
+func (o *GraphOptions) toOptions() (propagation.Options, error) {
+	opts := propagation.DefaultOptions()
+	if c := o.ConflictResolution; c != nil {
+		switch *c {
+		case propagation.Aggressive, propagation.Basic, propagation.BasicThenAggressive:
+			opts.ConflictResolution = *c
+		default:
+			return opts, fielderr.New("options.conflict_resolution", "must be %q, %q or %q, not %q",
+				propagation.Aggressive, propagation.Basic, propagation.BasicThenAggressive, *c)
+		}
+	}
+	if p := o.OpPriority; p != nil {
+		opts.OpPriority = *p
+	}
+	return opts, nil
+}
+
+func (wt *GraphTensor) toTensor(m *sharding.Mesh, field string) (*propagation.Tensor, error) {
+	if wt.err != nil {
+		return nil, under(field, wt.err)
+	}
+	if wt.Shape == nil {
+		return nil, fielderr.New(field+".shape", "is required: an array of dim sizes ([] for a scalar)")
+	}
+	for d, n := range wt.Shape {
+		if n < 0 {
+			return nil, fielderr.New(field+".shape["+strconv.Itoa(d)+"]", "dim size %d is negative", n)
+		}
+	}
+	t := &propagation.Tensor{Shape: wt.Shape, ElemBits: 32}
+	if wt.DType != "" {
+		bits, ok := sharding.DTypeBits(wt.DType)
+		if !ok {
+			return nil, fielderr.New(field+".dtype", "unknown dtype %q; known: %s", wt.DType, sharding.KnownDTypes())
+		}
+		t.ElemBits = bits
+	}
+	if wt.Sharding != nil {
+		sh, err := sharding.Parse(wt.Sharding, m, wt.Shape, field+".sharding")
+		if err != nil {
+			return nil, err
+		}
+		t.Sharding = &sh
+	}
+	return t, nil
+}
+
+// under moves fe, whose path is relative to the value at field, under field.
+func under(field string, fe *fielderr.FieldError) *fielderr.FieldError {
+	if fe.Field != "" {
+		field += "." + fe.Field
+	}
+	return &fielderr.FieldError{Field: field, Message: fe.Message}
+}
+
+// toOp converts one op; depth is how many more while levels may nest inside it.
+func (o *GraphOp) toOp(field string, depth int) (propagation.Op, error) {
+	if o.err != nil {
+		return propagation.Op{}, under(field, o.err)
+	}
+	if o.Op == "" {
+		return propagation.Op{}, fielderr.New(field+".op", "is required; supported ops: %s", strings.Join(propagation.SupportedOps(), ", "))
+	}
+	if o.attrsBad {
+		return propagation.Op{}, fielderr.New(field+".attrs", "must be an object of StableHLO attributes")
+	}
+	op := propagation.Op{Name: o.Name, Kind: o.Op, Operands: o.Operands, Results: o.Results, Attrs: o.Attrs, Rule: o.Rule}
+	var err error
+	if op.Cond, err = o.Cond.toRegion(field, field+".cond", depth); err != nil {
+		return propagation.Op{}, err
+	}
+	if op.Body, err = o.Body.toRegion(field, field+".body", depth); err != nil {
+		return propagation.Op{}, err
+	}
+	return op, nil
+}
+
+func (g *GraphRegion) toRegion(opField, field string, depth int) (*propagation.Region, error) {
+	if g == nil {
+		return nil, nil
+	}
+	r := &propagation.Region{Params: g.Params, Returns: g.Returns}
+	if len(g.Ops) > 0 && depth <= 0 {
+		return nil, &DepthError{Field: opField} // toGraph sets Limit
+	}
+	for i := range g.Ops {
+		op, err := g.Ops[i].toOp(field+".ops["+strconv.Itoa(i)+"]", depth-1)
+		if err != nil {
+			return nil, err
+		}
+		r.Ops = append(r.Ops, op)
+	}
+	return r, nil
+}
+
+// checkGraphPresence is the request-level rule of the graph fields: mesh and tensors
+// are required without module; tensors, ops, inputs and outputs are absent with it. A
+// field given as null counts as given.
+func (req *GraphRequest) checkGraphPresence() []*sharding.FieldError {
+	w := &req.wire
+	withModule := req.Module != ""
+	var out []*sharding.FieldError
+	if req.Mesh == nil && !withModule {
+		out = append(out, sharding.Fieldf("mesh", "is required when module is absent"))
+	}
+	for _, f := range []struct {
+		name     string
+		given    bool
+		required bool
+	}{{"tensors", w.tensors, true}, {"ops", w.ops, false}, {"inputs", w.inputs, false}, {"outputs", w.outputs, false}} {
+		switch {
+		case f.required && !f.given && !withModule:
+			out = append(out, sharding.Fieldf(f.name, "is required when module is absent"))
+		case f.given && withModule:
+			out = append(out, sharding.Fieldf(f.name, "must be absent when module is given; give one of them"))
+		}
+	}
+	return out
+}

@@ -1,0 +1,768 @@
+package api
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/shardplan/shardplan/internal/fielderr"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// The wire schema of POST /v1/graph: GraphRequest and the types under it are the one
+// description of the body (swag documents them) and what readGraphRequest fills, in one
+// pass over the bytes. graphwire_domain.go converts them to propagation's graph.
+
+// GraphRequest is the body of POST /v1/graph (API.md). Every field it rejects is named by
+// its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").
+type GraphRequest struct {
+	// Mesh is a mesh object or the string "x=2,y=4". With a module that declares an
+	// sdy.mesh it may be left out (required without module).
+	Mesh json.RawMessage `json:"mesh,omitempty" swaggertype:"object"`
+	// Module is a StableHLO module in MLIR text (jax's lower(...).as_text(), Shardy's
+	// printed form or the generic form) instead of tensors, ops, inputs and outputs.
+	// Tensor ids are its SSA names (arg0, 0, 1#1) and result0, result1, ...
+	Module string `json:"module,omitempty" example:"sdy.mesh @mesh = <[\"x\"=2]> func.func @main(...) {...}"`
+	// Function is the module's function to plan (default main).
+	Function string `json:"function,omitempty" example:"main"`
+	// Tensors maps each tensor id to its shape, dtype and optional sharding annotation
+	// (any input form; a tensor without one has every dim open). Required without
+	// module; absent with it.
+	Tensors map[string]GraphTensor `json:"tensors,omitempty"`
+	// Ops in any order (a DAG outside while regions); absent with module.
+	Ops []GraphOp `json:"ops,omitempty"`
+	// Inputs and Outputs are the graph's arguments and results (tensor ids); absent with
+	// module.
+	Inputs  []string `json:"inputs,omitempty"`
+	Outputs []string `json:"outputs,omitempty"`
+	// Options tune propagation.
+	Options *GraphOptions `json:"options,omitempty"`
+	// CostModel is a profile name from GET /v1/cost-models or an object (default tpu-v5p).
+	CostModel json.RawMessage `json:"cost_model,omitempty" swaggertype:"object"`
+	// Strategy plans every reshard the optimal way (default) or predicts XLA's.
+	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
+	// Include asks for extra lists: ops (the sharding each op computes in: factors,
+	// operand and result layouts), pairs (per-device lists above the device-list limit).
+	Include []string `json:"include,omitempty" validate:"omitempty,max=4,dive,oneof=ops pairs" enums:"ops,pairs"`
+	// Policy: forbid_full_rematerialization turns a graph with a rematerializing reshard
+	// into a 422.
+	Policy *Policy `json:"policy,omitempty"`
+
+	wire graphWire // what the reader saw beyond the values
+} // @name GraphRequest
+
+// GraphTensor is one tensor of a graph.
+type GraphTensor struct {
+	Shape []int64 `json:"shape" example:"8,16"`
+	// DType is the element type (default f32).
+	DType string `json:"dtype,omitempty" example:"bf16"`
+	// Sharding is an annotation in any input form (object, Shardy text, PartitionSpec
+	// array or "P(...)" text, XLA HloSharding text, DTensor {"placements": [...]}).
+	Sharding json.RawMessage `json:"sharding,omitempty" swaggertype:"object"`
+
+	err *fielderr.FieldError // the first value of the wrong JSON type or unknown field (path relative to the tensor)
+} // @name GraphTensor
+
+// GraphOp is one op of a graph: a StableHLO op name and attributes.
+type GraphOp struct {
+	Name     string   `json:"name" example:"mm"`
+	Op       string   `json:"op" example:"dot_general"`
+	Operands []string `json:"operands"`
+	Results  []string `json:"results"`
+	// Attrs holds the op's StableHLO attributes by name (numbers as json.Number).
+	Attrs map[string]any `json:"attrs,omitempty"`
+	// Rule is the Shardy sharding rule of a "custom" op.
+	Rule string `json:"rule,omitempty" example:"([i, k], [k, j])->([i, j]) {i=8, j=32, k=16} reduction={k}"`
+	// Cond and Body are the regions of a "while" op.
+	Cond *GraphRegion `json:"cond,omitempty"`
+	Body *GraphRegion `json:"body,omitempty"`
+
+	err      *fielderr.FieldError // as GraphTensor.err, relative to the op
+	attrsBad bool                 // attrs is neither an object nor null
+} // @name GraphOp
+
+// GraphRegion is the condition or body of a while op.
+type GraphRegion struct {
+	Params  []string  `json:"params"`
+	Ops     []GraphOp `json:"ops" swaggertype:"array,object"`
+	Returns []string  `json:"returns"`
+} // @name GraphRegion
+
+// GraphOptions tune propagation.
+type GraphOptions struct {
+	ConflictResolution *string `json:"conflict_resolution,omitempty" enums:"aggressive,basic,basic_then_aggressive"`
+	OpPriority         *bool   `json:"op_priority,omitempty"`
+} // @name GraphOptions
+
+// graphWire is what reading a GraphRequest noticed that its values do not hold: which
+// graph fields were given (null included), the tensors' order in the body, and the
+// errors of the graph part, reported after the request-level checks.
+type graphWire struct {
+	tensors, ops, inputs, outputs bool     // given, even as null
+	tensorsNull, tensorsNotObject bool     // "tensors": null, or not an object
+	order                         []string // tensor ids as they appear
+	// err is the first value of the wrong JSON type in ops, inputs, outputs or options.
+	err *fielderr.FieldError
+	// optionsErr is the first wrong type or unknown field in options (a module request
+	// reads options strictly).
+	optionsErr *fielderr.FieldError
+}
+
+// Type names in "wrong JSON type" messages.
+const (
+	typeInt64s   = "[]int64"
+	typeStrings  = "[]string"
+	typeTensor   = "api.GraphTensor"
+	typeOp       = "api.GraphOp"
+	typeOps      = "[]api.GraphOp"
+	typeRegion   = "api.GraphRegion"
+	typeOptions  = "api.GraphOptions"
+	typeString   = "string"
+	typeInt64    = "int64"
+	typeBool     = "bool"
+	unknownField = "unknown field"
+)
+
+// wrongType is the graph part's message for a value of the wrong JSON type.
+func wrongType(field, value, want string) *fielderr.FieldError {
+	return fielderr.New(field, "has the wrong JSON type (%s where %s is expected)", value, want)
+}
+
+// readGraphRequest reads body into a GraphRequest in one pass. Malformed JSON, a body
+// that is not an object, a repeated key and a wrong or unknown request-level field are
+// 400 invalid-json problems as decodeBytes gives them; errors inside the graph part
+// (tensors, ops, inputs, outputs, options) are kept for toGraph.
+func readGraphRequest(body []byte) (*GraphRequest, error) {
+	if !json.Valid(body) {
+		// decodeBytes words every way a body is not one JSON value.
+		var v map[string]json.RawMessage
+		if err := decodeBytes(body, &v); err != nil {
+			return nil, err
+		}
+	}
+	r := &wireReader{b: body}
+	r.ws()
+	if r.b[r.i] != '{' {
+		var v map[string]json.RawMessage
+		return nil, decodeBytes(body, &v) // "the body must be a JSON object, not ..."
+	}
+	req := &GraphRequest{}
+	var top *Problem // the first request-level error, as encoding/json meets it
+	r.object(func(key string) {
+		p := r.topField(req, key)
+		if top == nil {
+			top = p
+		}
+	})
+	if top != nil {
+		return nil, top
+	}
+	if path, dup := duplicateKey(body); dup {
+		return nil, Invalid(slugInvalidJSON, "Malformed JSON",
+			sharding.Fieldf(path, "is given more than once; give each key once (with duplicates it is unclear which value is meant)"))
+	}
+	return req, nil
+}
+
+// topField reads the value of top-level key into req; it returns a request-level
+// problem (the value is skipped) or nil.
+func (r *wireReader) topField(req *GraphRequest, key string) *Problem {
+	w := &req.wire
+	switch {
+	case foldEq(key, "mesh"):
+		req.Mesh = r.raw()
+	case foldEq(key, "cost_model"):
+		req.CostModel = r.raw()
+	case foldEq(key, "module"):
+		return r.topString(&req.Module, key)
+	case foldEq(key, "function"):
+		return r.topString(&req.Function, key)
+	case foldEq(key, "strategy"):
+		return r.topString(&req.Strategy, key)
+	case foldEq(key, "include"):
+		return r.topStrings(&req.Include, key)
+	case foldEq(key, "policy"):
+		return r.topPolicy(&req.Policy, key)
+	case foldEq(key, "tensors"):
+		w.tensors = true
+		r.tensors(req)
+	case foldEq(key, "ops"):
+		w.ops = true
+		var fe *fielderr.FieldError
+		req.Ops = r.ops(&fe, "ops")
+		w.keep(fe)
+	case foldEq(key, "inputs"):
+		w.inputs = true
+		var fe *fielderr.FieldError
+		req.Inputs = r.strings(&fe, "inputs")
+		w.keep(fe)
+	case foldEq(key, "outputs"):
+		w.outputs = true
+		var fe *fielderr.FieldError
+		req.Outputs = r.strings(&fe, "outputs")
+		w.keep(fe)
+	case foldEq(key, "options"):
+		r.options(req)
+	default:
+		r.skip()
+		return Invalid(slugInvalidJSON, "Malformed JSON",
+			sharding.Fieldf(key, "unknown field %q; see GET /openapi.json for the request's fields", key))
+	}
+	return nil
+}
+
+func (w *graphWire) keep(fe *fielderr.FieldError) {
+	if w.err == nil {
+		w.err = fe
+	}
+}
+
+// topTypeError is decodeBytes' problem for a request-level value of the wrong type.
+func topTypeError(path, want, got string) *Problem {
+	return Invalid(slugInvalidJSON, "Malformed JSON", sharding.Fieldf(path, "must be %s, not a JSON %s", want, got))
+}
+
+func (r *wireReader) topString(dst *string, path string) *Problem {
+	switch c := r.peek(); c {
+	case 'n':
+		r.skip()
+	case '"':
+		*dst = r.str()
+	default:
+		got := r.valueWord()
+		r.skip()
+		return topTypeError(path, "a string", got)
+	}
+	return nil
+}
+
+func (r *wireReader) topStrings(dst *[]string, path string) *Problem {
+	switch r.peek() {
+	case 'n':
+		r.skip()
+		return nil
+	case '[':
+	default:
+		got := r.valueWord()
+		r.skip()
+		return topTypeError(path, "an array", got)
+	}
+	var first *Problem
+	out := []string{}
+	r.array(func(i int) {
+		var s string
+		if p := r.topString(&s, path+"["+strconv.Itoa(i)+"]"); p != nil && first == nil {
+			first = p
+		}
+		out = append(out, s)
+	})
+	*dst = out
+	return first
+}
+
+func (r *wireReader) topPolicy(dst **Policy, path string) *Problem {
+	switch r.peek() {
+	case 'n':
+		r.skip()
+		*dst = nil
+		return nil
+	case '{':
+	default:
+		got := r.valueWord()
+		r.skip()
+		return topTypeError(path, "an object", got)
+	}
+	p := &Policy{}
+	var first *Problem
+	r.object(func(key string) {
+		var e *Problem
+		if foldEq(key, "forbid_full_rematerialization") {
+			switch r.peek() {
+			case 't', 'f':
+				p.ForbidFullRematerialization = r.b[r.i] == 't'
+				r.skip()
+			case 'n':
+				r.skip()
+			default:
+				got := r.valueWord()
+				r.skip()
+				e = topTypeError(path+"."+key, "a boolean", got)
+			}
+		} else {
+			r.skip()
+			e = Invalid(slugInvalidJSON, "Malformed JSON",
+				sharding.Fieldf(path+"."+key, "unknown field %q; see GET /openapi.json for the request's fields", key))
+		}
+		if first == nil {
+			first = e
+		}
+	})
+	*dst = p
+	return first
+}
+
+// tensors reads the tensors object in body order.
+func (r *wireReader) tensors(req *GraphRequest) {
+	w := &req.wire
+	switch r.peek() {
+	case 'n':
+		r.skip()
+		w.tensorsNull = true
+		return
+	case '{':
+	default:
+		r.skip()
+		w.tensorsNotObject = true
+		return
+	}
+	req.Tensors = map[string]GraphTensor{}
+	r.object(func(id string) {
+		var t GraphTensor
+		switch r.peek() {
+		case 'n':
+			r.skip()
+		case '{':
+			r.object(func(key string) { r.tensorField(&t, key) })
+		default:
+			t.err = wrongType("", r.valueWord(), typeTensor)
+			r.skip()
+		}
+		req.Tensors[id] = t
+		w.order = append(w.order, id)
+	})
+}
+
+func (r *wireReader) tensorField(t *GraphTensor, key string) {
+	var fe *fielderr.FieldError
+	switch {
+	case foldEq(key, "shape"):
+		t.Shape = r.int64s(&fe, "shape")
+	case foldEq(key, "dtype"):
+		r.string(&t.DType, &fe, "dtype")
+	case foldEq(key, "sharding"):
+		if t.Sharding = r.raw(); string(t.Sharding) == "null" {
+			t.Sharding = nil
+		}
+	default:
+		r.skip()
+		fe = fielderr.New(key, unknownField)
+	}
+	if t.err == nil {
+		t.err = fe
+	}
+}
+
+// ops reads a list of ops (the top list or a region's); path is the list's path
+// relative to the value holding it, for a wrong type.
+func (r *wireReader) ops(fe **fielderr.FieldError, path string) []GraphOp {
+	if !r.begin('[', fe, path, typeOps) {
+		return nil
+	}
+	out := []GraphOp{}
+	r.array(func(int) {
+		var op GraphOp
+		switch r.peek() {
+		case 'n':
+			r.skip()
+		case '{':
+			r.object(func(key string) { r.opField(&op, key) })
+		default:
+			op.err = wrongType("", r.valueWord(), typeOp)
+			r.skip()
+		}
+		out = append(out, op)
+	})
+	return out
+}
+
+func (r *wireReader) opField(op *GraphOp, key string) {
+	var fe *fielderr.FieldError
+	switch {
+	case foldEq(key, "name"):
+		r.string(&op.Name, &fe, "name")
+	case foldEq(key, "op"):
+		r.string(&op.Op, &fe, "op")
+	case foldEq(key, "operands"):
+		op.Operands = r.strings(&fe, "operands")
+	case foldEq(key, "results"):
+		op.Results = r.strings(&fe, "results")
+	case foldEq(key, "rule"):
+		r.string(&op.Rule, &fe, "rule")
+	case foldEq(key, "attrs"):
+		switch r.peek() {
+		case 'n':
+			r.skip()
+			op.Attrs = nil
+		case '{':
+			op.Attrs = r.value().(map[string]any)
+		default:
+			r.skip()
+			op.attrsBad = true
+		}
+	case foldEq(key, "cond"):
+		op.Cond = r.region(&fe, "cond")
+	case foldEq(key, "body"):
+		op.Body = r.region(&fe, "body")
+	default:
+		r.skip()
+		fe = fielderr.New(key, unknownField)
+	}
+	if op.err == nil {
+		op.err = fe
+	}
+}
+
+// region reads a while op's region. An unknown field inside it is named without the
+// region ("ops[0].paramz"), as the service always has.
+func (r *wireReader) region(fe **fielderr.FieldError, path string) *GraphRegion {
+	if !r.begin('{', fe, path, typeRegion) {
+		return nil
+	}
+	g := &GraphRegion{}
+	r.object(func(key string) {
+		switch {
+		case foldEq(key, "params"):
+			g.Params = r.strings(fe, path+".params")
+		case foldEq(key, "returns"):
+			g.Returns = r.strings(fe, path+".returns")
+		case foldEq(key, "ops"):
+			g.Ops = r.ops(fe, path+".ops")
+		default:
+			r.skip()
+			setFirst(fe, fielderr.New(key, unknownField))
+		}
+	})
+	return g
+}
+
+// options reads the options object: a wrong type is a graph error; an unknown field
+// only matters to a module request.
+func (r *wireReader) options(req *GraphRequest) {
+	const path = "options"
+	w := &req.wire
+	switch r.peek() {
+	case 'n':
+		r.skip()
+		req.Options = nil
+		return
+	case '{':
+	default:
+		fe := wrongType(path, r.valueWord(), typeOptions)
+		r.skip()
+		w.keep(fe)
+		setFirst(&w.optionsErr, fe)
+		return
+	}
+	o := &GraphOptions{}
+	r.object(func(key string) {
+		var fe *fielderr.FieldError
+		switch {
+		case foldEq(key, "conflict_resolution"):
+			if r.peek() == 'n' {
+				r.skip()
+				o.ConflictResolution = nil
+				break
+			}
+			var s string
+			if r.string(&s, &fe, path+".conflict_resolution"); fe == nil {
+				o.ConflictResolution = &s
+			}
+		case foldEq(key, "op_priority"):
+			if r.peek() == 'n' {
+				r.skip()
+				o.OpPriority = nil
+				break
+			}
+			var b bool
+			if r.bool(&b, &fe, path+".op_priority"); fe == nil {
+				o.OpPriority = &b
+			}
+		default:
+			r.skip()
+			setFirst(&w.optionsErr, fielderr.New(path+"."+key, unknownField))
+			return
+		}
+		w.keep(fe)
+		setFirst(&w.optionsErr, fe)
+	})
+	req.Options = o
+}
+
+func setFirst(dst **fielderr.FieldError, fe *fielderr.FieldError) {
+	if *dst == nil && fe != nil {
+		*dst = fe
+	}
+}
+
+// foldEq matches a JSON key to a field name as encoding/json does: exactly, or else
+// case-insensitively.
+func foldEq(key, name string) bool {
+	return key == name || strings.EqualFold(key, name)
+}
+
+// wireReader walks a valid JSON document (json.Valid checked it), so it tracks
+// positions without checking syntax.
+type wireReader struct {
+	b []byte
+	i int
+}
+
+func (r *wireReader) ws() {
+	for r.i < len(r.b) {
+		switch r.b[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek is the first byte of the next value.
+func (r *wireReader) peek() byte {
+	r.ws()
+	return r.b[r.i]
+}
+
+// valueWord names the next value's JSON type as encoding/json's type errors do.
+func (r *wireReader) valueWord() string {
+	switch r.peek() {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// object calls field with r at each member's value; field must consume it.
+func (r *wireReader) object(field func(key string)) {
+	r.i++ // {
+	for {
+		r.ws()
+		if r.b[r.i] == '}' {
+			r.i++
+			return
+		}
+		if r.b[r.i] == ',' {
+			r.i++
+			r.ws()
+		}
+		key := r.str()
+		r.ws()
+		r.i++ // :
+		r.ws()
+		field(key)
+	}
+}
+
+// array calls elem with r at each element; elem must consume it.
+func (r *wireReader) array(elem func(i int)) {
+	r.i++ // [
+	for n := 0; ; n++ {
+		r.ws()
+		if r.b[r.i] == ']' {
+			r.i++
+			return
+		}
+		if r.b[r.i] == ',' {
+			r.i++
+			r.ws()
+		}
+		elem(n)
+	}
+}
+
+// str reads a string token, unescaped as encoding/json does.
+func (r *wireReader) str() string {
+	start := r.i
+	r.i++
+	escaped := false
+	for {
+		c := r.b[r.i]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			escaped = true
+			r.i++
+		}
+		r.i++
+	}
+	r.i++
+	tok := r.b[start:r.i]
+	inner := tok[1 : len(tok)-1]
+	if !escaped && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(tok, &s) // escapes and invalid UTF-8, as encoding/json reads them
+	return s
+}
+
+// skip passes over the next value.
+func (r *wireReader) skip() {
+	r.ws()
+	switch r.b[r.i] {
+	case '"':
+		r.str()
+	case '{', '[':
+		depth := 0
+		for {
+			switch r.b[r.i] {
+			case '{', '[':
+				depth++
+				r.i++
+			case '}', ']':
+				depth--
+				r.i++
+				if depth == 0 {
+					return
+				}
+			case '"':
+				r.skipString()
+			default:
+				r.i++
+			}
+		}
+	default: // number, true, false, null
+		for r.i < len(r.b) {
+			switch r.b[r.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return
+			}
+			r.i++
+		}
+	}
+}
+
+func (r *wireReader) skipString() {
+	r.i++
+	for r.b[r.i] != '"' {
+		if r.b[r.i] == '\\' {
+			r.i++
+		}
+		r.i++
+	}
+	r.i++
+}
+
+// raw returns the next value's bytes (aliasing the body).
+func (r *wireReader) raw() json.RawMessage {
+	r.ws()
+	start := r.i
+	r.skip()
+	return json.RawMessage(r.b[start:r.i])
+}
+
+// begin reports whether the next value opens with open ('[' or '{'). Otherwise the value
+// is skipped: null quietly, another type as a wrong type (want) at path in *fe.
+func (r *wireReader) begin(open byte, fe **fielderr.FieldError, path, want string) bool {
+	switch r.peek() {
+	case open:
+		return true
+	case 'n':
+		r.skip()
+		return false
+	}
+	setFirst(fe, wrongType(path, r.valueWord(), want))
+	r.skip()
+	return false
+}
+
+// string reads a string value into dst (null leaves it); another type sets *fe.
+func (r *wireReader) string(dst *string, fe **fielderr.FieldError, path string) {
+	switch r.peek() {
+	case '"':
+		*dst = r.str()
+	case 'n':
+		r.skip()
+	default:
+		setFirst(fe, wrongType(path, r.valueWord(), typeString))
+		r.skip()
+	}
+}
+
+func (r *wireReader) bool(dst *bool, fe **fielderr.FieldError, path string) {
+	switch r.peek() {
+	case 't', 'f':
+		*dst = r.b[r.i] == 't'
+		r.skip()
+	case 'n':
+		r.skip()
+	default:
+		setFirst(fe, wrongType(path, r.valueWord(), typeBool))
+		r.skip()
+	}
+}
+
+// strings reads a list of strings (null: nil; [] is empty, not nil).
+func (r *wireReader) strings(fe **fielderr.FieldError, path string) []string {
+	if !r.begin('[', fe, path, typeStrings) {
+		return nil
+	}
+	out := []string{}
+	r.array(func(int) {
+		var s string
+		r.string(&s, fe, path)
+		out = append(out, s)
+	})
+	return out
+}
+
+// int64s reads a list of integers; a number that is not one is a wrong type naming it.
+func (r *wireReader) int64s(fe **fielderr.FieldError, path string) []int64 {
+	if !r.begin('[', fe, path, typeInt64s) {
+		return nil
+	}
+	out := []int64{}
+	r.array(func(int) {
+		var v int64
+		switch c := r.peek(); {
+		case c == 'n':
+			r.skip()
+		case c == '-' || (c >= '0' && c <= '9'):
+			lit := r.raw()
+			n, err := strconv.ParseInt(string(lit), 10, 64)
+			if err != nil {
+				setFirst(fe, wrongType(path, "number "+string(lit), typeInt64))
+			}
+			v = n
+		default:
+			setFirst(fe, wrongType(path, r.valueWord(), typeInt64))
+			r.skip()
+		}
+		out = append(out, v)
+	})
+	return out
+}
+
+// value reads any value as encoding/json does into an any with UseNumber.
+func (r *wireReader) value() any {
+	switch c := r.peek(); c {
+	case '{':
+		m := map[string]any{}
+		r.object(func(key string) { m[key] = r.value() })
+		return m
+	case '[':
+		a := []any{}
+		r.array(func(int) { a = append(a, r.value()) })
+		return a
+	case '"':
+		return r.str()
+	case 't', 'f':
+		r.skip()
+		return c == 't'
+	case 'n':
+		r.skip()
+		return nil
+	}
+	return json.Number(r.raw())
+}
