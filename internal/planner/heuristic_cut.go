@@ -71,15 +71,9 @@ func (b *bound) addCuts(r *Request) {
 	}
 }
 
-// cutBytes is the larger of the bytes either half of c lacks in st.
+// cutBytes is the larger of the bytes either half of c lacks in st (the goal's data).
 func (b *bound) cutBytes(st state, c *halfCut) float64 {
-	d, pos := -1, 0
-	for dd, ids := range st {
-		if i := slices.Index(ids, c.atom); i >= 0 {
-			d, pos = dd, i
-			break
-		}
-	}
+	d, pos := atomAt(st, c.atom)
 	if d < 0 {
 		return 0 // both halves hold everything
 	}
@@ -92,10 +86,50 @@ func (b *bound) cutBytes(st state, c *halfCut) float64 {
 		low := b.lowFraction(d, st[d], pos)
 		toLow, toHigh = (1-low)*c.goalLowFra, low*(1-c.goalLowFra)
 	default:
-		f := b.jointCross(d, st[d], pos, c)
+		f := b.jointCross(d, st[d], pos, b.goal[d], c.goalPos, c.atom, true)
 		toLow, toHigh = f[0], f[1]
 	}
 	return max(toLow, toHigh) * b.totalBytes
+}
+
+// moveTime is the cut bound of one move from st to nx: the least time, in µs, of any
+// step that turns st into nx (the heuristic's argument with nx as the goal). The
+// search prices lazy permutes from below with it.
+func (b *bound) moveTime(st, nx state) float64 {
+	t := 0.0
+	for i := range b.cuts {
+		c := &b.cuts[i]
+		d, pos := atomAt(st, c.atom)
+		if d < 0 {
+			continue
+		}
+		var toLow, toHigh float64
+		switch e, epos := atomAt(nx, c.atom); {
+		case e < 0:
+			low := b.lowFraction(d, st[d], pos)
+			toLow, toHigh = 1-low, low
+		case e != d:
+			low, tlow := b.lowFraction(d, st[d], pos), b.lowFraction(e, nx[e], epos)
+			toLow, toHigh = (1-low)*tlow, low*(1-tlow)
+		default:
+			f := b.jointCross(d, st[d], pos, nx[d], epos, c.atom, false)
+			toLow, toHigh = f[0], f[1]
+		}
+		if x := max(toLow, toHigh) * b.totalBytes; x > 0 {
+			t = max(t, b.combine(b.latMin, x/c.bw))
+		}
+	}
+	return t
+}
+
+// atomAt is the dim and position of atom a in st (-1, 0: unused).
+func atomAt(st state, a uint8) (int, int) {
+	for d, ids := range st {
+		if i := slices.Index(ids, a); i >= 0 {
+			return d, i
+		}
+	}
+	return -1, 0
 }
 
 // lowFraction is the fraction of dim d's elements whose shard index under ids has the
@@ -118,20 +152,23 @@ func (b *bound) lowFraction(d int, ids []uint8, pos int) float64 {
 	return float64(low) / float64(D)
 }
 
-// jointCross is, for an atom at position pos of ids in dim d that the goal also puts in
+// jointCross is, for an atom at position pos of ids and position tpos of tgt, both in
 // dim d, the fractions of the elements the low half lacks (held high, needed low) and
-// the high half lacks.
-func (b *bound) jointCross(d int, ids []uint8, pos int, c *halfCut) [2]float64 {
+// the high half lacks. Walks are memoized; goal says tgt is the goal's list (the memo
+// key then leaves it out).
+func (b *bound) jointCross(d int, ids []uint8, pos int, tgt []uint8, tpos int, atom uint8, goal bool) [2]float64 {
 	sp := b.sp
-	g := b.goal[d]
 	D := sp.shape[d]
-	cs, ct := int64(sp.count(ids)), int64(sp.count(g))
-	sStride, tStride := int64(sp.count(ids[pos+1:])), int64(sp.count(g[c.goalPos+1:]))
-	q := int64(sp.atoms[c.atom].Size)
+	cs, ct := int64(sp.count(ids)), int64(sp.count(tgt))
+	sStride, tStride := int64(sp.count(ids[pos+1:])), int64(sp.count(tgt[tpos+1:]))
+	q := int64(sp.atoms[atom].Size)
 	if out, ok := nestedCross(D, cs, ct, sStride, tStride, q); ok {
 		return out
 	}
-	b.buf = append(append(b.buf[:0], byte(d), c.atom, byte(pos)), ids...)
+	b.buf = append(append(b.buf[:0], byte(d), atom, byte(pos)), ids...)
+	if !goal {
+		b.buf = append(append(b.buf, 0xff), tgt...)
+	}
 	if v, ok := b.cross[string(b.buf)]; ok {
 		return v
 	}

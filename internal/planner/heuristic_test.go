@@ -97,8 +97,9 @@ func TestOverlapMatchesDefinition(t *testing.T) {
 // TestPropertyCutBoundPerStep is the checker of the heuristic's cut bound: every step of
 // every plan (the search's moves, the greedy plan's, the direct exchange and
 // gather-then-slice) is priced at or above the cut bound of its own move, computed by
-// the heuristic with the step's after state as the goal. If one step were cheaper,
-// the heuristic could overestimate a path through it. The meshes mix wrapped tori
+// the heuristic with the step's after state as the goal, and bound.moveTime (the lazy
+// permutes' price from below) equals that bound. If one step were cheaper, the
+// heuristic could overestimate a path through it. The meshes mix wrapped tori
 // (tpu-v4's cube rule), lines, sub-axes and uneven dims.
 func TestPropertyCutBoundPerStep(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 2026))
@@ -139,6 +140,15 @@ func TestPropertyCutBoundPerStep(t *testing.T) {
 						continue
 					}
 					checked++
+					// moveTime (the lazy permutes' bound) computes the same bound with
+					// the move's after state given rather than as the goal.
+					mt, worst := b.moveTime(st.before, st.after), 0.0
+					for ci := range b.cuts {
+						if x := b.cutBytes(st.before, &b.cuts[ci]); x > 0 {
+							worst = max(worst, b.combine(b.latMin, x/b.cuts[ci].bw))
+						}
+					}
+					require.InDelta(t, worst, mt, 1e-9*max(1, worst), "%d %s: moveTime of %s step %d", i, name, c.name, k)
 					for ci := range b.cuts {
 						x := b.cutBytes(st.before, &b.cuts[ci])
 						if x == 0 {

@@ -349,3 +349,23 @@ func TestDigitPermutationPricingIsExact(t *testing.T) {
 	assert.InDelta(t, want.LatencyUS, got.LatencyUS, 1e-9*want.LatencyUS)
 	assert.Equal(t, want.Bytes, got.Bytes)
 }
+
+// TestLowerBoundBetweenFastPath: where disjointBetween answers (even tiles, one dim split
+// over disjoint refs in both shardings), it equals the enumeration over every device,
+// on random reshards (shapes a multiple of 16, so most tile evenly).
+func TestLowerBoundBetweenFastPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	fast := 0
+	for i := range 1500 {
+		m, shape, src, tgt := randomReshard(t, rng, 2, 512, []int64{16, 1})
+		r := &Request{Mesh: m, Shape: shape, ElemBits: []int{8, 16, 32, 4}[i%4], Source: src, Target: tgt}
+		want := enumerateBetween(r, src, tgt)
+		if got, ok := disjointBetween(r, src, tgt); ok {
+			fast++
+			require.Equal(t, want, got, "%d %s %v %s->%s", i, m, shape, src, tgt)
+		}
+		require.Equal(t, want, LowerBoundBetween(r, src, tgt))
+	}
+	t.Logf("fast path answered %d of 1500", fast)
+	require.Greater(t, fast, 50)
+}

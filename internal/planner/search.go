@@ -240,7 +240,7 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 			lazy := op == OpCollectivePermute && s.routed
 			var g float64
 			if lazy {
-				g = n.g + s.permLB(s.inBytes)
+				g = n.g + s.permLB(s.inBytes, n.st, nx)
 			} else {
 				g = n.g + s.price(op, group, s.inBytes, n.st, nx)
 			}
@@ -412,11 +412,16 @@ func (s *searcher) keep(st state) state {
 	return out
 }
 
-// permLB is a lower bound on the routed price of any collective_permute of in bytes per
-// device: the device that receives its tile takes at least in over everything that can
-// flow into one device, after at least one step of the cheapest link.
-func (s *searcher) permLB(in int64) float64 {
-	return s.tb.Combine(s.minLat, float64(in)/s.peakIn)
+// permLB is a lower bound on the routed price of a collective_permute of in bytes per
+// device from st to nx: the device that receives its tile takes at least in over
+// everything that can flow into one device, after at least one step of the cheapest
+// link; and the data each torus half lacks crosses into it (bound.moveTime).
+func (s *searcher) permLB(in int64, st, nx state) float64 {
+	t := s.tb.Combine(s.minLat, float64(in)/s.peakIn)
+	if s.h != nil && len(s.h.cuts) > 0 {
+		t = max(t, s.h.moveTime(st, nx))
+	}
+	return t
 }
 
 func (s *searcher) heuristic(st state) float64 {
