@@ -64,7 +64,9 @@ type StepJSON struct {
 	MeshAxes []string `json:"mesh_axes"`
 	// Pairs ([from, to] device ids) of a collective_permute.
 	Pairs [][2]int `json:"pairs,omitempty"`
-	// Transfers of an all_to_all_v.
+	// Transfers of an all_to_all_v, or of a halo collective_permute (strategy xla on
+	// uneven dims: before equals after, dim is the dim, and the receivers keep the
+	// pieces for the next step).
 	Transfers []planner.Transfer `json:"transfers,omitempty"`
 	// PairRuns and TransferRuns are the compact lists a mesh above the list limit gets
 	// instead: each run stands for count entries, the i-th its first plus i times its
@@ -499,6 +501,14 @@ func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int,
 			a, b := st.SplitDim, st.ConcatDim
 			sj.SplitDim, sj.ConcatDim = &a, &b
 		case planner.OpCollectivePermute:
+			if st.Halo != nil {
+				o, err := renderHalo(&sj, st.Halo, lists, runLimit, budget, ls)
+				if err != nil {
+					return nil, false, err
+				}
+				omitted = omitted || o
+				break
+			}
 			if !lists {
 				runs, ok := planner.PairRuns(m, shape, st.Before, st.After, runLimit)
 				if !ok {

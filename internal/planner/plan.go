@@ -81,7 +81,7 @@ const DefaultMaxExpansions = 2000
 type Step struct {
 	Op               Op
 	Dims             []int // slice: the dims sliced
-	Dim              int   // all_gather, reduce_scatter; -1 otherwise
+	Dim              int   // all_gather, reduce_scatter, a halo collective_permute; -1 otherwise
 	SplitDim         int   // all_to_all; -1 otherwise
 	ConcatDim        int   // all_to_all; -1 otherwise
 	MeshAxes         []sharding.AxisRef
@@ -92,6 +92,10 @@ type Step struct {
 	GroupCount       int
 	BytesPerDevice   int64
 	Cost             cost.Estimate
+	// Halo is set on a collective_permute that exchanges halos (strategy xla on uneven
+	// dims; xla_halo.go): Before equals After, Dim is the dim, and the receivers keep
+	// what they receive for the next step.
+	Halo *Halo
 
 	before, after state // atom states (nil for a fallback step built from shardings)
 }

@@ -137,7 +137,9 @@ func groupOf(m *sharding.Mesh, id int, axes []sharding.AxisRef) []int {
 
 // replay runs the plan on per-device boxes of global indices with each op's semantics
 // and fails unless every step only uses data its group (or its senders) held, and every
-// device ends with exactly its target tile.
+// device ends with exactly its target tile. What a halo collective_permute brings a
+// device stays with it (beside its tile) until the next step that is neither a halo
+// exchange nor an all_gather; an all_gather hands every member what the group held.
 func replay(t *testing.T, p *Plan) {
 	t.Helper()
 	r := p.Request
@@ -145,10 +147,17 @@ func replay(t *testing.T, p *Plan) {
 	n := m.NumDevices()
 	require.True(t, len(p.Steps) == 0 || r.Source.SameLayout(p.Steps[0].Before), "first step starts at the source")
 	cur := r.Source
+	var extras map[int][]box // halo pieces each device holds beside its tile
 	for i, st := range p.Steps {
 		require.Truef(t, cur.SameLayout(st.Before), "step %d before %s != previous after %s", i, st.Before, cur)
 		lb := sharding.NewLayout(m, r.Shape, st.Before)
 		la := sharding.NewLayout(m, r.Shape, st.After)
+		if st.Halo != nil {
+			require.Equal(t, OpCollectivePermute, st.Op, "step %d: only a collective_permute exchanges halos", i)
+			extras = replayHalo(t, i, st, lb, r.ElemBits, extras)
+			cur = st.After
+			continue
+		}
 		switch st.Op {
 		case OpAllReduce, OpReduceScatter:
 			require.Less(t, len(st.After.Unreduced), len(st.Before.Unreduced), "step %d reduces", i)
@@ -178,12 +187,16 @@ func replay(t *testing.T, p *Plan) {
 			}
 			require.Equal(t, st.BytesPerDevice, most, "step %d: all_to_all_v bytes are the busiest receiver's", i)
 		}
+		var gathered map[int][]box
+		if st.Op == OpAllGather && extras != nil {
+			gathered = map[int][]box{}
+		}
 		for id := range n {
 			after := tileBox(la, id)
 			var have []box
 			switch st.Op {
 			case OpSlice:
-				have = []box{tileBox(lb, id)}
+				have = append([]box{tileBox(lb, id)}, extras[id]...)
 			case OpCollectivePermute:
 				from, ok := pairsFrom[id]
 				require.True(t, ok, "step %d: device %d receives nothing", i, id)
@@ -193,14 +206,53 @@ func replay(t *testing.T, p *Plan) {
 			default:
 				for _, g := range groupOf(m, id, st.MeshAxes) {
 					have = append(have, tileBox(lb, g))
+					have = append(have, extras[g]...)
 				}
 			}
 			require.Truef(t, covered(after, have), "step %d (%s over %v): device %d's new tile %v is not made of %v", i, st.Op, st.MeshAxes, id, after, have)
+			if gathered != nil {
+				gathered[id] = have
+			}
 		}
+		extras = gathered
 		cur = st.After
 	}
 	require.Truef(t, cur.SameLayout(r.Target), "plan ends at %s, want %s", cur, r.Target)
 	require.GreaterOrEqual(t, p.Summary.BytesPerDevice, p.Summary.LowerBoundBytesPerDevice, "bytes below the lower bound")
+}
+
+// replayHalo checks one halo collective_permute: the sharding stays, every device sends
+// at most one piece and receives at most one, each piece is data its sender holds (its
+// tile or halo pieces it received earlier), and bytes_per_device is what each sender
+// sends, at least the piece's data. It returns what every device holds beside its tile
+// afterwards.
+func replayHalo(t *testing.T, i int, st Step, lb *sharding.Layout, bits int, extras map[int][]box) map[int][]box {
+	t.Helper()
+	require.Truef(t, st.Before.SameLayout(st.After), "step %d: a halo exchange keeps the sharding", i)
+	out := map[int][]box{}
+	for id, bs := range extras {
+		out[id] = slices.Clone(bs)
+	}
+	sent, recv := map[int]bool{}, map[int]bool{}
+	ts := st.Halo.Transfers()
+	require.NotEmpty(t, ts, "step %d: a halo exchange moves something", i)
+	require.Equal(t, len(ts), st.Halo.Count(), "step %d: Count", i)
+	for _, tr := range ts {
+		require.Falsef(t, sent[tr.From], "step %d: device %d sends twice in one permute", i, tr.From)
+		require.Falsef(t, recv[tr.To], "step %d: device %d receives twice in one permute", i, tr.To)
+		require.NotEqual(t, tr.From, tr.To, "step %d: a halo comes from another device", i)
+		sent[tr.From], recv[tr.To] = true, true
+		b := box(tr.Ranges)
+		require.Truef(t, covered(b, append([]box{tileBox(lb, tr.From)}, extras[tr.From]...)), "step %d: device %d sends %v it does not hold", i, tr.From, tr.Ranges)
+		elems := int64(1)
+		for _, rg := range tr.Ranges {
+			elems *= max(0, rg[1]-rg[0])
+		}
+		require.GreaterOrEqual(t, tr.Bytes, sharding.BufferBytes(elems, bits), "step %d: the slice holds the piece", i)
+		require.Equal(t, st.BytesPerDevice, tr.Bytes, "step %d: every sender sends the permute's slice", i)
+		out[tr.To] = append(out[tr.To], b)
+	}
+	return out
 }
 
 func mustMesh(t testing.TB, s string) *sharding.Mesh {

@@ -55,68 +55,99 @@ func PairRuns(m *sharding.Mesh, shape []int64, before, after sharding.Sharding, 
 			}
 		}
 	}
-	complete = true
-	emit(func(from, to int) bool {
-		if n := len(runs); n > 0 {
-			r := &runs[n-1]
-			df, dt := from-(r.From+(r.Count-1)*r.FromStep), to-(r.To+(r.Count-1)*r.ToStep)
-			if r.Count == 1 {
-				r.FromStep, r.ToStep, r.Count = df, dt, 2
-				return true
-			}
-			if df == r.FromStep && dt == r.ToStep {
-				r.Count++
-				return true
-			}
+	b := pairRuns{max: maxRuns}
+	emit(b.add)
+	return b.result()
+}
+
+// pairRuns builds PairRuns from pairs in order, up to max runs.
+type pairRuns struct {
+	runs []PairRun
+	max  int
+	over bool
+}
+
+// add extends the last run with [from, to] or starts a new one; false once over max.
+func (b *pairRuns) add(from, to int) bool {
+	if n := len(b.runs); n > 0 {
+		r := &b.runs[n-1]
+		df, dt := from-(r.From+(r.Count-1)*r.FromStep), to-(r.To+(r.Count-1)*r.ToStep)
+		if r.Count == 1 {
+			r.FromStep, r.ToStep, r.Count = df, dt, 2
+			return true
 		}
-		if len(runs) == maxRuns {
-			complete = false
-			return false
+		if df == r.FromStep && dt == r.ToStep {
+			r.Count++
+			return true
 		}
-		runs = append(runs, PairRun{From: from, To: to, Count: 1})
-		return true
-	})
-	if !complete {
+	}
+	if len(b.runs) == b.max {
+		b.over = true
+		return false
+	}
+	b.runs = append(b.runs, PairRun{From: from, To: to, Count: 1})
+	return true
+}
+
+func (b *pairRuns) result() ([]PairRun, bool) {
+	if b.over {
 		return nil, false
 	}
-	return runs, true
+	return b.runs, true
+}
+
+// transferRuns builds TransferRuns from transfers in order, up to max runs.
+type transferRuns struct {
+	runs       []TransferRun
+	max        int
+	over       bool
+	last, step []int64 // the current run's last transfer and step, flattened
+}
+
+// add extends the last run with t or starts a new one; false once over max.
+func (b *transferRuns) add(t Transfer) bool {
+	v := flatten(t, nil)
+	if n := len(b.runs); n > 0 {
+		r := &b.runs[n-1]
+		d := make([]int64, len(v))
+		for i := range v {
+			d[i] = v[i] - b.last[i]
+		}
+		if r.Count == 1 || slices.Equal(d, b.step) {
+			if r.Count == 1 {
+				r.Step, b.step = unflatten(d, len(t.Ranges)), d
+			}
+			r.Count++
+			b.last = v
+			return true
+		}
+	}
+	if len(b.runs) == b.max {
+		b.over = true
+		return false
+	}
+	b.runs = append(b.runs, TransferRun{First: t, Step: zeroTransfer(len(t.Ranges)), Count: 1})
+	b.last, b.step = v, nil
+	return true
+}
+
+func (b *transferRuns) result() ([]TransferRun, bool) {
+	if b.over {
+		return nil, false
+	}
+	return b.runs, true
 }
 
 // TransferRunsContext is Transfers as runs, in the pattern's order; complete is false
 // (and runs nil) when more than maxRuns would be needed. It stops with ctx's error once
 // ctx is done.
 func TransferRunsContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, maxRuns int) (runs []TransferRun, complete bool, err error) {
-	complete = true
-	var last, step []int64 // the current run's last transfer and step, flattened
-	err = eachTransfer(ctx, m, shape, elemBits, before, after, func(t Transfer) bool {
-		v := flatten(t, nil)
-		if n := len(runs); n > 0 {
-			r := &runs[n-1]
-			d := make([]int64, len(v))
-			for i := range v {
-				d[i] = v[i] - last[i]
-			}
-			if r.Count == 1 || slices.Equal(d, step) {
-				if r.Count == 1 {
-					r.Step, step = unflatten(d, len(t.Ranges)), d
-				}
-				r.Count++
-				last = v
-				return true
-			}
-		}
-		if len(runs) == maxRuns {
-			complete = false
-			return false
-		}
-		runs = append(runs, TransferRun{First: t, Step: zeroTransfer(len(t.Ranges)), Count: 1})
-		last, step = v, nil
-		return true
-	})
-	if err != nil || !complete {
-		return nil, complete, err
+	b := transferRuns{max: maxRuns}
+	if err = eachTransfer(ctx, m, shape, elemBits, before, after, b.add); err != nil {
+		return nil, !b.over, err
 	}
-	return runs, true, nil
+	runs, complete = b.result()
+	return runs, complete, nil
 }
 
 // Expand lists the transfers of r.

@@ -20,10 +20,17 @@ import (
 // Decisions follow XLA's count-based rules; each emitted step is expressed in mesh axes
 // and priced with r.Model like the optimal plans.
 //
+// Uneven dims: XLA pads each dim to a multiple of its shard count. Where a slice from a
+// partially replicated tiling or an all-gather to one moves a tile boundary, XLA fills
+// windows of the padded dim by exchanging halos with collective-permutes first; those
+// are emitted as they are (xla_halo.go).
+//
 // Deviations, kept deliberately small:
-//   - a step XLA pads or halo-exchanges on uneven dims (a tile boundary moves) is
-//     emitted as all_to_all_v between the same shardings, so that every step stays
-//     replayable in the API's flat-ceil tile semantics;
+//   - an all-to-all whose padded tiles do not line up with the flat-ceil tiles (XLA
+//     pads the split dim and slices the concatenated one with windowed reshards, which
+//     may exchange halos too), and an all-gather to a partially replicated tiling that
+//     needs halos on two or more dims (XLA gathers their windows in one all-gather),
+//     are emitted as all_to_all_v between the same shardings;
 //   - the order of replicated devices inside a replication group is always mesh order,
 //     so a collective-permute that only reorders replicas is not predicted;
 //   - tiny dims (full size <= partitions/2), which XLA replicates with
@@ -497,6 +504,7 @@ func (e *xlaEmu) fromPartialWithDynamicSlice(cur, tgt state) bool {
 	}
 	if e.refines(tgt, cur) {
 		e.took("partial_dynamic_slice")
+		e.padFromPartial(cur, tgt)
 		e.push(OpSlice, cur, tgt, nil, -1, -1)
 		return true
 	}
@@ -505,6 +513,7 @@ func (e *xlaEmu) fromPartialWithDynamicSlice(cur, tgt state) bool {
 		return false
 	}
 	e.took("partial_dynamic_slice")
+	e.padFromPartial(cur, comp)
 	e.push(OpSlice, cur, comp, nil, -1, -1)
 	if !comp.equal(tgt) {
 		e.push(OpCollectivePermute, comp, tgt, changedAtoms(comp, tgt), -1, -1)
@@ -526,6 +535,18 @@ func (e *xlaEmu) toPartialWithAllGather(cur, tgt state) bool {
 		comp = cur
 	} else if !comp.equal(cur) {
 		e.push(OpCollectivePermute, cur, comp, changedAtoms(cur, comp), -1, -1)
+	}
+	// Halo exchanges on the gathered dims. XLA then gathers them all in one all-gather;
+	// with windows on two or more dims, per-dim all-gathers would pass through tiles
+	// nobody holds, so those stay all_to_all_v (the deviation above).
+	var halo []int
+	for d := range comp {
+		if e.counts(comp)[d] > e.counts(tgt)[d] && newHaloWindows(e.sp, d, haloGather, comp, tgt).needed() {
+			halo = append(halo, d)
+		}
+	}
+	if len(halo) == 1 {
+		e.pushHalo(halo[0], haloGather, comp, tgt)
 	}
 	at := comp
 	for i := len(expanded) - 1; i >= 0; i-- {
@@ -587,6 +608,7 @@ func (e *xlaEmu) partialWithAllToAll(cur, tgt state) bool {
 			e.push(OpAllToAll, at, nx, slices.Clone(at[k+1]), k+1, k)
 			at = nx
 		}
+		e.padFromPartial(at, tgt)
 		e.push(OpSlice, at, tgt, nil, -1, -1)
 		return true
 	}
@@ -723,12 +745,49 @@ func (e *xlaEmu) groupEqualDims(cur, tgt state, allowFull bool) bool {
 	return ok
 }
 
-// steps prices the moves; a move whose new tiles are not made of the group's old tiles
-// (uneven dims, where XLA pads or exchanges halos) becomes all_to_all_v.
+// padFromPartial records PadFromPartialReplicateShape's halo exchanges before the
+// dynamic-slice from the partially replicated cur to its refinement comp: one per dim
+// the slice expands, in dim order.
+func (e *xlaEmu) padFromPartial(cur, comp state) {
+	c, t := e.counts(cur), e.counts(comp)
+	for d := range cur {
+		if t[d] > c[d] {
+			e.pushHalo(d, haloPad, cur, comp)
+		}
+	}
+}
+
+// pushHalo records a halo exchange along dim on st ahead of the step to other
+// (steps() decides whether XLA needs one).
+func (e *xlaEmu) pushHalo(dim, kind int, st, other state) {
+	e.moves = append(e.moves, move{op: opHalo, dim: dim, dim2: kind, group: slices.Clone(st[dim]), before: st.clone(), after: other.clone(), unrBefore: e.unr, unrAfter: e.unr})
+}
+
+// steps prices the moves. Halo exchanges become their collective-permutes, and the step
+// after them reads the windows they filled; any other move whose new tiles are not made
+// of the group's old tiles (an all-to-all on uneven dims) becomes all_to_all_v.
 func (e *xlaEmu) steps() []Step {
 	out := make([]Step, 0, len(e.moves))
+	var run []haloWindows // halo exchanges since the last other step
 	for _, m := range e.moves {
-		if m.op != OpCollectivePermute && m.op != OpAllReduce && !e.sp.feasible(m.before, m.after, maskOf(m.group)) {
+		if m.op == opHalo {
+			w := newHaloWindows(e.sp, m.dim, m.dim2, m.before, m.after)
+			if !w.needed() {
+				continue
+			}
+			out = append(out, e.haloSteps(m, w, run)...)
+			run = append(run, w)
+			continue
+		}
+		// The windows stay until the step that reads them: an all-gather reads its dim's
+		// (and gathers the rest along), any other step all of them.
+		haloed := len(run) > 0
+		if m.op == OpAllGather {
+			run = slices.DeleteFunc(run, func(w haloWindows) bool { return w.dim == m.dim })
+		} else {
+			run = nil
+		}
+		if !haloed && m.op != OpCollectivePermute && m.op != OpAllReduce && !e.sp.feasible(m.before, m.after, maskOf(m.group)) {
 			out = append(out, e.sp.directStep(e.r, m.before, m.after, m.unrAfter))
 			continue
 		}
