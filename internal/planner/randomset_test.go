@@ -28,32 +28,35 @@ func randomSet(t testing.TB) []problem {
 		for d := range shape {
 			shape[d] = []int64{128, 256, 512, 1024, 2048, 4096, 96, 384}[rng.IntN(8)]
 		}
-		draw := func() sharding.Sharding {
-			s := sharding.Replicated(rank)
-			var pieces []sharding.AxisRef
-			for _, a := range m.Axes {
-				full := sharding.FullAxis(a)
-				if a.Size == 4 && rng.IntN(3) == 0 {
-					pieces = append(pieces, full.Sub(1, 2), full.Sub(2, 2))
-					continue
-				}
-				pieces = append(pieces, full)
-			}
-			for _, i := range rng.Perm(len(pieces)) {
-				if k := rng.IntN(rank + 1); k < rank {
-					s.Dims[k].Axes = append(s.Dims[k].Axes, pieces[i])
-				}
-			}
-			s.Canonicalize(m)
-			return s
-		}
-		src, tgt := draw(), draw()
+		src, tgt := randomSetSharding(rng, m, rank), randomSetSharding(rng, m, rank)
 		if src.SameLayout(tgt) {
 			continue
 		}
 		out = append(out, problem{m, shape, src, tgt})
 	}
 	return out
+}
+
+// randomSetSharding draws one sharding of randomSet: every axis, or for a size-4 axis
+// (one time in three) its two halves, goes to a random dim or stays replicated.
+func randomSetSharding(rng *rand.Rand, m *sharding.Mesh, rank int) sharding.Sharding {
+	s := sharding.Replicated(rank)
+	var pieces []sharding.AxisRef
+	for _, a := range m.Axes {
+		full := sharding.FullAxis(a)
+		if a.Size == 4 && rng.IntN(3) == 0 {
+			pieces = append(pieces, full.Sub(1, 2), full.Sub(2, 2))
+			continue
+		}
+		pieces = append(pieces, full)
+	}
+	for _, i := range rng.Perm(len(pieces)) {
+		if k := rng.IntN(rank + 1); k < rank {
+			s.Dims[k].Axes = append(s.Dims[k].Axes, pieces[i])
+		}
+	}
+	s.Canonicalize(m)
+	return s
 }
 
 // BenchmarkRandomSet plans the 250 reshards once per iteration on tpu-v5p and reports

@@ -104,14 +104,28 @@ func ReshardXLA(ctx context.Context, r *Request) (*Plan, *XLAInfo, error) {
 
 // xlaPlan runs the emulation and builds the priced plan.
 func xlaPlan(r *Request) (*Plan, *xlaEmu, error) {
-	src, tgt := r.Source, r.Target
-	reduce, err := reducedRefs(src, tgt)
+	e, err := xlaEmulate(r)
 	if err != nil {
 		return nil, nil, err
 	}
+	p := &Plan{Request: r, sp: e.sp, name: "xla", Steps: e.steps()}
+	between := LowerBoundBetween(r, r.Source, r.Target)
+	p.finish(between, lowerBoundWith(r, between))
+	p.Summary.Strategy = XLA
+	return p, e, nil
+}
+
+// xlaEmulate runs the emulation: the moves XLA makes and whether it falls back, not yet
+// priced.
+func xlaEmulate(r *Request) (*xlaEmu, error) {
+	src, tgt := r.Source, r.Target
+	reduce, err := reducedRefs(src, tgt)
+	if err != nil {
+		return nil, err
+	}
 	sp, ok := xlaSpace(r.Mesh, r.Shape, r.ElemBits, src, tgt)
 	if !ok {
-		return nil, nil, sharding.Fieldf("target", "the source and target use sub-axes of one mesh axis that fit no common factorisation; XLA's tile assignments cannot express this reshard")
+		return nil, sharding.Fieldf("target", "the source and target use sub-axes of one mesh axis that fit no common factorisation; XLA's tile assignments cannot express this reshard")
 	}
 	e := &xlaEmu{sp: sp, r: r, fixedDims: make([]bool, len(r.Shape)), unr: tgt.Unreduced}
 	e.keptUnreduced = maskOf(sp.atomsOf(tgt.Unreduced))
@@ -121,13 +135,9 @@ func xlaPlan(r *Request) (*Plan, *xlaEmu, error) {
 		e.moves = append(e.moves, move{op: OpAllReduce, group: sp.atomsOf(reduce), before: start, after: start.clone(), unrBefore: src.Unreduced, unrAfter: tgt.Unreduced, reduceRefs: reduce})
 	}
 	if !e.reshard(start, goal, true) {
-		return nil, nil, fmt.Errorf("xla emulation found no plan from %s to %s", src, tgt) // unreachable: the fallback always applies
+		return nil, fmt.Errorf("xla emulation found no plan from %s to %s", src, tgt) // unreachable: the fallback always applies
 	}
-	p := &Plan{Request: r, sp: sp, name: "xla", Steps: e.steps()}
-	between := LowerBoundBetween(r, r.Source, r.Target)
-	p.finish(between, lowerBoundWith(r, between))
-	p.Summary.Strategy = XLA
-	return p, e, nil
+	return e, nil
 }
 
 // xlaSpace splits every mesh axis of size > 1 into atoms: the common refinement of the

@@ -19,6 +19,18 @@ func xlaHop(r *Request, from, to sharding.Sharding) (*Plan, bool, error) {
 	return p, e.fallback, nil
 }
 
+// xlaHopFallsBack is xlaHop's verdict alone, without pricing the plan (ok false when
+// the hop cannot be emulated).
+func xlaHopFallsBack(r *Request, from, to sharding.Sharding) (fallback, ok bool) {
+	h := *r
+	h.Source, h.Target = from, to
+	e, err := xlaEmulate(&h)
+	if err != nil {
+		return false, false
+	}
+	return e.fallback, true
+}
+
 func hasSubAxis(s sharding.Sharding) bool {
 	for _, r := range s.UsedAxes() {
 		if !r.IsFull() {
@@ -31,10 +43,12 @@ func hasSubAxis(s sharding.Sharding) bool {
 // suggestXLA picks the shortest chain of intermediate shardings whose every hop XLA
 // handles without the fallback, preferring states without sub-axes (a PartitionSpec
 // cannot name those). The candidate states come, in order, from the optimal plan of
-// standard collectives and from greedy plans that do one collective per hop (the
-// buffer limit lifted, so a gather may go through larger tiles than either end, but
-// never through full replication); the first list that yields a chain wins. It returns
-// the suggestions and XLA's plan through them, or a note saying why there is none.
+// standard collectives, from greedy plans that do one collective per hop (the buffer
+// limit lifted, so a gather may go through larger tiles than either end, but never
+// through full replication), and, when the optimal plan rematerializes, from its
+// states short of full replication; the first list that yields a chain wins. It
+// returns the suggestions and XLA's plan through them, or a note saying why there is
+// none.
 func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan, string) {
 	lists := suggestionStates(ctx, r)
 	for _, states := range lists {
@@ -43,26 +57,43 @@ func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan, string) {
 		}
 	}
 	if len(lists) == 0 {
-		return nil, nil, "no plan of standard collectives reaches the target without full rematerialization, so no intermediate sharding can avoid XLA's fallback"
+		return nil, nil, "the plans of standard collectives offer no intermediate sharding short of full replication, so no constraint can avoid XLA's fallback"
 	}
 	return nil, nil, "XLA falls back on some hop of every chain of intermediate shardings tried (the optimal plan's states and one collective per hop); reshard in two steps through a sharding that shards the dims differently, or use the optimal strategy's plan"
 }
 
 // suggestionStates lists chains of shardings from r.Source to r.Target (both included)
 // that a suggestion may pass through.
-func suggestionStates(ctx context.Context, r *Request) [][]sharding.Sharding {
-	var lists [][]sharding.Sharding
+func suggestionStates(ctx context.Context, r *Request) (lists [][]sharding.Sharding) {
 	rr := *r
 	// Constraints need intermediate states: a single point-to-point exchange has none,
 	// so the chain comes from the best plan of standard collectives.
 	rr.AllowedOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpCollectivePermute, OpReduceScatter, OpAllReduce}
-	if opt, err := Reshard(ctx, &rr); err == nil && !opt.Summary.FullRematerialization && len(opt.Steps) > 0 {
+	// A plan that rematerializes still offers its states short of the replicated one
+	// (a gather that keeps some dim sharded is often a hop XLA takes); they are tried
+	// last.
+	var remat []sharding.Sharding
+	endsSharded := !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated()
+	if opt, err := Reshard(ctx, &rr); err == nil && len(opt.Steps) > 0 {
 		states := []sharding.Sharding{r.Source}
-		for _, st := range opt.Steps {
+		for i, st := range opt.Steps {
+			if i < len(opt.Steps)-1 && endsSharded && st.After.IsFullyReplicated() {
+				continue
+			}
 			states = append(states, st.After)
 		}
-		lists = append(lists, states)
+		switch {
+		case !opt.Summary.FullRematerialization:
+			lists = append(lists, states)
+		case len(states) > 2:
+			remat = states
+		}
 	}
+	defer func() {
+		if remat != nil {
+			lists = append(lists, remat)
+		}
+	}()
 	// Greedy plans, one collective per hop, from the atom space of both ends.
 	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
 	if !ok || len(r.Source.Unreduced) > 0 {
@@ -107,7 +138,6 @@ func chainThrough(ctx context.Context, r *Request, states []sharding.Sharding) (
 	const inf = 1 << 30
 	best := make([]int, len(nodes))
 	prev := make([]int, len(nodes))
-	hop := make([]*Plan, len(nodes))
 	for j := 1; j <= last; j++ {
 		best[j] = inf
 		w := 1
@@ -118,13 +148,13 @@ func chainThrough(ctx context.Context, r *Request, states []sharding.Sharding) (
 			if best[i] >= inf || nodes[i].pos >= nodes[j].pos || ctx.Err() != nil {
 				continue
 			}
-			p, fb, err := xlaHop(r, nodes[i].s, nodes[j].s)
-			if err != nil || fb {
+			if c := best[i] + w; c >= best[j] {
+				continue // a hop is never cheaper than its weight: skip the emulation
+			}
+			if fb, ok := xlaHopFallsBack(r, nodes[i].s, nodes[j].s); !ok || fb {
 				continue
 			}
-			if c := best[i] + w; c < best[j] {
-				best[j], prev[j], hop[j] = c, i, p
-			}
+			best[j], prev[j] = best[i]+w, i
 		}
 	}
 	if best[last] >= inf {
@@ -138,7 +168,11 @@ func chainThrough(ctx context.Context, r *Request, states []sharding.Sharding) (
 	chain := &Plan{Request: r, name: "xla_chain"}
 	var out []Suggestion
 	for _, j := range path {
-		chain.Steps = append(chain.Steps, hop[j].Steps...)
+		hop, _, err := xlaHop(r, nodes[prev[j]].s, nodes[j].s)
+		if err != nil {
+			return nil, nil // unreachable: the hop was emulated above
+		}
+		chain.Steps = append(chain.Steps, hop.Steps...)
 		if j == last {
 			continue
 		}

@@ -1,0 +1,157 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/cost"
+)
+
+// xlaFallbackSet draws seeded random reshards of rank 2-4 on randomSetMesh (each axis,
+// or one of the halves of a size-4 axis, on a random dim or replicated; dims 96 to 4096
+// and, one in four, an odd size) and keeps the first n on which XLA falls back.
+func xlaFallbackSet(t testing.TB, n int) []problem {
+	rng := rand.New(rand.NewPCG(2026, 5))
+	m := mustMesh(t, randomSetMesh)
+	f, _ := cost.Profile("tpu-v5p")
+	var out []problem
+	for tries := 0; len(out) < n && tries < 100*n; tries++ {
+		rank := 2 + rng.IntN(3)
+		shape := make([]int64, rank)
+		for d := range shape {
+			shape[d] = []int64{128, 256, 512, 1024, 2048, 4096, 96, 384}[rng.IntN(8)]
+			if rng.IntN(4) == 0 {
+				shape[d] += int64(1 + 2*rng.IntN(5))
+			}
+		}
+		src, tgt := randomSetSharding(rng, m, rank), randomSetSharding(rng, m, rank)
+		if src.SameLayout(tgt) {
+			continue
+		}
+		r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f}
+		if _, e, err := xlaPlan(r); err == nil && e.fallback {
+			out = append(out, problem{m, shape, src, tgt})
+		}
+	}
+	return out
+}
+
+// corpusFallbacks is every reshard of testdata/pricing_corpus.json (up to 256 devices)
+// on which XLA falls back.
+func corpusFallbacks(t testing.TB) []problem {
+	raw, err := os.ReadFile("testdata/pricing_corpus.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []corpusCase
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := cost.Profile("tpu-v5p")
+	var out []problem
+	for _, c := range cases {
+		m := mustMesh(t, c.Mesh)
+		if m.NumDevices() > 256 {
+			continue
+		}
+		pb := problem{m, c.Shape, mustSharding(t, m, c.Shape, string(c.Source)), mustSharding(t, m, c.Shape, string(c.Target))}
+		r := &Request{Mesh: m, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		if _, e, err := xlaPlan(r); err == nil && e.fallback {
+			out = append(out, pb)
+		}
+	}
+	return out
+}
+
+// BenchmarkXLASuggestions times the suggestion search (suggestXLA, the part of a
+// strategy-xla request that runs only after a fallback) on tpu-v5p, per request:
+// p50/p90/p99 in µs and how many got suggestions, for the pricing corpus's fallbacks
+// and for 200 seeded random fallbacks on randomSetMesh.
+//
+//	go test -run '^$' -bench BenchmarkXLASuggestions -benchtime 3x ./internal/planner/
+func BenchmarkXLASuggestions(b *testing.B) {
+	f, _ := cost.Profile("tpu-v5p")
+	for _, set := range []struct {
+		name string
+		pbs  []problem
+	}{{"corpus", corpusFallbacks(b)}, {"random", xlaFallbackSet(b, 200)}} {
+		b.Run(set.name, func(b *testing.B) {
+			var lat []float64
+			suggested := 0
+			for b.Loop() {
+				lat, suggested = lat[:0], 0
+				for _, pb := range set.pbs {
+					r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+					t0 := time.Now()
+					sugg, _, _ := suggestXLA(context.Background(), r)
+					lat = append(lat, float64(time.Since(t0).Nanoseconds())/1e3)
+					if len(sugg) > 0 {
+						suggested++
+					}
+				}
+			}
+			slices.Sort(lat)
+			pct := func(q float64) float64 { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+			b.ReportMetric(float64(len(set.pbs)), "fallbacks")
+			b.ReportMetric(float64(suggested), "suggested")
+			b.ReportMetric(pct(0.5), "p50-µs")
+			b.ReportMetric(pct(0.9), "p90-µs")
+			b.ReportMetric(pct(0.99), "p99-µs")
+			b.ReportMetric(lat[len(lat)-1], "max-µs")
+		})
+	}
+}
+
+// TestXLAFallbackSetSuggests: every fallback of the random set gets suggestions or a
+// note, and the suggestions' hops pass XLA without the fallback (checkXLA).
+func TestXLAFallbackSetSuggests(t *testing.T) {
+	n := 60
+	if testing.Short() {
+		n = 20
+	}
+	f, _ := cost.Profile("tpu-v5p")
+	set := xlaFallbackSet(t, n)
+	suggested := 0
+	for i, pb := range set {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+			p, info, err := ReshardXLA(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkXLA(t, p, info)
+			if len(info.Suggested) > 0 {
+				suggested++
+			} else if info.SuggestionNote == "" {
+				t.Errorf("%s %v %s -> %s: no suggestion and no note", pb.mesh, pb.shape, pb.src, pb.tgt)
+			}
+		})
+	}
+	t.Logf("%d fallbacks, %d with suggestions", len(set), suggested)
+	if len(set) < n {
+		t.Errorf("only %d fallbacks drawn, want %d", len(set), n)
+	}
+}
+
+// TestXLASuggestsThroughRematPlanStates: when the optimal plan of standard collectives
+// rematerializes, its states short of full replication still make a chain (pricing
+// corpus "d=16,m=16": the target's 128 rows on 256 shards are no slice of the source's,
+// but gathering d alone, P(None, None, None, 'm'), is a hop XLA takes, and so is the
+// slice from there). It used to answer a note saying no constraint could help.
+func TestXLASuggestsThroughRematPlanStates(t *testing.T) {
+	p, info := xplan(t, "d=16,m=16", []int64{128, 1024, 2048, 128}, 16, `[null,"d",null,"m"]`, `[null,null,null,["d","m"]]`)
+	checkXLA(t, p, info)
+	require.True(t, info.Fallback)
+	assert.Empty(t, info.SuggestionNote)
+	require.Len(t, info.Suggested, 1)
+	assert.Equal(t, "P(None, None, None, 'm')", info.Suggested[0].PartitionSpec)
+}
