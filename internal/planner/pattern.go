@@ -593,13 +593,16 @@ func (p *pattern) transfersAtMost() int {
 }
 
 // digitPermutation is the pattern as a cost.DigitPermutation when it is one: a permute
-// whose shardings use the same atoms, each dim's atoms the same sizes position by
-// position, so the holder's digit of before[d][i] is the receiver's digit of after[d][i]
-// and every other digit is the receiver's own (then no device keeps its tile while
-// another asks it for its own, and the holders are exactly that digit map).
+// whose dims have the same atom sizes position by position, so the holder's digit of
+// before[d][i] is the receiver's digit of after[d][i]; an atom only after uses takes
+// the receiver's digit of its partner (the released atom newPattern pairs it with, so
+// replacements qualify when every released atom is paired one for one); every other
+// digit is the receiver's own. Then no device keeps its tile while another asks it for
+// its own, and the holders are exactly that digit map (TestDigitPermutationPricingIsExact
+// holds the closed form to the transfers, replacements included).
 func (p *pattern) digitPermutation() (cost.DigitPermutation, bool) {
 	sp := p.sp
-	if !p.permute || p.before.used() != p.after.used() {
+	if !p.permute || len(p.mixU) > 0 {
 		return cost.DigitPermutation{}, false
 	}
 	n := len(sp.atoms)
@@ -619,6 +622,23 @@ func (p *pattern) digitPermutation() (cost.DigitPermutation, bool) {
 			}
 			dp.Src[b[i]] = int(a[i])
 		}
+	}
+	// A replacement: an atom u that before replicates and after uses takes, in the
+	// holder, the receiver's digit of its partner (holderOf), an atom released by the
+	// move. Every released atom must be some u's partner for Src to be a permutation.
+	ub, ua := p.before.used(), p.after.used()
+	var partners uint64
+	for u := range n {
+		if bit := uint64(1) << u; ub&bit == 0 && ua&bit != 0 {
+			if int(p.holderOf[u]) == u {
+				return cost.DigitPermutation{}, false
+			}
+			dp.Src[u] = int(p.holderOf[u])
+			partners |= 1 << uint(p.holderOf[u])
+		}
+	}
+	if partners != ub&^ua {
+		return cost.DigitPermutation{}, false
 	}
 	return dp, true
 }

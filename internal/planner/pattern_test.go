@@ -330,6 +330,50 @@ func TestDigitPermutationPricingIsExact(t *testing.T) {
 		}
 	}
 	require.Greater(t, checked, 200)
+	// Replacements: one used atom replaced by one the state does not use, of the same
+	// size (then a swap of two more atoms), as the search's towardGoal and replace moves
+	// make them.
+	replaced := 0
+	for i := range 400 {
+		m, shape, src, tgt := randomReshard(t, rng, 4, 1024, []int64{1, 16})
+		sp, ok := newSpace(m, shape, 32, src, tgt)
+		if !ok {
+			continue
+		}
+		b := sp.stateOf(src)
+		a := b.clone()
+		used := b.used()
+		var done bool
+		for d := range a {
+			for k, x := range a[d] {
+				for u := range sp.atoms {
+					if !done && used&(1<<u) == 0 && sp.atoms[u].Size == sp.atoms[x].Size {
+						a[d][k], done = uint8(u), true
+					}
+				}
+			}
+		}
+		if !done {
+			continue
+		}
+		if d := rng.IntN(len(a)); len(a[d]) >= 2 && sp.atoms[a[d][0]].Size == sp.atoms[a[d][1]].Size {
+			a[d][0], a[d][1] = a[d][1], a[d][0]
+		}
+		p := newPattern(sp, b, a, true, 4096)
+		dp, ok := p.digitPermutation()
+		require.True(t, ok, "%d %s %v %v->%v: a one-for-one replacement is a digit permutation", i, m, shape, b, a)
+		f := models[i%len(models)]
+		got, ok := f.NewRouter(m).PriceDigitPermutation(dp)
+		require.True(t, ok)
+		want := f.NewRouter(m).Price(fullTraffic(p, cost.CollectivePermute))
+		name := fmt.Sprintf("%d %s %s %v %v->%v", i, f.Name(), m, shape, b, a)
+		require.InDelta(t, want.BandwidthUS, got.BandwidthUS, 1e-9*max(1, want.BandwidthUS), name)
+		require.InDelta(t, want.LatencyUS, got.LatencyUS, 1e-9*max(1, want.LatencyUS), name)
+		require.Equal(t, want.Bytes, got.Bytes, name)
+		require.Equal(t, want.MaxHops, got.MaxHops, name)
+		replaced++
+	}
+	require.Greater(t, replaced, 100)
 	// The grid's 65,536-device swap: [(a,b),(c,d)] -> [(c,d),(a,b)].
 	m := mustMesh(t, "a=16,b=16,c=16,d=16")
 	shape := []int64{4096, 4096}
