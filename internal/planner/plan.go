@@ -61,8 +61,9 @@ type Request struct {
 	// fullSearch lifts the goal-directed move restriction (tests measure what it
 	// costs).
 	fullSearch bool
-	// allSwaps keeps the single-atom swap and replace permutes in the exact pass too.
-	allSwaps bool
+	// allMoves gives the exact pass the weighted passes' moves too: the single-atom swap
+	// and replace permutes and the relaxed fills.
+	allMoves bool
 }
 
 // maxOptionalTransfers bounds the transfers the planner routes to price the direct
