@@ -64,20 +64,64 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 	if g == nil {
 		return nil, sharding.Fieldf("", "no graph")
 	}
-	gs := &graphState{mesh: m, byName: map[string]int{}}
-	var errs sharding.Errors
-	addErr := func(err error) {
-		if es, ok := sharding.AsFieldErrors(err); ok {
-			errs = append(errs, es...)
-		} else if err != nil {
-			errs = append(errs, sharding.Fieldf("", "%v", err))
-		}
+	p := &preparer{gs: &graphState{mesh: m, byName: map[string]int{}}}
+	if p.addTensors(g); len(p.errs) > 0 {
+		return nil, p.errs
 	}
+	p.flatten(g.Ops, "ops", -1)
+	p.linkGraphIO(g)
+	if err := p.linkOps(ctx); err != nil {
+		return nil, err
+	}
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	order, err := p.topoOrder()
+	if err != nil {
+		return nil, err
+	}
+	if p.addNodes(order); len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	p.indexUsers()
+	return p.gs, nil
+}
+
+// preparer is the work state of prepare: the graph state it builds, the errors it
+// collects and the flattened ops with their operands, results and producers.
+type preparer struct {
+	gs   *graphState
+	errs sharding.Errors
+	flat []flatOp
+	// producer is, per tensor, the flat index of the op producing it, -1 none, -2 a
+	// graph input.
+	producer    []int
+	opIn, opOut [][]int // per flat op: operand and result tensor ids
+	whiles      map[int]*whileInfo
+	names       map[string]string // op name -> wire path of its op
+}
+
+// whileInfo holds the tensor ids of a while's regions: cond params, body params, body
+// returns and cond returns.
+type whileInfo struct{ cp, bp, br, cr []int }
+
+// addErr records err, flattening a list of field errors.
+func (p *preparer) addErr(err error) {
+	if es, ok := sharding.AsFieldErrors(err); ok {
+		p.errs = append(p.errs, es...)
+	} else if err != nil {
+		p.errs = append(p.errs, sharding.Fieldf("", "%v", err))
+	}
+}
+
+// addTensors checks and adds the tensors of g in name order.
+func (p *preparer) addTensors(g *Graph) {
+	gs := p.gs
 	for _, name := range sortedKeys(g.Tensors) {
 		t := g.Tensors[name]
 		field := "tensors." + name
 		if t == nil {
-			addErr(sharding.Fieldf(field, "is null; give {shape, dtype, sharding}"))
+			p.addErr(sharding.Fieldf(field, "is null; give {shape, dtype, sharding}"))
 			continue
 		}
 		ts := &tensorState{name: name, shape: t.Shape, elems: numElements(t.Shape), bits: t.ElemBits}
@@ -87,7 +131,7 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 		bad := false
 		for d, n := range t.Shape {
 			if n < 0 {
-				addErr(sharding.Fieldf(field+".shape["+strconv.Itoa(d)+"]", "dim size %d is negative", n))
+				p.addErr(sharding.Fieldf(field+".shape["+strconv.Itoa(d)+"]", "dim size %d is negative", n))
 				bad = true
 			}
 		}
@@ -97,9 +141,9 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 		if t.Sharding != nil {
 			// Re-parse the printed form: this checks every invariant of a sharding built
 			// in Go as strictly as one sent as JSON.
-			sh, err := sharding.ParseText(t.Sharding.Body(), m, t.Shape, field+".sharding")
+			sh, err := sharding.ParseText(t.Sharding.Body(), gs.mesh, t.Shape, field+".sharding")
 			if err != nil {
-				addErr(err)
+				p.addErr(err)
 				continue
 			}
 			ts.ann = &sh
@@ -107,136 +151,158 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 		gs.byName[name] = len(gs.tensors)
 		gs.tensors = append(gs.tensors, ts)
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	// Flatten ops (regions included) with their wire paths.
-	var flat []flatOp
-	var walk func(ops []Op, prefix string, while int)
-	walk = func(ops []Op, prefix string, while int) {
-		for i := range ops {
-			f := prefix + "[" + strconv.Itoa(i) + "]"
-			idx := len(flat)
-			o := ops[i] // a copy: prepare names unnamed ops and must not modify g
-			flat = append(flat, flatOp{op: &o, field: f, while: while})
-			if ops[i].Kind == "while" {
-				if ops[i].Cond != nil {
-					walk(ops[i].Cond.Ops, f+".cond.ops", idx)
-				}
-				if ops[i].Body != nil {
-					walk(ops[i].Body.Ops, f+".body.ops", idx)
-				}
+}
+
+// flatten appends ops (regions included) to p.flat with their wire paths; while is the
+// flat index of the enclosing while, -1 at top level.
+func (p *preparer) flatten(ops []Op, prefix string, while int) {
+	for i := range ops {
+		f := prefix + "[" + strconv.Itoa(i) + "]"
+		idx := len(p.flat)
+		o := ops[i] // a copy: prepare names unnamed ops and must not modify g
+		p.flat = append(p.flat, flatOp{op: &o, field: f, while: while})
+		if ops[i].Kind == "while" {
+			if ops[i].Cond != nil {
+				p.flatten(ops[i].Cond.Ops, f+".cond.ops", idx)
+			}
+			if ops[i].Body != nil {
+				p.flatten(ops[i].Body.Ops, f+".body.ops", idx)
 			}
 		}
 	}
-	walk(g.Ops, "ops", -1)
-	producer := make([]int, len(gs.tensors)) // flat op index, -1 none, -2 graph input
-	for i := range producer {
-		producer[i] = -1
+}
+
+// linkGraphIO marks the graph inputs as produced and checks that inputs and outputs
+// name known tensors.
+func (p *preparer) linkGraphIO(g *Graph) {
+	p.producer = make([]int, len(p.gs.tensors))
+	for i := range p.producer {
+		p.producer[i] = -1
 	}
 	for i, name := range g.Inputs {
-		id, ok := gs.byName[name]
+		id, ok := p.gs.byName[name]
 		if !ok {
-			addErr(sharding.Fieldf("inputs["+strconv.Itoa(i)+"]", "tensor %q is not in tensors", name))
+			p.addErr(sharding.Fieldf("inputs["+strconv.Itoa(i)+"]", "tensor %q is not in tensors", name))
 			continue
 		}
-		producer[id] = -2
+		p.producer[id] = -2
 	}
 	for i, name := range g.Outputs {
-		if _, ok := gs.byName[name]; !ok {
-			addErr(sharding.Fieldf("outputs["+strconv.Itoa(i)+"]", "tensor %q is not in tensors", name))
+		if _, ok := p.gs.byName[name]; !ok {
+			p.addErr(sharding.Fieldf("outputs["+strconv.Itoa(i)+"]", "tensor %q is not in tensors", name))
 		}
 	}
-	names := map[string]string{}
-	ids := func(list []string, field string) ([]int, bool) {
-		out := make([]int, len(list))
-		ok := true
-		for i, n := range list {
-			id, found := gs.byName[n]
-			if !found {
-				addErr(sharding.Fieldf(field+"["+strconv.Itoa(i)+"]", "tensor %q is not in tensors", n))
-				ok = false
-				continue
-			}
-			out[i] = id
+}
+
+// ids resolves tensor names to ids; ok is false (and errors are recorded) when one is
+// unknown.
+func (p *preparer) ids(list []string, field string) ([]int, bool) {
+	out := make([]int, len(list))
+	ok := true
+	for i, n := range list {
+		id, found := p.gs.byName[n]
+		if !found {
+			p.addErr(sharding.Fieldf(field+"["+strconv.Itoa(i)+"]", "tensor %q is not in tensors", n))
+			ok = false
+			continue
 		}
-		return out, ok
+		out[i] = id
 	}
-	produce := func(id, op int, field string) {
-		switch p := producer[id]; {
-		case p == -2:
-			addErr(sharding.Fieldf(field, "tensor %q is a graph input and cannot be produced by op %q", gs.tensors[id].name, flat[op].op.Name))
-		case p >= 0:
-			addErr(sharding.Fieldf(field, "tensor %q is already produced by op %q (%s); every tensor has one producer", gs.tensors[id].name, flat[p].op.Name, flat[p].field))
-		default:
-			producer[id] = op
-		}
+	return out, ok
+}
+
+// produce records flat op op as the producer of tensor id, or an error when the tensor
+// is a graph input or already produced.
+func (p *preparer) produce(id, op int, field string) {
+	switch q := p.producer[id]; {
+	case q == -2:
+		p.addErr(sharding.Fieldf(field, "tensor %q is a graph input and cannot be produced by op %q", p.gs.tensors[id].name, p.flat[op].op.Name))
+	case q >= 0:
+		p.addErr(sharding.Fieldf(field, "tensor %q is already produced by op %q (%s); every tensor has one producer", p.gs.tensors[id].name, p.flat[q].op.Name, p.flat[q].field))
+	default:
+		p.producer[id] = op
 	}
-	opIn := make([][]int, len(flat))
-	opOut := make([][]int, len(flat))
-	type whileInfo struct{ cp, bp, br, cr []int }
-	whiles := map[int]*whileInfo{}
-	for i, fo := range flat {
+}
+
+// linkOps names unnamed ops, checks names are unique, and resolves every op's operands,
+// results and (for a while) region params and returns. It returns only ctx's error;
+// field errors are recorded.
+func (p *preparer) linkOps(ctx context.Context) error {
+	p.names = map[string]string{}
+	p.opIn = make([][]int, len(p.flat))
+	p.opOut = make([][]int, len(p.flat))
+	p.whiles = map[int]*whileInfo{}
+	for i, fo := range p.flat {
 		if i%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		op := fo.op
 		if op.Name == "" {
 			op.Name = fo.field
 		}
-		if prev, dup := names[op.Name]; dup {
-			addErr(sharding.Fieldf(fo.field+".name", "op name %q is already used by %s; op names must be unique", op.Name, prev))
+		if prev, dup := p.names[op.Name]; dup {
+			p.addErr(sharding.Fieldf(fo.field+".name", "op name %q is already used by %s; op names must be unique", op.Name, prev))
 		}
-		names[op.Name] = fo.field
-		in, ok1 := ids(op.Operands, fo.field+".operands")
-		out, ok2 := ids(op.Results, fo.field+".results")
+		p.names[op.Name] = fo.field
+		in, ok1 := p.ids(op.Operands, fo.field+".operands")
+		out, ok2 := p.ids(op.Results, fo.field+".results")
 		if !ok1 || !ok2 {
 			continue
 		}
-		opIn[i], opOut[i] = in, out
+		p.opIn[i], p.opOut[i] = in, out
 		for k, id := range out {
-			produce(id, i, fo.field+".results["+strconv.Itoa(k)+"]")
+			p.produce(id, i, fo.field+".results["+strconv.Itoa(k)+"]")
 		}
 		if op.Kind == "while" {
-			if op.Cond == nil || op.Body == nil {
-				addErr(sharding.Fieldf(fo.field, "op %q (while) needs both \"cond\" and \"body\" regions", op.Name))
-				continue
-			}
-			w := &whileInfo{}
-			var ok bool
-			if w.cp, ok = ids(op.Cond.Params, fo.field+".cond.params"); !ok {
-				continue
-			}
-			if w.bp, ok = ids(op.Body.Params, fo.field+".body.params"); !ok {
-				continue
-			}
-			if w.br, ok = ids(op.Body.Returns, fo.field+".body.returns"); !ok {
-				continue
-			}
-			if w.cr, ok = ids(op.Cond.Returns, fo.field+".cond.returns"); !ok {
-				continue
-			}
-			for k, id := range w.cp {
-				produce(id, i, fo.field+".cond.params["+strconv.Itoa(k)+"]")
-			}
-			for k, id := range w.bp {
-				produce(id, i, fo.field+".body.params["+strconv.Itoa(k)+"]")
-			}
-			whiles[i] = w
+			p.linkWhile(i, fo)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	return nil
+}
+
+// linkWhile resolves the region params and returns of the while at flat index i and
+// makes the while the producer of its region params.
+func (p *preparer) linkWhile(i int, fo flatOp) {
+	op := fo.op
+	if op.Cond == nil || op.Body == nil {
+		p.addErr(sharding.Fieldf(fo.field, "op %q (while) needs both \"cond\" and \"body\" regions", op.Name))
+		return
 	}
-	// Topological order (Kahn). A while's body returns are not dependencies of the while:
-	// they close the loop through data-flow edges, which are not ops.
+	w := &whileInfo{}
+	var ok bool
+	if w.cp, ok = p.ids(op.Cond.Params, fo.field+".cond.params"); !ok {
+		return
+	}
+	if w.bp, ok = p.ids(op.Body.Params, fo.field+".body.params"); !ok {
+		return
+	}
+	if w.br, ok = p.ids(op.Body.Returns, fo.field+".body.returns"); !ok {
+		return
+	}
+	if w.cr, ok = p.ids(op.Cond.Returns, fo.field+".cond.returns"); !ok {
+		return
+	}
+	for k, id := range w.cp {
+		p.produce(id, i, fo.field+".cond.params["+strconv.Itoa(k)+"]")
+	}
+	for k, id := range w.bp {
+		p.produce(id, i, fo.field+".body.params["+strconv.Itoa(k)+"]")
+	}
+	p.whiles[i] = w
+}
+
+// topoOrder orders the flat ops topologically (Kahn), or names an op of a cycle. A
+// while's body returns are not dependencies of the while: they close the loop through
+// data-flow edges, which are not ops.
+func (p *preparer) topoOrder() ([]int, error) {
+	flat := p.flat
 	indeg := make([]int, len(flat))
-	consumers := make([][]int, len(gs.tensors))
+	consumers := make([][]int, len(p.gs.tensors))
 	for i := range flat {
-		for _, id := range opIn[i] {
-			if p := producer[id]; p >= 0 {
+		for _, id := range p.opIn[i] {
+			if q := p.producer[id]; q >= 0 {
 				indeg[i]++
 			}
 			consumers[id] = append(consumers[id], i)
@@ -251,18 +317,11 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 			queue = append(queue, i)
 		}
 	}
-	produced := func(i int) []int {
-		out := slices.Clone(opOut[i])
-		if w := whiles[i]; w != nil {
-			out = append(append(out, w.cp...), w.bp...)
-		}
-		return out
-	}
 	for len(queue) > 0 {
 		i := queue[0]
 		queue = queue[1:]
 		order = append(order, i)
-		for _, id := range produced(i) {
+		for _, id := range p.produced(i) {
 			for _, c := range consumers[id] {
 				indeg[c]--
 				if indeg[c] == 0 {
@@ -278,37 +337,48 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 			}
 		}
 	}
-	// Rules, nodes and data-flow edges.
-	shapes := func(list []int) [][]int64 {
-		out := make([][]int64, len(list))
-		for i, id := range list {
-			out[i] = gs.tensors[id].shape
-		}
-		return out
+	return order, nil
+}
+
+// produced lists the tensors flat op i produces: its results and, for a while, its
+// region params.
+func (p *preparer) produced(i int) []int {
+	out := slices.Clone(p.opOut[i])
+	if w := p.whiles[i]; w != nil {
+		out = append(append(out, w.cp...), w.bp...)
 	}
-	gs.opNodes = make([]int, len(flat))
-	gs.opNames = make([]string, len(flat))
-	gs.opKinds = make([]string, len(flat))
-	for i, fo := range flat {
+	return out
+}
+
+// addNodes builds the rule of every op in order and adds its node (a while adds its
+// data-flow edges), counting operand uses.
+func (p *preparer) addNodes(order []int) {
+	gs := p.gs
+	gs.opNodes = make([]int, len(p.flat))
+	gs.opNames = make([]string, len(p.flat))
+	gs.opKinds = make([]string, len(p.flat))
+	for i, fo := range p.flat {
 		gs.opNodes[i] = -1
 		gs.opNames[i] = fo.op.Name
 		gs.opKinds[i] = fo.op.Kind
 	}
 	for _, i := range order {
-		fo := flat[i]
+		fo := p.flat[i]
 		op := fo.op
-		for _, id := range opIn[i] {
+		in, out := p.opIn[i], p.opOut[i]
+		for _, id := range in {
 			gs.tensors[id].uses++
 		}
 		if op.Kind == "while" {
-			if err := addWhile(gs, fo, i, opIn[i], opOut[i], whiles[i].cp, whiles[i].bp, whiles[i].br, whiles[i].cr); err != nil {
-				addErr(err)
+			w := p.whiles[i]
+			if err := addWhile(gs, fo, i, in, out, w.cp, w.bp, w.br, w.cr); err != nil {
+				p.addErr(err)
 			}
 			continue
 		}
-		rule, class, err := buildRule(op, fo.field, shapes(opIn[i]), shapes(opOut[i]))
+		rule, class, err := buildRule(op, fo.field, p.shapes(in), p.shapes(out))
 		if err != nil {
-			addErr(err)
+			p.addErr(err)
 			continue
 		}
 		if rule == nil {
@@ -316,33 +386,44 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 		}
 		gs.opNodes[i] = len(gs.nodes)
 		gs.nodes = append(gs.nodes, &node{name: op.Name, kind: op.Kind, field: fo.field, rule: rule, class: class,
-			tensors: slices.Concat(opIn[i], opOut[i]), nOperands: len(opIn[i]), opIndex: i})
+			tensors: slices.Concat(in, out), nOperands: len(in), opIndex: i})
 	}
-	if len(errs) > 0 {
-		return nil, errs
+}
+
+// shapes lists the shapes of tensors ids.
+func (p *preparer) shapes(ids []int) [][]int64 {
+	out := make([][]int64, len(ids))
+	for i, id := range ids {
+		out[i] = p.gs.tensors[id].shape
 	}
+	return out
+}
+
+// indexUsers fills each node's per-tensor element counts, the users of every tensor and
+// the nodes' multiUse flags.
+func (p *preparer) indexUsers() {
+	gs := p.gs
 	gs.users = make([][]int, len(gs.tensors))
 	for ni, n := range gs.nodes {
 		n.elems = make([]int64, len(n.tensors))
-		for p := range n.tensors {
+		for q := range n.tensors {
 			e := int64(1)
-			for _, fs := range n.rule.Dims(p) {
+			for _, fs := range n.rule.Dims(q) {
 				for _, f := range fs {
 					e *= n.rule.FactorSizes[f]
 				}
 			}
-			n.elems[p] = e
+			n.elems[q] = e
 		}
-		for p, id := range n.tensors {
-			if !slices.Contains(n.tensors[:p], id) {
+		for q, id := range n.tensors {
+			if !slices.Contains(n.tensors[:q], id) {
 				gs.users[id] = append(gs.users[id], ni)
 			}
-			if p < n.nOperands && !n.edge && len(gs.tensors[id].shape) > 0 && gs.tensors[id].uses > 1 {
+			if q < n.nOperands && !n.edge && len(gs.tensors[id].shape) > 0 && gs.tensors[id].uses > 1 {
 				n.multiUse = true
 			}
 		}
 	}
-	return gs, nil
 }
 
 // addWhile checks a while op's shapes and adds one data-flow edge node per result:

@@ -310,148 +310,203 @@ func orderAs(axes, ref []axisRef) []axisRef {
 // names. Axes left on need-replication factors move to batching factors when they
 // divide them.
 func (p *propagator) commonAxes(n *node, nf int) [][]axisRef {
-	r := n.rule
-	nt := len(n.tensors)
 	assign := make([][]axisRef, nf)
 	if p.agrees(n, nf, assign) {
 		return assign
 	}
 	clear(assign)
+	nt := len(n.tensors)
 	blocked := make([][][]axisRef, nt)
 	for t := range nt {
 		ts := p.gs.tensors[n.tensors[t]]
 		blocked[t] = [][]axisRef{ts.sh.Replicated, ts.sh.Unreduced}
 	}
-	blockedBy := func(t int) [][]axisRef { return blocked[t] }
-	eligible := func(f int) bool {
-		for t := range nt {
-			for _, fs := range r.Dims(t) {
-				for k, g := range fs {
-					if g == f && k > 0 && product(assign[fs[k-1]]) < r.FactorSizes[fs[k-1]] {
-						return false
-					}
-				}
-			}
-		}
-		return true
-	}
-	type cand struct {
-		f     int
-		axes  []axisRef
-		elems int64
-		prec  int
-		gain  int64
-		text  string
-	}
-	better := func(a, b cand) bool {
-		if a.elems != b.elems {
-			return a.elems > b.elems
-		}
-		if a.prec != b.prec {
-			return a.prec > b.prec
-		}
-		if a.gain != b.gain {
-			return a.gain > b.gain
-		}
-		if a.f != b.f {
-			return a.f < b.f
-		}
-		return a.text < b.text
-	}
+	c := &axisPick{p: p, n: n, nf: nf, nt: nt, assign: assign, blocked: blocked}
 	for range nf * 64 {
-		var best *cand
-		for f := range nf {
-			if !eligible(f) {
-				continue
-			}
-			for t := range nt {
-				fs := &p.proj[t*nf+f]
-				if !fs.present {
-					continue
-				}
-				for k := len(assign[f]); k <= len(fs.axes); k++ {
-					if k == 0 {
-						continue
-					}
-					c := truncate(fs.axes[:k:k], func(a axisRef, _ int64) (axisRef, bool) {
-						var ok bool
-						for g := range nf {
-							if g == f {
-								continue
-							}
-							for _, x := range assign[g] {
-								if a, ok = prefixWithoutOverlap(a, x); !ok {
-									return a, false
-								}
-							}
-						}
-						for q := range nt {
-							if !p.proj[q*nf+f].present {
-								continue
-							}
-							for _, list := range blockedBy(q) {
-								for _, x := range list {
-									if a, ok = prefixWithoutOverlap(a, x); !ok {
-										return a, false
-									}
-								}
-							}
-						}
-						return a, true
-					})
-					if !isStrictPrefix(assign[f], c) {
-						continue
-					}
-					cd := cand{f: f, axes: c, prec: typePrecedence[r.Types[f]], gain: product(c) / product(assign[f]), text: axesText(c)}
-					for q := range nt {
-						if qs := &p.proj[q*nf+f]; qs.present && isPrefixOrEqual(c, qs.axes) {
-							cd.elems += p.gs.tensors[n.tensors[q]].elems
-						}
-					}
-					if best == nil || better(cd, *best) {
-						cc := cd
-						best = &cc
-					}
-				}
-			}
-		}
-		if best == nil {
+		best, ok := c.best()
+		if !ok {
 			break
 		}
 		assign[best.f] = best.axes
 	}
-	// Re-home need-replication axes onto batching factors (pass-through, in every tensor).
-	for f := range nf {
+	c.rehomeNeedReplication()
+	return assign
+}
+
+// axisPick is the state of commonAxes on node n: the axes assigned so far per factor
+// and, per tensor, the axes it may not be sharded on (replicated, unreduced).
+type axisPick struct {
+	p       *propagator
+	n       *node
+	nf, nt  int
+	assign  [][]axisRef
+	blocked [][][]axisRef
+}
+
+// axisCand is a candidate assignment of axes to factor f, with what ranks it: the
+// elements of the tensors it fits, the type precedence of f and the sharding gain.
+type axisCand struct {
+	f     int
+	axes  []axisRef
+	elems int64
+	prec  int
+	gain  int64
+	text  string
+}
+
+// better orders candidates: more elements, higher precedence, more gain, lower factor,
+// then text.
+func (a axisCand) better(b axisCand) bool {
+	if a.elems != b.elems {
+		return a.elems > b.elems
+	}
+	if a.prec != b.prec {
+		return a.prec > b.prec
+	}
+	if a.gain != b.gain {
+		return a.gain > b.gain
+	}
+	if a.f != b.f {
+		return a.f < b.f
+	}
+	return a.text < b.text
+}
+
+// eligible reports whether factor f may grow: every factor before it in a compound dim
+// is fully assigned.
+func (c *axisPick) eligible(f int) bool {
+	r := c.n.rule
+	for t := range c.nt {
+		for _, fs := range r.Dims(t) {
+			for k, g := range fs {
+				if g == f && k > 0 && product(c.assign[fs[k-1]]) < r.FactorSizes[fs[k-1]] {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// best is the best candidate over every eligible factor, tensor and prefix length, or
+// false when none grows an assignment.
+func (c *axisPick) best() (axisCand, bool) {
+	var best axisCand
+	found := false
+	for f := range c.nf {
+		if !c.eligible(f) {
+			continue
+		}
+		for t := range c.nt {
+			fs := &c.p.proj[t*c.nf+f]
+			if !fs.present {
+				continue
+			}
+			for k := len(c.assign[f]); k <= len(fs.axes); k++ {
+				if k == 0 {
+					continue
+				}
+				cd, ok := c.candidate(f, fs.axes[:k:k])
+				if ok && (!found || cd.better(best)) {
+					best, found = cd, true
+				}
+			}
+		}
+	}
+	return best, found
+}
+
+// candidate is prefix axes of a projection of factor f, truncated where it overlaps
+// another factor's assignment or a blocked axis; false when it does not strictly extend
+// f's assignment.
+func (c *axisPick) candidate(f int, axes []axisRef) (axisCand, bool) {
+	r, nf := c.n.rule, c.nf
+	ax := truncate(axes, func(a axisRef, _ int64) (axisRef, bool) { return c.free(f, a) })
+	if !isStrictPrefix(c.assign[f], ax) {
+		return axisCand{}, false
+	}
+	cd := axisCand{f: f, axes: ax, prec: typePrecedence[r.Types[f]], gain: product(ax) / product(c.assign[f]), text: axesText(ax)}
+	for q := range c.nt {
+		if qs := &c.p.proj[q*nf+f]; qs.present && isPrefixOrEqual(ax, qs.axes) {
+			cd.elems += c.p.gs.tensors[c.n.tensors[q]].elems
+		}
+	}
+	return cd, true
+}
+
+// free cuts a to its prefix that overlaps neither another factor's assignment nor an
+// axis blocked on a tensor where f is present; false when nothing is left.
+func (c *axisPick) free(f int, a axisRef) (axisRef, bool) {
+	var ok bool
+	for g := range c.nf {
+		if g == f {
+			continue
+		}
+		for _, x := range c.assign[g] {
+			if a, ok = prefixWithoutOverlap(a, x); !ok {
+				return a, false
+			}
+		}
+	}
+	for q := range c.nt {
+		if !c.p.proj[q*c.nf+f].present {
+			continue
+		}
+		for _, list := range c.blocked[q] {
+			for _, x := range list {
+				if a, ok = prefixWithoutOverlap(a, x); !ok {
+					return a, false
+				}
+			}
+		}
+	}
+	return a, true
+}
+
+// rehomeNeedReplication moves need-replication axes onto batching factors (pass-through,
+// in every tensor).
+func (c *axisPick) rehomeNeedReplication() {
+	r, assign := c.n.rule, c.assign
+	for f := range c.nf {
 		if r.Types[f] != FactorNeedReplication || len(assign[f]) == 0 {
 			continue
 		}
 		moved := assign[f]
 		assign[f] = nil
 		for _, a := range moved {
-			for b := range nf {
-				if r.Types[b] != FactorPassThrough || r.Blocked[b] {
-					continue
-				}
-				inAll, free := true, true
-				for q := range nt {
-					if !p.proj[q*nf+b].present {
-						inAll = false
-						break
-					}
-					for _, list := range blockedBy(q) {
-						for _, x := range list {
-							free = free && !x.Overlaps(a)
-						}
-					}
-				}
-				if inAll && free && r.FactorSizes[b]%(product(assign[b])*int64(a.Size)) == 0 {
-					assign[b] = mergeAppend(assign[b], a)
-					break
-				}
+			if b, ok := c.batchingFactor(a); ok {
+				assign[b] = mergeAppend(assign[b], a)
 			}
 		}
 	}
-	return assign
+}
+
+// batchingFactor is the first pass-through, unblocked factor present in every tensor
+// that axis a fits, its size divisible by its axes with a, and free of a on every
+// tensor.
+func (c *axisPick) batchingFactor(a axisRef) (int, bool) {
+	r := c.n.rule
+	for b := range c.nf {
+		if r.Types[b] != FactorPassThrough || r.Blocked[b] {
+			continue
+		}
+		inAll, free := true, true
+		for q := range c.nt {
+			if !c.p.proj[q*c.nf+b].present {
+				inAll = false
+				break
+			}
+			for _, list := range c.blocked[q] {
+				for _, x := range list {
+					free = free && !x.Overlaps(a)
+				}
+			}
+		}
+		if inAll && free && r.FactorSizes[b]%(product(c.assign[b])*int64(a.Size)) == 0 {
+			return b, true
+		}
+	}
+	return 0, false
 }
 
 // agrees fills assign and reports true when every factor has the same axes in every

@@ -89,6 +89,7 @@ func (p *ruleParser) symbol() (string, bool) {
 	return p.s[start:p.pos], true
 }
 
+// tensors reads a parenthesized list of tensors, each a bracketed list of dims.
 func (p *ruleParser) tensors() ([][]rawDim, error) {
 	if err := p.expect('('); err != nil {
 		return nil, err
@@ -102,35 +103,9 @@ func (p *ruleParser) tensors() ([][]rawDim, error) {
 		if err := p.expect('['); err != nil {
 			return nil, err
 		}
-		var dims []rawDim
-		if p.peek() == ']' {
-			p.pos++
-		} else {
-			for {
-				p.skip()
-				var d rawDim
-				for {
-					off := p.pos
-					sym, ok := p.symbol()
-					if !ok {
-						break
-					}
-					d.syms = append(d.syms, sym)
-					d.offs = append(d.offs, off)
-				}
-				if len(d.syms) == 0 {
-					return nil, p.fail("expected a factor symbol (a lower-case letter, optionally _N)")
-				}
-				dims = append(dims, d)
-				if p.peek() == ',' {
-					p.pos++
-					continue
-				}
-				if err := p.expect(']'); err != nil {
-					return nil, p.fail("expected ',' or ']' after a dim's factors")
-				}
-				break
-			}
+		dims, err := p.dims()
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, dims)
 		if len(out) > maxRuleFactors {
@@ -147,6 +122,40 @@ func (p *ruleParser) tensors() ([][]rawDim, error) {
 	}
 }
 
+// dims reads the dims of one tensor after its '[', through the closing ']'.
+func (p *ruleParser) dims() ([]rawDim, error) {
+	var dims []rawDim
+	if p.peek() == ']' {
+		p.pos++
+		return dims, nil
+	}
+	for {
+		p.skip()
+		var d rawDim
+		for {
+			off := p.pos
+			sym, ok := p.symbol()
+			if !ok {
+				break
+			}
+			d.syms = append(d.syms, sym)
+			d.offs = append(d.offs, off)
+		}
+		if len(d.syms) == 0 {
+			return nil, p.fail("expected a factor symbol (a lower-case letter, optionally _N)")
+		}
+		dims = append(dims, d)
+		if p.peek() == ',' {
+			p.pos++
+			continue
+		}
+		if err := p.expect(']'); err != nil {
+			return nil, p.fail("expected ',' or ']' after a dim's factors")
+		}
+		return dims, nil
+	}
+}
+
 func (p *ruleParser) word() string {
 	p.skip()
 	start := p.pos
@@ -156,6 +165,8 @@ func (p *ruleParser) word() string {
 	return p.s[start:p.pos]
 }
 
+// parse reads a whole rule: operands -> results, the sizes block, then the optional
+// factor sets.
 func (p *ruleParser) parse() (*Rule, error) {
 	ops, err := p.tensors()
 	if err != nil {
@@ -170,82 +181,101 @@ func (p *ruleParser) parse() (*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	// sizes block
+	index, sizes, err := p.sizes()
+	if err != nil {
+		return nil, err
+	}
+	r := &Rule{FactorSizes: sizes, Types: make([]FactorType, len(sizes)), Blocked: make([]bool, len(sizes))}
+	if r.Operands, err = p.factorDims(ops, index); err != nil {
+		return nil, err
+	}
+	if r.Results, err = p.factorDims(res, index); err != nil {
+		return nil, err
+	}
+	if err := p.factorSets(r, index); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// sizes reads the factor sizes block, {i=8, j=16}: the index of each symbol and the
+// sizes in declaration order.
+func (p *ruleParser) sizes() (map[string]int, []int64, error) {
 	if err := p.expect('{'); err != nil {
-		return nil, p.fail("expected the factor sizes block, e.g. {i=8, j=16}")
+		return nil, nil, p.fail("expected the factor sizes block, e.g. {i=8, j=16}")
 	}
 	index := map[string]int{}
 	var sizes []int64
 	if p.peek() == '}' {
 		p.pos++
-	} else {
-		for {
-			p.skip()
-			off := p.pos
-			sym, ok := p.symbol()
-			if !ok {
-				return nil, p.fail("expected a factor symbol in the sizes block")
-			}
-			if _, dup := index[sym]; dup {
-				return nil, p.failAt(off, "factor %s is declared twice", sym)
-			}
-			if err := p.expect('='); err != nil {
-				return nil, err
-			}
-			p.skip()
-			start := p.pos
-			for p.pos < len(p.s) && p.s[p.pos] >= '0' && p.s[p.pos] <= '9' {
-				p.pos++
-			}
-			n, err := strconv.ParseInt(p.s[start:p.pos], 10, 64)
-			if err != nil || n < 1 || n > 1<<40 {
-				p.pos = start
-				return nil, p.fail("factor %s needs a size between 1 and 2^40", sym)
-			}
-			index[sym] = len(sizes)
-			sizes = append(sizes, n)
-			if len(sizes) > maxRuleFactors {
-				return nil, p.failAt(off, "more than %d factors", maxRuleFactors)
-			}
-			if p.peek() == ',' {
-				p.pos++
-				continue
-			}
-			if err := p.expect('}'); err != nil {
-				return nil, p.fail("expected ',' or '}' in the sizes block")
-			}
-			break
-		}
+		return index, sizes, nil
 	}
-	r := &Rule{FactorSizes: sizes, Types: make([]FactorType, len(sizes)), Blocked: make([]bool, len(sizes))}
-	convert := func(ts [][]rawDim) ([][][]int, error) {
-		out := make([][][]int, len(ts))
-		for t, dims := range ts {
-			out[t] = make([][]int, len(dims))
-			seen := map[int]bool{}
-			for d, rd := range dims {
-				for k, sym := range rd.syms {
-					f, ok := index[sym]
-					if !ok {
-						return nil, p.failAt(rd.offs[k], "factor %s is used but not declared in the sizes block", sym)
-					}
-					if seen[f] {
-						return nil, p.failAt(rd.offs[k], "factor %s appears twice in one tensor", sym)
-					}
-					seen[f] = true
-					out[t][d] = append(out[t][d], f)
+	for {
+		p.skip()
+		off := p.pos
+		sym, ok := p.symbol()
+		if !ok {
+			return nil, nil, p.fail("expected a factor symbol in the sizes block")
+		}
+		if _, dup := index[sym]; dup {
+			return nil, nil, p.failAt(off, "factor %s is declared twice", sym)
+		}
+		if err := p.expect('='); err != nil {
+			return nil, nil, err
+		}
+		p.skip()
+		start := p.pos
+		for p.pos < len(p.s) && p.s[p.pos] >= '0' && p.s[p.pos] <= '9' {
+			p.pos++
+		}
+		n, err := strconv.ParseInt(p.s[start:p.pos], 10, 64)
+		if err != nil || n < 1 || n > 1<<40 {
+			p.pos = start
+			return nil, nil, p.fail("factor %s needs a size between 1 and 2^40", sym)
+		}
+		index[sym] = len(sizes)
+		sizes = append(sizes, n)
+		if len(sizes) > maxRuleFactors {
+			return nil, nil, p.failAt(off, "more than %d factors", maxRuleFactors)
+		}
+		if p.peek() == ',' {
+			p.pos++
+			continue
+		}
+		if err := p.expect('}'); err != nil {
+			return nil, nil, p.fail("expected ',' or '}' in the sizes block")
+		}
+		return index, sizes, nil
+	}
+}
+
+// factorDims turns the symbols of ts into factor indices; a symbol must be declared
+// and appear once per tensor.
+func (p *ruleParser) factorDims(ts [][]rawDim, index map[string]int) ([][][]int, error) {
+	out := make([][][]int, len(ts))
+	for t, dims := range ts {
+		out[t] = make([][]int, len(dims))
+		seen := map[int]bool{}
+		for d, rd := range dims {
+			for k, sym := range rd.syms {
+				f, ok := index[sym]
+				if !ok {
+					return nil, p.failAt(rd.offs[k], "factor %s is used but not declared in the sizes block", sym)
 				}
+				if seen[f] {
+					return nil, p.failAt(rd.offs[k], "factor %s appears twice in one tensor", sym)
+				}
+				seen[f] = true
+				out[t][d] = append(out[t][d], f)
 			}
 		}
-		return out, nil
 	}
-	if r.Operands, err = convert(ops); err != nil {
-		return nil, err
-	}
-	if r.Results, err = convert(res); err != nil {
-		return nil, err
-	}
-	// optional sets
+	return out, nil
+}
+
+// factorSets reads the optional sets after the sizes block (reduction={...} and the
+// like, or the word custom) into r.
+func (p *ruleParser) factorSets(r *Rule, index map[string]int) error {
 	for p.peek() != 0 {
 		off := p.pos
 		w := p.word()
@@ -267,42 +297,46 @@ func (p *ruleParser) parse() (*Rule, error) {
 			set = func(f int) error { r.Blocked[f] = true; return nil }
 		default:
 			p.pos = off
-			return nil, p.fail("expected reduction={...}, need_replication={...}, permutation={...}, blocked_propagation={...} or custom")
+			return p.fail("expected reduction={...}, need_replication={...}, permutation={...}, blocked_propagation={...} or custom")
 		}
-		if err := p.expect('='); err != nil {
-			return nil, err
+		if err := p.factorSet(index, set); err != nil {
+			return err
 		}
-		if err := p.expect('{'); err != nil {
-			return nil, err
+	}
+	return nil
+}
+
+// factorSet reads ={sym, ...} and calls set on each factor.
+func (p *ruleParser) factorSet(index map[string]int, set func(f int) error) error {
+	if err := p.expect('='); err != nil {
+		return err
+	}
+	if err := p.expect('{'); err != nil {
+		return err
+	}
+	if p.peek() == '}' {
+		p.pos++
+		return nil
+	}
+	for {
+		p.skip()
+		sym, ok := p.symbol()
+		if !ok {
+			return p.fail("expected a factor symbol")
 		}
-		if p.peek() == '}' {
+		f, ok := index[sym]
+		if !ok {
+			return p.fail("factor %s is not declared in the sizes block", sym)
+		}
+		if err := set(f); err != nil {
+			return err
+		}
+		if p.peek() == ',' {
 			p.pos++
 			continue
 		}
-		for {
-			p.skip()
-			sym, ok := p.symbol()
-			if !ok {
-				return nil, p.fail("expected a factor symbol")
-			}
-			f, ok := index[sym]
-			if !ok {
-				return nil, p.fail("factor %s is not declared in the sizes block", sym)
-			}
-			if err := set(f); err != nil {
-				return nil, err
-			}
-			if p.peek() == ',' {
-				p.pos++
-				continue
-			}
-			if err := p.expect('}'); err != nil {
-				return nil, err
-			}
-			break
-		}
+		return p.expect('}')
 	}
-	return r, nil
 }
 
 // checkShapes verifies that a rule fits the op's tensors: as many operands and results,
