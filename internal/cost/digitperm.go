@@ -42,50 +42,94 @@ const maxDigitEnum = 1 << 16
 // per-axis hops, each a function of S_μ: axes whose S sets share digits are maximised
 // together over the union of their digits, the groups independently.
 func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, bool) {
-	f, m := r.f, r.m
-	if f.gpusPerNode > 0 {
+	if r.f.gpusPerNode > 0 {
 		return TrafficEstimate{}, false
 	}
-	na := len(m.Axes)
-	nd := len(p.Digits)
+	na := len(r.m.Axes)
 	onAxis := make([][]int, na)
+	if !r.digitsOnAxes(p, onAxis) {
+		return TrafficEstimate{}, false
+	}
+	sSet := make([]uint64, na)
+	segmentSets(p, onAxis, sSet)
+	w, base, used, ok := r.digitLinkLoad(p, onAxis, sSet)
+	if !ok {
+		return TrafficEstimate{}, false
+	}
+	if !used {
+		return TrafficEstimate{}, true // every device keeps its buffer
+	}
+	lat, hops, ok := r.digitLongestRoute(p, onAxis, sSet)
+	if !ok {
+		return TrafficEstimate{}, false
+	}
+	var out TrafficEstimate
+	out.Bytes = digitBytes(p, r.m.NumDevices())
+	out.MaxPeers = 1
+	out.MaxHops = hops
+	out.MaxLinkBytes = w.load
+	out.BandwidthUS = w.time
+	out.worst, out.router = w, r
+	out.LatencyUS = base + lat
+	out.TimeUS = r.f.combine(out.LatencyUS, out.BandwidthUS)
+	out.Link = w.class.String()
+	return out, true
+}
+
+// digitsOnAxes lists in onAxis the digits of each mesh axis; false when an axis with
+// digits is switched or its digits do not cover it.
+func (r *Router) digitsOnAxes(p DigitPermutation, onAxis [][]int) bool {
 	for k, d := range p.Digits {
 		onAxis[d.Axis] = append(onAxis[d.Axis], k)
 	}
-	for i := range na {
+	for i := range onAxis {
 		if len(onAxis[i]) > 0 && (r.rt[i].topo == switched || r.rt[i].n != coverage(p.Digits, onAxis[i])) {
-			return TrafficEstimate{}, false
+			return false
 		}
 	}
-	// S_μ (bitmask over digits) and L_μ.
-	sSet := make([]uint64, na)
-	for i := range na {
+	return true
+}
+
+// segmentSets sets S_μ per axis in sSet (a bitmask over digits): the axis' digits and
+// their images.
+func segmentSets(p DigitPermutation, onAxis [][]int, sSet []uint64) {
+	for i := range onAxis {
 		for _, k := range onAxis[i] {
 			sSet[i] |= 1<<k | 1<<p.Src[k]
 		}
 	}
-	var out TrafficEstimate
-	var w worstRes
-	used := false
-	base := 0.0
-	for i := range na {
+}
+
+// lineSet is L_μ of axis i: the receiver's digits on the axes before it and the
+// holder's (their images) on the axes after it.
+func lineSet(p DigitPermutation, onAxis [][]int, i int) uint64 {
+	var lSet uint64
+	for j := range onAxis {
+		for _, k := range onAxis[j] {
+			switch {
+			case j < i:
+				lSet |= 1 << k
+			case j > i:
+				lSet |= 1 << p.Src[k]
+			}
+		}
+	}
+	return lSet
+}
+
+// digitLinkLoad finds the busiest link over every axis and the largest base latency of
+// the links used; used is false when every device keeps its buffer, ok false when an
+// axis has too many assignments to enumerate.
+func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64) (w worstRes, base float64, used, ok bool) {
+	nd := len(p.Digits)
+	for i := range onAxis {
 		if len(onAxis[i]) == 0 || sSet[i] == 0 {
 			continue
 		}
-		var lSet uint64
-		for j := range na {
-			for _, k := range onAxis[j] {
-				switch {
-				case j < i:
-					lSet |= 1 << k
-				case j > i:
-					lSet |= 1 << p.Src[k]
-				}
-			}
-		}
+		lSet := lineSet(p, onAxis, i)
 		S := bitsOf(sSet[i], nd)
 		if assignments(p.Digits, S) > maxDigitEnum {
-			return TrafficEstimate{}, false
+			return w, 0, false, false
 		}
 		mult := 1.0
 		for k := range nd {
@@ -94,49 +138,9 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 			}
 		}
 		rt := r.rt[i]
-		n := rt.n
-		// Diff arrays per line class (assignment of S ∩ L), both directions.
 		groups := map[uint64][]float64{}
-		val := make([]int, nd)
-		eachAssignment(p.Digits, S, val, func() {
-			var key uint64
-			for _, k := range S {
-				if lSet&(1<<k) != 0 {
-					key = key*uint64(p.Digits[k].Size) + uint64(val[k])
-				}
-			}
-			a, b := 0, 0 // holder's and receiver's coordinate on axis i
-			for _, k := range onAxis[i] {
-				a += val[p.Src[k]] * p.Digits[k].Weight
-				b += val[k] * p.Digits[k].Weight
-			}
-			if a == b {
-				return
-			}
-			buf := groups[key]
-			if buf == nil {
-				buf = make([]float64, 2*(n+1))
-				groups[key] = buf
-			}
-			wgt := float64(p.Bytes) * mult
-			routeSegment(rt.topo, n, a, b, wgt, func(dir, start, length int, x float64) {
-				lo := start
-				if dir == 1 {
-					lo = start - length
-				}
-				lo = ((lo % n) + n) % n
-				base := dir * (n + 1)
-				if hi := lo + length; hi <= n {
-					buf[base+lo] += x
-					buf[base+hi] -= x
-				} else {
-					buf[base+lo] += x
-					buf[base+n] -= x
-					buf[base] += x
-					buf[base+hi-n] -= x
-				}
-			})
-		})
+		lineLoads(groups, p, onAxis[i], S, lSet, rt, float64(p.Bytes)*mult)
+		n := rt.n
 		for _, buf := range groups {
 			for dir := range 2 {
 				acc := 0.0
@@ -150,41 +154,66 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 		}
 		if len(groups) > 0 {
 			used = true
-			base = max(base, f.links[rt.class].base)
+			base = max(base, r.f.links[rt.class].base)
 		}
 	}
-	if !used {
-		return TrafficEstimate{}, true // every device keeps its buffer
-	}
-	// Longest route: axes coupled through shared digits are maximised together.
-	comp := make([]int, na)
+	return w, base, used, true
+}
+
+// lineLoads fills groups with, per line class (an assignment of S ∩ L, as a key), the
+// difference arrays of the load on the axis' links in both directions, each transfer
+// weighing wgt. digits are the axis' digits; S the digits its segments depend on.
+func lineLoads(groups map[uint64][]float64, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) {
+	n := rt.n
+	val := make([]int, len(p.Digits))
+	eachAssignment(p.Digits, S, val, func() {
+		var key uint64
+		for _, k := range S {
+			if lSet&(1<<k) != 0 {
+				key = key*uint64(p.Digits[k].Size) + uint64(val[k])
+			}
+		}
+		a, b := 0, 0 // holder's and receiver's coordinate on the axis
+		for _, k := range digits {
+			a += val[p.Src[k]] * p.Digits[k].Weight
+			b += val[k] * p.Digits[k].Weight
+		}
+		if a == b {
+			return
+		}
+		buf := groups[key]
+		if buf == nil {
+			buf = make([]float64, 2*(n+1))
+			groups[key] = buf
+		}
+		routeRing(buf, rt.topo, n, a, b, wgt)
+	})
+}
+
+// digitLongestRoute is the latency and hops of the longest route: axes coupled through
+// shared digits are maximised together, the groups independently. ok is false when a
+// group has too many assignments to enumerate.
+func (r *Router) digitLongestRoute(p DigitPermutation, onAxis [][]int, sSet []uint64) (lat float64, hops int, ok bool) {
+	na := len(onAxis)
+	comp := make(unionFind, na)
 	for i := range comp {
 		comp[i] = i
-	}
-	var find func(int) int
-	find = func(x int) int {
-		for comp[x] != x {
-			comp[x] = comp[comp[x]]
-			x = comp[x]
-		}
-		return x
 	}
 	for i := range na {
 		for j := i + 1; j < na; j++ {
 			if sSet[i]&sSet[j] != 0 {
-				comp[find(i)] = find(j)
+				comp[comp.find(i)] = comp.find(j)
 			}
 		}
 	}
-	lat, hopsMax := 0.0, 0
 	for root := range na {
-		if find(root) != root {
+		if comp.find(root) != root {
 			continue
 		}
 		var union uint64
 		var axes []int
 		for i := range na {
-			if find(i) == root && sSet[i] != 0 {
+			if comp.find(i) == root && sSet[i] != 0 {
 				union |= sSet[i]
 				axes = append(axes, i)
 			}
@@ -192,34 +221,63 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 		if len(axes) == 0 {
 			continue
 		}
-		D := bitsOf(union, nd)
-		if assignments(p.Digits, D) > maxDigitEnum {
-			return TrafficEstimate{}, false
+		l, h, ok := r.groupLongestRoute(p, onAxis, axes, union)
+		if !ok {
+			return 0, 0, false
 		}
-		val := make([]int, nd)
-		bestLat, bestHops := 0.0, 0
-		eachAssignment(p.Digits, D, val, func() {
-			l, h := 0.0, 0
-			for _, i := range axes {
-				a, b := 0, 0
-				for _, k := range onAxis[i] {
-					a += val[p.Src[k]] * p.Digits[k].Weight
-					b += val[k] * p.Digits[k].Weight
-				}
-				if a == b {
-					continue
-				}
-				hh := segmentHops(r.rt[i].topo, r.rt[i].n, a, b)
-				h += hh
-				l += float64(hh) * r.rt[i].lat
-			}
-			bestLat, bestHops = max(bestLat, l), max(bestHops, h)
-		})
-		lat += bestLat
-		hopsMax += bestHops
+		lat += l
+		hops += h
 	}
-	// Bytes: every device that does not keep its buffer receives Bytes. Keepers are the
-	// fixed points of the digit permutation: on each cycle of Src all digits are equal.
+	return lat, hops, true
+}
+
+// unionFind is a disjoint-set forest over indices: each entry's parent.
+type unionFind []int
+
+// find is the root of x's set, halving the path on the way.
+func (u unionFind) find(x int) int {
+	for u[x] != x {
+		u[x] = u[u[x]]
+		x = u[x]
+	}
+	return x
+}
+
+// groupLongestRoute is the largest latency and hops, over every assignment of the
+// digits in union, of the route across axes.
+func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []int, union uint64) (float64, int, bool) {
+	nd := len(p.Digits)
+	D := bitsOf(union, nd)
+	if assignments(p.Digits, D) > maxDigitEnum {
+		return 0, 0, false
+	}
+	val := make([]int, nd)
+	bestLat, bestHops := 0.0, 0
+	eachAssignment(p.Digits, D, val, func() {
+		l, h := 0.0, 0
+		for _, i := range axes {
+			a, b := 0, 0
+			for _, k := range onAxis[i] {
+				a += val[p.Src[k]] * p.Digits[k].Weight
+				b += val[k] * p.Digits[k].Weight
+			}
+			if a == b {
+				continue
+			}
+			hh := segmentHops(r.rt[i].topo, r.rt[i].n, a, b)
+			h += hh
+			l += float64(hh) * r.rt[i].lat
+		}
+		bestLat, bestHops = max(bestLat, l), max(bestHops, h)
+	})
+	return bestLat, bestHops, true
+}
+
+// digitBytes is the bytes sent: every device that does not keep its buffer receives
+// p.Bytes. Keepers are the fixed points of the digit permutation: on each cycle of Src
+// all digits are equal.
+func digitBytes(p DigitPermutation, numDevices int) int64 {
+	nd := len(p.Digits)
 	seen := make([]bool, nd)
 	keepers := 1.0
 	for k := range nd {
@@ -235,17 +293,8 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 	for _, d := range p.Digits {
 		devices *= float64(d.Size)
 	}
-	others := float64(m.NumDevices()) / devices
-	out.Bytes = int64(math.Round((devices - keepers) * others * float64(p.Bytes)))
-	out.MaxPeers = 1
-	out.MaxHops = hopsMax
-	out.MaxLinkBytes = w.load
-	out.BandwidthUS = w.time
-	out.worst, out.router = w, r
-	out.LatencyUS = base + lat
-	out.TimeUS = f.combine(out.LatencyUS, out.BandwidthUS)
-	out.Link = w.class.String()
-	return out, true
+	others := float64(numDevices) / devices
+	return int64(math.Round((devices - keepers) * others * float64(p.Bytes)))
 }
 
 // coverage is the product of the sizes of digits ks (their axis' full size when they
@@ -301,34 +350,7 @@ func eachAssignment(ds []Digit, ks []int, val []int, fn func()) {
 	}
 }
 
-// routeSegment splits the route from a to b on an axis of n positions and topology topo
-// into runs of directed links, as Router.add routes it: seg(dir, start, length, bytes).
-func routeSegment(topo topology, n, a, b int, w float64, seg func(dir, start, length int, w float64)) {
-	fwd := ((b-a)%n + n) % n
-	switch topo {
-	case line:
-		if b > a {
-			seg(0, a, b-a, w)
-		} else {
-			seg(1, a, a-b, w)
-		}
-	case ringUni:
-		seg(0, a, fwd, w)
-	default: // ringBidi
-		back := n - fwd
-		switch {
-		case fwd < back:
-			seg(0, a, fwd, w)
-		case back < fwd:
-			seg(1, a, back, w)
-		default:
-			seg(0, a, fwd, w/2)
-			seg(1, a, back, w/2)
-		}
-	}
-}
-
-// segmentHops is the hops of the route from a to b, as Router.add counts them.
+// segmentHops is the hops of the route from a to b, as routeRing counts them.
 func segmentHops(topo topology, n, a, b int) int {
 	fwd := ((b-a)%n + n) % n
 	switch topo {

@@ -211,14 +211,64 @@ func (r *Router) touch(pos int) {
 // step per switch crossed), plus, for all_to_all_v, one per-step latency (the cheapest
 // link's) for every further peer message the busiest device posts.
 func (r *Router) Price(t *Traffic) TrafficEstimate {
-	m, f := r.m, r.f
-	na := len(m.Axes)
+	f := r.f
 	offsets := t.Offsets
 	if offsets == nil {
-		offsets = make([][]int, na)
+		offsets = make([][]int, len(r.m.Axes))
 	}
 	// Node loads need every copy: expand offsets when a GPU model has nodes.
 	expand := f.gpusPerNode > 0
+	r.reset()
+	var out TrafficEstimate
+	used := [numLinks]bool{}
+	r.routeAll(t, offsets, expand, &out, &used)
+	if !expand {
+		// Each representative stands for every translate; bytes scale by the copies.
+		mult := int64(1)
+		for _, o := range offsets {
+			if o != nil {
+				mult *= int64(len(o))
+			}
+		}
+		out.Bytes *= mult
+	}
+	// Bandwidth: the busiest resource.
+	var w worstRes
+	r.worstRing(&w, offsets, expand)
+	r.worstPort(&w)
+	for _, pos := range r.touched {
+		out.MaxPeers = max(out.MaxPeers, int(r.cnt[0][pos]), int(r.cnt[1][pos]))
+	}
+	r.worstNode(&w)
+	out.MaxLinkBytes = w.load
+	out.BandwidthUS = w.time
+	out.worst, out.router = w, r
+	worstClass := w.class
+	// Latency.
+	base, alpha := 0.0, math.Inf(1)
+	for c := range numLinks {
+		if used[c] {
+			base = max(base, f.links[c].base)
+			alpha = min(alpha, f.links[c].lat)
+		}
+	}
+	lat := out.LatencyUS // the longest route, set by add
+	if t.Kind == AllToAllV && out.MaxPeers > 1 && !math.IsInf(alpha, 0) {
+		lat += float64(out.MaxPeers-1) * alpha
+	}
+	if out.Bytes == 0 {
+		return TrafficEstimate{Estimate: Estimate{Link: worstClass.String()}}
+	}
+	out.LatencyUS = base + lat
+	out.TimeUS = f.combine(out.LatencyUS, out.BandwidthUS)
+	out.Link = worstClass.String()
+	return out
+}
+
+// reset starts a Price call: a new generation of marks, no touched lines or devices,
+// and zero node loads.
+func (r *Router) reset() {
+	f := r.f
 	r.gen++
 	if r.gen == 0 { // wrapped: forget every mark
 		for i := range r.ring {
@@ -238,8 +288,11 @@ func (r *Router) Price(t *Traffic) TrafficEstimate {
 	for d := range 2 {
 		r.node[d] = zero(r.node[d], nodes)
 	}
-	var out TrafficEstimate
-	used := [numLinks]bool{}
+}
+
+// routeAll routes every transfer of t; with expand, every translate of it by offsets.
+func (r *Router) routeAll(t *Traffic, offsets [][]int, expand bool, out *TrafficEstimate, used *[numLinks]bool) {
+	na := len(r.m.Axes)
 	from2 := make([]int, na)
 	to2 := make([]int, na)
 	copies := 1
@@ -266,23 +319,16 @@ func (r *Router) Price(t *Traffic) TrafficEstimate {
 				copy(from2, from)
 				copy(to2, to)
 			}
-			r.add(from2, to2, w, &out, &used)
+			r.add(from2, to2, w, out, used)
 		}
 		return true
 	})
-	if !expand {
-		// Each representative stands for every translate; bytes scale by the copies.
-		mult := int64(1)
-		for _, o := range offsets {
-			if o != nil {
-				mult *= int64(len(o))
-			}
-		}
-		out.Bytes *= mult
-	}
-	// Bandwidth: the busiest resource.
-	var w worstRes
-	for i := range na {
+}
+
+// worstRing raises w to the busiest ring or line link; without expand, each link's load
+// is summed over the translates by offsets.
+func (r *Router) worstRing(w *worstRes, offsets [][]int, expand bool) {
+	for i := range r.rt {
 		rt := r.rt[i]
 		rl := &r.ring[i]
 		if len(rl.lines) == 0 {
@@ -304,58 +350,41 @@ func (r *Router) Price(t *Traffic) TrafficEstimate {
 				}
 				for x, l := range load {
 					if tm := l / rt.bw; tm > w.time {
-						w = worstRes{time: tm, load: l, class: rt.class, kind: resRing, axis: i, line: int(ln), x: x, dir: dir}
+						*w = worstRes{time: tm, load: l, class: rt.class, kind: resRing, axis: i, line: int(ln), x: x, dir: dir}
 					}
 				}
 			}
 		}
 	}
+}
+
+// worstPort raises w to the busiest switch port of a touched device.
+func (r *Router) worstPort(w *worstRes) {
 	for k := range r.devs {
 		dv := &r.devs[k]
 		for c := range numLinks {
 			for d := range 2 {
 				if l := dv.port[c][d]; l > 0 {
-					if tm := l / f.links[c].bw; tm > w.time {
-						w = worstRes{time: tm, load: l, class: c, kind: resPort, dir: d, x: int(dv.pos)}
+					if tm := l / r.f.links[c].bw; tm > w.time {
+						*w = worstRes{time: tm, load: l, class: c, kind: resPort, dir: d, x: int(dv.pos)}
 					}
 				}
 			}
 		}
 	}
-	for _, pos := range r.touched {
-		out.MaxPeers = max(out.MaxPeers, int(r.cnt[0][pos]), int(r.cnt[1][pos]))
-	}
+}
+
+// worstNode raises w to the busiest node's NICs (in or out).
+func (r *Router) worstNode(w *worstRes) {
+	f := r.f
 	for d := range 2 {
 		for nd, l := range r.node[d] {
 			nics := min(f.gpusPerNode, r.n-nd*f.gpusPerNode) // one NIC per GPU
 			if tm := l / (f.links[linkIB].bw * float64(nics)); tm > w.time {
-				w = worstRes{time: tm, load: l, class: linkIB, kind: resNode, dir: d, x: nd}
+				*w = worstRes{time: tm, load: l, class: linkIB, kind: resNode, dir: d, x: nd}
 			}
 		}
 	}
-	out.MaxLinkBytes = w.load
-	out.BandwidthUS = w.time
-	out.worst, out.router = w, r
-	worstClass := w.class
-	// Latency.
-	base, alpha := 0.0, math.Inf(1)
-	for c := range numLinks {
-		if used[c] {
-			base = max(base, f.links[c].base)
-			alpha = min(alpha, f.links[c].lat)
-		}
-	}
-	lat := out.LatencyUS // the longest route, set by add
-	if t.Kind == AllToAllV && out.MaxPeers > 1 && !math.IsInf(alpha, 0) {
-		lat += float64(out.MaxPeers-1) * alpha
-	}
-	if out.Bytes == 0 {
-		return TrafficEstimate{Estimate: Estimate{Link: worstClass.String()}}
-	}
-	out.LatencyUS = base + lat
-	out.TimeUS = f.combine(out.LatencyUS, out.BandwidthUS)
-	out.Link = worstClass.String()
-	return out
 }
 
 // add routes one transfer of w bytes from -> to (full coordinates).
@@ -407,58 +436,72 @@ func (r *Router) add(from, to []int, w float64, out *TrafficEstimate, used *[num
 		}
 		n := rt.n
 		lineIdx := cur/(r.stride[i]*n)*r.stride[i] + cur%r.stride[i]
-		buf := r.line(i, lineIdx)
-		seg := func(dir, start, length int, w float64) {
-			// Links x -> x+1 (dir 0) for x in [start, start+length), mod n; dir 1 is
-			// x+1 -> x stored at index x, for x in [start-length, start) going down.
-			base := dir * (n + 1)
-			lo := start
-			if dir == 1 {
-				lo = start - length
-			}
-			lo = ((lo % n) + n) % n
-			hi := lo + length
-			if hi <= n {
-				buf[base+lo] += w
-				buf[base+hi] -= w
-				return
-			}
-			buf[base+lo] += w
-			buf[base+n] -= w
-			buf[base] += w
-			buf[base+hi-n] -= w
-		}
-		fwd := ((b-a)%n + n) % n
-		var h int
-		switch rt.topo {
-		case line:
-			if b > a {
-				seg(0, a, b-a, w)
-			} else {
-				seg(1, a, a-b, w)
-			}
-			h = abs(b - a)
-		case ringUni:
-			seg(0, a, fwd, w)
-			h = fwd
-		default: // ringBidi
-			back := n - fwd
-			switch {
-			case fwd < back:
-				seg(0, a, fwd, w)
-				h = fwd
-			case back < fwd:
-				seg(1, a, back, w)
-				h = back
-			default:
-				seg(0, a, fwd, w/2)
-				seg(1, a, back, w/2)
-				h = fwd
-			}
-		}
+		h := routeRing(r.line(i, lineIdx), rt.topo, n, a, b, w)
 		hops += h
 		lat += float64(h) * rt.lat
 	}
+	r.addPorts(src, dst, w, &ports)
+	out.MaxHops = max(out.MaxHops, hops)
+	out.LatencyUS = max(out.LatencyUS, lat)
+}
+
+// routeRing adds w bytes from a to b on an axis of n positions and topology topo (a
+// line or a ring, the short way round; an antipodal transfer on a bidirectional ring
+// split half each way) to the difference arrays buf, and returns the hops.
+func routeRing(buf []float64, topo topology, n, a, b int, w float64) int {
+	fwd := ((b-a)%n + n) % n
+	switch topo {
+	case line:
+		if b > a {
+			addRun(buf, n, 0, a, b-a, w)
+		} else {
+			addRun(buf, n, 1, a, a-b, w)
+		}
+		return abs(b - a)
+	case ringUni:
+		addRun(buf, n, 0, a, fwd, w)
+		return fwd
+	}
+	// ringBidi
+	back := n - fwd
+	switch {
+	case fwd < back:
+		addRun(buf, n, 0, a, fwd, w)
+		return fwd
+	case back < fwd:
+		addRun(buf, n, 1, a, back, w)
+		return back
+	}
+	addRun(buf, n, 0, a, fwd, w/2)
+	addRun(buf, n, 1, a, back, w/2)
+	return fwd
+}
+
+// addRun adds w to the difference arrays buf (2 x (n+1): dir 0, then dir 1) on a run of
+// length links. Links x -> x+1 (dir 0) for x in [start, start+length), mod n; dir 1 is
+// x+1 -> x stored at index x, for x in [start-length, start) going down.
+func addRun(buf []float64, n, dir, start, length int, w float64) {
+	lo := start
+	if dir == 1 {
+		lo = start - length
+	}
+	lo = ((lo % n) + n) % n
+	d := buf[dir*(n+1):]
+	if hi := lo + length; hi <= n {
+		d[lo] += w
+		d[hi] -= w
+	} else {
+		d[lo] += w
+		d[n] -= w
+		d[0] += w
+		d[hi-n] -= w
+	}
+}
+
+// addPorts adds w to the switch ports (or, between GPU nodes, the node NICs) the
+// transfer src -> dst crosses.
+func (r *Router) addPorts(src, dst int, w float64, ports *[numLinks]bool) {
+	f := r.f
 	for c := range numLinks {
 		if ports[c] {
 			if c == linkIB && f.gpusPerNode > 0 {
@@ -470,8 +513,6 @@ func (r *Router) add(from, to []int, w float64, out *TrafficEstimate, used *[num
 			r.dev(dst).port[c][1] += w
 		}
 	}
-	out.MaxHops = max(out.MaxHops, hops)
-	out.LatencyUS = max(out.LatencyUS, lat)
 }
 
 // window replaces load by the sum of its translates by every offset (cyclically on a
