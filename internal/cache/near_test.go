@@ -1,4 +1,4 @@
-package cache
+package cache_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shardplan/shardplan/internal/cache"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,7 +62,7 @@ func (f *farStore) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
 func TestNearStore(t *testing.T) {
 	ctx := context.Background()
 	far := newFar()
-	n := NewNear(far, 1<<20)
+	n := cache.NewNear(far, 1<<20)
 
 	t.Run("a write lands in both levels; reads stay local", func(t *testing.T) {
 		require.NoError(t, n.Set(ctx, "a", []byte("plan a"), time.Hour))

@@ -1,4 +1,4 @@
-package fielderr
+package fielderr_test
 
 import (
 	"bytes"
@@ -6,26 +6,28 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/shardplan/shardplan/internal/fielderr"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestFieldErrors(t *testing.T) {
-	e := New(Index(Join("source", "dims"), 1), "unknown mesh axis %q", "q")
+	e := fielderr.New(fielderr.Index(fielderr.Join("source", "dims"), 1), "unknown mesh axis %q", "q")
 	assert.Equal(t, `source.dims[1]: unknown mesh axis "q"`, e.Error())
-	assert.Equal(t, "a literal message", New("", "a literal message").Message, "no args: the format is the message")
-	assert.Equal(t, "dims", Join("", "dims"))
+	assert.Equal(t, "a literal message", fielderr.New("", "a literal message").Message, "no args: the format is the message")
+	assert.Equal(t, "dims", fielderr.Join("", "dims"))
 
-	wrapped := fmt.Errorf("planning: %w", Errors{e, New("target", "bad")})
-	es, ok := As(wrapped)
+	wrapped := fmt.Errorf("planning: %w", fielderr.Errors{e, fielderr.New("target", "bad")})
+	es, ok := fielderr.As(wrapped)
 	require.True(t, ok)
 	assert.Len(t, es, 2)
-	one, ok := As(fmt.Errorf("x: %w", e))
+	one, ok := fielderr.As(fmt.Errorf("x: %w", e))
 	require.True(t, ok)
-	assert.Equal(t, Errors{e}, one)
-	_, ok = As(fmt.Errorf("plain"))
+	assert.Equal(t, fielderr.Errors{e}, one)
+	_, ok = fielderr.As(fmt.Errorf("plain"))
 	assert.False(t, ok)
-	assert.NoError(t, Errors(nil).Err())
+	assert.NoError(t, fielderr.Errors(nil).Err())
 }
 
 func TestUnknownJSONField(t *testing.T) {
@@ -35,11 +37,11 @@ func TestUnknownJSONField(t *testing.T) {
 	dec := json.NewDecoder(bytes.NewReader([]byte(`{"mesh": "x=2", "meshh": 1}`)))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(&v)
-	name, ok := UnknownJSONField(err)
+	name, ok := fielderr.UnknownJSONField(err)
 	require.True(t, ok, "encoding/json's message for unknown fields still reads the same: %v", err)
 	assert.Equal(t, "meshh", name)
-	_, ok = UnknownJSONField(json.Unmarshal([]byte(`{`), &v))
+	_, ok = fielderr.UnknownJSONField(json.Unmarshal([]byte(`{`), &v))
 	assert.False(t, ok)
-	_, ok = UnknownJSONField(nil)
+	_, ok = fielderr.UnknownJSONField(nil)
 	assert.False(t, ok)
 }

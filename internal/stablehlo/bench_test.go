@@ -1,9 +1,11 @@
-package stablehlo
+package stablehlo_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/shardplan/shardplan/internal/stablehlo"
 )
 
 // mlpModule prints an n-layer MLP (dot_general, add, maximum per layer) in the pretty or
@@ -38,13 +40,13 @@ func BenchmarkRead(b *testing.B) {
 			form := map[bool]string{false: "pretty", true: "generic"}[generic]
 			src := mlpModule(layers, generic)
 			b.Run(fmt.Sprintf("ops=%d/%s", 3*layers, form), func(b *testing.B) {
-				imp, err := Read(src, Options{})
+				imp, err := stablehlo.Read(src, stablehlo.Options{})
 				if err != nil || len(imp.Graph.Ops) != 3*layers+2 {
 					b.Fatalf("import: %v", err)
 				}
 				b.SetBytes(int64(len(src)))
 				for b.Loop() {
-					if _, err := Read(src, Options{}); err != nil {
+					if _, err := stablehlo.Read(src, stablehlo.Options{}); err != nil {
 						b.Fatal(err)
 					}
 				}

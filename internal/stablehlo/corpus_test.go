@@ -1,4 +1,4 @@
-package stablehlo
+package stablehlo_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shardplan/shardplan/internal/stablehlo"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,7 +34,7 @@ type goldenTensor struct {
 	Sharding string  `json:"sharding,omitempty"`
 }
 
-func graphJSON(t *testing.T, imp *Import) string {
+func graphJSON(t *testing.T, imp *stablehlo.Import) string {
 	t.Helper()
 	g := goldenGraph{Tensors: map[string]goldenTensor{}, Ops: imp.Graph.Ops, Inputs: imp.Graph.Inputs, Outputs: imp.Graph.Outputs, Opaque: []string{}}
 	for id, tn := range imp.Graph.Tensors {
@@ -80,9 +82,9 @@ func TestCorpus(t *testing.T) {
 		t.Run(filepath.Base(base), func(t *testing.T) {
 			src, err := os.ReadFile(f)
 			require.NoError(t, err)
-			pretty, err := Read(string(src), Options{Function: "pretty"})
+			pretty, err := stablehlo.Read(string(src), stablehlo.Options{Function: "pretty"})
 			require.NoError(t, err)
-			generic, err := Read(string(src), Options{Function: "generic"})
+			generic, err := stablehlo.Read(string(src), stablehlo.Options{Function: "generic"})
 			require.NoError(t, err)
 			pj := graphJSON(t, pretty)
 			assert.Equal(t, pj, graphJSON(t, generic), "the pretty and generic forms import differently")
@@ -91,7 +93,7 @@ func TestCorpus(t *testing.T) {
 			require.NoError(t, err)
 			golden(t, base+".annotated.mlir", pretty.Annotate(res.Shardings))
 			// The annotated module reads back to the same graph, annotations aside.
-			again, err := Read(pretty.Annotate(res.Shardings), Options{Function: "pretty"})
+			again, err := stablehlo.Read(pretty.Annotate(res.Shardings), stablehlo.Options{Function: "pretty"})
 			require.NoError(t, err)
 			assert.Equal(t, len(pretty.Graph.Tensors), len(again.Graph.Tensors))
 			assert.Equal(t, len(pretty.Graph.Ops), len(again.Graph.Ops))
@@ -105,7 +107,7 @@ func TestCorpus(t *testing.T) {
 func TestJAXAttention(t *testing.T) {
 	src, err := os.ReadFile("testdata/attention_jax.mlir")
 	require.NoError(t, err)
-	imp, err := Read(string(src), Options{})
+	imp, err := stablehlo.Read(string(src), stablehlo.Options{})
 	require.NoError(t, err)
 	assert.Empty(t, imp.Opaque)
 	res, err := propagation.Propagate(context.Background(), imp.Graph, imp.Mesh, propagation.DefaultOptions())
@@ -143,7 +145,7 @@ func TestCorpusCoversSupportedOps(t *testing.T) {
 		src, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for _, fn := range []string{"pretty", "generic"} {
-			imp, err := Read(string(src), Options{Function: fn})
+			imp, err := stablehlo.Read(string(src), stablehlo.Options{Function: fn})
 			require.NoError(t, err)
 			walk(imp.Graph.Ops)
 		}

@@ -1,4 +1,4 @@
-package stablehlo
+package stablehlo_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/shardplan/shardplan/internal/stablehlo"
 
 	"github.com/shardplan/shardplan/internal/propagation"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -35,14 +37,14 @@ func FuzzRead(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	lim := Limits{MaxDepth: 16, MaxOps: 2000, MaxDevices: 256, MaxMeshAxes: 4}
+	lim := stablehlo.Limits{MaxDepth: 16, MaxOps: 2000, MaxDevices: 256, MaxMeshAxes: 4}
 	f.Fuzz(func(t *testing.T, src string) {
 		if len(src) > 1<<16 {
 			return
 		}
 		mesh, _ := sharding.ParseMeshString("x=2,y=2", "mesh")
 		for _, m := range []*sharding.Mesh{nil, mesh} {
-			imp, err := Read(src, Options{Mesh: m, Limits: lim})
+			imp, err := stablehlo.Read(src, stablehlo.Options{Mesh: m, Limits: lim})
 			if err != nil {
 				es, ok := sharding.AsFieldErrors(err)
 				if !ok || len(es) == 0 {
@@ -50,7 +52,7 @@ func FuzzRead(f *testing.F) {
 				}
 				for _, e := range es {
 					switch e.Field {
-					case Field:
+					case stablehlo.Field:
 						if !lineColRE.MatchString(e.Message) {
 							t.Fatalf("module error without line and column: %q", e.Message)
 						}
@@ -71,7 +73,7 @@ func FuzzRead(f *testing.F) {
 			// Parse, print, parse: the annotated module imports to the same graph, with
 			// the propagated shardings as its annotations.
 			out := imp.Annotate(res.Shardings)
-			again, err := Read(out, Options{Function: imp.Func.Name, Mesh: m, Limits: lim})
+			again, err := stablehlo.Read(out, stablehlo.Options{Function: imp.Func.Name, Mesh: m, Limits: lim})
 			if err != nil {
 				t.Fatalf("the annotated module does not read back: %v\n%s", err, out)
 			}

@@ -1,10 +1,12 @@
-package stablehlo
+package stablehlo_test
 
 import (
 	"context"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/shardplan/shardplan/internal/stablehlo"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -184,7 +186,7 @@ func runShardy(t *testing.T, file string, opts propagation.Options, cases []shar
 	require.NoError(t, err)
 	for _, tc := range cases {
 		t.Run(tc.fn, func(t *testing.T) {
-			imp, err := Read(string(src), Options{Function: tc.fn})
+			imp, err := stablehlo.Read(string(src), stablehlo.Options{Function: tc.fn})
 			require.NoError(t, err)
 			res, err := propagation.Propagate(context.Background(), imp.Graph, imp.Mesh, opts)
 			require.NoError(t, err)
@@ -212,7 +214,7 @@ func runShardy(t *testing.T, file string, opts propagation.Options, cases []shar
 func TestGenericModule(t *testing.T) {
 	src, err := os.ReadFile("testdata/generic_module.mlir")
 	require.NoError(t, err)
-	imp, err := Read(string(src), Options{})
+	imp, err := stablehlo.Read(string(src), stablehlo.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, "simple", imp.Func.Name)
 	assert.Equal(t, "mesh_a_2_b_2", imp.Mesh.Name)
@@ -227,7 +229,7 @@ func TestGenericModule(t *testing.T) {
 	}
 	out := imp.Annotate(res.Shardings)
 	assert.Contains(t, out, `%1 = "stablehlo.dot_general"(%0, %arg2) <{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}> {sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2, [{"a", ?}, {?}]>]>} :`)
-	again, err := Read(out, Options{})
+	again, err := stablehlo.Read(out, stablehlo.Options{})
 	require.NoError(t, err)
 	assert.Len(t, again.Graph.Ops, len(imp.Graph.Ops))
 }
@@ -236,7 +238,7 @@ func TestGenericModule(t *testing.T) {
 // the tensor and its defining op, or the function.
 func TestLocate(t *testing.T) {
 	src := "sdy.mesh @mesh = <[\"x\"=2]>\nfunc.func @main(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {\n  %x.1 = stablehlo.negate %arg0 : tensor<8x4xf32>\n  return %x.1 : tensor<8x4xf32>\n}\n"
-	imp, err := Read(src, Options{})
+	imp, err := stablehlo.Read(src, stablehlo.Options{})
 	require.NoError(t, err)
 	cases := []struct {
 		field, want string
@@ -250,7 +252,7 @@ func TestLocate(t *testing.T) {
 		es, ok := sharding.AsFieldErrors(imp.Locate(sharding.Fieldf(tc.field, "bad")))
 		require.True(t, ok)
 		require.Len(t, es, 1)
-		assert.Equal(t, Field, es[0].Field)
+		assert.Equal(t, stablehlo.Field, es[0].Field)
 		assert.Equal(t, tc.want, es[0].Message, tc.field)
 	}
 }
@@ -270,7 +272,7 @@ func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}
   return %1, %e : tensor<8xf32>, f32
 }
 `
-	imp, err := Read(src, Options{})
+	imp, err := stablehlo.Read(src, stablehlo.Options{})
 	require.NoError(t, err)
 	var ops []string
 	for _, o := range imp.Opaque {
@@ -307,22 +309,22 @@ func.func private @g(%a: tensor<4xf32>) -> tensor<4xf32> {
 `
 	cases := []struct {
 		name, src string
-		lim       Limits
+		lim       stablehlo.Limits
 		want      string
 	}{
-		{"depth", nested, Limits{MaxDepth: 10}, "SHARDPLAN_MAX_MODULE_DEPTH"},
-		{"ops", calls, Limits{MaxOps: 5}, "more than 5 ops; the limit is configurable (SHARDPLAN_MAX_GRAPH_OPS)"},
-		{"inlined ops", calls, Limits{MaxOps: 12}, "more than 12 ops (calls inlined)"},
-		{"values", "func.func @main() {\n  %0:9 = \"x.y\"() : () -> (i1, i1, i1, i1, i1, i1, i1, i1, i1)\n  return\n}\n", Limits{MaxTensors: 8}, "more than 8 values"},
-		{"inlined tensors", calls, Limits{MaxTensors: 12}, "more than 12 tensors (calls inlined)"},
+		{"depth", nested, stablehlo.Limits{MaxDepth: 10}, "SHARDPLAN_MAX_MODULE_DEPTH"},
+		{"ops", calls, stablehlo.Limits{MaxOps: 5}, "more than 5 ops; the limit is configurable (SHARDPLAN_MAX_GRAPH_OPS)"},
+		{"inlined ops", calls, stablehlo.Limits{MaxOps: 12}, "more than 12 ops (calls inlined)"},
+		{"values", "func.func @main() {\n  %0:9 = \"x.y\"() : () -> (i1, i1, i1, i1, i1, i1, i1, i1, i1)\n  return\n}\n", stablehlo.Limits{MaxTensors: 8}, "more than 8 values"},
+		{"inlined tensors", calls, stablehlo.Limits{MaxTensors: 12}, "more than 12 tensors (calls inlined)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Read(tc.src, Options{Limits: tc.lim})
+			_, err := stablehlo.Read(tc.src, stablehlo.Options{Limits: tc.lim})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	_, err := Read(calls, Options{})
+	_, err := stablehlo.Read(calls, stablehlo.Options{})
 	require.NoError(t, err, "within the default limits")
 }
