@@ -1,7 +1,9 @@
-package sharding
+package sharding_test
 
 import (
 	"testing"
+
+	"github.com/shardplan/shardplan/internal/sharding"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -23,7 +25,7 @@ func TestDTypeBits(t *testing.T) {
 		{"Float32", 0, false}, {"", 0, false},
 	}
 	for _, tc := range cases {
-		b, ok := DTypeBits(tc.name)
+		b, ok := sharding.DTypeBits(tc.name)
 		assert.Equal(t, tc.ok, ok, tc.name)
 		assert.Equal(t, tc.bits, b, tc.name)
 	}
