@@ -349,15 +349,3 @@ func eachAssignment(ds []Digit, ks []int, val []int, fn func()) {
 		}
 	}
 }
-
-// segmentHops is the hops of the route from a to b, as routeRing counts them.
-func segmentHops(topo topology, n, a, b int) int {
-	fwd := ((b-a)%n + n) % n
-	switch topo {
-	case line:
-		return abs(b - a)
-	case ringUni:
-		return fwd
-	}
-	return min(fwd, n-fwd)
-}
