@@ -543,115 +543,160 @@ func (s *searcher) feasible(before, after state, group uint64) bool {
 
 // expand calls yield for every move out of st that the request allows and that passes
 // the cheap filters (tile size, full replication). nx is scratch, valid during the call
-// only. Moves are generated in a fixed order (slices,
-// then per dim gathers and all-to-alls, then permutes) so ties resolve the same way on
-// every run.
+// only. Moves are generated in a fixed order (slices, then per dim gathers and
+// all-to-alls, then permutes) so ties resolve the same way on every run.
 func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, group uint64)) {
-	sp, r, goal := s.sp, s.r, s.goal
-	rank := len(st)
-	used := st.used()
-	for d := range rank {
-		s.counts[d] = int64(sp.count(st[d]))
+	for d := range st {
+		s.counts[d] = int64(s.sp.count(st[d]))
 	}
-	s.inBytes = sp.bytes(s.tileOf(-1, 0, -1, 0))
-	nx := s.nx
-	reset := func() {
-		for d := range rank {
-			nx[d] = append(nx[d][:0], st[d]...)
-		}
+	s.inBytes = s.sp.bytes(s.tileOf(-1, 0, -1, 0))
+	e := expansion{s: s, st: st, nx: s.nx, used: st.used(), yield: yield}
+	if s.r.allowed(OpSlice) {
+		e.slices()
 	}
-	// emit applies the cheap filters; c1/c2 are the new counts of dims d1/d2 (-1: none).
-	emit := func(op Op, dim, dim2 int, group uint64, d1 int, c1 int64, d2 int, c2 int64) {
-		tile := s.tileOf(d1, c1, d2, c2)
-		if tile > s.maxTile {
-			return
-		}
-		if s.noRep && op != OpSlice && nx.used() == 0 && !nx.equal(goal) {
-			return // never pass through full replication
-		}
-		yield(nx, op, dim, dim2, group)
+	e.gathersAndAllToAlls()
+	if s.r.allowed(OpCollectivePermute) {
+		e.permutes()
 	}
-	if r.allowed(OpSlice) {
-		for a := range sp.atoms {
-			u := uint8(a)
-			if used&(1<<u) != 0 || s.goalMask&(1<<u) == 0 {
+}
+
+// expansion is one call of expand: the state expanded, the scratch successor and the
+// consumer of the moves.
+type expansion struct {
+	s     *searcher
+	st    state
+	nx    state
+	used  uint64
+	yield func(nx state, op Op, dim, dim2 int, group uint64)
+}
+
+// reset makes the scratch successor a copy of the state.
+func (e *expansion) reset() {
+	for d := range e.st {
+		e.nx[d] = append(e.nx[d][:0], e.st[d]...)
+	}
+}
+
+// emit applies the cheap filters to the successor in e.nx; c1/c2 are the new counts of
+// dims d1/d2 (-1: none).
+func (e *expansion) emit(op Op, dim, dim2 int, group uint64, d1 int, c1 int64, d2 int, c2 int64) {
+	s := e.s
+	if s.tileOf(d1, c1, d2, c2) > s.maxTile {
+		return
+	}
+	if s.noRep && op != OpSlice && e.nx.used() == 0 && !e.nx.equal(s.goal) {
+		return // never pass through full replication
+	}
+	e.yield(e.nx, op, dim, dim2, group)
+}
+
+// slices appends each unused goal atom to the dims the goal-directed rules allow.
+func (e *expansion) slices() {
+	s, sp := e.s, e.s.sp
+	for a := range sp.atoms {
+		u := uint8(a)
+		if e.used&(1<<u) != 0 || s.goalMask&(1<<u) == 0 {
+			continue
+		}
+		for d := range e.st {
+			if s.goalDirected && s.goalDim[u] != d && (!s.relax || int64(s.goalCount[d]) != s.counts[d]*int64(sp.atoms[u].Size)) {
+				// Slice an atom into the dim that ends with it, or into a dim it
+				// brings to its goal count (a permute can exchange it later, as in
+				// XLA's slice-then-permute).
 				continue
 			}
-			for d := range rank {
-				if s.goalDirected && s.goalDim[u] != d && (!s.relax || int64(s.goalCount[d]) != s.counts[d]*int64(sp.atoms[u].Size)) {
-					// Slice an atom into the dim that ends with it, or into a dim it
-					// brings to its goal count (a permute can exchange it later, as in
-					// XLA's slice-then-permute).
-					continue
-				}
-				reset()
-				nx[d] = append(nx[d], u)
-				emit(OpSlice, d, 0, 0, d, s.counts[d]*int64(sp.atoms[u].Size), -1, 0)
-			}
+			e.reset()
+			e.nx[d] = append(e.nx[d], u)
+			e.emit(OpSlice, d, 0, 0, d, s.counts[d]*int64(sp.atoms[u].Size), -1, 0)
 		}
 	}
-	gather, a2a := r.allowed(OpAllGather), r.allowed(OpAllToAll)
-	for d := range rank {
-		n := len(st[d])
+}
+
+// gathersAndAllToAlls drops each suffix of each dim (all_gather) or moves it to the
+// minor end of another dim (all_to_all).
+func (e *expansion) gathersAndAllToAlls() {
+	s, sp, goal := e.s, e.s.sp, e.s.goal
+	gather, a2a := s.r.allowed(OpAllGather), s.r.allowed(OpAllToAll)
+	for d := range e.st {
+		n := len(e.st[d])
 		var group uint64
 		k := int64(1)
 		// Goal-directed: the dim's common prefix with its goal stays put.
 		keep := 0
 		if s.goalDirected {
-			for keep < n && keep < len(goal[d]) && st[d][keep] == goal[d][keep] {
+			for keep < n && keep < len(goal[d]) && e.st[d][keep] == goal[d][keep] {
 				keep++
 			}
 		}
 		for j := 1; j <= n-keep; j++ {
-			a := st[d][n-j]
+			a := e.st[d][n-j]
 			group |= 1 << a
 			k *= int64(sp.atoms[a].Size)
-			suffix := st[d][n-j:]
+			suffix := e.st[d][n-j:]
 			if gather {
-				reset()
-				nx[d] = nx[d][:n-j]
-				emit(OpAllGather, d, 0, group, d, s.counts[d]/k, -1, 0)
+				e.reset()
+				e.nx[d] = e.nx[d][:n-j]
+				e.emit(OpAllGather, d, 0, group, d, s.counts[d]/k, -1, 0)
 			}
-			if a2a {
-				for b := range rank {
-					if b == d || s.goalDirected && s.goalDim[suffix[0]] != b && (!s.relax || int64(s.goalCount[b]) != s.counts[b]*k) {
-						continue // move atoms toward their goal dim, or fill a dim to its goal count for a permute
-					}
-					reset()
-					nx[d] = nx[d][:n-j]
-					nx[b] = append(nx[b], suffix...)
-					emit(OpAllToAll, d, b, group, d, s.counts[d]/k, b, s.counts[b]*k)
+			if !a2a {
+				continue
+			}
+			for b := range e.st {
+				if b == d || s.goalDirected && s.goalDim[suffix[0]] != b && (!s.relax || int64(s.goalCount[b]) != s.counts[b]*k) {
+					continue // move atoms toward their goal dim, or fill a dim to its goal count for a permute
 				}
+				e.reset()
+				e.nx[d] = e.nx[d][:n-j]
+				e.nx[b] = append(e.nx[b], suffix...)
+				e.emit(OpAllToAll, d, b, group, d, s.counts[d]/k, b, s.counts[b]*k)
 			}
 		}
 	}
-	if !r.allowed(OpCollectivePermute) {
-		return
-	}
-	// Direct to the goal when every dim already has the goal's shard count.
+}
+
+// permutes generates the collective_permutes: straight to the goal when every dim has
+// its goal count, the single-atom swaps and replacements that put a goal atom in place
+// (when s.swaps), and each dim rewritten toward its goal (towardGoal).
+func (e *expansion) permutes() {
+	s, sp, goal := e.s, e.s.sp, e.s.goal
 	same := true
-	for d := range rank {
+	for d := range e.st {
 		if s.counts[d] != int64(sp.count(goal[d])) {
 			same = false
 			break
 		}
 	}
-	if same && !st.equal(goal) {
-		for d := range rank {
-			nx[d] = append(nx[d][:0], goal[d]...)
+	if same && !e.st.equal(goal) {
+		for d := range e.st {
+			e.nx[d] = append(e.nx[d][:0], goal[d]...)
 		}
-		emit(OpCollectivePermute, 0, 0, maskOf(changedAtoms(st, goal)), -1, 0, -1, 0)
+		e.emit(OpCollectivePermute, 0, 0, maskOf(changedAtoms(e.st, goal)), -1, 0, -1, 0)
 	}
-	// Swap two equal-sized atoms, or replace an atom by an unused one, when that puts a
-	// goal atom at its goal position (undirected permutations only widen the search
-	// without making plans cheaper: a later permute can do them in the same step).
+	if s.swaps {
+		e.swapsAndReplacements()
+	}
+	// Rewrite one dim as its longest available goal prefix followed by its other atoms,
+	// in one permute: this reorders atoms of different sizes (which no swap can) and
+	// replaces several atoms at once.
+	for d := range e.st {
+		e.reset()
+		if !s.towardGoal(e.nx, d, e.used) {
+			continue
+		}
+		e.emit(OpCollectivePermute, 0, 0, maskOf(changedAtoms(e.st, e.nx)), -1, 0, -1, 0)
+	}
+}
+
+// swapsAndReplacements swaps two equal-sized atoms, or replaces an atom by an unused
+// one, when that puts a goal atom at its goal position (undirected permutations only
+// widen the search without making plans cheaper: a later permute can do them in the
+// same step).
+func (e *expansion) swapsAndReplacements() {
+	sp, goal, st := e.s.sp, e.s.goal, e.st
 	atGoal := func(d, i int, a uint8) bool { return i < len(goal[d]) && goal[d][i] == a }
-	if !s.swaps {
-		goto toward
-	}
-	for dx := range rank {
+	for dx := range st {
 		for ix, a := range st[dx] {
-			for dy := dx; dy < rank; dy++ {
+			for dy := dx; dy < len(st); dy++ {
 				iy0 := 0
 				if dy == dx {
 					iy0 = ix + 1
@@ -661,31 +706,20 @@ func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, g
 					if sp.atoms[a].Size != sp.atoms[b].Size || !(atGoal(dx, ix, b) || atGoal(dy, iy, a)) {
 						continue
 					}
-					reset()
-					nx[dx][ix], nx[dy][iy] = b, a
-					emit(OpCollectivePermute, 0, 0, 1<<a|1<<b, -1, 0, -1, 0)
+					e.reset()
+					e.nx[dx][ix], e.nx[dy][iy] = b, a
+					e.emit(OpCollectivePermute, 0, 0, 1<<a|1<<b, -1, 0, -1, 0)
 				}
 			}
 			if ix < len(goal[dx]) {
 				u := goal[dx][ix]
-				if used&(1<<u) == 0 && sp.atoms[u].Size == sp.atoms[a].Size {
-					reset()
-					nx[dx][ix] = u
-					emit(OpCollectivePermute, 0, 0, 1<<a|1<<u, -1, 0, -1, 0)
+				if e.used&(1<<u) == 0 && sp.atoms[u].Size == sp.atoms[a].Size {
+					e.reset()
+					e.nx[dx][ix] = u
+					e.emit(OpCollectivePermute, 0, 0, 1<<a|1<<u, -1, 0, -1, 0)
 				}
 			}
 		}
-	}
-toward:
-	// Rewrite one dim as its longest available goal prefix followed by its other atoms,
-	// in one permute: this reorders atoms of different sizes (which no swap above can)
-	// and replaces several atoms at once.
-	for d := range rank {
-		reset()
-		if !s.towardGoal(nx, d, used) {
-			continue
-		}
-		emit(OpCollectivePermute, 0, 0, maskOf(changedAtoms(st, nx)), -1, 0, -1, 0)
 	}
 }
 
