@@ -1,18 +1,22 @@
 package cost
 
-import "github.com/shardplan/shardplan/internal/sharding"
+import (
+	"github.com/shardplan/shardplan/internal/collective"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
 
-// Kind is a collective's kind; the values are the step ops of API.md.
-type Kind string
+// Kind is a collective's kind (package collective names them); the values are the step
+// ops of API.md.
+type Kind = collective.Kind
 
 // The collective kinds.
 const (
-	AllGather         Kind = "all_gather"
-	ReduceScatter     Kind = "reduce_scatter"
-	AllReduce         Kind = "all_reduce"
-	AllToAll          Kind = "all_to_all"
-	CollectivePermute Kind = "collective_permute"
-	AllToAllV         Kind = "all_to_all_v"
+	AllGather         = collective.AllGather
+	ReduceScatter     = collective.ReduceScatter
+	AllReduce         = collective.AllReduce
+	AllToAll          = collective.AllToAll
+	CollectivePermute = collective.CollectivePermute
+	AllToAllV         = collective.AllToAllV
 )
 
 // Collective is one collective to price. The group is every set of devices that differ

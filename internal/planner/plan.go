@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardplan/shardplan/internal/collective"
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
@@ -16,18 +17,19 @@ import (
 // bounded by torus cuts and by the direct candidates, which can change plans).
 const Version = "planner/4"
 
-// Op is a step op of API.md.
+// Op is a step op of API.md: a local slice or a collective (named by package
+// collective).
 type Op string
 
 // The step ops.
 const (
 	OpSlice             Op = "slice"
-	OpAllGather         Op = "all_gather"
-	OpAllToAll          Op = "all_to_all"
-	OpCollectivePermute Op = "collective_permute"
-	OpAllToAllV         Op = "all_to_all_v"
-	OpReduceScatter     Op = "reduce_scatter"
-	OpAllReduce         Op = "all_reduce"
+	OpAllGather            = Op(collective.AllGather)
+	OpAllToAll             = Op(collective.AllToAll)
+	OpCollectivePermute    = Op(collective.CollectivePermute)
+	OpAllToAllV            = Op(collective.AllToAllV)
+	OpReduceScatter        = Op(collective.ReduceScatter)
+	OpAllReduce            = Op(collective.AllReduce)
 )
 
 // AllOps lists every step op.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardplan/shardplan/internal/collective"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -67,10 +68,10 @@ type Reshard struct {
 	To     sharding.Sharding `json:"-"`
 }
 
-// Reduction kinds.
+// Reduction kinds (package collective names them).
 const (
-	AllReduce     = "all_reduce"
-	ReduceScatter = "reduce_scatter"
+	AllReduce     = string(collective.AllReduce)
+	ReduceScatter = string(collective.ReduceScatter)
 )
 
 // Reduction is a collective that sums partial results over Axes: an all_reduce, or a
