@@ -191,20 +191,13 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, false, err
 		}
-		out, hit, err := s.memo.Do(ctx, in.key, func(ctx context.Context) ([]byte, error) {
+		return s.answerPlanned(ctx, in.key, in.req.Policy, false, func(ctx context.Context) (*planned, error) {
 			resp, err := s.planGraph(ctx, in)
 			if err != nil {
 				return nil, in.locate(err)
 			}
-			return encodeJSON(resp)
-		})
-		if err != nil {
-			return nil, false, err
-		}
-		if err := graphPolicyCheck(in.req.Policy, out); err != nil {
-			return nil, hit, err
-		}
-		return out, hit, nil
+			return encodePlanned(resp, resp.verdict)
+		}, readGraphVerdict)
 	})
 }
 
@@ -303,10 +296,7 @@ func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 // as decoded, so equal graphs in any input form share a plan id.
 func graphKey(in *graphInput) (string, error) {
 	h := sha256.New()
-	model := in.model.Name()
-	if cm, ok := in.model.(interface{ Fingerprint() string }); ok {
-		model = cm.Fingerprint()
-	}
+	model := modelFingerprint(in.model)
 	inc := slices.Clone(in.req.Include)
 	slices.Sort(inc)
 	inc = slices.Compact(inc)
@@ -346,7 +336,6 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 	}
 	res := gp.Propagation
 	m := in.mesh
-	lists := m.NumDevices() <= s.limits.ListDeviceLimit || in.include["pairs"]
 	sum := gp.Summary
 	resp := &GraphResponse{
 		Mesh: meshJSON(m), Shardings: make(map[string]ShardingJSON, len(res.Shardings)),
@@ -374,48 +363,64 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		}
 		resp.Explain[id] = es
 	}
-	budget := s.newBudget()
-	for _, gc := range gp.Collectives {
-		steps, omitted, err := renderSteps(ctx, m, gc.Shape, gc.ElemBits, gc.Plan, lists, s.limits.ListDeviceLimit, budget)
+	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.listsFor(m, in.include), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	for i := range gp.Collectives {
+		c, omitted, err := cr.render(ctx, &gp.Collectives[i])
 		if err != nil {
 			return nil, err
 		}
 		resp.ListsOmitted = resp.ListsOmitted || omitted
-		ps := gc.Plan.Summary
-		c := GraphCollective{OpName: gc.Op, Tensor: gc.Tensor, Kind: string(gc.Kind), Shape: gc.Shape,
-			TimeUS: ps.TimeUS, BytesPerDevice: ps.BytesPerDevice, FullRematerialization: ps.FullRematerialization}
-		if gc.Kind == graphplan.KindReshard {
-			gp := &GraphPlan{Source: sw.json(gc.From), Target: sw.json(gc.To), Steps: steps, Summary: summaryJSON(gc.Plan, in.model)}
-			if info := gc.XLA; info != nil {
-				c.XLAFallback = info.Fallback
-				gp.Summary.XLAFallback = info.Fallback
-				gp.XLAWarning, gp.XLAPath = info.Warning, info.Path
-				for _, sg := range info.Suggested {
-					gp.SuggestedConstraints = append(gp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: sw.json(sg.Sharding)})
-				}
-				gp.SuggestionNote = info.SuggestionNote
-			}
-			c.Plan = gp
-		} else {
-			c.Reduction, c.MeshAxes, c.Steps = gc.Reduction, refStrings(gc.Axes), steps
-			if gc.Dim >= 0 {
-				d := gc.Dim
-				c.Dim = &d
-			}
-		}
 		resp.Collectives = append(resp.Collectives, c)
 	}
 	if in.include["ops"] {
 		resp.Ops = opShardingsJSON(res.Ops, sw)
 	}
 	if resp.ListsOmitted {
-		resp.Note = fmt.Sprintf(listsNote, m.NumDevices(), s.limits.ListDeviceLimit)
+		resp.Note = s.listsOmittedNote(m)
 	}
 	if in.imp != nil {
 		resp.OpaqueOps = opaqueOpsJSON(in.imp.Opaque)
 	}
 	resp.PlanID = in.key
 	return resp, nil
+}
+
+// collectiveRenderer renders the collectives of one graph answer.
+type collectiveRenderer struct {
+	sw       *shardingWriter
+	model    cost.Model
+	lists    bool // per-device lists in full (else runs, or omitted)
+	runLimit int
+	budget   *listBudget
+}
+
+// render gives the wire form of gc; omitted says some per-device list was left out.
+func (cr *collectiveRenderer) render(ctx context.Context, gc *graphplan.Collective) (c GraphCollective, omitted bool, err error) {
+	steps, omitted, err := renderSteps(ctx, cr.sw.m, gc.Shape, gc.ElemBits, gc.Plan, cr.lists, cr.runLimit, cr.budget)
+	if err != nil {
+		return GraphCollective{}, false, err
+	}
+	ps := gc.Plan.Summary
+	c = GraphCollective{OpName: gc.Op, Tensor: gc.Tensor, Kind: string(gc.Kind), Shape: gc.Shape,
+		TimeUS: ps.TimeUS, BytesPerDevice: ps.BytesPerDevice, FullRematerialization: ps.FullRematerialization}
+	if gc.Kind != graphplan.KindReshard {
+		c.Reduction, c.MeshAxes, c.Steps = gc.Reduction, refStrings(gc.Axes), steps
+		if gc.Dim >= 0 {
+			d := gc.Dim
+			c.Dim = &d
+		}
+		return c, omitted, nil
+	}
+	gp := &GraphPlan{Source: cr.sw.json(gc.From), Target: cr.sw.json(gc.To), Steps: steps, Summary: summaryJSON(gc.Plan, cr.model)}
+	if info := gc.XLA; info != nil {
+		c.XLAFallback = info.Fallback
+		gp.Summary.XLAFallback = info.Fallback
+		gp.XLAWarning, gp.XLAPath = info.Warning, info.Path
+		gp.SuggestedConstraints = appendSuggestions(nil, info.Suggested, cr.sw)
+		gp.SuggestionNote = info.SuggestionNote
+	}
+	c.Plan = gp
+	return c, omitted, nil
 }
 
 func opShardingsJSON(ops []propagation.OpSharding, sw *shardingWriter) []OpShardingJSON {
@@ -436,36 +441,62 @@ func opShardingsJSON(ops []propagation.OpSharding, sw *shardingWriter) []OpShard
 	return out
 }
 
-// graphPolicyCheck turns a graph with a rematerializing reshard into a 422 naming each
-// one, carrying the whole answer under "plan" and the suggested constraints per reshard.
-func graphPolicyCheck(p *Policy, body []byte) error {
-	if p == nil || !p.ForbidFullRematerialization {
-		return nil
+// graphView is what a graph answer's verdict reads of it.
+type graphView struct {
+	Summary     remat            `json:"summary"`
+	Collectives []collectiveView `json:"collectives"`
+}
+
+type collectiveView struct {
+	OpName string `json:"op_name"`
+	Tensor string `json:"tensor"`
+	remat
+	Plan *reshardView `json:"plan"`
+}
+
+// readGraphVerdict reads the verdict of a memoized graph answer.
+func readGraphVerdict(body []byte) (*verdict, error) {
+	var v graphView
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, err
 	}
-	var probe struct {
-		Summary     GraphSummary `json:"summary"`
-		Collectives []struct {
-			OpName                string `json:"op_name"`
-			Tensor                string `json:"tensor"`
-			FullRematerialization bool   `json:"full_rematerialization"`
-			XLAFallback           bool   `json:"xla_fallback"`
-			Plan                  *struct {
-				XLAWarning           string          `json:"xla_warning"`
-				SuggestedConstraints json.RawMessage `json:"suggested_constraints"`
-				SuggestionNote       string          `json:"suggestion_note"`
-			} `json:"plan"`
-		} `json:"collectives"`
+	return v.verdict(), nil
+}
+
+// verdict gives g's verdict from the rendered answer (the collectives that break the
+// policy; the others say nothing).
+func (g *GraphResponse) verdict() (*verdict, error) {
+	v := graphView{Summary: remat{FullRematerialization: g.Summary.FullRematerialization, XLAFallback: g.Summary.XLAFallback}}
+	for _, c := range g.Collectives {
+		cv := collectiveView{OpName: c.OpName, Tensor: c.Tensor, remat: remat{FullRematerialization: c.FullRematerialization, XLAFallback: c.XLAFallback}}
+		if !v.Summary.any() || !cv.any() {
+			continue
+		}
+		if p := c.Plan; p != nil {
+			cv.Plan = &reshardView{XLAWarning: p.XLAWarning, SuggestionNote: p.SuggestionNote}
+			if len(p.SuggestedConstraints) > 0 {
+				sc, err := rawJSON(p.SuggestedConstraints)
+				if err != nil {
+					return nil, err
+				}
+				cv.Plan.SuggestedConstraints = sc
+			}
+		}
+		v.Collectives = append(v.Collectives, cv)
 	}
-	if err := json.Unmarshal(body, &probe); err != nil {
-		return err
-	}
-	if !probe.Summary.FullRematerialization && !probe.Summary.XLAFallback {
-		return nil
+	return v.verdict(), nil
+}
+
+// verdict: a graph with a rematerializing reshard breaks forbid_full_rematerialization;
+// the problem names each one with its suggested constraints.
+func (g *graphView) verdict() *verdict {
+	if !g.Summary.any() {
+		return &verdict{}
 	}
 	var vs []Violation
 	var names []string
-	for _, c := range probe.Collectives {
-		if !c.FullRematerialization && !c.XLAFallback {
+	for _, c := range g.Collectives {
+		if !c.any() {
 			continue
 		}
 		msg := fmt.Sprintf("reshard of %q for op %q goes through an involuntary full rematerialization", c.Tensor, c.OpName)
@@ -484,8 +515,9 @@ func graphPolicyCheck(p *Policy, body []byte) error {
 		vs = append(vs, v)
 		names = append(names, c.OpName+"/"+c.Tensor)
 	}
-	detail := fmt.Sprintf("%d reshard(s) go through an involuntary full rematerialization: %s", len(vs), strings.Join(names, ", "))
-	return NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", detail).
-		With("violations", vs).
-		With("plan", json.RawMessage(body))
+	return &verdict{
+		Violated:   true,
+		Detail:     fmt.Sprintf("%d reshard(s) go through an involuntary full rematerialization: %s", len(vs), strings.Join(names, ", ")),
+		Violations: vs,
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -224,10 +223,7 @@ func reshardKey(in *reshardInput) string {
 	inc := slices.Clone(in.req.Include)
 	slices.Sort(inc)
 	inc = slices.Compact(inc)
-	model := in.model.Name()
-	if cm, ok := in.model.(interface{ Fingerprint() string }); ok {
-		model = cm.Fingerprint()
-	}
+	model := modelFingerprint(in.model)
 	canon := struct {
 		V        string   `json:"v"`
 		Kind     string   `json:"kind"`
@@ -288,29 +284,13 @@ func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
 		if err := s.prepareReshard(in); err != nil {
 			return nil, false, err
 		}
-		body, hit, err := s.memo.Do(ctx, in.key, func(ctx context.Context) ([]byte, error) {
+		return s.answerPlanned(ctx, in.key, in.req.Policy, text, func(ctx context.Context) (*planned, error) {
 			resp, err := s.planReshard(ctx, in)
 			if err != nil {
 				return nil, err
 			}
-			return encodeJSON(resp)
-		})
-		if err != nil {
-			return nil, false, err
-		}
-		if err := policyCheck(in.req.Policy, body); err != nil {
-			return nil, hit, err
-		}
-		if text {
-			var d struct {
-				Diagram string `json:"diagram"`
-			}
-			if err := json.Unmarshal(body, &d); err != nil {
-				return nil, false, err
-			}
-			return []byte(d.Diagram), hit, nil
-		}
-		return body, hit, nil
+			return encodePlanned(resp, resp.verdict)
+		}, readReshardVerdict)
 	})
 }
 
@@ -334,37 +314,55 @@ type Violation struct {
 	SuggestionNote string `json:"suggestion_note,omitempty"`
 } // @name Violation
 
-// policyCheck turns a plan that violates the policy into a 422 carrying the plan.
-func policyCheck(p *Policy, body []byte) error {
-	if p == nil || !p.ForbidFullRematerialization {
-		return nil
+// reshardView is what a reshard answer's verdict reads of it.
+type reshardView struct {
+	Summary              remat           `json:"summary"`
+	XLAWarning           string          `json:"xla_warning"`
+	SuggestedConstraints json.RawMessage `json:"suggested_constraints"`
+	SuggestionNote       string          `json:"suggestion_note"`
+	Diagram              string          `json:"diagram"`
+}
+
+// readReshardVerdict reads the verdict of a memoized reshard answer.
+func readReshardVerdict(body []byte) (*verdict, error) {
+	var v reshardView
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, err
 	}
-	var probe struct {
-		Summary struct {
-			FullRematerialization bool `json:"full_rematerialization"`
-			XLAFallback           bool `json:"xla_fallback"`
-		} `json:"summary"`
-		XLAWarning           string          `json:"xla_warning"`
-		SuggestedConstraints json.RawMessage `json:"suggested_constraints"`
-		SuggestionNote       string          `json:"suggestion_note"`
+	return v.verdict(), nil
+}
+
+// verdict gives r's verdict from the rendered answer.
+func (r *ReshardResponse) verdict() (*verdict, error) {
+	sc, err := rawJSON(r.SuggestedConstraints)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(body, &probe); err != nil {
-		return err
+	v := reshardView{
+		Summary:    remat{FullRematerialization: r.Summary.FullRematerialization, XLAFallback: r.Summary.XLAFallback},
+		XLAWarning: r.XLAWarning, SuggestedConstraints: sc, SuggestionNote: r.SuggestionNote, Diagram: r.Diagram,
 	}
-	if !probe.Summary.FullRematerialization && !probe.Summary.XLAFallback {
-		return nil
+	return v.verdict(), nil
+}
+
+// verdict: a plan that rematerializes (or takes XLA's fallback) breaks
+// forbid_full_rematerialization; the problem carries its suggested constraints.
+func (v *reshardView) verdict() *verdict {
+	out := &verdict{Diagram: v.Diagram}
+	if !v.Summary.any() {
+		return out
 	}
 	detail := "the plan goes through an involuntary full rematerialization (every device holds the whole tensor)"
-	if !probe.Summary.FullRematerialization {
+	if !v.Summary.FullRematerialization {
 		detail = "XLA falls back to rematerializing the tensor within device groups (every device of a group holds the group's whole part)"
 	}
-	if probe.XLAWarning != "" {
-		detail += ": " + probe.XLAWarning
+	if v.XLAWarning != "" {
+		detail += ": " + v.XLAWarning
 	}
-	return NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", detail).
-		With("violations", []Violation{{Policy: "forbid_full_rematerialization", Message: detail, SuggestionNote: probe.SuggestionNote}}).
-		With("plan", json.RawMessage(body)).
-		With("suggested_constraints", probe.SuggestedConstraints)
+	out.Violated, out.Detail = true, detail
+	out.Violations = []Violation{{Policy: "forbid_full_rematerialization", Message: detail, SuggestionNote: v.SuggestionNote}}
+	out.SuggestedConstraints = v.SuggestedConstraints
+	return out
 }
 
 // planReshard computes the response of a reshard request. The lists asked for in include
@@ -422,15 +420,14 @@ func (s *Server) chargeIncludes(in *reshardInput, budget *listBudget) error {
 // renderPlan builds the wire form of a plan; its lists are charged to budget first.
 func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Plan, info *planner.XLAInfo, budget *listBudget) (*ReshardResponse, error) {
 	m := in.mesh
-	n := m.NumDevices()
-	lists := n <= s.limits.ListDeviceLimit || in.include["pairs"]
+	sw := &shardingWriter{m: m}
 	resp := &ReshardResponse{
 		PlanID: in.key, Mesh: meshJSON(m), Shape: in.req.Shape,
-		Source: shardingJSON(in.src, m), Target: shardingJSON(in.tgt, m),
+		Source: sw.json(in.src), Target: sw.json(in.tgt),
 		SuggestedConstraints: []Suggestion{},
 	}
 	var err error
-	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, m, in.req.Shape, in.elemBits, p, lists, s.limits.ListDeviceLimit, budget); err != nil {
+	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, m, in.req.Shape, in.elemBits, p, s.listsFor(m, in.include), s.limits.ListDeviceLimit, budget); err != nil {
 		return nil, err
 	}
 	resp.Summary = summaryJSON(p, in.model)
@@ -439,9 +436,7 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 		resp.XLAWarning = info.Warning
 		resp.XLAPath = info.Path
 		resp.SourceHlo, resp.TargetHlo = info.SourceHlo, info.TargetHlo
-		for _, sg := range info.Suggested {
-			resp.SuggestedConstraints = append(resp.SuggestedConstraints, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: shardingJSON(sg.Sharding, m)})
-		}
+		resp.SuggestedConstraints = appendSuggestions(resp.SuggestedConstraints, info.Suggested, sw)
 		resp.SuggestionNote = info.SuggestionNote
 	}
 	if in.include["tiles"] {
@@ -460,7 +455,7 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 		resp.Diagram = planner.Diagram(p)
 	}
 	if resp.ListsOmitted {
-		resp.Note = fmt.Sprintf(listsNote, n, s.limits.ListDeviceLimit)
+		resp.Note = s.listsOmittedNote(m)
 	}
 	return resp, nil
 }
