@@ -31,13 +31,27 @@ func TestTransformerGraphEndpoint(t *testing.T) {
 // distinct reshard and reduction, encode) without a cache, up to 100k ops (the request
 // timeout is raised so a loaded machine measures rather than times out).
 func BenchmarkGraph(b *testing.B) {
+	benchmarkGraph(b, []int{48, 476, 4761}, "")
+}
+
+// BenchmarkGraphPolicy is BenchmarkGraph with policy.forbid_full_rematerialization (the
+// transformer breaks no policy, so the answer is the same 200): the policy check's cost
+// on a miss.
+func BenchmarkGraphPolicy(b *testing.B) {
+	benchmarkGraph(b, []int{48, 476}, `"policy":{"forbid_full_rematerialization":true},`)
+}
+
+// benchmarkGraph posts the transformer graph of each number of layers, with extra
+// members (`"name":value,`) first in the body.
+func benchmarkGraph(b *testing.B, layers []int, extra string) {
 	lim := DefaultLimits()
 	lim.RequestTimeout = 5 * time.Minute
 	s, err := New(Deps{Limits: lim})
 	require.NoError(b, err)
-	for _, layers := range []int{48, 476, 4761} {
-		body := testgen.TransformerGraphJSON(layers)
-		b.Run(fmt.Sprintf("ops=%d", layers*21), func(b *testing.B) {
+	for _, l := range layers {
+		body := testgen.TransformerGraphJSON(l)
+		body = "{" + extra + strings.TrimPrefix(body, "{")
+		b.Run(fmt.Sprintf("ops=%d", l*21), func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
