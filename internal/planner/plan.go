@@ -243,7 +243,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		// Refs that fit no common factorisation: only the direct exchange expresses it.
 		av := &Plan{Request: r}
 		av.Steps = []Step{directFromShardings(r, between)}
-		cands = append(cands, av.named("all_to_all_v"))
+		cands = append(cands, av.named(string(OpAllToAllV)))
 	}
 	if len(cands) == 0 {
 		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
@@ -287,7 +287,7 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 			d = sp.directStep(r, from, goal, tgt.Unreduced)
 		}
 		av.Steps = append(sp.steps(r, pre), d)
-		out = append(out, av.named("all_to_all_v"))
+		out = append(out, av.named(string(OpAllToAllV)))
 	}
 	if others {
 		gs := &Plan{Request: r, sp: sp}
