@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
+	"github.com/stretchr/testify/require"
 )
 
 // randomSetMesh is the mesh of issue 12's latency goal: 256 devices in five axes.
@@ -109,3 +111,29 @@ func BenchmarkRandomSet(b *testing.B) {
 
 // benchSetSize, when positive, plans only the first problems of the set (profiling).
 var benchSetSize = 0
+
+// TestRandomSetDump writes, for every reshard of the random set, its plan's time, the
+// search's expansions and whether the exact pass finished, one line each, to the file
+// SHARDPLAN_RANDOMSET_OUT names (skipped without it): two commits' files compared with
+// scripts/compare_plans.py show what a search change does to plan quality.
+//
+//	SHARDPLAN_RANDOMSET_OUT=/tmp/after.txt go test -run TestRandomSetDump ./internal/planner/
+func TestRandomSetDump(t *testing.T) {
+	out := os.Getenv("SHARDPLAN_RANDOMSET_OUT")
+	if out == "" {
+		t.Skip("set SHARDPLAN_RANDOMSET_OUT to write the random set's plans")
+	}
+	f, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	w, err := os.Create(out)
+	require.NoError(t, err)
+	defer w.Close()
+	for i, pb := range randomSet(t) {
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		p, err := Reshard(context.Background(), r)
+		require.NoError(t, err)
+		exact := p.sp != nil && p.sp.searchExact
+		_, err = fmt.Fprintf(w, "%d %.6f %d %v\n", i, p.Summary.TimeUS, p.Summary.SearchExpansions, exact)
+		require.NoError(t, err)
+	}
+}
