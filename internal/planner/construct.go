@@ -61,130 +61,177 @@ func (sp *space) constructWith(r *Request, start, goal state, maxTile int64, noR
 
 // nextGreedy is construct's next move from cur.
 func (sp *space) nextGreedy(r *Request, cur, goal state, relaxed bool) (move, bool) {
-	rank := len(cur)
-	mk := func(op Op, dim, dim2 int, group []uint8, after state) move {
-		return move{op: op, dim: dim, dim2: dim2, group: group, before: cur, after: after, unrBefore: r.Target.Unreduced, unrAfter: r.Target.Unreduced}
+	g := greedyStep{sp: sp, r: r, cur: cur, goal: goal}
+	if g.sameCounts() && r.allowed(OpCollectivePermute) {
+		return g.mk(OpCollectivePermute, 0, 0, changedAtoms(cur, goal), goal.clone()), true
 	}
-	sameCounts := true
-	for d := range rank {
-		if sp.count(cur[d]) != sp.count(goal[d]) {
-			sameCounts = false
-			break
-		}
-	}
-	if sameCounts && r.allowed(OpCollectivePermute) {
-		return mk(OpCollectivePermute, 0, 0, changedAtoms(cur, goal), goal.clone()), true
-	}
-	prefix := make([]int, rank)
-	clean := make([]bool, rank) // cur[d] is a prefix of goal[d]
-	for d := range rank {
-		k := 0
-		for k < len(cur[d]) && k < len(goal[d]) && cur[d][k] == goal[d][k] {
-			k++
-		}
-		prefix[d] = k
-		clean[d] = k == len(cur[d])
-	}
-	// all_to_all: the longest misplaced suffix some clean dim continues with.
+	g.prefixes()
 	if r.allowed(OpAllToAll) {
-		for d := range rank {
-			tail := cur[d][prefix[d]:]
-			for j := range tail {
-				suf := tail[j:]
-				for e := range rank {
-					if e == d || !clean[e] {
-						continue
-					}
-					next := goal[e][len(cur[e]):]
-					if len(next) < len(suf) || !slices.Equal(next[:len(suf)], suf) {
-						continue
-					}
-					after := cur.clone()
-					after[d] = after[d][:len(after[d])-len(suf)]
-					after[e] = append(after[e], suf...)
-					return mk(OpAllToAll, d, e, slices.Clone(suf), after), true
-				}
-			}
+		if mv, ok := g.allToAllOnward(); ok {
+			return mv, true
 		}
 	}
-	// all_to_all of a misplaced tail into a dim that still needs that many shards (its
-	// count times the tail's divides its goal count): a permute puts the atoms in place
-	// once every dim has its goal count (XLA's all-to-all then permute).
 	if relaxed && r.allowed(OpAllToAll) && r.allowed(OpCollectivePermute) {
-		for d := range rank {
-			tail := cur[d][prefix[d]:]
-			for j := range tail {
-				suf := tail[j:]
-				k := sp.count(suf)
-				for e := range rank {
-					ce, ge := sp.count(cur[e]), sp.count(goal[e])
-					if e == d || ce >= ge || ge%(ce*k) != 0 {
-						continue
-					}
-					after := cur.clone()
-					after[d] = after[d][:len(after[d])-len(suf)]
-					after[e] = append(after[e], suf...)
-					return mk(OpAllToAll, d, e, slices.Clone(suf), after), true
-				}
-			}
+		if mv, ok := g.allToAllFilling(); ok {
+			return mv, true
 		}
 	}
-	// Slices of unused goal atoms into dims that still need that many shards, for the
-	// same permute.
 	if relaxed && r.allowed(OpSlice) && r.allowed(OpCollectivePermute) {
-		used := cur.used()
-		after := cur.clone()
-		var dims []int
-		for e := range rank {
-			for _, a := range goal[e] {
-				ce, ge := sp.count(after[e]), sp.count(goal[e])
-				if used&(1<<a) != 0 || ce >= ge || ge%(ce*sp.atoms[a].Size) != 0 {
-					continue
-				}
-				after[e] = append(after[e], a)
-				used |= 1 << a
-				if !slices.Contains(dims, e) {
-					dims = append(dims, e)
-				}
-			}
-		}
-		if len(dims) > 0 && !clean[dims[0]] {
-			m := mk(OpSlice, 0, 0, nil, after)
-			m.dims = dims
-			return m, true
+		if mv, ok := g.sliceFilling(); ok {
+			return mv, true
 		}
 	}
 	// all_gather: the misplaced atoms of the first dim that has some.
-	for d := range rank {
-		if clean[d] {
+	for d := range cur {
+		if g.clean[d] {
 			continue
 		}
 		if !r.allowed(OpAllGather) {
 			return move{}, false
 		}
 		after := cur.clone()
-		after[d] = after[d][:prefix[d]]
-		return mk(OpAllGather, d, 0, slices.Clone(cur[d][prefix[d]:]), after), true
+		after[d] = after[d][:g.prefix[d]]
+		return g.mk(OpAllGather, d, 0, slices.Clone(cur[d][g.prefix[d]:]), after), true
 	}
 	// Every dim is a prefix of its goal: slice in what is missing.
 	if !r.allowed(OpSlice) {
 		return move{}, false
 	}
-	used := cur.used()
-	after := cur.clone()
+	return g.sliceMissing()
+}
+
+// greedyStep is one step of nextGreedy: the current state, its goal, and per dim the
+// length of its common prefix with the goal and whether it is all prefix (clean).
+type greedyStep struct {
+	sp        *space
+	r         *Request
+	cur, goal state
+	prefix    []int
+	clean     []bool
+}
+
+func (g *greedyStep) mk(op Op, dim, dim2 int, group []uint8, after state) move {
+	unr := g.r.Target.Unreduced
+	return move{op: op, dim: dim, dim2: dim2, group: group, before: g.cur, after: after, unrBefore: unr, unrAfter: unr}
+}
+
+// sameCounts reports whether every dim has its goal's shard count.
+func (g *greedyStep) sameCounts() bool {
+	for d := range g.cur {
+		if g.sp.count(g.cur[d]) != g.sp.count(g.goal[d]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *greedyStep) prefixes() {
+	g.prefix = make([]int, len(g.cur))
+	g.clean = make([]bool, len(g.cur))
+	for d, ids := range g.cur {
+		k := 0
+		for k < len(ids) && k < len(g.goal[d]) && ids[k] == g.goal[d][k] {
+			k++
+		}
+		g.prefix[d], g.clean[d] = k, k == len(ids)
+	}
+}
+
+// moveSuffix is the all_to_all of suf, the last atoms of dim d, to the end of dim e.
+func (g *greedyStep) moveSuffix(d, e int, suf []uint8) move {
+	after := g.cur.clone()
+	after[d] = after[d][:len(after[d])-len(suf)]
+	after[e] = append(after[e], suf...)
+	return g.mk(OpAllToAll, d, e, slices.Clone(suf), after)
+}
+
+// allToAllOnward is the all_to_all of the longest misplaced suffix some clean dim's goal
+// continues with.
+func (g *greedyStep) allToAllOnward() (move, bool) {
+	for d := range g.cur {
+		tail := g.cur[d][g.prefix[d]:]
+		for j := range tail {
+			suf := tail[j:]
+			for e := range g.cur {
+				if e == d || !g.clean[e] {
+					continue
+				}
+				next := g.goal[e][len(g.cur[e]):]
+				if len(next) >= len(suf) && slices.Equal(next[:len(suf)], suf) {
+					return g.moveSuffix(d, e, suf), true
+				}
+			}
+		}
+	}
+	return move{}, false
+}
+
+// allToAllFilling is the all_to_all of a misplaced tail into a dim that still needs that
+// many shards (its count times the tail's divides its goal count): a permute puts the
+// atoms in place once every dim has its goal count (XLA's all-to-all then permute).
+func (g *greedyStep) allToAllFilling() (move, bool) {
+	sp := g.sp
+	for d := range g.cur {
+		tail := g.cur[d][g.prefix[d]:]
+		for j := range tail {
+			suf := tail[j:]
+			k := sp.count(suf)
+			for e := range g.cur {
+				ce, ge := sp.count(g.cur[e]), sp.count(g.goal[e])
+				if e != d && ce < ge && ge%(ce*k) == 0 {
+					return g.moveSuffix(d, e, suf), true
+				}
+			}
+		}
+	}
+	return move{}, false
+}
+
+// sliceFilling slices unused goal atoms into dims that still need that many shards, for
+// the same permute.
+func (g *greedyStep) sliceFilling() (move, bool) {
+	sp := g.sp
+	used := g.cur.used()
+	after := g.cur.clone()
 	var dims []int
-	for d := range rank {
-		for _, a := range goal[d][len(cur[d]):] {
+	for e := range g.cur {
+		for _, a := range g.goal[e] {
+			ce, ge := sp.count(after[e]), sp.count(g.goal[e])
+			if used&(1<<a) != 0 || ce >= ge || ge%(ce*sp.atoms[a].Size) != 0 {
+				continue
+			}
+			after[e] = append(after[e], a)
+			used |= 1 << a
+			if !slices.Contains(dims, e) {
+				dims = append(dims, e)
+			}
+		}
+	}
+	if len(dims) == 0 || g.clean[dims[0]] {
+		return move{}, false
+	}
+	m := g.mk(OpSlice, 0, 0, nil, after)
+	m.dims = dims
+	return m, true
+}
+
+// sliceMissing slices in every goal atom a clean state lacks.
+func (g *greedyStep) sliceMissing() (move, bool) {
+	used := g.cur.used()
+	after := g.cur.clone()
+	var dims []int
+	for d := range g.cur {
+		for _, a := range g.goal[d][len(g.cur[d]):] {
 			if used&(1<<a) != 0 {
 				return move{}, false // held elsewhere at its goal place: cannot happen when all dims are clean
 			}
 			after[d] = append(after[d], a)
 		}
-		if len(after[d]) != len(cur[d]) {
+		if len(after[d]) != len(g.cur[d]) {
 			dims = append(dims, d)
 		}
 	}
-	m := mk(OpSlice, 0, 0, nil, after)
+	m := g.mk(OpSlice, 0, 0, nil, after)
 	m.dims = dims
 	return m, true
 }
