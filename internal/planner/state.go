@@ -221,103 +221,95 @@ func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
 	if D%nb == 0 && D%na == 0 {
 		return true
 	}
-	tb, ta := sharding.CeilDiv(D, nb), sharding.CeilDiv(D, na)
-	// Atoms relevant to this dim: those in before or after. Enumerate their coordinates.
-	var rel []uint8
-	seen := uint64(0)
-	for _, id := range before {
-		rel = append(rel, id)
-		seen |= 1 << id
-	}
-	for _, id := range after {
-		if seen&(1<<id) == 0 {
-			rel = append(rel, id)
-			seen |= 1 << id
-		}
-	}
+	c := coverCheck{sp: sp, D: D, before: before, after: after, tb: sharding.CeilDiv(D, nb), ta: sharding.CeilDiv(D, na), ok: true}
+	// Atoms relevant to this dim: those in before or after. Enumerate their coordinates:
+	// the group's atoms vary, the others are fixed per device.
 	combos := 1
-	for _, id := range rel {
-		combos *= sp.atoms[id].Size
-		if combos > 1<<16 {
+	seen := uint64(0)
+	for _, id := range append(slices.Clone(before), after...) {
+		if seen&(1<<id) != 0 {
+			continue
+		}
+		seen |= 1 << id
+		if combos *= sp.atoms[id].Size; combos > 1<<16 {
 			return false // too many shards to check: treat as infeasible (the search prunes it)
 		}
-	}
-	coords := make([]int, len(sp.atoms))
-	idx := func(ids []uint8) int64 {
-		v := int64(0)
-		for _, id := range ids {
-			v = v*int64(sp.atoms[id].Size) + int64(coords[id])
-		}
-		return v
-	}
-	rng := func(i, t int64) (int64, int64) {
-		s := min(i*t, D)
-		return s, min(s+t, D)
-	}
-	// Group atoms among rel vary; others are fixed per device.
-	var fixed, free []uint8
-	for _, id := range rel {
 		if group&(1<<id) != 0 {
-			free = append(free, id)
+			c.free = append(c.free, id)
 		} else {
-			fixed = append(fixed, id)
+			c.fixed = append(c.fixed, id)
 		}
 	}
-	ok := true
-	var covered [][2]int64
-	var overFixed func(k int)
-	overFixed = func(k int) {
-		if !ok {
-			return
-		}
-		if k < len(fixed) {
-			for c := 0; c < sp.atoms[fixed[k]].Size; c++ {
-				coords[fixed[k]] = c
-				overFixed(k + 1)
-			}
-			return
-		}
-		// For every assignment of the free atoms, the device's after range must be
-		// covered by the union of before ranges over all free assignments (sorted and
-		// merged once per fixed assignment).
-		covered = covered[:0]
-		var collect func(j int)
-		collect = func(j int) {
-			if j < len(free) {
-				for c := 0; c < sp.atoms[free[j]].Size; c++ {
-					coords[free[j]] = c
-					collect(j + 1)
-				}
-				return
-			}
-			s, e := rng(idx(before), tb)
-			if s < e {
-				covered = append(covered, [2]int64{s, e})
-			}
-		}
-		collect(0)
-		covered = mergeIntervals(covered)
-		var check func(j int)
-		check = func(j int) {
-			if !ok {
-				return
-			}
-			if j < len(free) {
-				for c := 0; c < sp.atoms[free[j]].Size; c++ {
-					coords[free[j]] = c
-					check(j + 1)
-				}
-				return
-			}
-			s, e := rng(idx(after), ta)
-			if !inMerged(s, e, covered) {
-				ok = false
-			}
-		}
-		check(0)
+	c.coords = make([]int, len(sp.atoms))
+	c.overFixed(0)
+	return c.ok
+}
+
+// coverCheck is dimCovered's enumeration: for every assignment of the fixed atoms, the
+// after range of every assignment of the free (group) atoms must lie in the union of
+// their before ranges.
+type coverCheck struct {
+	sp            *space
+	D, tb, ta     int64 // dim length, before and after tile lengths
+	before, after []uint8
+	fixed, free   []uint8
+	coords        []int
+	covered       [][2]int64
+	ok            bool
+}
+
+// index is the shard index ids give under the current coordinates.
+func (c *coverCheck) index(ids []uint8) int64 {
+	v := int64(0)
+	for _, id := range ids {
+		v = v*int64(c.sp.atoms[id].Size) + int64(c.coords[id])
 	}
-	overFixed(0)
-	return ok
+	return v
+}
+
+// rng is shard i's range for tiles of length t.
+func (c *coverCheck) rng(i, t int64) (int64, int64) {
+	s := min(i*t, c.D)
+	return s, min(s+t, c.D)
+}
+
+// eachFree calls fn for every assignment of the free atoms from the j-th on.
+func (c *coverCheck) eachFree(j int, fn func()) {
+	if j == len(c.free) {
+		fn()
+		return
+	}
+	for v := 0; v < c.sp.atoms[c.free[j]].Size && c.ok; v++ {
+		c.coords[c.free[j]] = v
+		c.eachFree(j+1, fn)
+	}
+}
+
+func (c *coverCheck) overFixed(k int) {
+	if !c.ok {
+		return
+	}
+	if k < len(c.fixed) {
+		for v := 0; v < c.sp.atoms[c.fixed[k]].Size; v++ {
+			c.coords[c.fixed[k]] = v
+			c.overFixed(k + 1)
+		}
+		return
+	}
+	// The union of the group's before ranges, sorted and merged once per fixed
+	// assignment; then every after range must lie inside it.
+	c.covered = c.covered[:0]
+	c.eachFree(0, func() {
+		if s, e := c.rng(c.index(c.before), c.tb); s < e {
+			c.covered = append(c.covered, [2]int64{s, e})
+		}
+	})
+	c.covered = mergeIntervals(c.covered)
+	c.eachFree(0, func() {
+		if s, e := c.rng(c.index(c.after), c.ta); !inMerged(s, e, c.covered) {
+			c.ok = false
+		}
+	})
 }
 
 // mergeIntervals sorts ivs (non-empty intervals) and merges overlapping or touching
