@@ -63,11 +63,30 @@ func newPattern(sp *space, before, after state, permute bool, inBytes int64) *pa
 		p.weight[a] = ref.Minor()
 		p.holderOf[a] = int8(a)
 	}
-	ub, ua := before.used(), after.used()
-	// Pair atoms replicated in before but used in after (u) with atoms used in before but
-	// replicated in after (v) of equal size: same axis first, then any.
-	var us, vs []uint8
+	us, vs := p.pairAtoms()
+	p.fixNested()
+	p.mixUnpaired(us, vs)
+	// A pairing moves digits between atoms: a paired atom and its partner vary.
+	for u, v := range p.holderOf {
+		if int(v) != u {
+			p.fixed &^= 1<<uint(u) | 1<<uint(v)
+		}
+	}
 	for a := range n {
+		if p.fixed&(1<<a) == 0 {
+			p.varying = append(p.varying, uint8(a))
+		}
+	}
+	return p
+}
+
+// pairAtoms pairs the atoms replicated in before but used in after (us) with the atoms
+// used in before but replicated in after (vs) of equal size, same axis first, then any
+// (holderOf), and returns both lists.
+func (p *pattern) pairAtoms() (us, vs []uint8) {
+	sp := p.sp
+	ub, ua := p.before.used(), p.after.used()
+	for a := range sp.atoms {
 		switch bit := uint64(1) << a; {
 		case ub&bit == 0 && ua&bit != 0:
 			us = append(us, uint8(a))
@@ -91,10 +110,16 @@ func newPattern(sp *space, before, after state, permute bool, inBytes int64) *pa
 			}
 		}
 	}
-	// Fixed atoms: replicated in both (the holder copies the digit), and atoms that open
-	// a dim identically in both states where the tiles nest (the digit picks the same
-	// block of the dim in both, so data never crosses it).
-	for a := range n {
+	return us, vs
+}
+
+// fixNested marks the fixed atoms: those replicated in both states (the holder copies
+// the digit), and those that open a dim identically in both states where the tiles nest
+// (the digit picks the same block of the dim in both, so data never crosses it).
+func (p *pattern) fixNested() {
+	sp, before, after, permute := p.sp, p.before, p.after, p.permute
+	ub, ua := before.used(), after.used()
+	for a := range sp.atoms {
 		bit := uint64(1) << a
 		if ub&bit == 0 && ua&bit == 0 {
 			p.fixed |= bit
@@ -119,10 +144,14 @@ func newPattern(sp *space, before, after state, permute bool, inBytes int64) *pa
 			}
 		}
 	}
-	// In a permute, atoms left unpaired by size (atoms need not be prime when a space
-	// has many) are paired as a group, their sizes multiplying to the same count: the
-	// holder's unpaired u digits read the receiver's unpaired v digits as one
-	// mixed-radix number, which keeps the holders a bijection.
+}
+
+// mixUnpaired pairs, in a permute, the atoms left unpaired by size (atoms need not be
+// prime when a space has many) as a group, their sizes multiplying to the same count:
+// the holder's unpaired u digits read the receiver's unpaired v digits as one
+// mixed-radix number, which keeps the holders a bijection.
+func (p *pattern) mixUnpaired(us, vs []uint8) {
+	sp, permute := p.sp, p.permute
 	var restU, restV []uint8
 	pu, pv := 1, 1
 	for _, u := range us {
@@ -149,18 +178,6 @@ func newPattern(sp *space, before, after state, permute bool, inBytes int64) *pa
 			p.fixed &^= 1 << a
 		}
 	}
-	// A pairing moves digits between atoms: a paired atom and its partner vary.
-	for u, v := range p.holderOf {
-		if int(v) != u {
-			p.fixed &^= 1<<uint(u) | 1<<uint(v)
-		}
-	}
-	for a := range n {
-		if p.fixed&(1<<a) == 0 {
-			p.varying = append(p.varying, uint8(a))
-		}
-	}
-	return p
 }
 
 // offsets is the router's Offsets: per mesh axis, nil when the enumeration gives the
