@@ -195,112 +195,144 @@ var weightedPassWeights = [...]float64{4, 16}
 // runSearch is the search loop over a state key type K: packedKey when every state fits
 // one (no allocation per lookup), the string key otherwise.
 func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
-	sp, r := s.sp, s.r
-	q := &openQueue[K]{}
-	best := map[K]seen{}
-	// h is the heuristic (a lower bound, which prunes against s.ub); the queue orders by
-	// f = g + weight x h.
-	push := func(st state, key K, g, h float64, steps int32, prev int32, op Op, dim, dim2 int) {
-		q.nodes = append(q.nodes, node[K]{st: st, key: key, g: g, f: g + s.weight*h, steps: steps, prev: prev, op: op, dim: int16(dim), dim2: int16(dim2)})
-		q.push(int32(len(q.nodes) - 1))
-	}
+	rs := &searchRun[K]{s: s, q: &openQueue[K]{}, best: map[K]seen{}, keyOf: keyOf}
 	startKey := keyOf(start)
 	h0 := s.heuristic(start)
-	best[startKey] = seen{0, h0}
-	push(start, startKey, 0, h0, 0, -1, "", 0, 0)
+	rs.best[startKey] = seen{0, h0}
+	rs.push(start, startKey, 0, h0, 0, -1, "", 0, 0, false, 0)
 	goalKey := keyOf(s.goal)
-	var bestMv []move // anytime: the cheapest plan found so far
-	var bestG float64
-	expansions := 0
+	q := rs.q
 	for len(q.idx) > 0 {
 		ni := q.pop()
 		n := q.nodes[ni]
 		if n.lazy {
-			// Lazy A*: the edge was priced from below; price it now. best only ever
-			// holds exact costs, so no path was discarded on an optimistic price.
-			parent := &q.nodes[n.prev]
-			g := parent.g + s.price(n.op, 0, n.in, parent.st, n.st)
-			if b, ok := best[n.key]; ok && b.g <= g {
-				continue
-			}
-			h := best[n.key].h
-			best[n.key] = seen{g, h}
-			if g+h > s.ub {
-				continue
-			}
-			push(n.st, n.key, g, h, n.steps, n.prev, n.op, int(n.dim), int(n.dim2))
+			rs.priceLazy(&n)
 			continue
 		}
-		if b := best[n.key]; b.g < n.g {
+		if b := rs.best[n.key]; b.g < n.g {
 			continue // a cheaper path to this state was pushed after this one
 		}
 		if n.key == goalKey {
-			var mv []move
-			for x := ni; q.nodes[x].prev >= 0; x = q.nodes[x].prev {
-				mv = append(mv, s.moveOf(q.nodes[q.nodes[x].prev].st, &q.nodes[x].st, q.nodes[x].op, int(q.nodes[x].dim), int(q.nodes[x].dim2)))
-			}
-			slices.Reverse(mv)
-			if !s.anytime {
-				s.goalG = n.g
-				return mergeMoves(sp, r, mv), expansions, true, nil
-			}
-			// Anytime: keep the plan, then look only for strictly cheaper ones.
-			if bestMv == nil || n.g < bestG {
-				bestMv, bestG = mv, n.g
-				s.ub = n.g * (1 - 1e-9)
+			if mv := rs.reachGoal(ni); mv != nil {
+				return mv, rs.expansions, true, nil
 			}
 			continue
 		}
-		expansions++
-		if expansions > s.budget {
+		rs.expansions++
+		if rs.expansions > s.budget {
 			s.capped = true
 			break
 		}
-		if expansions%256 == 0 {
+		if rs.expansions%256 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, expansions, false, err
+				return nil, rs.expansions, false, err
 			}
 		}
-		s.expand(n.st, func(nx state, op Op, dim, dim2 int, group uint64) {
-			lazy := op == OpCollectivePermute && s.routed
-			var g float64
-			if lazy {
-				g = n.g + s.permLB(s.inBytes, n.st, nx)
-			} else {
-				g = n.g + s.price(op, group, s.inBytes, n.st, nx)
-			}
-			k := keyOf(nx)
-			old, ok := best[k]
-			if ok && old.g <= g {
-				return
-			}
-			if op != OpCollectivePermute && !s.feasible(n.st, nx, group) {
-				return
-			}
-			h := old.h
-			if !ok {
-				h = s.heuristic(nx)
-			}
-			if g+h > s.ub {
-				return // cannot beat the incumbent
-			}
-			if lazy {
-				if !ok {
-					best[k] = seen{math.Inf(1), h} // remember h; no exact cost yet
-				}
-				q.nodes = append(q.nodes, node[K]{st: s.keep(nx), key: k, g: g, f: g + s.weight*h, steps: n.steps + 1, prev: ni, op: op, dim: int16(dim), dim2: int16(dim2), lazy: true, in: s.inBytes})
-				q.push(int32(len(q.nodes) - 1))
-				return
-			}
-			best[k] = seen{g, h}
-			push(s.keep(nx), k, g, h, n.steps+1, ni, op, dim, dim2)
-		})
+		rs.cur, rs.curIdx = &n, ni
+		s.expand(n.st, rs.successor)
 	}
-	if bestMv != nil {
-		s.goalG = bestG
-		return mergeMoves(sp, r, bestMv), expansions, true, nil
+	if rs.bestMv != nil {
+		s.goalG = rs.bestG
+		return mergeMoves(s.sp, s.r, rs.bestMv), rs.expansions, true, nil
 	}
-	return nil, expansions, false, nil
+	return nil, rs.expansions, false, nil
+}
+
+// searchRun is one pass of runSearch: the open queue, what is known of each state, the
+// node being expanded, and (anytime passes) the cheapest plan found so far.
+type searchRun[K comparable] struct {
+	s          *searcher
+	q          *openQueue[K]
+	best       map[K]seen
+	keyOf      func(state) K
+	expansions int
+	cur        *node[K]
+	curIdx     int32
+	bestMv     []move
+	bestG      float64
+}
+
+// push queues a node; h is the heuristic (a lower bound, which prunes against s.ub), and
+// the queue orders by f = g + weight x h.
+func (rs *searchRun[K]) push(st state, key K, g, h float64, steps, prev int32, op Op, dim, dim2 int, lazy bool, in int64) {
+	rs.q.nodes = append(rs.q.nodes, node[K]{st: st, key: key, g: g, f: g + rs.s.weight*h, steps: steps, prev: prev, op: op, dim: int16(dim), dim2: int16(dim2), lazy: lazy, in: in})
+	rs.q.push(int32(len(rs.q.nodes) - 1))
+}
+
+// priceLazy prices a lazy permute edge now (Lazy A*: it was priced from below). best
+// only ever holds exact costs, so no path was discarded on an optimistic price.
+func (rs *searchRun[K]) priceLazy(n *node[K]) {
+	s := rs.s
+	parent := &rs.q.nodes[n.prev]
+	g := parent.g + s.price(n.op, 0, n.in, parent.st, n.st)
+	if b, ok := rs.best[n.key]; ok && b.g <= g {
+		return
+	}
+	h := rs.best[n.key].h
+	rs.best[n.key] = seen{g, h}
+	if g+h > s.ub {
+		return
+	}
+	rs.push(n.st, n.key, g, h, n.steps, n.prev, n.op, int(n.dim), int(n.dim2), false, 0)
+}
+
+// reachGoal rebuilds the path to goal node ni. It returns the merged moves, or nil when
+// the pass is anytime: the plan is then kept and only strictly cheaper ones are sought.
+func (rs *searchRun[K]) reachGoal(ni int32) []move {
+	s, q := rs.s, rs.q
+	var mv []move
+	for x := ni; q.nodes[x].prev >= 0; x = q.nodes[x].prev {
+		mv = append(mv, s.moveOf(q.nodes[q.nodes[x].prev].st, &q.nodes[x].st, q.nodes[x].op, int(q.nodes[x].dim), int(q.nodes[x].dim2)))
+	}
+	slices.Reverse(mv)
+	g := q.nodes[ni].g
+	if !s.anytime {
+		s.goalG = g
+		return mergeMoves(s.sp, s.r, mv)
+	}
+	if rs.bestMv == nil || g < rs.bestG {
+		rs.bestMv, rs.bestG = mv, g
+		s.ub = g * (1 - 1e-9)
+	}
+	return nil
+}
+
+// successor prices the move from the node being expanded to nx and queues nx unless a
+// path at least as cheap is known, the move is infeasible, or nx cannot beat the
+// incumbent.
+func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) {
+	s, n := rs.s, rs.cur
+	lazy := op == OpCollectivePermute && s.routed
+	var g float64
+	if lazy {
+		g = n.g + s.permLB(s.inBytes, n.st, nx)
+	} else {
+		g = n.g + s.price(op, group, s.inBytes, n.st, nx)
+	}
+	k := rs.keyOf(nx)
+	old, ok := rs.best[k]
+	if ok && old.g <= g {
+		return
+	}
+	if op != OpCollectivePermute && !s.feasible(n.st, nx, group) {
+		return
+	}
+	h := old.h
+	if !ok {
+		h = s.heuristic(nx)
+	}
+	if g+h > s.ub {
+		return // cannot beat the incumbent
+	}
+	if lazy {
+		if !ok {
+			rs.best[k] = seen{math.Inf(1), h} // remember h; no exact cost yet
+		}
+		rs.push(s.keep(nx), k, g, h, n.steps+1, rs.curIdx, op, dim, dim2, true, s.inBytes)
+		return
+	}
+	rs.best[k] = seen{g, h}
+	rs.push(s.keep(nx), k, g, h, n.steps+1, rs.curIdx, op, dim, dim2, false, 0)
 }
 
 // moveOf rebuilds the move op from before to *after (the group follows from the two
