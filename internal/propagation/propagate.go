@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -62,6 +63,12 @@ type propagator struct {
 	dirty []bool
 	order []int
 	keys  []key
+	dirs  []direction // per factor, at the current stage
+	// changed is writeBack's result, reused across visits
+	changed []int
+	// finals holds each tensor's layout once finalize has computed it
+	finals    []sharding.Sharding
+	haveFinal []bool
 
 	visits, updates, passes int
 }
@@ -428,10 +435,26 @@ func projectTensor(sh sharding.Sharding, r *Rule, dims [][]int, row []factorShar
 	}
 }
 
-// visit runs steps 1-4 on one node and returns the tensors whose sharding changed.
+// visit runs steps 1-4 on one node and returns the tensors whose sharding changed (a
+// slice reused by the next visit).
+//
+// A visit where no factor may propagate at this stage, or where no tensor of the node
+// has an axis on any dim, finds no compatible axes for any factor: it returns before
+// projecting.
 func (p *propagator) visit(n *node, stage int, s strategy) []int {
 	p.visits++
-	nf := p.project(n)
+	nf := len(n.rule.FactorSizes)
+	p.dirs = p.dirs[:0]
+	open := false
+	for f := range nf {
+		d := p.direction(n, f, stage)
+		p.dirs = append(p.dirs, d)
+		open = open || d != dirNone
+	}
+	if !open || !p.anyAxes(n) {
+		return nil
+	}
+	p.project(n)
 	nt := len(n.tensors)
 	if cap(p.cands) < nf {
 		p.cands = make([][]axisRef, nf)
@@ -439,7 +462,7 @@ func (p *propagator) visit(n *node, stage int, s strategy) []int {
 	p.cands = p.cands[:nf]
 	any := false
 	for f := range nf {
-		p.cands[f] = p.compatible(n, nf, f, p.direction(n, f, stage))
+		p.cands[f] = p.compatible(n, nf, f, p.dirs[f])
 		any = any || len(p.cands[f]) > 0
 	}
 	if !any {
@@ -456,6 +479,19 @@ func (p *propagator) visit(n *node, stage int, s strategy) []int {
 		p.aggressive(n, nf)
 	}
 	return p.writeBack(n, nf)
+}
+
+// anyAxes reports whether some dim of some tensor of n has axes: without any, every
+// factor projection is empty and no factor has compatible axes.
+func (p *propagator) anyAxes(n *node) bool {
+	for _, id := range n.tensors {
+		for _, d := range p.gs.tensors[id].sh.Dims {
+			if len(d.Axes) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // compatible is step 2: the compatible major axes of factor f folded over the tensors
@@ -674,7 +710,7 @@ func (p *propagator) aggressive(n *node, nf int) {
 // after the first factor that is not fully sharded, re-appending overflow axes) and
 // store the dims that strictly grew. It returns the changed tensor ids.
 func (p *propagator) writeBack(n *node, nf int) []int {
-	var changed []int
+	changed := p.changed[:0]
 	r := n.rule
 	for t, id := range n.tensors {
 		if !p.dirty[t] {
@@ -722,6 +758,7 @@ func (p *propagator) writeBack(n *node, nf int) []int {
 			changed = append(changed, id)
 		}
 	}
+	p.changed = changed
 	return changed
 }
 
@@ -760,7 +797,8 @@ func cloneDims(s sharding.Sharding) sharding.Sharding {
 // source describes where the new axes of a dim came from: the first other tensor of
 // the node that already had them on the factor that grew.
 func (p *propagator) source(n *node, nf, t int, fs []int, row []factorSharding) string {
-	var parts []string
+	var buf [4]string
+	parts := buf[:0]
 	for _, f := range fs {
 		if refsEqual(row[f].axes, p.base[t*nf+f]) {
 			continue
@@ -771,7 +809,7 @@ func (p *propagator) source(n *node, nf, t int, fs []int, row []factorSharding) 
 				continue
 			}
 			if isPrefixOrEqual(row[f].axes, p.base[q*nf+f]) || (from == "" && len(p.base[q*nf+f]) > 0) {
-				from = fmt.Sprintf("%s dim %d", p.gs.tensors[n.tensors[q]].name, p.proj[q*nf+f].dim)
+				from = p.gs.tensors[n.tensors[q]].name + " dim " + strconv.Itoa(p.proj[q*nf+f].dim)
 				if isPrefixOrEqual(row[f].axes, p.base[q*nf+f]) {
 					break
 				}
@@ -780,7 +818,7 @@ func (p *propagator) source(n *node, nf, t int, fs []int, row []factorSharding) 
 		if from == "" {
 			from = "op"
 		}
-		parts = append(parts, fmt.Sprintf("%s through %s (factor %s)", from, n.name, FactorName(f)))
+		parts = append(parts, from+" through "+n.name+" (factor "+FactorName(f)+")")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -110,7 +110,18 @@ var typePrecedence = [...]int{FactorPassThrough: 3, FactorReduction: 2, FactorPe
 // finalize builds the Result from the propagated state (section (d) of PROPAGATION.md).
 func (p *propagator) finalize(ctx context.Context) (*Result, error) {
 	gs := p.gs
-	res := &Result{Shardings: map[string]sharding.Sharding{}, Explain: map[string][]Origin{}}
+	explained := 0
+	for _, ts := range gs.tensors {
+		if len(ts.origins) > 0 {
+			explained++
+		}
+	}
+	res := &Result{Shardings: make(map[string]sharding.Sharding, len(gs.tensors)), Explain: make(map[string][]Origin, explained)}
+	if len(gs.opNames) > 0 {
+		res.Ops = make([]OpSharding, 0, len(gs.opNames))
+	}
+	p.finals = make([]sharding.Sharding, len(gs.tensors))
+	p.haveFinal = make([]bool, len(gs.tensors))
 	for _, ts := range gs.tensors {
 		s := ts.sh.Clone()
 		for d := range s.Dims {
@@ -168,6 +179,15 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 	assign := p.commonAxes(n, nf)
 	if !n.edge {
 		os.Rule = r.String()
+		if nf > 0 {
+			os.Factors = make([]FactorAxes, 0, nf)
+		}
+		if n.nOperands > 0 {
+			os.Operands = make([]sharding.Sharding, 0, n.nOperands)
+		}
+		if nt > n.nOperands {
+			os.Results = make([]sharding.Sharding, 0, nt-n.nOperands)
+		}
 		for f := range nf {
 			os.Factors = append(os.Factors, FactorAxes{Factor: FactorName(f), Size: r.FactorSizes[f], Type: r.Types[f], Axes: assign[f]})
 		}
@@ -182,7 +202,7 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 	reduced = sharding.MergeAdjacent(reduced)
 	for t, id := range n.tensors {
 		ts := gs.tensors[id]
-		final := layoutOf(ts.sh)
+		final := p.final(id)
 		computed := sharding.Sharding{Dims: make([]sharding.DimSharding, len(ts.shape))}
 		for d, fs := range r.Dims(t) {
 			var axes []axisRef
@@ -236,7 +256,15 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 			res.Reshards = append(res.Reshards, Reshard{Op: n.name, Tensor: ts.name, From: after, To: final})
 		}
 	}
-	_ = nt
+}
+
+// final is tensor id's propagated layout (layoutOf its sharding), computed once: every
+// op that uses the tensor compares against it, and the reshards and reductions share it.
+func (p *propagator) final(id int) sharding.Sharding {
+	if !p.haveFinal[id] {
+		p.finals[id], p.haveFinal[id] = layoutOf(p.gs.tensors[id].sh), true
+	}
+	return p.finals[id]
 }
 
 func withUnreduced(s sharding.Sharding, u []axisRef) sharding.Sharding {

@@ -95,10 +95,13 @@ func (r *Rule) finish() *Rule {
 	return r
 }
 
+// factorLetters are the names of the first 18 factors.
+const factorLetters = "ijklmnopqrstuvwxyz"
+
 // FactorName is the printed symbol of factor i: i, j, ..., z, then z_1, z_2, ...
 func FactorName(i int) string {
-	if i < 18 {
-		return string(rune('i' + i))
+	if i < len(factorLetters) {
+		return factorLetters[i : i+1]
 	}
 	return "z_" + strconv.Itoa(i-17)
 }
@@ -140,14 +143,23 @@ func (r *Rule) String() string {
 	}
 	b.WriteByte('}')
 	writeSet := func(name string, pick func(i int) bool) {
-		var names []string
+		n := 0
 		for i := range r.FactorSizes {
-			if pick(i) {
-				names = append(names, FactorName(i))
+			if !pick(i) {
+				continue
 			}
+			if n == 0 {
+				b.WriteString(" ")
+				b.WriteString(name)
+				b.WriteString("={")
+			} else {
+				b.WriteString(", ")
+			}
+			b.WriteString(FactorName(i))
+			n++
 		}
-		if len(names) > 0 {
-			b.WriteString(" " + name + "={" + strings.Join(names, ", ") + "}")
+		if n > 0 {
+			b.WriteByte('}')
 		}
 	}
 	writeSet("reduction", func(i int) bool { return r.Types[i] == FactorReduction })
