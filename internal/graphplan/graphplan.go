@@ -6,10 +6,11 @@ package graphplan
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -82,8 +83,25 @@ type problem struct {
 	op, tensor string
 }
 
+// key is "[8 128 512]|16|<from body>|<to body>|false".
 func (p problem) key() string {
-	return fmt.Sprint(p.shape, "|", p.bits, "|", p.from.Body(), "|", p.to.Body(), "|", p.xla)
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, n := range p.shape {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.FormatInt(n, 10))
+	}
+	b.WriteString("]|")
+	b.WriteString(strconv.Itoa(p.bits))
+	b.WriteByte('|')
+	b.WriteString(p.from.Body())
+	b.WriteByte('|')
+	b.WriteString(p.to.Body())
+	b.WriteByte('|')
+	b.WriteString(strconv.FormatBool(p.xla))
+	return b.String()
 }
 
 type planned struct {
@@ -109,13 +127,13 @@ func Plan(ctx context.Context, r *Request) (*Result, error) {
 	for i, o := range res.Ops {
 		opOrder[o.Op] = i
 	}
-	results := resultTensors(r.Graph.Ops, map[string]map[string]bool{})
+	results := resultTensors(r.Graph.Ops, make(map[string][]string, len(res.Ops)))
 	phase := func(op, tensor string, reduction bool) int {
 		p := 1
 		if reduction {
 			p = 0
 		}
-		if results[op][tensor] {
+		if slices.Contains(results[op], tensor) {
 			p += 2
 		}
 		return opOrder[op]*4 + p
@@ -218,13 +236,9 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 }
 
 // resultTensors maps each op name to the tensors it produces, regions included.
-func resultTensors(ops []propagation.Op, out map[string]map[string]bool) map[string]map[string]bool {
+func resultTensors(ops []propagation.Op, out map[string][]string) map[string][]string {
 	for _, op := range ops {
-		set := map[string]bool{}
-		for _, t := range op.Results {
-			set[t] = true
-		}
-		out[op.Name] = set
+		out[op.Name] = op.Results
 		for _, rg := range []*propagation.Region{op.Cond, op.Body} {
 			if rg != nil {
 				resultTensors(rg.Ops, out)

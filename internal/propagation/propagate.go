@@ -69,6 +69,7 @@ type propagator struct {
 	// finals holds each tensor's layout once finalize has computed it
 	finals    []sharding.Sharding
 	haveFinal []bool
+	slab      slab // the Result's shardings
 
 	visits, updates, passes int
 }

@@ -123,7 +123,7 @@ func (p *propagator) finalize(ctx context.Context) (*Result, error) {
 	p.finals = make([]sharding.Sharding, len(gs.tensors))
 	p.haveFinal = make([]bool, len(gs.tensors))
 	for _, ts := range gs.tensors {
-		s := ts.sh.Clone()
+		s := p.slab.clone(ts.sh)
 		for d := range s.Dims {
 			s.Dims[d].Priority = sharding.NoPriority
 		}
@@ -200,17 +200,27 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 	}
 	sharding.SortAxisRefs(reduced, gs.mesh)
 	reduced = sharding.MergeAdjacent(reduced)
+	// Every computed dim takes at most the axes of all factors.
+	total := 0
+	for f := range nf {
+		total += len(assign[f])
+	}
 	for t, id := range n.tensors {
 		ts := gs.tensors[id]
 		final := p.final(id)
-		computed := sharding.Sharding{Dims: make([]sharding.DimSharding, len(ts.shape))}
+		computed := sharding.Sharding{Dims: p.slab.dimsOf(len(ts.shape))}
+		p.slab.reserve(total)
 		for d, fs := range r.Dims(t) {
-			var axes []axisRef
+			start := len(p.slab.axes)
 			for _, f := range fs {
-				axes = append(axes, assign[f]...)
+				p.slab.axes = append(p.slab.axes, assign[f]...)
 				if product(assign[f]) < r.FactorSizes[f] {
 					break
 				}
+			}
+			var axes []axisRef
+			if end := len(p.slab.axes); end > start {
+				axes = p.slab.axes[start:end:end]
 			}
 			computed.Dims[d] = sharding.DimSharding{Axes: sharding.MergeAdjacent(axes), Priority: sharding.NoPriority}
 		}
@@ -262,7 +272,7 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 // op that uses the tensor compares against it, and the reshards and reductions share it.
 func (p *propagator) final(id int) sharding.Sharding {
 	if !p.haveFinal[id] {
-		p.finals[id], p.haveFinal[id] = layoutOf(p.gs.tensors[id].sh), true
+		p.finals[id], p.haveFinal[id] = p.slab.layout(p.gs.tensors[id].sh), true
 	}
 	return p.finals[id]
 }
