@@ -64,7 +64,7 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 	if g == nil {
 		return nil, sharding.Fieldf("", "no graph")
 	}
-	p := &preparer{gs: &graphState{mesh: m, byName: map[string]int{}}}
+	p := &preparer{gs: &graphState{mesh: m, byName: make(map[string]int, len(g.Tensors))}}
 	if p.addTensors(g); len(p.errs) > 0 {
 		return nil, p.errs
 	}
@@ -228,7 +228,7 @@ func (p *preparer) produce(id, op int, field string) {
 // results and (for a while) region params and returns. It returns only ctx's error;
 // field errors are recorded.
 func (p *preparer) linkOps(ctx context.Context) error {
-	p.names = map[string]string{}
+	p.names = make(map[string]string, len(p.flat))
 	p.opIn = make([][]int, len(p.flat))
 	p.opOut = make([][]int, len(p.flat))
 	p.whiles = map[int]*whileInfo{}

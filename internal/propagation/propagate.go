@@ -67,6 +67,7 @@ type propagator struct {
 	// changed is writeBack's result, reused across visits
 	changed []int
 	// finals holds each tensor's layout once finalize has computed it
+	settledAt []settledAt // per node
 	finals    []sharding.Sharding
 	haveFinal []bool
 	slab      slab // the Result's shardings
@@ -115,7 +116,7 @@ func (p *propagator) run(ctx context.Context) error {
 	prios := map[int]bool{}
 	for _, ts := range gs.tensors {
 		if ts.ann == nil {
-			ts.sh = openSharding(len(ts.shape))
+			ts.sh = p.openSharding(len(ts.shape))
 			continue
 		}
 		ts.sh = ts.ann.Clone()
@@ -173,8 +174,10 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func openSharding(rank int) sharding.Sharding {
-	s := sharding.Sharding{Dims: make([]sharding.DimSharding, rank)}
+// openSharding is a rank-dim sharding with every dim open and empty. The dims come
+// from p's slab: writeBack clones a tensor's dims before it changes one.
+func (p *propagator) openSharding(rank int) sharding.Sharding {
+	s := sharding.Sharding{Dims: p.slab.dimsOf(rank)}
 	for i := range s.Dims {
 		s.Dims[i] = sharding.DimSharding{Open: true, Priority: sharding.NoPriority}
 	}
@@ -219,6 +222,11 @@ func (p *propagator) applyConstraints() {
 // opPriorityPasses is step 6: five fixpoint runs with growing direction sets, or one run
 // with every factor in both directions when op priorities are off.
 func (p *propagator) opPriorityPasses(ctx context.Context) error {
+	// Shardings may have changed outside a fixpoint (user priorities): nothing is settled.
+	if len(p.settledAt) != len(p.gs.nodes) {
+		p.settledAt = make([]settledAt, len(p.gs.nodes))
+	}
+	clear(p.settledAt)
 	var strategies []strategy
 	switch p.opts.ConflictResolution {
 	case Basic:
@@ -341,8 +349,18 @@ func (p *propagator) fixpoint(ctx context.Context, stage int, s strategy) error 
 			queue = append(queue[:0], queue[head+1:]...)
 			head = -1
 		}
-		for _, t := range p.visit(gs.nodes[i], stage, s) {
+		n := gs.nodes[i]
+		if p.settled(i, n, stage, s) {
+			p.visits++ // the visit would change nothing
+			continue
+		}
+		changed := p.visit(n, stage, s)
+		if len(changed) == 0 {
+			p.settledAt[i] = settledAt{ok: true, stage: stage, strat: s}
+		}
+		for _, t := range changed {
 			for _, u := range gs.users[t] {
+				p.settledAt[u].ok = false
 				if !inQueue[u] {
 					inQueue[u] = true
 					queue = append(queue, u)
@@ -351,6 +369,35 @@ func (p *propagator) fixpoint(ctx context.Context, stage int, s strategy) error 
 		}
 	}
 	return nil
+}
+
+// settledAt records that a node's last visit changed nothing, at which stage and with
+// which strategy; any change to one of its tensors clears it.
+type settledAt struct {
+	ok    bool
+	stage int
+	strat strategy
+}
+
+// settled reports whether visiting node i (n) at stage with strategy s is known to
+// change nothing: its last visit changed nothing, none of its tensors changed since, and
+// the strategy and every factor's direction are the same now. A visit depends only on
+// those, so it would change nothing again. This skips most of the seeding visits of the
+// later op-priority stages, where a node's directions no longer grow.
+func (p *propagator) settled(i int, n *node, stage int, s strategy) bool {
+	st := p.settledAt[i]
+	if !st.ok || st.strat != s {
+		return false
+	}
+	if st.stage == stage {
+		return true
+	}
+	for f := range n.rule.FactorSizes {
+		if p.direction(n, f, st.stage) != p.direction(n, f, stage) {
+			return false
+		}
+	}
+	return true
 }
 
 // project fills p.proj (and p.base) with the factor shardings of every tensor of n
