@@ -77,6 +77,10 @@ type Options struct {
 	ConflictResolution string
 	// OpPriority runs Shardy's five-stage op-priority schedule (pass-through ops first).
 	OpPriority bool
+
+	// revisitSettled turns off the skip of settled nodes (propagator.settled): every
+	// visit projects. Tests compare the two.
+	revisitSettled bool
 }
 
 // DefaultOptions is aggressive conflict resolution with op priorities, as API.md

@@ -386,7 +386,7 @@ type settledAt struct {
 // later op-priority stages, where a node's directions no longer grow.
 func (p *propagator) settled(i int, n *node, stage int, s strategy) bool {
 	st := p.settledAt[i]
-	if !st.ok || st.strat != s {
+	if !st.ok || st.strat != s || p.opts.revisitSettled {
 		return false
 	}
 	if st.stage == stage {
