@@ -211,6 +211,8 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 		}
 		if b := rs.best[n.key]; b.g < n.g {
 			continue // a cheaper path to this state was pushed after this one
+		} else if n.g+b.h > s.ub {
+			continue // an anytime pass found a plan this node cannot beat since it was queued
 		}
 		if n.key == goalKey {
 			if mv := rs.reachGoal(ni); mv != nil {
