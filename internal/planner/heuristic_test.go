@@ -109,7 +109,7 @@ func TestPropertyCutBoundPerStep(t *testing.T) {
 		require.True(t, ok)
 		models[name] = f
 	}
-	meshes := []string{"x=4,y=4,z=4", "a=2,b=2,c=4,d=4,e=4", "x=8,y=8", "x=16,y=4", "x=4,y=2", "x=6,y=4"}
+	meshes := []string{"x=4,y=4,z=4", "a=2,b=2,c=4,d=4,e=4", "x=8,y=8", "x=16,y=4", "x=4,y=2", "x=6,y=4", "x=2", "x=2,y=3"}
 	n := 400
 	if testing.Short() {
 		n = 80
@@ -120,7 +120,7 @@ func TestPropertyCutBoundPerStep(t *testing.T) {
 		rank := 1 + rng.IntN(3)
 		shape := make([]int64, rank)
 		for d := range shape {
-			shape[d] = []int64{64, 96, 100, 256, 1024, 12}[rng.IntN(6)]
+			shape[d] = []int64{64, 96, 100, 256, 1024, 12, 9, 7}[rng.IntN(8)]
 		}
 		src := randomSharding(rng, m, rank, randomPieces(rng, m), false)
 		tgt := randomSharding(rng, m, rank, randomPieces(rng, m), false)

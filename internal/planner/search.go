@@ -512,7 +512,18 @@ func (s *searcher) price(op Op, group uint64, in int64, before, after state) flo
 		s.permPrices[k] = est.TimeUS
 		return est.TimeUS
 	}
-	key := priceKey{op, group, in}
+	v := in
+	if op == OpAllToAll {
+		// The bytes of the padded array: the receiving dim's input length is split k
+		// ways, padded (as (*space).price counts it).
+		for d := range after {
+			if len(after[d]) > len(before[d]) {
+				v = s.sp.allToAllBytes(before, d, s.sp.countMask(group))
+				break
+			}
+		}
+	}
+	key := priceKey{op, group, v}
 	if t, ok := s.prices[key]; ok {
 		return t
 	}
@@ -529,7 +540,7 @@ func (s *searcher) price(op Op, group uint64, in int64, before, after state) flo
 	case OpAllGather:
 		c.Kind, c.Bytes = cost.AllGather, k*in
 	case OpAllToAll:
-		c.Kind, c.Bytes = cost.AllToAll, k*in
+		c.Kind, c.Bytes = cost.AllToAll, v
 	case OpCollectivePermute:
 		c.Kind, c.Bytes = cost.CollectivePermute, in
 	}
@@ -871,13 +882,7 @@ func (sp *space) price(r *Request, mv *move) {
 		k *= int64(sp.atoms[a].Size)
 	}
 	// piece: the input split k ways along the dim that gets split (padded).
-	piece := func(d int) int64 {
-		l := sp.tile(d, mv.before[d])
-		if l == 0 {
-			return 0
-		}
-		return sp.bytes(inElems / l * sharding.CeilDiv(l, k))
-	}
+	piece := func(d int) int64 { return sp.pieceBytes(mv.before, inElems, d, k) }
 	c := cost.Collective{Mesh: r.Mesh, Axes: sp.refs(sortedAtoms(sp, mv.group))}
 	switch mv.op {
 	case OpSlice:
@@ -887,7 +892,9 @@ func (sp *space) price(r *Request, mv *move) {
 		c.Kind, c.Bytes = cost.AllGather, k*inBytes
 		mv.bytes = (k - 1) * inBytes
 	case OpAllToAll:
-		c.Kind, c.Bytes = cost.AllToAll, k*inBytes
+		// The array each group exchanges: k input buffers, each padded to k equal
+		// pieces along the split dim (more than k buffers on uneven tiles).
+		c.Kind, c.Bytes = cost.AllToAll, k*k*piece(mv.dim2)
 		mv.bytes = (k - 1) * piece(mv.dim2)
 	case OpCollectivePermute:
 		mv.bytes = inBytes
@@ -897,13 +904,40 @@ func (sp *space) price(r *Request, mv *move) {
 		}
 		c.Kind, c.Bytes = cost.CollectivePermute, inBytes
 	case OpReduceScatter:
-		c.Kind, c.Bytes = cost.ReduceScatter, inBytes
+		c.Kind, c.Bytes = cost.ReduceScatter, k*piece(mv.dim)
 		mv.bytes = (k - 1) * piece(mv.dim)
 	case OpAllReduce:
 		c.Kind, c.Bytes = cost.AllReduce, inBytes
 		mv.bytes = 2 * (k - 1) * sp.bytes(sharding.CeilDiv(inElems, k))
 	}
 	mv.est = r.Model.Estimate(c)
+}
+
+// pieceBytes is the bytes of one of the k padded pieces a buffer of state st (inElems
+// elements) splits into along dim d.
+func (sp *space) pieceBytes(st state, inElems int64, d int, k int64) int64 {
+	l := sp.tile(d, st[d])
+	if l == 0 {
+		return 0
+	}
+	return sp.bytes(inElems / l * sharding.CeilDiv(l, k))
+}
+
+// allToAllBytes is the array an all_to_all over k devices exchanges from state st into
+// dim d: k input buffers, each padded to k equal pieces along d.
+func (sp *space) allToAllBytes(st state, d int, k int64) int64 {
+	return k * k * sp.pieceBytes(st, sp.tileElems(st), d, k)
+}
+
+// countMask is the product of the sizes of the atoms in group.
+func (sp *space) countMask(group uint64) int64 {
+	k := int64(1)
+	for a := range sp.atoms {
+		if group&(1<<a) != 0 {
+			k *= int64(sp.atoms[a].Size)
+		}
+	}
+	return k
 }
 
 // sortedAtoms orders atoms by mesh axis and pre-size so adjacent pieces merge.
