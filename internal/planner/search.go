@@ -715,7 +715,7 @@ func (e *expansion) permutes() {
 		for d := range e.st {
 			e.nx[d] = append(e.nx[d][:0], goal[d]...)
 		}
-		e.emit(OpCollectivePermute, 0, 0, maskOf(changedAtoms(e.st, goal)), -1, 0, -1, 0)
+		e.emit(OpCollectivePermute, 0, 0, changedMask(e.st, goal), -1, 0, -1, 0)
 	}
 	if s.swaps {
 		e.swapsAndReplacements()
@@ -728,7 +728,7 @@ func (e *expansion) permutes() {
 		if !s.towardGoal(e.nx, d, e.used) {
 			continue
 		}
-		e.emit(OpCollectivePermute, 0, 0, maskOf(changedAtoms(e.st, e.nx)), -1, 0, -1, 0)
+		e.emit(OpCollectivePermute, 0, 0, changedMask(e.st, e.nx), -1, 0, -1, 0)
 	}
 }
 
@@ -844,6 +844,24 @@ func (s *searcher) tileOf(d1 int, c1 int64, d2 int, c2 int64) int64 {
 		n *= sharding.CeilDiv(s.sp.shape[d], c)
 	}
 	return n
+}
+
+// changedMask is the set of changedAtoms(a, b) as a bit mask, without allocating.
+func changedMask(a, b state) uint64 {
+	var m uint64
+	for d := range a {
+		for i, x := range a[d] {
+			if i >= len(b[d]) || b[d][i] != x {
+				m |= 1 << x
+			}
+		}
+		for i, x := range b[d] {
+			if i >= len(a[d]) || a[d][i] != x {
+				m |= 1 << x
+			}
+		}
+	}
+	return m
 }
 
 func changedAtoms(a, b state) []uint8 {
