@@ -148,6 +148,13 @@ func (f *Fabric) NewRouter(m *sharding.Mesh) *Router {
 		r.stride[i] = s
 		s *= m.Axes[i].Size
 	}
+	return r
+}
+
+// allocate makes the per-line and per-device marks Price uses (O(devices) memory), on
+// its first call: a router that only prices digit permutations never needs them.
+func (r *Router) allocate() {
+	m := r.m
 	r.ring = make([]ringLoads, len(m.Axes))
 	for i, a := range m.Axes {
 		if r.rt[i].topo == switched || a.Size <= 1 {
@@ -159,7 +166,6 @@ func (f *Fabric) NewRouter(m *sharding.Mesh) *Router {
 	r.devGen = make([]uint32, r.n)
 	r.devSlot = make([]int32, r.n)
 	r.cnt = [2][]int32{make([]int32, r.n), make([]int32, r.n)}
-	return r
 }
 
 // line returns the difference arrays of axis i's line ln for this call.
@@ -269,6 +275,9 @@ func (r *Router) Price(t *Traffic) TrafficEstimate {
 // and zero node loads.
 func (r *Router) reset() {
 	f := r.f
+	if r.devGen == nil {
+		r.allocate()
+	}
 	r.gen++
 	if r.gen == 0 { // wrapped: forget every mark
 		for i := range r.ring {
