@@ -244,33 +244,133 @@ func (u unionFind) find(x int) int {
 }
 
 // groupLongestRoute is the largest latency and hops, over every assignment of the
-// digits in union, of the route across axes.
+// digits in union, of the route across axes (each maximised on its own, by routeMax).
 func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []int, union uint64) (float64, int, bool) {
 	nd := len(p.Digits)
 	D := bitsOf(union, nd)
 	if assignments(p.Digits, D) > maxDigitEnum {
 		return 0, 0, false
 	}
-	val := make([]int, nd)
-	bestLat, bestHops := 0.0, 0
-	eachAssignment(p.Digits, D, val, func() {
-		l, h := 0.0, 0
-		for _, i := range axes {
-			a, b := 0, 0
-			for _, k := range onAxis[i] {
-				a += val[p.Src[k]] * p.Digits[k].Weight
-				b += val[k] * p.Digits[k].Weight
+	rm := routeMax{r: r, p: p, onAxis: onAxis, axes: axes, digits: D, val: make([]int, nd)}
+	rm.prepare()
+	hops := rm.run(func(int) float64 { return 1 })
+	// One latency per hop on every axis (one link class): the longest route in hops is
+	// also the slowest.
+	same := true
+	for _, i := range axes {
+		same = same && r.rt[i].lat == r.rt[axes[0]].lat
+	}
+	if same {
+		return hops * r.rt[axes[0]].lat, int(math.Round(hops)), true
+	}
+	lat := rm.run(func(i int) float64 { return r.rt[i].lat })
+	return lat, int(math.Round(hops)), true
+}
+
+// routeMax maximises, over the assignments of a coupled group's digits, the sum over the
+// group's axes of each axis' segment hops times a per-axis weight (latency per hop, or
+// 1 for hops), by branch and bound: digits are assigned in order, an axis' term is
+// added once its last digit is, and a branch stops when its sum plus every open axis'
+// own largest term cannot beat the best sum found. Every assignment it skips is one
+// whose sum is at most that best, so the maximum is exact, as enumerating them all
+// (TestDigitPermutationPricingIsExact holds it to routing every transfer).
+type routeMax struct {
+	r      *Router
+	p      DigitPermutation
+	onAxis [][]int
+	axes   []int
+	digits []int // the group's digits, in assignment order
+	val    []int
+	// per axis of the group (index into axes): its digits, and the assignment level
+	// after which all of them are set; per level, the axes completed there.
+	axisDigits [][]int
+	readyAt    [][]int
+	// per run: the weight of each axis' hop, each axis' largest term, the suffix sums
+	// of the largest terms of the axes completing after each level, and the best sum.
+	weight []float64
+	most   []float64
+	open   []float64
+	best   float64
+}
+
+func (rm *routeMax) prepare() {
+	pos := make(map[int]int, len(rm.digits))
+	for l, k := range rm.digits {
+		pos[k] = l
+	}
+	rm.readyAt = make([][]int, len(rm.digits))
+	rm.axisDigits = make([][]int, len(rm.axes))
+	for j, i := range rm.axes {
+		seen := map[int]bool{}
+		ready := 0
+		for _, k := range rm.onAxis[i] {
+			for _, d := range [2]int{k, rm.p.Src[k]} {
+				if !seen[d] {
+					seen[d] = true
+					rm.axisDigits[j] = append(rm.axisDigits[j], d)
+					ready = max(ready, pos[d])
+				}
 			}
-			if a == b {
-				continue
-			}
-			hh := segmentHops(r.rt[i].topo, r.rt[i].n, a, b)
-			h += hh
-			l += float64(hh) * r.rt[i].lat
 		}
-		bestLat, bestHops = max(bestLat, l), max(bestHops, h)
-	})
-	return bestLat, bestHops, true
+		rm.readyAt[ready] = append(rm.readyAt[ready], j)
+	}
+}
+
+// term is axis j's weighted hops under the current assignment.
+func (rm *routeMax) term(j int) float64 {
+	i := rm.axes[j]
+	a, b := 0, 0
+	for _, k := range rm.onAxis[i] {
+		a += rm.val[rm.p.Src[k]] * rm.p.Digits[k].Weight
+		b += rm.val[k] * rm.p.Digits[k].Weight
+	}
+	if a == b {
+		return 0
+	}
+	return float64(segmentHops(rm.r.rt[i].topo, rm.r.rt[i].n, a, b)) * rm.weight[j]
+}
+
+// run returns the largest sum of the axes' terms with the given per-hop weights.
+func (rm *routeMax) run(perHop func(axis int) float64) float64 {
+	n := len(rm.axes)
+	rm.weight, rm.most = make([]float64, n), make([]float64, n)
+	for j, i := range rm.axes {
+		rm.weight[j] = perHop(i)
+		// The axis' own largest term: every assignment of its digits.
+		eachAssignment(rm.p.Digits, rm.axisDigits[j], rm.val, func() {
+			rm.most[j] = max(rm.most[j], rm.term(j))
+		})
+	}
+	rm.open = make([]float64, len(rm.digits)+1)
+	for l := len(rm.digits) - 1; l >= 0; l-- {
+		rm.open[l] = rm.open[l+1]
+		for _, j := range rm.readyAt[l] {
+			rm.open[l] += rm.most[j]
+		}
+	}
+	rm.best = -1
+	rm.branch(0, 0)
+	return rm.best
+}
+
+// branch assigns the digit at level l (sum: the terms of the axes already complete).
+func (rm *routeMax) branch(l int, sum float64) {
+	if l == len(rm.digits) {
+		rm.best = max(rm.best, sum)
+		return
+	}
+	if sum+rm.open[l] <= rm.best {
+		return // no completion can beat the best
+	}
+	k := rm.digits[l]
+	for v := range rm.p.Digits[k].Size {
+		rm.val[k] = v
+		s := sum
+		for _, j := range rm.readyAt[l] {
+			s += rm.term(j)
+		}
+		rm.branch(l+1, s)
+	}
 }
 
 // digitBytes is the bytes sent: every device that does not keep its buffer receives
