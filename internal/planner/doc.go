@@ -27,16 +27,17 @@
 // routed by cost.Router), permutes lazily (a lower bound when pushed, the routed price
 // when popped). The plans that need no search (the greedy plan of construct.go in
 // Shardy's order, the direct all_to_all_v, gather-then-slice), when they have no full
-// rematerialization, and two weighted passes (f = g + 4h, a quarter of the budget
-// each: strict goal-directed moves, then the relaxed fills, or f = g + 16h with them
-// when the first finds nothing) bound the exact pass, which leaves out the relaxed
+// rematerialization, and two weighted passes bound the exact pass: f = g + 4h on
+// strict goal-directed moves (a quarter of the budget), then the relaxed fills as an
+// anytime pass that keeps looking for strictly cheaper plans (an eighth; f = g + 16h
+// on a quarter when the first reached no goal). The exact pass leaves out the relaxed
 // fills and the single-atom swap and replace permutes the weighted passes try. Moves
 // are goal-directed (slices and all-to-alls into the dim that ends with the atom, or,
 // relaxed, that they fill to its goal count for a permute; a dim's common prefix with
-// its goal stays put). At equal
-// time plans prefer fewer collectives, then standard collectives over
-// collective_permute over all_to_all_v, then fewer steps. Each plan reports the time
-// lower bound of the data it must move (TimeLowerBound). The search generates the permutes that put goal atoms in place: swaps
+// its goal stays put). At equal time plans prefer fewer collectives, then standard
+// collectives over collective_permute over all_to_all_v, then fewer steps. Each plan
+// reports the time lower bound of the data it must move (TimeLowerBound). The search
+// generates the permutes that put goal atoms in place: swaps
 // of equal-sized atoms, replacements by an unused atom, the direct permute when every
 // dim has its goal count, and, per dim, the rewrite of that dim as its goal prefix
 // followed by its other atoms (which reorders atoms of different sizes, as in Shardy's
