@@ -196,7 +196,11 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return nil, in.locate(err)
 			}
-			return encodePlanned(resp, resp.verdict)
+			body, err := encodeGraphJSON(resp)
+			if err != nil {
+				return nil, err
+			}
+			return &planned{body: body, verdict: resp.verdict}, nil
 		}, readGraphVerdict)
 	})
 }

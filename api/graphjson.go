@@ -1,0 +1,432 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// The graph answer's encoder. A 10k-op answer is megabytes of a few types (a sharding
+// per tensor, an explanation per tensor, the collectives); encoding/json spends most of
+// its time on reflection, on sorting the two big maps' keys through reflect values and
+// on growing its buffer. appendGraphJSON writes the same bytes as encodeJSON
+// (encoding/json with HTML escaping off, no trailing newline) by hand for those types
+// and hands the small or rare members (mesh, summary, stats, ops, opaque ops, transfer
+// lists, candidates) to encoding/json itself. graphjson_test.go checks the bytes against
+// encodeJSON on the examples, transformer graphs and random strings, and that the hand
+// written types still have the fields this file knows.
+
+// errNotFast is returned by the fast encoder for a value it does not write the way
+// encoding/json does (a NaN or infinite float); encodeGraphJSON then encodes with
+// encoding/json, whose error it returns.
+var errNotFast = errors.New("api: value not handled by the fast graph encoder")
+
+// graphAnswerSize is the size of the last graph answer encoded, used to size the
+// next one's buffer (answers of one deployment tend to be alike).
+var graphAnswerSize atomic.Int64
+
+// encodeGraphJSON encodes r exactly as encodeJSON does.
+func encodeGraphJSON(r *GraphResponse) ([]byte, error) {
+	size := max(graphAnswerSize.Load(), 4<<10)
+	e := jsonAppender{b: make([]byte, 0, size+size/8)}
+	e.graph(r)
+	if e.err != nil {
+		return encodeJSON(r)
+	}
+	graphAnswerSize.Store(int64(len(e.b)))
+	return e.b, nil
+}
+
+// jsonAppender appends JSON to b; the first failure is kept in err (and later writes
+// are harmless).
+type jsonAppender struct {
+	b   []byte
+	err error
+}
+
+// ref appends v as encodeJSON encodes it (the members written by encoding/json).
+func (e *jsonAppender) ref(v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		e.fail(err)
+		return
+	}
+	e.b = append(e.b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}
+
+func (e *jsonAppender) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+// key appends a member name and its colon, preceded by a comma unless first.
+func (e *jsonAppender) key(name string, first bool) {
+	if !first {
+		e.b = append(e.b, ',')
+	}
+	e.b = appendJSONString(e.b, name)
+	e.b = append(e.b, ':')
+}
+
+// optInt appends member (`,"name":`) and *n unless n is nil (an omitempty pointer).
+func (e *jsonAppender) optInt(member string, n *int) {
+	if n != nil {
+		e.b = append(e.b, member...)
+		e.int(int64(*n))
+	}
+}
+
+// strAt and the other ...At methods append a member name (`,"name":`) and its value.
+func (e *jsonAppender) strAt(member, s string) {
+	e.b = append(e.b, member...)
+	e.str(s)
+}
+
+// optStr appends member and s unless s is empty (an omitempty string).
+func (e *jsonAppender) optStr(member, s string) {
+	if s != "" {
+		e.strAt(member, s)
+	}
+}
+
+func (e *jsonAppender) intAt(member string, n int64) {
+	e.b = append(e.b, member...)
+	e.int(n)
+}
+
+func (e *jsonAppender) floatAt(member string, f float64) {
+	e.b = append(e.b, member...)
+	e.float(f)
+}
+
+func (e *jsonAppender) boolAt(member string, v bool) {
+	e.b = append(e.b, member...)
+	e.bool(v)
+}
+
+func (e *jsonAppender) strsAt(member string, ss []string) {
+	e.b = append(e.b, member...)
+	e.strs(ss)
+}
+
+func (e *jsonAppender) str(s string) { e.b = appendJSONString(e.b, s) }
+
+func (e *jsonAppender) int(n int64) { e.b = strconv.AppendInt(e.b, n, 10) }
+
+func (e *jsonAppender) bool(v bool) { e.b = strconv.AppendBool(e.b, v) }
+
+// float appends f as encoding/json does (ES6 number formatting); NaN and infinities
+// are errNotFast.
+func (e *jsonAppender) float(f float64) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		e.fail(errNotFast)
+		return
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	e.b = strconv.AppendFloat(e.b, f, format, -1, 64)
+	if n := len(e.b); format == 'e' && n >= 4 && e.b[n-4] == 'e' && e.b[n-3] == '-' && e.b[n-2] == '0' {
+		e.b[n-2] = e.b[n-1] // e-07 -> e-7
+		e.b = e.b[:n-1]
+	}
+}
+
+// list appends xs as an array (nil: null), each element written by elem.
+func list[T any](e *jsonAppender, xs []T, elem func(*T)) {
+	if xs == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	e.b = append(e.b, '[')
+	for i := range xs {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		elem(&xs[i])
+	}
+	e.b = append(e.b, ']')
+}
+
+func (e *jsonAppender) strs(ss []string) { list(e, ss, func(s *string) { e.str(*s) }) }
+
+func ints[T int | int64](e *jsonAppender, ns []T) { list(e, ns, func(n *T) { e.int(int64(*n)) }) }
+
+// graph writes GraphResponse (members in field order, omitempty as tagged).
+func (e *jsonAppender) graph(r *GraphResponse) {
+	e.b = append(e.b, '{')
+	e.key("plan_id", true)
+	e.str(r.PlanID)
+	e.key("mesh", false)
+	e.ref(r.Mesh)
+	e.key("shardings", false)
+	sortedMap(e, r.Shardings, func(s ShardingJSON) { e.sharding(&s) })
+	e.key("collectives", false)
+	list(e, r.Collectives, e.collective)
+	e.key("summary", false)
+	e.ref(r.Summary)
+	e.key("explain", false)
+	sortedMap(e, r.Explain, e.explanation)
+	e.key("refined", false)
+	e.strs(r.Refined)
+	if len(r.Ops) > 0 {
+		e.key("ops", false)
+		e.ref(r.Ops)
+	}
+	e.key("stats", false)
+	e.ref(r.Stats)
+	if r.ListsOmitted {
+		e.key("lists_omitted", false)
+		e.bool(true)
+	}
+	if r.Note != "" {
+		e.key("note", false)
+		e.str(r.Note)
+	}
+	if len(r.OpaqueOps) > 0 {
+		e.key("opaque_ops", false)
+		e.ref(r.OpaqueOps)
+	}
+	e.b = append(e.b, '}')
+}
+
+// sortedMap appends m as an object (nil: null) with its keys in the order encoding/json
+// gives string keys (byte order), each value written by val.
+func sortedMap[V any](e *jsonAppender, m map[string]V, val func(V)) {
+	if m == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	e.b = append(e.b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		e.key(k, i == 0)
+		val(m[k])
+	}
+	e.b = append(e.b, '}')
+}
+
+func (e *jsonAppender) explanation(es []ExplainEntry) {
+	list(e, es, func(x *ExplainEntry) {
+		e.intAt(`{"dim":`, int64(x.Dim))
+		e.strsAt(`,"axes":`, x.Axes)
+		e.strAt(`,"from":`, x.From)
+		e.b = append(e.b, '}')
+	})
+}
+
+// sharding writes ShardingJSON.
+func (e *jsonAppender) sharding(s *ShardingJSON) {
+	e.b = append(e.b, `{"dims":`...)
+	list(e, s.Dims, func(d *DimShardingJSON) {
+		e.strsAt(`{"axes":`, d.Axes)
+		if d.Open {
+			e.b = append(e.b, `,"open":true`...)
+		}
+		e.optInt(`,"priority":`, d.Priority)
+		e.b = append(e.b, '}')
+	})
+	if len(s.Replicated) > 0 {
+		e.strsAt(`,"replicated":`, s.Replicated)
+	}
+	if len(s.Unreduced) > 0 {
+		e.strsAt(`,"unreduced":`, s.Unreduced)
+	}
+	e.strAt(`,"text":`, s.Text)
+	e.strAt(`,"hlo":`, s.Hlo)
+	e.optStr(`,"partition_spec":`, s.PartitionSpec)
+	e.b = append(e.b, '}')
+}
+
+// collective writes GraphCollective.
+func (e *jsonAppender) collective(c *GraphCollective) {
+	e.strAt(`{"op_name":`, c.OpName)
+	e.strAt(`,"tensor":`, c.Tensor)
+	e.strAt(`,"kind":`, c.Kind)
+	e.optStr(`,"reduction":`, c.Reduction)
+	if len(c.MeshAxes) > 0 {
+		e.strsAt(`,"mesh_axes":`, c.MeshAxes)
+	}
+	e.optInt(`,"dim":`, c.Dim)
+	e.b = append(e.b, `,"shape":`...)
+	ints(e, c.Shape)
+	if c.Plan != nil {
+		e.b = append(e.b, `,"plan":`...)
+		e.plan(c.Plan)
+	}
+	if len(c.Steps) > 0 {
+		e.b = append(e.b, `,"steps":`...)
+		list(e, c.Steps, e.step)
+	}
+	e.floatAt(`,"time_us":`, c.TimeUS)
+	e.intAt(`,"bytes_per_device":`, c.BytesPerDevice)
+	e.boolAt(`,"full_rematerialization":`, c.FullRematerialization)
+	if c.XLAFallback {
+		e.b = append(e.b, `,"xla_fallback":true`...)
+	}
+	e.b = append(e.b, '}')
+}
+
+// plan writes GraphPlan.
+func (e *jsonAppender) plan(p *GraphPlan) {
+	e.b = append(e.b, `{"source":`...)
+	e.sharding(&p.Source)
+	e.b = append(e.b, `,"target":`...)
+	e.sharding(&p.Target)
+	e.b = append(e.b, `,"steps":`...)
+	list(e, p.Steps, e.step)
+	e.b = append(e.b, `,"summary":`...)
+	e.summary(&p.Summary)
+	if len(p.SuggestedConstraints) > 0 {
+		e.b = append(e.b, `,"suggested_constraints":`...)
+		list(e, p.SuggestedConstraints, func(sg *Suggestion) {
+			e.b = append(e.b, '{')
+			if sg.PartitionSpec != "" {
+				e.strAt(`"partition_spec":`, sg.PartitionSpec)
+				e.b = append(e.b, ',')
+			}
+			e.b = append(e.b, `"sharding":`...)
+			e.sharding(&sg.Sharding)
+			e.b = append(e.b, '}')
+		})
+	}
+	e.optStr(`,"suggestion_note":`, p.SuggestionNote)
+	e.optStr(`,"xla_warning":`, p.XLAWarning)
+	if len(p.XLAPath) > 0 {
+		e.strsAt(`,"xla_path":`, p.XLAPath)
+	}
+	e.b = append(e.b, '}')
+}
+
+// summary writes SummaryJSON.
+func (e *jsonAppender) summary(s *SummaryJSON) {
+	e.strAt(`{"strategy":`, s.Strategy)
+	e.strAt(`,"cost_model":`, s.CostModel)
+	e.intAt(`,"collectives":`, int64(s.Collectives))
+	e.floatAt(`,"time_us":`, s.TimeUS)
+	e.intAt(`,"bytes_per_device":`, s.BytesPerDevice)
+	e.intAt(`,"lower_bound_bytes_per_device":`, s.LowerBoundBytesPerDevice)
+	e.floatAt(`,"efficiency":`, s.Efficiency)
+	e.floatAt(`,"time_lower_bound_us":`, s.TimeLowerBoundUS)
+	e.floatAt(`,"time_efficiency":`, s.TimeEfficiency)
+	e.intAt(`,"peak_bytes_per_device":`, s.PeakBytesPerDevice)
+	e.boolAt(`,"full_rematerialization":`, s.FullRematerialization)
+	if s.XLAFallback {
+		e.b = append(e.b, `,"xla_fallback":true`...)
+	}
+	e.intAt(`,"search_expansions":`, int64(s.SearchExpansions))
+	if len(s.Candidates) > 0 {
+		e.b = append(e.b, `,"candidates":`...)
+		e.ref(s.Candidates)
+	}
+	e.b = append(e.b, '}')
+}
+
+// step writes StepJSON; the per-device lists go through encoding/json.
+func (e *jsonAppender) step(s *StepJSON) {
+	e.strAt(`{"op":`, s.Op)
+	if len(s.Dims) > 0 {
+		e.b = append(e.b, `,"dims":`...)
+		ints(e, s.Dims)
+	}
+	e.optInt(`,"dim":`, s.Dim)
+	e.optInt(`,"split_dim":`, s.SplitDim)
+	e.optInt(`,"concat_dim":`, s.ConcatDim)
+	e.strsAt(`,"mesh_axes":`, s.MeshAxes)
+	if len(s.Pairs) > 0 {
+		e.b = append(e.b, `,"pairs":`...)
+		list(e, s.Pairs, func(p *[2]int) { ints(e, p[:]) })
+	}
+	if len(s.Transfers) > 0 {
+		e.b = append(e.b, `,"transfers":`...)
+		e.ref(s.Transfers)
+	}
+	if len(s.PairRuns) > 0 {
+		e.b = append(e.b, `,"pair_runs":`...)
+		e.ref(s.PairRuns)
+	}
+	if len(s.TransferRuns) > 0 {
+		e.b = append(e.b, `,"transfer_runs":`...)
+		e.ref(s.TransferRuns)
+	}
+	e.b = append(e.b, `,"before":`...)
+	e.sharding(&s.Before)
+	e.b = append(e.b, `,"after":`...)
+	e.sharding(&s.After)
+	e.b = append(e.b, `,"local_shape_before":`...)
+	ints(e, s.LocalShapeBefore)
+	e.b = append(e.b, `,"local_shape_after":`...)
+	ints(e, s.LocalShapeAfter)
+	e.intAt(`,"group_size":`, int64(s.GroupSize))
+	e.intAt(`,"group_count":`, int64(s.GroupCount))
+	e.intAt(`,"bytes_per_device":`, s.BytesPerDevice)
+	e.optStr(`,"link":`, s.Link)
+	e.floatAt(`,"time_us":`, s.TimeUS)
+	e.floatAt(`,"latency_us":`, s.LatencyUS)
+	e.floatAt(`,"bandwidth_us":`, s.BandwidthUS)
+	e.b = append(e.b, '}')
+}
+
+// appendJSONString appends s as a JSON string the way encoding/json does with HTML
+// escaping off: `"` and `\` escaped, \b \f \n \r \t by name, other control bytes as
+// \u00XX, invalid UTF-8 bytes as \ufffd, U+2028 and U+2029 as \u2028 and \u2029;
+// everything else (<, >, & included) as is.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,280 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/planner"
+	"github.com/shardplan/shardplan/internal/testgen"
+)
+
+// renderGraph plans body and returns the rendered answer (before encoding).
+func renderGraph(t *testing.T, s *Server, body string) *GraphResponse {
+	t.Helper()
+	in, err := s.prepareGraph([]byte(body))
+	require.NoError(t, err)
+	resp, err := s.planGraph(context.Background(), in)
+	require.NoError(t, err)
+	return resp
+}
+
+// requireSameAsEncodingJSON checks that the graph encoder writes r byte for byte as
+// encoding/json does.
+func requireSameAsEncodingJSON(t *testing.T, r *GraphResponse) {
+	t.Helper()
+	want, err := encodeJSON(r)
+	require.NoError(t, err)
+	e := jsonAppender{}
+	e.graph(r)
+	require.NoError(t, e.err)
+	if string(e.b) != string(want) {
+		i := 0
+		for i < len(want) && i < len(e.b) && want[i] == e.b[i] {
+			i++
+		}
+		lo := max(i-80, 0)
+		t.Fatalf("differs at byte %d of %d:\n got  %.200q\n want %.200q", i, len(want), e.b[lo:min(i+80, len(e.b))], want[lo:min(i+80, len(want))])
+	}
+}
+
+func TestGraphJSONExamples(t *testing.T) {
+	s := newTestServer(t, nil)
+	files, err := filepath.Glob(filepath.Join("..", "examples", "graph-*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	bodies := map[string]string{"api-graph": apiGraph, "tp-graph": tpGraph}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		bodies[filepath.Base(f)] = string(b)
+	}
+	for _, layers := range []int{1, 2, 3, 48} {
+		bodies[fmt.Sprintf("transformer-%d", layers)] = testgen.TransformerGraphJSON(layers)
+	}
+	for name, body := range bodies {
+		for _, include := range []string{"", `"include":["ops","pairs"],`} {
+			if include != "" && strings.Contains(body, `"include"`) {
+				continue // it says already
+			}
+			t.Run(fmt.Sprintf("%s/include=%t", name, include != ""), func(t *testing.T) {
+				b := body
+				if include != "" {
+					b = "{" + include + strings.TrimPrefix(strings.TrimSpace(b), "{")
+				}
+				requireSameAsEncodingJSON(t, renderGraph(t, s, b))
+			})
+		}
+	}
+}
+
+// TestGraphJSONRandom fills every hand-written member with random values (strings
+// with control bytes, <>&, quotes, unicode, U+2028, invalid UTF-8; floats across the
+// exponent cutoffs; nil and empty lists) and compares with encoding/json.
+func TestGraphJSONRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 9))
+	for i := range 300 {
+		g := randomGraph(rng)
+		t.Run(fmt.Sprint(i), func(t *testing.T) { requireSameAsEncodingJSON(t, g) })
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "a<b>&c", "\u2028\u2029", "\x00\x1f\x7f\"\\", "\xff\xe4\xb8", "é世🙂"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := encodeJSON(s)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(appendJSONString(nil, s)))
+	})
+}
+
+func TestGraphJSONFloats(t *testing.T) {
+	for _, f := range []float64{0, -0.0, 1, -1.5, 1e-6, 9.99e-7, 1e-7, 1.5e-10, 1e20, 1e21, 1.2345e21, -3e-300, math.MaxFloat64, math.SmallestNonzeroFloat64, 123456.789} {
+		want, err := encodeJSON(f)
+		require.NoError(t, err)
+		e := jsonAppender{}
+		e.float(f)
+		require.Equal(t, string(want), string(e.b), "%g", f)
+	}
+	e := jsonAppender{}
+	e.float(math.NaN())
+	require.ErrorIs(t, e.err, errNotFast)
+	// A NaN anywhere makes the answer encoding/json's (and its error).
+	_, err := encodeGraphJSON(&GraphResponse{Collectives: []GraphCollective{{TimeUS: math.Inf(1)}}})
+	var uv *json.UnsupportedValueError
+	require.ErrorAs(t, err, &uv)
+}
+
+// TestGraphJSONKnowsEveryField fails when a hand-written type gains, loses or renames a
+// member: graphjson.go must then be changed with it.
+func TestGraphJSONKnowsEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		tags string
+	}{
+		{GraphResponse{}, "plan_id mesh shardings collectives summary explain refined ops,omitempty stats lists_omitted,omitempty note,omitempty opaque_ops,omitempty"},
+		{ShardingJSON{}, "dims replicated,omitempty unreduced,omitempty text hlo partition_spec,omitempty"},
+		{DimShardingJSON{}, "axes open,omitempty priority,omitempty"},
+		{ExplainEntry{}, "dim axes from"},
+		{GraphCollective{}, "op_name tensor kind reduction,omitempty mesh_axes,omitempty dim,omitempty shape plan,omitempty steps,omitempty time_us bytes_per_device full_rematerialization xla_fallback,omitempty"},
+		{GraphPlan{}, "source target steps summary suggested_constraints,omitempty suggestion_note,omitempty xla_warning,omitempty xla_path,omitempty"},
+		{Suggestion{}, "partition_spec,omitempty sharding"},
+		{SummaryJSON{}, "strategy cost_model collectives time_us bytes_per_device lower_bound_bytes_per_device efficiency time_lower_bound_us time_efficiency peak_bytes_per_device full_rematerialization xla_fallback,omitempty search_expansions candidates,omitempty"},
+		{StepJSON{}, "op dims,omitempty dim,omitempty split_dim,omitempty concat_dim,omitempty mesh_axes pairs,omitempty transfers,omitempty pair_runs,omitempty transfer_runs,omitempty before after local_shape_before local_shape_after group_size group_count bytes_per_device link,omitempty time_us latency_us bandwidth_us"},
+	} {
+		typ := reflect.TypeOf(tc.v)
+		var tags []string
+		for i := range typ.NumField() {
+			tags = append(tags, typ.Field(i).Tag.Get("json"))
+		}
+		require.Equal(t, tc.tags, strings.Join(tags, " "), typ.Name())
+	}
+}
+
+// Random values.
+
+func randomString(rng *rand.Rand) string {
+	pieces := []string{"a", "x", "model", "<", ">", "&", `"`, `\`, "\n", "\t", "\b", "\f", "\r", "\x00", "\x01", "\x1f", "\x7f",
+		"é", "世", "🙂", "\u2028", "\u2029", "\ufffd", "\xff", "\xe4\xb8", "\xc3", "\xed\xa0\x80", "/", " ", "sharding<@mesh, [{\"x\"}]>"}
+	var b strings.Builder
+	for range rng.IntN(8) {
+		b.WriteString(pieces[rng.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+func randomStrings(rng *rand.Rand) []string {
+	switch rng.IntN(4) {
+	case 0:
+		return nil
+	case 1:
+		return []string{}
+	}
+	out := make([]string, 1+rng.IntN(3))
+	for i := range out {
+		out[i] = randomString(rng)
+	}
+	return out
+}
+
+func randomFloat(rng *rand.Rand) float64 {
+	switch rng.IntN(4) {
+	case 0:
+		return 0
+	case 1:
+		return float64(rng.IntN(1000))
+	}
+	return (rng.Float64() - 0.5) * math.Pow(10, float64(rng.IntN(60)-30))
+}
+
+func randomInt(rng *rand.Rand) *int {
+	if rng.IntN(2) == 0 {
+		return nil
+	}
+	n := rng.IntN(2000) - 1000
+	return &n
+}
+
+func randomInts[T int | int64](rng *rand.Rand) []T {
+	if rng.IntN(4) == 0 {
+		return nil
+	}
+	out := make([]T, rng.IntN(4))
+	for i := range out {
+		out[i] = T(rng.Int64N(1<<40) - 1<<39)
+	}
+	return out
+}
+
+func randomSharding(rng *rand.Rand) ShardingJSON {
+	s := ShardingJSON{Replicated: randomStrings(rng), Unreduced: randomStrings(rng), Text: randomString(rng), Hlo: randomString(rng), PartitionSpec: randomString(rng)}
+	if rng.IntN(5) > 0 {
+		s.Dims = make([]DimShardingJSON, rng.IntN(4))
+		for i := range s.Dims {
+			s.Dims[i] = DimShardingJSON{Axes: randomStrings(rng), Open: rng.IntN(2) == 0, Priority: randomInt(rng)}
+		}
+	}
+	return s
+}
+
+func randomSteps(rng *rand.Rand) []StepJSON {
+	if rng.IntN(4) == 0 {
+		return nil
+	}
+	out := make([]StepJSON, rng.IntN(3))
+	for i := range out {
+		s := StepJSON{Op: randomString(rng), Dims: randomInts[int](rng), Dim: randomInt(rng), SplitDim: randomInt(rng), ConcatDim: randomInt(rng),
+			MeshAxes: randomStrings(rng), Before: randomSharding(rng), After: randomSharding(rng),
+			LocalShapeBefore: randomInts[int64](rng), LocalShapeAfter: randomInts[int64](rng), GroupSize: rng.IntN(9), GroupCount: rng.IntN(9),
+			BytesPerDevice: rng.Int64(), Link: randomString(rng), TimeUS: randomFloat(rng), LatencyUS: randomFloat(rng), BandwidthUS: randomFloat(rng)}
+		if rng.IntN(3) == 0 {
+			s.Pairs = [][2]int{{0, 1}, {rng.IntN(9), rng.IntN(9)}}
+			s.Transfers = []planner.Transfer{{From: 1, To: 2, Bytes: 3}}
+			s.PairRuns = []planner.PairRun{{From: 1, Count: 2}}
+			s.TransferRuns = []planner.TransferRun{{Count: 4}}
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func randomGraph(rng *rand.Rand) *GraphResponse {
+	g := &GraphResponse{PlanID: randomString(rng), Mesh: MeshObject{Name: randomString(rng), Axes: []MeshAxis{{Name: randomString(rng), Size: 2}}},
+		Refined: randomStrings(rng), Note: randomString(rng), ListsOmitted: rng.IntN(2) == 0,
+		Summary: GraphSummary{Strategy: randomString(rng), TimeUS: randomFloat(rng)}}
+	if rng.IntN(6) > 0 {
+		g.Shardings = map[string]ShardingJSON{}
+		for range rng.IntN(6) {
+			g.Shardings[randomString(rng)] = randomSharding(rng)
+		}
+	}
+	if rng.IntN(6) > 0 {
+		g.Explain = map[string][]ExplainEntry{}
+		for range rng.IntN(6) {
+			var es []ExplainEntry
+			if rng.IntN(4) > 0 {
+				es = make([]ExplainEntry, rng.IntN(3))
+				for i := range es {
+					es[i] = ExplainEntry{Dim: rng.IntN(4), Axes: randomStrings(rng), From: randomString(rng)}
+				}
+			}
+			g.Explain[randomString(rng)] = es
+		}
+	}
+	if rng.IntN(6) > 0 {
+		g.Collectives = make([]GraphCollective, rng.IntN(4))
+		for i := range g.Collectives {
+			c := GraphCollective{OpName: randomString(rng), Tensor: randomString(rng), Kind: randomString(rng), Reduction: randomString(rng),
+				MeshAxes: randomStrings(rng), Dim: randomInt(rng), Shape: randomInts[int64](rng), Steps: randomSteps(rng),
+				TimeUS: randomFloat(rng), BytesPerDevice: rng.Int64N(1 << 40), FullRematerialization: rng.IntN(2) == 0, XLAFallback: rng.IntN(2) == 0}
+			if rng.IntN(2) == 0 {
+				c.Plan = &GraphPlan{Source: randomSharding(rng), Target: randomSharding(rng), Steps: randomSteps(rng),
+					Summary:        SummaryJSON{Strategy: randomString(rng), CostModel: randomString(rng), TimeUS: randomFloat(rng), Efficiency: randomFloat(rng), TimeLowerBoundUS: randomFloat(rng), TimeEfficiency: randomFloat(rng), XLAFallback: rng.IntN(2) == 0},
+					SuggestionNote: randomString(rng), XLAWarning: randomString(rng), XLAPath: randomStrings(rng)}
+				if rng.IntN(2) == 0 {
+					c.Plan.Summary.Candidates = []planner.Candidate{{Name: randomString(rng), TimeUS: randomFloat(rng)}}
+				}
+				for range rng.IntN(3) {
+					c.Plan.SuggestedConstraints = append(c.Plan.SuggestedConstraints, Suggestion{PartitionSpec: randomString(rng), Sharding: randomSharding(rng)})
+				}
+			}
+			g.Collectives[i] = c
+		}
+	}
+	if rng.IntN(3) == 0 {
+		g.Ops = []OpShardingJSON{{Name: randomString(rng), Kind: randomString(rng), Results: []ShardingJSON{randomSharding(rng)}}}
+		g.OpaqueOps = []OpaqueOpJSON{{Op: randomString(rng), Results: randomStrings(rng), Line: 3}}
+	}
+	return g
+}
