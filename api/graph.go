@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -294,41 +292,6 @@ func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 		}
 	}
 	return nil
-}
-
-// graphKey hashes the canonical graph request: annotations by their canonical text, ops
-// as decoded, so equal graphs in any input form share a plan id.
-func graphKey(in *graphInput) (string, error) {
-	h := sha256.New()
-	model := modelFingerprint(in.model)
-	inc := slices.Clone(in.req.Include)
-	slices.Sort(inc)
-	inc = slices.Compact(inc)
-	head, _ := json.Marshal([]any{planner.Version, "graph", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs,
-		model, string(in.strategy), inc, in.opts, in.graph.Inputs, in.graph.Outputs})
-	h.Write(head)
-	if in.imp != nil {
-		// The answer lists the opaque ops with their positions in the module text.
-		opaque, _ := json.Marshal(in.imp.Opaque)
-		h.Write(opaque)
-	}
-	for _, id := range slices.Sorted(maps.Keys(in.graph.Tensors)) {
-		t := in.graph.Tensors[id]
-		ann := "-"
-		if t.Sharding != nil {
-			ann = t.Sharding.Body()
-		}
-		line, _ := json.Marshal([]any{id, t.Shape, t.ElemBits, ann})
-		h.Write(line)
-	}
-	// Ops as decoded: attribute maps marshal with sorted keys, so key order and
-	// whitespace in the request do not matter.
-	canon, err := json.Marshal(in.graph.Ops)
-	if err != nil {
-		return "", err
-	}
-	h.Write(canon)
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // planGraph plans the graph (graphplan: propagation, every reshard and reduction) and

@@ -44,17 +44,19 @@ func encodeGraphJSON(r *GraphResponse) ([]byte, error) {
 }
 
 // jsonAppender appends JSON to b; the first failure is kept in err (and later writes
-// are harmless).
+// are harmless). With html, strings escape <, > and & as json.Marshal does; without, as
+// encodeJSON does.
 type jsonAppender struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
+	html bool
 }
 
-// ref appends v as encodeJSON encodes it (the members written by encoding/json).
+// ref appends v as encoding/json encodes it (the members not written by hand).
 func (e *jsonAppender) ref(v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	enc.SetEscapeHTML(e.html)
 	if err := enc.Encode(v); err != nil {
 		e.fail(err)
 		return
@@ -73,7 +75,7 @@ func (e *jsonAppender) key(name string, first bool) {
 	if !first {
 		e.b = append(e.b, ',')
 	}
-	e.b = appendJSONString(e.b, name)
+	e.str(name)
 	e.b = append(e.b, ':')
 }
 
@@ -118,7 +120,7 @@ func (e *jsonAppender) strsAt(member string, ss []string) {
 	e.strs(ss)
 }
 
-func (e *jsonAppender) str(s string) { e.b = appendJSONString(e.b, s) }
+func (e *jsonAppender) str(s string) { e.b = appendJSONString(e.b, s, e.html) }
 
 func (e *jsonAppender) int(n int64) { e.b = strconv.AppendInt(e.b, n, 10) }
 
@@ -376,18 +378,18 @@ func (e *jsonAppender) step(s *StepJSON) {
 	e.b = append(e.b, '}')
 }
 
-// appendJSONString appends s as a JSON string the way encoding/json does with HTML
-// escaping off: `"` and `\` escaped, \b \f \n \r \t by name, other control bytes as
-// \u00XX, invalid UTF-8 bytes as \ufffd, U+2028 and U+2029 as \u2028 and \u2029;
-// everything else (<, >, & included) as is.
-func appendJSONString(dst []byte, s string) []byte {
+// appendJSONString appends s as a JSON string the way encoding/json does: `"` and `\`
+// escaped, \b \f \n \r \t by name, other control bytes as \u00XX, invalid UTF-8 bytes
+// as \ufffd, U+2028 and U+2029 as \u2028 and \u2029; with html (json.Marshal's
+// default) <, > and & as \u003c, \u003e and \u0026; everything else as is.
+func appendJSONString(dst []byte, s string, html bool) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}

@@ -95,7 +95,7 @@ func FuzzAppendJSONString(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		want, err := encodeJSON(s)
 		require.NoError(t, err)
-		require.Equal(t, string(want), string(appendJSONString(nil, s)))
+		require.Equal(t, string(want), string(appendJSONString(nil, s, false)))
 	})
 }
 
