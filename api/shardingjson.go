@@ -1,6 +1,10 @@
 package api
 
-import "github.com/shardplan/shardplan/internal/sharding"
+import (
+	"strconv"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
 
 // ShardingJSON is the canonical output form of a sharding (API.md "Sharding").
 type ShardingJSON struct {
@@ -38,25 +42,23 @@ func shardingJSON(s sharding.Sharding, m *sharding.Mesh) ShardingJSON {
 	return (&shardingWriter{m: m}).json(s)
 }
 
-// shardingWriter renders many shardings on one mesh, printing the HLO and
-// PartitionSpec forms once per distinct sharding (a graph's tensors share a few).
+// shardingWriter renders many shardings on one mesh. A graph's tensors share a few
+// distinct shardings, so each distinct one is rendered once (its Shardy, HLO and
+// PartitionSpec texts printed once) and its ShardingJSON, slices included, is given to
+// every tensor that has it: callers must not modify what json returns.
 type shardingWriter struct {
 	m    *sharding.Mesh
-	seen map[string][2]string // Shardy text -> hlo, partition_spec
+	seen map[string]ShardingJSON // by shardingKey
+	key  []byte                  // scratch for the lookup
 }
 
 func (w *shardingWriter) json(s sharding.Sharding) ShardingJSON {
-	out := ShardingJSON{Dims: make([]DimShardingJSON, len(s.Dims)), Text: s.Text(w.m.Name)}
-	if alt, ok := w.seen[out.Text]; ok {
-		out.Hlo, out.PartitionSpec = alt[0], alt[1]
-	} else {
-		out.Hlo = s.HLO(w.m)
-		out.PartitionSpec, _ = s.PartitionSpecText()
-		if w.seen == nil {
-			w.seen = map[string][2]string{}
-		}
-		w.seen[out.Text] = [2]string{out.Hlo, out.PartitionSpec}
+	w.key = appendShardingKey(w.key[:0], s)
+	if out, ok := w.seen[string(w.key)]; ok {
+		return out
 	}
+	out := ShardingJSON{Dims: make([]DimShardingJSON, len(s.Dims)), Text: s.Text(w.m.Name), Hlo: s.HLO(w.m)}
+	out.PartitionSpec, _ = s.PartitionSpecText()
 	for i, d := range s.Dims {
 		dj := DimShardingJSON{Axes: refStrings(d.Axes), Open: d.Open}
 		if d.Priority != sharding.NoPriority {
@@ -71,7 +73,41 @@ func (w *shardingWriter) json(s sharding.Sharding) ShardingJSON {
 	if len(s.Unreduced) > 0 {
 		out.Unreduced = refStrings(s.Unreduced)
 	}
+	if w.seen == nil {
+		w.seen = map[string]ShardingJSON{}
+	}
+	w.seen[string(w.key)] = out
 	return out
+}
+
+// appendShardingKey appends a key of every field of s: equal keys, equal shardings.
+// Lists are counted and names length-prefixed, so no two shardings share a key.
+func appendShardingKey(dst []byte, s sharding.Sharding) []byte {
+	refs := func(rs []sharding.AxisRef) {
+		dst = strconv.AppendInt(dst, int64(len(rs)), 10)
+		for _, r := range rs {
+			dst = append(dst, ' ')
+			dst = strconv.AppendInt(dst, int64(len(r.Name)), 10)
+			dst = append(dst, ':')
+			dst = append(dst, r.Name...)
+			for _, n := range [...]int{r.Pre, r.Size, r.Of} {
+				dst = append(dst, ',')
+				dst = strconv.AppendInt(dst, int64(n), 10)
+			}
+		}
+		dst = append(dst, ';')
+	}
+	dst = strconv.AppendInt(dst, int64(len(s.Dims)), 10)
+	for _, d := range s.Dims {
+		dst = append(dst, '[')
+		refs(d.Axes)
+		dst = strconv.AppendBool(dst, d.Open)
+		dst = append(dst, ',')
+		dst = strconv.AppendInt(dst, int64(d.Priority), 10)
+	}
+	refs(s.Replicated)
+	refs(s.Unreduced)
+	return dst
 }
 
 func refStrings(refs []sharding.AxisRef) []string {
