@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -118,7 +119,13 @@ var benchSetSize = 0
 // scripts/compare_plans.py show what a search change does to plan quality.
 //
 //	SHARDPLAN_RANDOMSET_OUT=/tmp/after.txt go test -run TestRandomSetDump ./internal/planner/
+//
+// SHARDPLAN_RANDOMSET_BODIES names a file for the same reshards as POST /v1/reshard
+// bodies, one per line (scripts/load/replay posts them to a running server).
 func TestRandomSetDump(t *testing.T) {
+	if bodies := os.Getenv("SHARDPLAN_RANDOMSET_BODIES"); bodies != "" {
+		writeRandomSetBodies(t, bodies)
+	}
 	out := os.Getenv("SHARDPLAN_RANDOMSET_OUT")
 	if out == "" {
 		t.Skip("set SHARDPLAN_RANDOMSET_OUT to write the random set's plans")
@@ -134,6 +141,22 @@ func TestRandomSetDump(t *testing.T) {
 		require.NoError(t, err)
 		exact := p.sp != nil && p.sp.searchExact
 		_, err = fmt.Fprintf(w, "%d %.6f %d %v\n", i, p.Summary.TimeUS, p.Summary.SearchExpansions, exact)
+		require.NoError(t, err)
+	}
+}
+
+// writeRandomSetBodies writes the random set as POST /v1/reshard bodies (JSON lines).
+func writeRandomSetBodies(t *testing.T, path string) {
+	w, err := os.Create(path)
+	require.NoError(t, err)
+	defer w.Close()
+	for _, pb := range randomSet(t) {
+		body, err := json.Marshal(map[string]any{
+			"mesh": randomSetMesh, "shape": pb.shape, "dtype": "bf16", "cost_model": "tpu-v5p",
+			"source": pb.src.String(), "target": pb.tgt.String(),
+		})
+		require.NoError(t, err)
+		_, err = fmt.Fprintf(w, "%s\n", body)
 		require.NoError(t, err)
 	}
 }
