@@ -47,8 +47,75 @@ func axisStrides(m *Mesh) []int {
 // Implicitly or explicitly replicated axes are replication; open flags and priorities
 // are not part of the layout and are not printed. s must be valid on m.
 func (s Sharding) HLO(m *Mesh) string {
-	// Cut every axis at each sub-axis boundary a dim or the unreduced set uses.
-	cuts := make([][]int, len(m.Axes)) // per axis, ascending pre values, 1 and size included
+	t := tileHLO(s, m)
+	switch {
+	case !t.sharded && t.unreduced == 1:
+		return "{replicated}"
+	case !t.sharded && t.rep == 1:
+		return "{unreduced}"
+	}
+	return t.text(m)
+}
+
+// hloTiling is a sharding laid out as XLA tiles it: the mesh cut into pieces, the
+// pieces in tile order, and the tile counts.
+type hloTiling struct {
+	pieces    []hloPiece // mesh order, major to minor
+	order     []int      // indices into pieces: the dims' axes, unreduced, then replicated
+	counts    []int      // tile count of every dim
+	sharded   bool       // some dim has more than one tile
+	unreduced int        // devices holding partial sums of one tile
+	rep       int        // devices holding copies of one tile
+}
+
+// tileHLO cuts m's axes into pieces at every sub-axis boundary s uses and orders them as
+// the tiles run: each dim's axes, the unreduced axes, then the replicated pieces.
+func tileHLO(s Sharding, m *Mesh) hloTiling {
+	cuts := hloCuts(s, m)
+	t := hloTiling{counts: make([]int, len(s.Dims)), unreduced: 1, rep: 1}
+	first := make([]int, len(m.Axes))
+	for i, a := range m.Axes {
+		first[i] = len(t.pieces)
+		for k := 0; k+1 < len(cuts[i]); k++ {
+			pre, next := cuts[i][k], cuts[i][k+1]
+			t.pieces = append(t.pieces, hloPiece{axis: i, minor: a.Size / next, size: next / pre})
+		}
+	}
+	used := make([]bool, len(t.pieces))
+	take := func(r AxisRef) {
+		i := m.AxisIndex(r.Name)
+		for k := range len(cuts[i]) - 1 {
+			if pre := cuts[i][k]; pre >= r.Pre && pre < r.Next() {
+				t.order = append(t.order, first[i]+k)
+				used[first[i]+k] = true
+			}
+		}
+	}
+	for d, ds := range s.Dims {
+		t.counts[d] = 1
+		for _, r := range ds.Axes {
+			take(r)
+			t.counts[d] *= r.Size
+		}
+		t.sharded = t.sharded || t.counts[d] > 1
+	}
+	for _, r := range s.Unreduced {
+		take(r)
+		t.unreduced *= r.Size
+	}
+	for g, pc := range t.pieces {
+		if !used[g] && pc.size > 1 {
+			t.order = append(t.order, g)
+			t.rep *= pc.size
+		}
+	}
+	return t
+}
+
+// hloCuts cuts every axis of m at each sub-axis boundary a dim or the unreduced set of s
+// uses: per axis, the ascending distinct pre values, 1 and the size included.
+func hloCuts(s Sharding, m *Mesh) [][]int {
+	cuts := make([][]int, len(m.Axes))
 	for i, a := range m.Axes {
 		cuts[i] = []int{1, a.Size}
 	}
@@ -62,61 +129,22 @@ func (s Sharding) HLO(m *Mesh) string {
 			cuts[i] = append(cuts[i], r.Pre, r.Next())
 		}
 	}
-	var pieces []hloPiece // mesh order, major to minor
-	first := make([]int, len(m.Axes))
-	for i, a := range m.Axes {
+	for i := range cuts {
 		slices.Sort(cuts[i])
 		cuts[i] = slices.Compact(cuts[i])
-		first[i] = len(pieces)
-		for k := 0; k+1 < len(cuts[i]); k++ {
-			pre, next := cuts[i][k], cuts[i][k+1]
-			pieces = append(pieces, hloPiece{axis: i, minor: a.Size / next, size: next / pre})
-		}
 	}
-	used := make([]bool, len(pieces))
-	var order []int
-	take := func(r AxisRef) {
-		i := m.AxisIndex(r.Name)
-		for k := range len(cuts[i]) - 1 {
-			if pre := cuts[i][k]; pre >= r.Pre && pre < r.Next() {
-				order = append(order, first[i]+k)
-				used[first[i]+k] = true
-			}
-		}
+	return cuts
+}
+
+// text prints t on m: the tile counts with the unreduced and replicated subgroups, the
+// device order and the subgroup kinds.
+func (t hloTiling) text(m *Mesh) string {
+	counts := t.counts
+	if t.unreduced > 1 {
+		counts = append(counts, t.unreduced)
 	}
-	counts := make([]int, len(s.Dims))
-	sharded := false
-	for d, ds := range s.Dims {
-		counts[d] = 1
-		for _, r := range ds.Axes {
-			take(r)
-			counts[d] *= r.Size
-		}
-		sharded = sharded || counts[d] > 1
-	}
-	unreduced := 1
-	for _, r := range s.Unreduced {
-		take(r)
-		unreduced *= r.Size
-	}
-	rep := 1
-	for g, pc := range pieces {
-		if !used[g] && pc.size > 1 {
-			order = append(order, g)
-			rep *= pc.size
-		}
-	}
-	switch {
-	case !sharded && unreduced == 1:
-		return "{replicated}"
-	case !sharded && rep == 1:
-		return "{unreduced}"
-	}
-	if unreduced > 1 {
-		counts = append(counts, unreduced)
-	}
-	if rep > 1 {
-		counts = append(counts, rep)
+	if t.rep > 1 {
+		counts = append(counts, t.rep)
 	}
 	var b strings.Builder
 	b.WriteString("{devices=[")
@@ -128,16 +156,16 @@ func (s Sharding) HLO(m *Mesh) string {
 	}
 	b.WriteByte(']')
 	if m.DeviceIDs == nil {
-		writeIota(&b, pieces, order)
+		writeIota(&b, t.pieces, t.order)
 	} else {
-		writeDeviceList(&b, m, pieces, order)
+		writeDeviceList(&b, m, t.pieces, t.order)
 	}
 	switch {
-	case unreduced > 1 && rep > 1:
+	case t.unreduced > 1 && t.rep > 1:
 		b.WriteString(" last_tile_dims={unreduced, replicated}")
-	case unreduced > 1:
+	case t.unreduced > 1:
 		b.WriteString(" last_tile_dims={unreduced}")
-	case rep > 1:
+	case t.rep > 1:
 		b.WriteString(" last_tile_dim_replicate")
 	}
 	b.WriteByte('}')

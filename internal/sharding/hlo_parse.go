@@ -280,53 +280,72 @@ func (p *textParser) tileAssignment(sp *hloSpec, devices int) error {
 	}
 	p.skip()
 	if strings.HasPrefix(p.s[p.pos:], "<=") {
-		sp.iotaOff = p.pos
-		p.pos += 2
-		if sp.iota, _, err = p.intList(devices, "iota dim"); err != nil {
+		return p.iotaAssignment(sp, devices, n)
+	}
+	return p.explicitAssignment(sp, n)
+}
+
+// iotaAssignment parses "<=[dims]T(perm)" (the T(...) optional) for n tiles.
+func (p *textParser) iotaAssignment(sp *hloSpec, devices, n int) error {
+	sp.iotaOff = p.pos
+	p.pos += 2
+	var err error
+	if sp.iota, _, err = p.intList(devices, "iota dim"); err != nil {
+		return err
+	}
+	if p.peek() == 'T' {
+		if err := p.iotaPerm(sp); err != nil {
 			return err
 		}
-		if p.peek() == 'T' {
-			p.pos++
-			if err := p.expect('('); err != nil {
-				return err
-			}
-			seen := make([]bool, len(sp.iota))
-			for {
-				p.skip()
-				off := p.pos
-				k, err := p.number()
-				if err != nil {
-					return err
-				}
-				if k >= len(sp.iota) || seen[k] {
-					p.pos = off
-					return p.fail("T(...) must be a permutation of 0..%d (one per iota dim)", len(sp.iota)-1)
-				}
-				seen[k] = true
-				sp.perm = append(sp.perm, k)
-				if p.peek() == ',' {
-					p.pos++
-					continue
-				}
-				if err := p.expect(')'); err != nil {
-					return err
-				}
-				break
-			}
-			if len(sp.perm) != len(sp.iota) {
-				return p.fail("T(...) has %d entries but the iota has %d dims", len(sp.perm), len(sp.iota))
-			}
-		}
-		m := 1
-		for _, d := range sp.iota {
-			m *= d
-		}
-		if m != n {
-			p.pos = sp.iotaOff
-			return p.fail("the iota <=[...] has %d devices but the tile counts multiply to %d", m, n)
-		}
-		return nil
 	}
+	m := 1
+	for _, d := range sp.iota {
+		m *= d
+	}
+	if m != n {
+		p.pos = sp.iotaOff
+		return p.fail("the iota <=[...] has %d devices but the tile counts multiply to %d", m, n)
+	}
+	return nil
+}
+
+// iotaPerm parses "T(perm)", a permutation of the iota's dims.
+func (p *textParser) iotaPerm(sp *hloSpec) error {
+	p.pos++
+	if err := p.expect('('); err != nil {
+		return err
+	}
+	seen := make([]bool, len(sp.iota))
+	for {
+		p.skip()
+		off := p.pos
+		k, err := p.number()
+		if err != nil {
+			return err
+		}
+		if k >= len(sp.iota) || seen[k] {
+			p.pos = off
+			return p.fail("T(...) must be a permutation of 0..%d (one per iota dim)", len(sp.iota)-1)
+		}
+		seen[k] = true
+		sp.perm = append(sp.perm, k)
+		if p.peek() == ',' {
+			p.pos++
+			continue
+		}
+		if err := p.expect(')'); err != nil {
+			return err
+		}
+		break
+	}
+	if len(sp.perm) != len(sp.iota) {
+		return p.fail("T(...) has %d entries but the iota has %d dims", len(sp.perm), len(sp.iota))
+	}
+	return nil
+}
+
+// explicitAssignment parses an explicit list of one device id per tile, n tiles.
+func (p *textParser) explicitAssignment(sp *hloSpec, n int) error {
 	for {
 		p.skip()
 		off := p.pos

@@ -15,25 +15,55 @@ import (
 // namedSharding reads the rest of a named HloSharding after its '{' into sp.
 func (p *textParser) namedSharding(sp *hloSpec) error {
 	if strings.HasPrefix(p.s[p.pos:], "maximal_mesh[") {
-		p.pos += len("maximal_mesh[")
-		if w := p.word(); w != "device_id" {
-			return p.fail("expected device_id=N")
-		}
-		if err := p.expect('='); err != nil {
-			return err
-		}
-		p.skip()
-		sp.deviceOff = p.pos
-		var err error
-		if sp.device, err = p.number(); err != nil {
-			return err
-		}
-		if err := p.expect(']'); err != nil {
-			return err
-		}
-		sp.kind = hloMaximal
-		return p.namedTail(sp)
+		return p.maximalMesh(sp)
 	}
+	if err := p.namedMesh(); err != nil {
+		return err
+	}
+	pt := &textPather{field: p.field}
+	s := Sharding{}
+	sp.kind = hloNamed
+	sawDims := false
+	for p.peek() == ',' {
+		p.pos++
+		p.skip()
+		dims, err := p.namedEntry(sp, &s, pt)
+		if err != nil {
+			return err
+		}
+		sawDims = sawDims || dims
+	}
+	if sp.kind == hloNamed && !sawDims {
+		return p.fail("expected [dims] (one {...} per tensor dim), replicated or unreduced after the mesh")
+	}
+	sp.named, sp.namedPt = s, pt
+	return p.expect('}')
+}
+
+// maximalMesh reads "maximal_mesh[device_id=N]" and what may follow it.
+func (p *textParser) maximalMesh(sp *hloSpec) error {
+	p.pos += len("maximal_mesh[")
+	if w := p.word(); w != "device_id" {
+		return p.fail("expected device_id=N")
+	}
+	if err := p.expect('='); err != nil {
+		return err
+	}
+	p.skip()
+	sp.deviceOff = p.pos
+	var err error
+	if sp.device, err = p.number(); err != nil {
+		return err
+	}
+	if err := p.expect(']'); err != nil {
+		return err
+	}
+	sp.kind = hloMaximal
+	return p.namedTail(sp)
+}
+
+// namedMesh reads "mesh[a=2,b=4]" and checks that it is the request's mesh, axes in order.
+func (p *textParser) namedMesh() error {
 	meshOff := p.pos
 	p.pos += len("mesh[")
 	var axes []Axis
@@ -69,96 +99,99 @@ func (p *textParser) namedSharding(sp *hloSpec) error {
 		}
 		return p.failAt(meshOff, "the sharding's mesh is %s but the request's mesh is %s; send the same mesh (axes in the same order)", strings.Join(got, ","), p.m.String())
 	}
-	pt := &textPather{field: p.field}
-	s := Sharding{}
-	sp.kind = hloNamed
-	sawDims := false
-	for p.peek() == ',' {
-		p.pos++
-		p.skip()
-		off := p.pos
-		switch w := p.word(); w {
-		case "device_ids":
-			if err := p.deviceIDsList(off); err != nil {
-				return err
-			}
-		case "replicated", "unreduced", "manual":
-			if p.peek() != '=' {
-				// The whole tensor: replicated, partial sums, or manual.
-				switch w {
-				case "replicated":
-					sp.kind = hloReplicated
-				case "unreduced":
-					sp.kind = hloUnreduced
-				default:
-					sp.kind = hloManual
-				}
-				sp.start = off
-				continue
-			}
-			p.pos++
-			if err := p.expect('{'); err != nil {
-				return err
-			}
-			refs, offs, err := p.bareAxisList('}')
-			if err != nil {
-				return err
-			}
-			switch w {
-			case "replicated":
-				s.Replicated, pt.rep = append(s.Replicated, refs...), append(pt.rep, offs...)
-			case "unreduced":
-				s.Unreduced, pt.unr = append(s.Unreduced, refs...), append(pt.unr, offs...)
-			default:
-				if len(refs) > 0 {
-					return p.failAt(off, "manual axes (a shard_map over some axes) are not modelled; give the sharding outside the shard_map")
-				}
-			}
-		case "metadata":
-			if err := p.expect('='); err != nil {
-				return err
-			}
-			if err := p.skipBalanced(); err != nil {
-				return err
-			}
-		case "":
-			if p.peek() != '[' {
-				return p.fail("expected [dims], replicated, unreduced, device_ids=(...) or metadata={...}")
-			}
-			p.pos++
-			sawDims = true
-			for p.peek() != ']' {
-				p.skip()
-				pt.dims = append(pt.dims, p.pos)
-				if err := p.expect('{'); err != nil {
-					return err
-				}
-				ds := DimSharding{Priority: NoPriority}
-				refs, offs, err := p.bareAxisList('}')
-				if err != nil {
-					return err
-				}
-				ds.Axes = refs
-				if len(refs) > 0 && refs[len(refs)-1] == (AxisRef{}) {
-					ds.Axes, offs, ds.Open = refs[:len(refs)-1], offs[:len(offs)-1], true
-				}
-				s.Dims, pt.refs = append(s.Dims, ds), append(pt.refs, offs)
-				if p.peek() == ',' {
-					p.pos++
-				} else if p.peek() != ']' {
-					return p.fail("expected ',' or ']'")
-				}
-			}
-			p.pos++
+	return nil
+}
+
+// namedEntry reads one entry after the mesh of a named sharding (device_ids, the dims,
+// replicated, unreduced, manual or metadata) into sp, s and pt. It reports whether the
+// entry was the dims.
+func (p *textParser) namedEntry(sp *hloSpec, s *Sharding, pt *textPather) (bool, error) {
+	off := p.pos
+	switch w := p.word(); w {
+	case "device_ids":
+		return false, p.deviceIDsList(off)
+	case "replicated", "unreduced", "manual":
+		return false, p.namedWhole(w, off, sp, s, pt)
+	case "metadata":
+		if err := p.expect('='); err != nil {
+			return false, err
+		}
+		return false, p.skipBalanced()
+	case "":
+		if p.peek() != '[' {
+			return false, p.fail("expected [dims], replicated, unreduced, device_ids=(...) or metadata={...}")
+		}
+		return true, p.namedDims(s, pt)
+	default:
+		return false, p.failAt(off, "unexpected %q in a named HLO sharding", w)
+	}
+}
+
+// namedWhole reads "replicated", "unreduced" or "manual" (word w at off): alone it says
+// what the whole tensor is; with "={...}" it lists the axes that are replicated or
+// unreduced (manual axes are not modelled).
+func (p *textParser) namedWhole(w string, off int, sp *hloSpec, s *Sharding, pt *textPather) error {
+	if p.peek() != '=' {
+		// The whole tensor: replicated, partial sums, or manual.
+		switch w {
+		case "replicated":
+			sp.kind = hloReplicated
+		case "unreduced":
+			sp.kind = hloUnreduced
 		default:
-			return p.failAt(off, "unexpected %q in a named HLO sharding", w)
+			sp.kind = hloManual
+		}
+		sp.start = off
+		return nil
+	}
+	p.pos++
+	if err := p.expect('{'); err != nil {
+		return err
+	}
+	refs, offs, err := p.bareAxisList('}')
+	if err != nil {
+		return err
+	}
+	switch w {
+	case "replicated":
+		s.Replicated, pt.rep = append(s.Replicated, refs...), append(pt.rep, offs...)
+	case "unreduced":
+		s.Unreduced, pt.unr = append(s.Unreduced, refs...), append(pt.unr, offs...)
+	default:
+		if len(refs) > 0 {
+			return p.failAt(off, "manual axes (a shard_map over some axes) are not modelled; give the sharding outside the shard_map")
 		}
 	}
-	if sp.kind == hloNamed && !sawDims {
-		return p.fail("expected [dims] (one {...} per tensor dim), replicated or unreduced after the mesh")
+	return nil
+}
+
+// namedDims reads "[{a}, {b:(1)2, ?}]", one {...} per tensor dim ('?' marks a dim open).
+func (p *textParser) namedDims(s *Sharding, pt *textPather) error {
+	p.pos++
+	for p.peek() != ']' {
+		p.skip()
+		pt.dims = append(pt.dims, p.pos)
+		if err := p.expect('{'); err != nil {
+			return err
+		}
+		ds := DimSharding{Priority: NoPriority}
+		refs, offs, err := p.bareAxisList('}')
+		if err != nil {
+			return err
+		}
+		ds.Axes = refs
+		if len(refs) > 0 && refs[len(refs)-1] == (AxisRef{}) {
+			ds.Axes, offs, ds.Open = refs[:len(refs)-1], offs[:len(offs)-1], true
+		}
+		s.Dims, pt.refs = append(s.Dims, ds), append(pt.refs, offs)
+		if p.peek() == ',' {
+			p.pos++
+		} else if p.peek() != ']' {
+			return p.fail("expected ',' or ']'")
+		}
 	}
-	sp.named, sp.namedPt = s, pt
-	return p.expect('}')
+	p.pos++
+	return nil
 }
 
 // namedTail reads what may follow the mesh of a named sharding that needs nothing else.

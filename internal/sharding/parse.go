@@ -527,101 +527,16 @@ func (p *textParser) axisList(close byte, allowOpen bool) (refs []AxisRef, offs 
 func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, error) {
 	p := &textParser{s: text, field: field, m: m}
 	pt := &textPather{field: field}
-	wrapped := false
-	if p.peek() == 's' {
-		if !strings.HasPrefix(p.s[p.pos:], "sharding<") {
-			return Sharding{}, p.fail("expected '[' or \"sharding<@mesh, [...]>\" (Shardy), '{' (an HLO sharding) or P(...) (a PartitionSpec)")
-		}
-		p.pos += len("sharding<")
-		if err := p.expect('@'); err != nil {
-			return Sharding{}, err
-		}
-		start := p.pos
-		for p.pos < len(p.s) && (isIdent(p.s[p.pos]) || p.s[p.pos] == '.') {
-			p.pos++
-		}
-		name := p.s[start:p.pos]
-		if name == "" {
-			return Sharding{}, p.fail("expected a mesh name after '@'")
-		}
-		if name != m.Name {
-			p.pos = start
-			return Sharding{}, p.fail("sharding is bound to mesh @%s but the request's mesh is named %q; use @%s or rename the mesh", name, m.Name, m.Name)
-		}
-		if err := p.expect(','); err != nil {
-			return Sharding{}, err
-		}
-		wrapped = true
-	}
-	if err := p.expect('['); err != nil {
+	wrapped, err := p.shardyWrapper()
+	if err != nil {
 		return Sharding{}, err
 	}
 	s := Sharding{}
-	if p.peek() == ']' {
-		p.pos++
-	} else {
-		for {
-			p.skip()
-			d := len(s.Dims)
-			pt.dims = append(pt.dims, p.pos)
-			if err := p.expect('{'); err != nil {
-				return Sharding{}, err
-			}
-			refs, offs, open, err := p.axisList('}', true)
-			if err != nil {
-				return Sharding{}, err
-			}
-			ds := DimSharding{Axes: refs, Open: open, Priority: NoPriority}
-			if p.pos < len(p.s) && p.s[p.pos] == 'p' {
-				p.pos++
-				n, err := p.number()
-				if err != nil {
-					return Sharding{}, err
-				}
-				ds.Priority = n
-			}
-			s.Dims = append(s.Dims, ds)
-			pt.refs = append(pt.refs, offs)
-			_ = d
-			if p.peek() == ',' {
-				p.pos++
-				continue
-			}
-			if err := p.expect(']'); err != nil {
-				return Sharding{}, p.fail("expected ',' or ']'")
-			}
-			break
-		}
+	if err := p.shardyDims(&s, pt); err != nil {
+		return Sharding{}, err
 	}
-	for p.peek() == ',' {
-		p.pos++
-		p.skip()
-		start := p.pos
-		for p.pos < len(p.s) && isIdent(p.s[p.pos]) {
-			p.pos++
-		}
-		key := p.s[start:p.pos]
-		if key != "replicated" && key != "unreduced" {
-			p.pos = start
-			return Sharding{}, p.fail("expected replicated={...} or unreduced={...}")
-		}
-		if err := p.expect('='); err != nil {
-			return Sharding{}, err
-		}
-		if err := p.expect('{'); err != nil {
-			return Sharding{}, err
-		}
-		refs, offs, _, err := p.axisList('}', false)
-		if err != nil {
-			return Sharding{}, err
-		}
-		if key == "replicated" {
-			s.Replicated = append(s.Replicated, refs...)
-			pt.rep = append(pt.rep, offs...)
-		} else {
-			s.Unreduced = append(s.Unreduced, refs...)
-			pt.unr = append(pt.unr, offs...)
-		}
+	if err := p.shardyAxisSets(&s, pt); err != nil {
+		return Sharding{}, err
 	}
 	if wrapped {
 		if err := p.expect('>'); err != nil {
@@ -632,6 +547,114 @@ func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, err
 		return Sharding{}, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
 	}
 	return finish(s, m, shape, pt)
+}
+
+// shardyWrapper reads the "sharding<@mesh," that may open Shardy's text, checks that it
+// names the request's mesh and reports whether it was there.
+func (p *textParser) shardyWrapper() (bool, error) {
+	if p.peek() != 's' {
+		return false, nil
+	}
+	if !strings.HasPrefix(p.s[p.pos:], "sharding<") {
+		return false, p.fail("expected '[' or \"sharding<@mesh, [...]>\" (Shardy), '{' (an HLO sharding) or P(...) (a PartitionSpec)")
+	}
+	p.pos += len("sharding<")
+	if err := p.expect('@'); err != nil {
+		return false, err
+	}
+	start := p.pos
+	for p.pos < len(p.s) && (isIdent(p.s[p.pos]) || p.s[p.pos] == '.') {
+		p.pos++
+	}
+	name := p.s[start:p.pos]
+	if name == "" {
+		return false, p.fail("expected a mesh name after '@'")
+	}
+	if name != p.m.Name {
+		p.pos = start
+		return false, p.fail("sharding is bound to mesh @%s but the request's mesh is named %q; use @%s or rename the mesh", name, p.m.Name, p.m.Name)
+	}
+	if err := p.expect(','); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// shardyDims reads the dims list "[{a}, {b, ?}p1]" into s, and the offsets into pt.
+func (p *textParser) shardyDims(s *Sharding, pt *textPather) error {
+	if err := p.expect('['); err != nil {
+		return err
+	}
+	if p.peek() == ']' {
+		p.pos++
+		return nil
+	}
+	for {
+		p.skip()
+		pt.dims = append(pt.dims, p.pos)
+		if err := p.expect('{'); err != nil {
+			return err
+		}
+		refs, offs, open, err := p.axisList('}', true)
+		if err != nil {
+			return err
+		}
+		ds := DimSharding{Axes: refs, Open: open, Priority: NoPriority}
+		if p.pos < len(p.s) && p.s[p.pos] == 'p' {
+			p.pos++
+			n, err := p.number()
+			if err != nil {
+				return err
+			}
+			ds.Priority = n
+		}
+		s.Dims = append(s.Dims, ds)
+		pt.refs = append(pt.refs, offs)
+		if p.peek() == ',' {
+			p.pos++
+			continue
+		}
+		if err := p.expect(']'); err != nil {
+			return p.fail("expected ',' or ']'")
+		}
+		return nil
+	}
+}
+
+// shardyAxisSets reads the ", replicated={...}" and ", unreduced={...}" that may follow
+// the dims into s, and the offsets into pt.
+func (p *textParser) shardyAxisSets(s *Sharding, pt *textPather) error {
+	for p.peek() == ',' {
+		p.pos++
+		p.skip()
+		start := p.pos
+		for p.pos < len(p.s) && isIdent(p.s[p.pos]) {
+			p.pos++
+		}
+		key := p.s[start:p.pos]
+		if key != "replicated" && key != "unreduced" {
+			p.pos = start
+			return p.fail("expected replicated={...} or unreduced={...}")
+		}
+		if err := p.expect('='); err != nil {
+			return err
+		}
+		if err := p.expect('{'); err != nil {
+			return err
+		}
+		refs, offs, _, err := p.axisList('}', false)
+		if err != nil {
+			return err
+		}
+		if key == "replicated" {
+			s.Replicated = append(s.Replicated, refs...)
+			pt.rep = append(pt.rep, offs...)
+		} else {
+			s.Unreduced = append(s.Unreduced, refs...)
+			pt.unr = append(pt.unr, offs...)
+		}
+	}
+	return nil
 }
 
 func isIdent(c byte) bool {
