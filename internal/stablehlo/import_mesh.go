@@ -22,6 +22,41 @@ func (b *builder) pickMesh(fn *Func, req *sharding.Mesh) error {
 		b.imp.declared[d.Name] = true
 	}
 	used := map[string]int{}
+	order := b.meshesUsed(fn, decls, used)
+	if len(order) > 1 {
+		b.errAt(used[order[1]], "function @%s uses %d meshes (@%s); shardplan plans on one mesh per request", fn.Name, len(order), strings.Join(order, ", @"))
+		return b.err
+	}
+	if len(order) == 0 {
+		// No sdy sharding: the request's mesh, or the module's only mesh.
+		if req != nil {
+			b.mesh, b.imp.Mesh = req, req
+			return nil
+		}
+		d := b.onlyMesh()
+		if d == nil {
+			return sharding.Fieldf("mesh", "is required: the module declares no sdy.mesh its function uses; give the request's \"mesh\" or declare sdy.mesh @mesh = <[\"x\"=2, ...]>")
+		}
+		order = []string{d.Name}
+		used[d.Name] = d.Pos
+	}
+	name := order[0]
+	m, err := b.declaredMesh(name, decls[name], used[name])
+	if err != nil {
+		return err
+	}
+	if req != nil && !req.SameLayout(m) {
+		return sharding.Fieldf("mesh", "the request's mesh %s differs from the module's sdy.mesh @%s (%s); leave \"mesh\" out to use the module's", req.String(), name, m.String())
+	}
+	b.mesh = m
+	b.imp.Mesh = m
+	return nil
+}
+
+// meshesUsed returns the meshes the sdy shardings of fn and its callees name, in the
+// order they are first used, and records each one's first position in used. Meshes
+// declared without axes (Shardy's maximal meshes) are left out.
+func (b *builder) meshesUsed(fn *Func, decls map[string]*MeshDecl, used map[string]int) []string {
 	var order []string
 	note := func(text string, pos int) {
 		if mm := meshRefRE.FindStringSubmatch(text); mm != nil {
@@ -72,38 +107,33 @@ func (b *builder) pickMesh(fn *Func, req *sharding.Mesh) error {
 		}
 	}
 	walkFn(fn, 0)
-	if len(order) > 1 {
-		b.errAt(used[order[1]], "function @%s uses %d meshes (@%s); shardplan plans on one mesh per request", fn.Name, len(order), strings.Join(order, ", @"))
-		return b.err
-	}
-	if len(order) == 0 {
-		// No sdy sharding: the request's mesh, or the module's only mesh.
-		var withAxes []*MeshDecl
-		for _, d := range b.imp.Module.Meshes {
-			if len(d.Axes) > 0 {
-				withAxes = append(withAxes, d)
-			}
-		}
-		switch {
-		case req != nil:
-			b.mesh, b.imp.Mesh = req, req
-			return nil
-		case len(withAxes) == 1:
-			order = []string{withAxes[0].Name}
-			used[withAxes[0].Name] = withAxes[0].Pos
-		default:
-			return sharding.Fieldf("mesh", "is required: the module declares no sdy.mesh its function uses; give the request's \"mesh\" or declare sdy.mesh @mesh = <[\"x\"=2, ...]>")
+	return order
+}
+
+// onlyMesh returns the module's one mesh with axes, or nil when it has none or several.
+func (b *builder) onlyMesh() *MeshDecl {
+	var withAxes []*MeshDecl
+	for _, d := range b.imp.Module.Meshes {
+		if len(d.Axes) > 0 {
+			withAxes = append(withAxes, d)
 		}
 	}
-	name := order[0]
-	d, ok := decls[name]
-	if !ok {
-		b.errAt(used[name], "mesh @%s is not declared; add sdy.mesh @%s = <[\"x\"=2, ...]>", name, name)
-		return b.err
+	if len(withAxes) == 1 {
+		return withAxes[0]
+	}
+	return nil
+}
+
+// declaredMesh builds mesh name from its declaration d (nil: not declared; the mesh is
+// first used at pos) within the limits on axes and devices.
+func (b *builder) declaredMesh(name string, d *MeshDecl, pos int) (*sharding.Mesh, error) {
+	if d == nil {
+		b.errAt(pos, "mesh @%s is not declared; add sdy.mesh @%s = <[\"x\"=2, ...]>", name, name)
+		return nil, b.err
 	}
 	if len(d.Axes) > b.lim.MaxMeshAxes {
 		b.errAt(d.Pos, "mesh @%s has %d axes; the limit is %d (SHARDPLAN_MAX_MESH_AXES)", name, len(d.Axes), b.lim.MaxMeshAxes)
-		return b.err
+		return nil, b.err
 	}
 	axes := make([]sharding.Axis, len(d.Axes))
 	n := int64(1)
@@ -114,7 +144,7 @@ func (b *builder) pickMesh(fn *Func, req *sharding.Mesh) error {
 		}
 		if n > int64(b.lim.MaxDevices) {
 			b.errAt(d.Pos, "mesh @%s has more than %d devices; the limit is %d (SHARDPLAN_MAX_DEVICES)", name, b.lim.MaxDevices, b.lim.MaxDevices)
-			return b.err
+			return nil, b.err
 		}
 	}
 	m, err := sharding.NewMesh(name, axes, d.DeviceIDs)
@@ -125,12 +155,7 @@ func (b *builder) pickMesh(fn *Func, req *sharding.Mesh) error {
 			msgs = append(msgs, e.Error())
 		}
 		b.errAt(d.Pos, "mesh @%s: %s", name, strings.Join(msgs, "; "))
-		return b.err
+		return nil, b.err
 	}
-	if req != nil && !req.SameLayout(m) {
-		return sharding.Fieldf("mesh", "the request's mesh %s differs from the module's sdy.mesh @%s (%s); leave \"mesh\" out to use the module's", req.String(), name, m.String())
-	}
-	b.mesh = m
-	b.imp.Mesh = m
-	return nil
+	return m, nil
 }

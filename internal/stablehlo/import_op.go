@@ -123,8 +123,37 @@ var supported = func() map[string]bool {
 	return m
 }()
 
+// op translates one op of the function (or of an inlined body) into out: a call or a
+// named computation is inlined, an op shardplan models becomes a propagation op of its
+// kind, and any other op becomes an opaque one.
 func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
-	g := b.imp.Graph
+	operands, allTensors := b.operands(e, op)
+	if b.err != nil {
+		return
+	}
+	if b.inlined(e, op, operands, out) {
+		return
+	}
+	kind, ok := b.kind(op, allTensors)
+	if !ok {
+		return
+	}
+	results, ids := b.results(e, op)
+	opName := ""
+	if len(results) > 0 {
+		opName = results[0]
+	}
+	if kind == "" {
+		b.opaque(op, opName, operands, results, ids, out)
+		return
+	}
+	b.imp.opPos[opName] = op.Pos
+	b.modelled(e, op, propagation.Op{Name: opName, Kind: kind, Operands: operands, Results: results, Attrs: attrsFor(kind, op)}, ids, out)
+}
+
+// operands returns the tensor ids of op's operands and init values, and whether every
+// one of them is a tensor. Values another dialect's syntax may define are skipped.
+func (b *builder) operands(e *env, op *Op) ([]string, bool) {
 	operands := make([]string, 0, len(op.Operands)+len(op.Inits))
 	allTensors := true
 	ins := op.Operands
@@ -142,20 +171,26 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 		}
 		operands = append(operands, id)
 	}
-	if b.err != nil {
-		return
-	}
+	return operands, allTensors
+}
+
+// inlined inlines a call, a composite (its decomposition function) or a named
+// computation into out, and reports whether it did.
+func (b *builder) inlined(e *env, op *Op, operands []string, out *[]propagation.Op) bool {
 	switch {
 	case op.Name == "func.call" || op.Name == "stablehlo.composite":
 		// a composite is its decomposition function
-		if b.inline(e, op, operands, out) {
-			return
-		}
+		return b.inline(e, op, operands, out)
 	case op.Name == "sdy.named_computation" && len(op.Regions) == 1:
-		if b.inlineBody(e, op, operands, out, namedComputation(op), op.Regions[0].Args, op.Regions[0].Ops) {
-			return
-		}
+		return b.inlineBody(e, op, operands, out, namedComputation(op), op.Regions[0].Args, op.Regions[0].Ops)
 	}
+	return false
+}
+
+// kind returns the propagation kind of op ("" for an opaque op: one shardplan does not
+// model, or one with a result that is not a tensor). It is false, with b.err set, when
+// op's result types do not match its results.
+func (b *builder) kind(op *Op, allTensors bool) (string, bool) {
 	kind := kindOf(op)
 	if !knownDialect(op.Name) && kind == "" {
 		// Another dialect's syntax does not say reliably which type is whose: its
@@ -164,7 +199,7 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 	}
 	if len(op.ResultTypes) != len(op.Results) {
 		b.errAt(op.Pos, "%s defines %d results but its type gives %d", op.Name, len(op.Results), len(op.ResultTypes))
-		return
+		return "", false
 	}
 	for _, t := range op.ResultTypes {
 		allTensors = allTensors && t.Tensor
@@ -172,8 +207,13 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 	if !allTensors {
 		kind = ""
 	}
-	var results []string
-	var ids []string
+	return kind, true
+}
+
+// results defines op's results: the tensor ids of those that are tensors, and the id of
+// every result ("" for a value that is not a tensor). An op of the function's own text
+// whose results are all tensors is recorded for Annotate.
+func (b *builder) results(e *env, op *Op) (results, ids []string) {
 	for k, name := range op.Results {
 		id := b.define(e, name, op.ResultTypes[k])
 		ids = append(ids, id)
@@ -185,60 +225,45 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 	if e.prefix == "" && len(results) == len(op.Results) {
 		b.imp.defs = append(b.imp.defs, opDef{op, ids})
 	}
-	opName := ""
-	if len(results) > 0 {
-		opName = results[0]
+	return results, ids
+}
+
+// opaque records op as an op shardplan does not model and, when it has tensor results,
+// adds an opaque op named opName to out.
+func (b *builder) opaque(op *Op, opName string, operands, results, ids []string, out *[]propagation.Op) {
+	line, col := lineCol(b.imp.Module.Src, op.Pos)
+	b.imp.Opaque = append(b.imp.Opaque, OpaqueOp{Op: op.Name, Results: nonNil(results), Line: line, Column: col})
+	if opName != "" {
+		b.imp.opPos[opName] = op.Pos
+		*out = append(*out, propagation.Op{Name: opName, Kind: "opaque", Operands: operands, Results: results})
 	}
-	if kind == "" {
-		line, col := lineCol(b.imp.Module.Src, op.Pos)
-		b.imp.Opaque = append(b.imp.Opaque, OpaqueOp{Op: op.Name, Results: nonNil(results), Line: line, Column: col})
-		if opName != "" {
-			b.imp.opPos[opName] = op.Pos
-			*out = append(*out, propagation.Op{Name: opName, Kind: "opaque", Operands: operands, Results: results})
-		}
-		// An op shardplan does not model may carry shardings it cannot express either
-		// ({manual} around shard_map): they are dropped, never an error.
-		if b.err == nil {
-			b.resultShardings(op, ids)
-			if b.err != nil {
-				b.err = nil
-				for _, id := range results {
-					g.Tensors[id].Sharding = nil
-				}
+	// An op shardplan does not model may carry shardings it cannot express either
+	// ({manual} around shard_map): they are dropped, never an error.
+	if b.err == nil {
+		b.resultShardings(op, ids)
+		if b.err != nil {
+			b.err = nil
+			for _, id := range results {
+				b.imp.Graph.Tensors[id].Sharding = nil
 			}
 		}
-		return
 	}
-	b.imp.opPos[opName] = op.Pos
-	pop := propagation.Op{Name: opName, Kind: kind, Operands: operands, Results: results, Attrs: attrsFor(kind, op)}
-	switch kind {
+}
+
+// modelled completes pop, the propagation op for op, with what its kind needs (a custom
+// rule, a constraint's sharding, a while's body) and the shardings of its results, and
+// adds it to out; an optimization barrier becomes one copy op per value.
+func (b *builder) modelled(e *env, op *Op, pop propagation.Op, ids []string, out *[]propagation.Op) {
+	switch pop.Kind {
 	case "custom":
-		r, rpos, _ := shardingRule(op)
-		text := strings.TrimSpace(r.Text)
-		body, ok := strings.CutPrefix(text, "#sdy.op_sharding_rule<")
-		if !ok || !strings.HasSuffix(body, ">") {
-			b.errAt(rpos, "sdy.sharding_rule must be #sdy.op_sharding_rule<([...])->([...]) {...}>")
-			return
-		}
-		// Shardy prints "..., custom"; the rule reader takes the word without the comma.
-		pop.Rule = customRE.ReplaceAllString(strings.TrimSuffix(body, ">"), " custom")
+		b.customRule(op, &pop)
 	case "barrier":
-		// optimization_barrier is the identity on each operand: Shardy propagates
-		// through it (data-flow edges); one copy op per value, named by its result.
-		if len(operands) != len(results) {
-			b.errAt(op.Pos, "%s has %d operands but %d results", op.Name, len(operands), len(results))
-			return
-		}
-		b.resultShardings(op, ids)
-		for k := range results {
-			b.imp.opPos[results[k]] = op.Pos
-			*out = append(*out, propagation.Op{Name: results[k], Kind: "copy", Operands: []string{operands[k]}, Results: []string{results[k]}})
-		}
+		b.barrier(op, pop.Operands, pop.Results, ids, out)
 		return
 	case "sharding_constraint", "copy":
-		if text, pos, _, ok := constraintSharding(op); ok && op.Name != "stablehlo.custom_call" && len(results) == 1 {
-			t := g.Tensors[results[0]]
-			t.Sharding = b.sdySharding(text, pos, t.Shape, "%"+results[0])
+		if text, pos, _, ok := constraintSharding(op); ok && op.Name != "stablehlo.custom_call" && len(pop.Results) == 1 {
+			t := b.imp.Graph.Tensors[pop.Results[0]]
+			t.Sharding = b.sdySharding(text, pos, t.Shape, "%"+pop.Results[0])
 		}
 	case "while":
 		b.while(e, op, &pop)
@@ -248,6 +273,34 @@ func (b *builder) op(e *env, op *Op, out *[]propagation.Op) {
 	}
 	b.resultShardings(op, ids)
 	*out = append(*out, pop)
+}
+
+// customRule sets pop's rule from op's sdy.sharding_rule, or sets b.err.
+func (b *builder) customRule(op *Op, pop *propagation.Op) {
+	r, rpos, _ := shardingRule(op)
+	text := strings.TrimSpace(r.Text)
+	body, ok := strings.CutPrefix(text, "#sdy.op_sharding_rule<")
+	if !ok || !strings.HasSuffix(body, ">") {
+		b.errAt(rpos, "sdy.sharding_rule must be #sdy.op_sharding_rule<([...])->([...]) {...}>")
+		return
+	}
+	// Shardy prints "..., custom"; the rule reader takes the word without the comma.
+	pop.Rule = customRE.ReplaceAllString(strings.TrimSuffix(body, ">"), " custom")
+}
+
+// barrier adds one copy op per value of an optimization_barrier to out: it is the
+// identity on each operand, and Shardy propagates through it (data-flow edges). Each
+// copy is named by its result.
+func (b *builder) barrier(op *Op, operands, results, ids []string, out *[]propagation.Op) {
+	if len(operands) != len(results) {
+		b.errAt(op.Pos, "%s has %d operands but %d results", op.Name, len(operands), len(results))
+		return
+	}
+	b.resultShardings(op, ids)
+	for k := range results {
+		b.imp.opPos[results[k]] = op.Pos
+		*out = append(*out, propagation.Op{Name: results[k], Kind: "copy", Operands: []string{operands[k]}, Results: []string{results[k]}})
+	}
 }
 
 func nonNil(s []string) []string {

@@ -108,100 +108,128 @@ func (d denseVal) expand(ty Type) any {
 	return build(ty.Shape)
 }
 
+// valueNoSuffix parses one attribute value at the current token, without the ": type"
+// that may follow it.
 func (p *parser) valueNoSuffix(typeSuffix bool) any {
 	t := p.tok
 	switch t.kind {
-	case tInt:
+	case tInt, tFloat, tString, tSymbol, tValue:
 		p.advance()
+		return scalarValue(t)
+	case tBang:
+		return Raw{p.typ().Text}
+	case tHash:
+		p.advance()
+		return p.hashValue(t)
+	case tPunct:
+		if v, ok := p.punctValue(t, typeSuffix); ok {
+			return v
+		}
+	case tIdent:
+		p.advance()
+		return p.identValue(t)
+	}
+	p.fail("expected an attribute value, found %s", describe(t))
+	return nil
+}
+
+// scalarValue is the value of a number, string, symbol or SSA-use token t; a number out
+// of range stays Raw.
+func scalarValue(t token) any {
+	switch t.kind {
+	case tInt:
 		n, err := strconv.ParseInt(t.text, 0, 64)
 		if err != nil {
 			return Raw{t.text}
 		}
 		return n
 	case tFloat:
-		p.advance()
 		f, err := strconv.ParseFloat(t.text, 64)
 		if err != nil {
 			return Raw{t.text}
 		}
 		return f
 	case tString:
-		p.advance()
 		return t.text
 	case tSymbol:
-		p.advance()
 		return Symbol{t.text}
-	case tValue:
+	default:
 		// an SSA use inside another dialect's attribute syntax (tensor.extract %t[%i])
-		p.advance()
 		return Raw{"%" + t.text}
-	case tBang:
-		return Raw{p.typ().Text}
-	case tHash:
-		p.advance()
-		if !p.tok.is("<") || p.tok.pos != t.pos+1+len(t.text) {
-			return Raw{"#" + t.text}
-		}
-		switch t.text {
-		case "stablehlo.dot", "stablehlo.gather", "stablehlo.scatter", "stablehlo.dot_algorithm":
-			p.advance()
-			m := p.fields(t.text)
-			p.expect(">")
-			return m
-		case "sdy.mesh":
-			d := &MeshDecl{}
-			p.meshBody(d)
-			return d
-		case "stablehlo.conv":
-			p.advance()
-			var m any
-			if p.tok.kind == tIdent && p.tok.text == "raw" {
-				p.advance()
-				m = p.fields(t.text)
-			} else {
-				m = p.convDims()
-			}
-			p.expect(">")
-			return m
-		}
-		return Raw{"#" + t.text + p.balanced()}
-	case tPunct:
-		switch t.text {
-		case "[":
-			p.advance()
-			out := []any{}
-			p.list("]", "the list", func() { out = append(out, p.value(typeSuffix)) })
-			return out
-		case "{":
-			return p.dict(nil)
-		case "(":
-			return p.funcTypeOrRaw()
-		case "<":
-			return Raw{p.balanced()}
-		}
-	case tIdent:
-		p.advance()
-		switch t.text {
-		case "true":
-			return true
-		case "false":
-			return false
-		case "array":
-			if p.tok.is("<") {
-				return p.denseArray()
-			}
-		case "dense":
-			if p.tok.is("<") {
-				return p.dense()
-			}
-		}
-		if (p.tok.is("<") || p.tok.is("(")) && p.tok.pos == t.pos+len(t.text) {
-			return Raw{t.text + p.balanced()}
-		}
-		return Raw{t.text}
 	}
-	p.fail("expected an attribute value, found %s", describe(t))
-	return nil
+}
+
+// hashValue parses the rest of a "#name<...>" attribute after its name t: StableHLO's
+// structured attributes become fields, an sdy.mesh a *MeshDecl, anything else Raw.
+func (p *parser) hashValue(t token) any {
+	if !p.tok.is("<") || p.tok.pos != t.pos+1+len(t.text) {
+		return Raw{"#" + t.text}
+	}
+	switch t.text {
+	case "stablehlo.dot", "stablehlo.gather", "stablehlo.scatter", "stablehlo.dot_algorithm":
+		p.advance()
+		m := p.fields(t.text)
+		p.expect(">")
+		return m
+	case "sdy.mesh":
+		d := &MeshDecl{}
+		p.meshBody(d)
+		return d
+	case "stablehlo.conv":
+		p.advance()
+		var m any
+		if p.tok.kind == tIdent && p.tok.text == "raw" {
+			p.advance()
+			m = p.fields(t.text)
+		} else {
+			m = p.convDims()
+		}
+		p.expect(">")
+		return m
+	}
+	return Raw{"#" + t.text + p.balanced()}
+}
+
+// punctValue parses a list, a dictionary, a function type or a "<...>" opening with t;
+// it is false for any other punctuation.
+func (p *parser) punctValue(t token, typeSuffix bool) (any, bool) {
+	switch t.text {
+	case "[":
+		p.advance()
+		out := []any{}
+		p.list("]", "the list", func() { out = append(out, p.value(typeSuffix)) })
+		return out, true
+	case "{":
+		return p.dict(nil), true
+	case "(":
+		return p.funcTypeOrRaw(), true
+	case "<":
+		return Raw{p.balanced()}, true
+	}
+	return nil, false
+}
+
+// identValue parses what follows the word t: a boolean, a dense or array literal, or a
+// dialect value kept Raw.
+func (p *parser) identValue(t token) any {
+	switch t.text {
+	case "true":
+		return true
+	case "false":
+		return false
+	case "array":
+		if p.tok.is("<") {
+			return p.denseArray()
+		}
+	case "dense":
+		if p.tok.is("<") {
+			return p.dense()
+		}
+	}
+	if (p.tok.is("<") || p.tok.is("(")) && p.tok.pos == t.pos+len(t.text) {
+		return Raw{t.text + p.balanced()}
+	}
+	return Raw{t.text}
 }
 
 // fields parses the "name = value, ..." body of a dialect attribute up to its '>' (not
