@@ -121,8 +121,30 @@ func New(p ProfileInfo) (*Fabric, error) {
 // build validates p (owned by build) and names errors under field.
 func build(p ProfileInfo, field string) (*Fabric, *fielderr.FieldError) {
 	f := &Fabric{axisLinks: map[string]linkClass{}}
+	if err := f.setOptions(&p, field); err != nil {
+		return nil, err
+	}
+	lf := join(field, "links")
+	for _, name := range sortedKeys(p.Links) {
+		if err := f.addLink(p, name, lf); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.checkNeededLinks(lf); err != nil {
+		return nil, err
+	}
+	if err := f.setAxisLinks(p, join(field, "axis_links")); err != nil {
+		return nil, err
+	}
+	f.info = p
+	return f, nil
+}
+
+// setOptions checks p's name, mode, hierarchy, efficiency and GPUs per node, sets them on
+// f, and fills in p's defaults.
+func (f *Fabric) setOptions(p *ProfileInfo, field string) *fielderr.FieldError {
 	if !nameRE.MatchString(p.Name) {
-		return nil, fielderr.New(join(field, "name"), "name %q must be 1-64 letters, digits or ._+- starting with a letter or digit", p.Name)
+		return fielderr.New(join(field, "name"), "name %q must be 1-64 letters, digits or ._+- starting with a letter or digit", p.Name)
 	}
 	switch p.Mode {
 	case "", "additive":
@@ -130,7 +152,7 @@ func build(p ProfileInfo, field string) (*Fabric, *fielderr.FieldError) {
 	case "max":
 		f.maxMode = true
 	default:
-		return nil, fielderr.New(join(field, "mode"), "unknown mode %q; use \"additive\" (latency + bandwidth) or \"max\" (max of the two)", p.Mode)
+		return fielderr.New(join(field, "mode"), "unknown mode %q; use \"additive\" (latency + bandwidth) or \"max\" (max of the two)", p.Mode)
 	}
 	switch p.Hierarchy {
 	case "", "sequential":
@@ -138,63 +160,72 @@ func build(p ProfileInfo, field string) (*Fabric, *fielderr.FieldError) {
 	case "overlapped":
 		f.overlapped = true
 	default:
-		return nil, fielderr.New(join(field, "hierarchy"), "unknown hierarchy %q; use \"sequential\" or \"overlapped\"", p.Hierarchy)
+		return fielderr.New(join(field, "hierarchy"), "unknown hierarchy %q; use \"sequential\" or \"overlapped\"", p.Hierarchy)
 	}
 	if p.Efficiency == 0 {
 		p.Efficiency = 1
 	}
 	if !(p.Efficiency > 0 && p.Efficiency <= 1) {
-		return nil, fielderr.New(join(field, "efficiency"), "is %v; give the achievable fraction of peak bandwidth in (0, 1], e.g. 0.824", p.Efficiency)
+		return fielderr.New(join(field, "efficiency"), "is %v; give the achievable fraction of peak bandwidth in (0, 1], e.g. 0.824", p.Efficiency)
 	}
 	if p.GPUsPerNode < 0 || p.GPUsPerNode > sharding.MaxMeshDevices {
-		return nil, fielderr.New(join(field, "gpus_per_node"), "is %d; give 0 (every axis on ici) or the number of GPUs per NVLink domain, e.g. 8", p.GPUsPerNode)
+		return fielderr.New(join(field, "gpus_per_node"), "is %d; give 0 (every axis on ici) or the number of GPUs per NVLink domain, e.g. 8", p.GPUsPerNode)
 	}
 	f.gpusPerNode = p.GPUsPerNode
-	lf := join(field, "links")
-	for _, name := range sortedKeys(p.Links) {
-		l := p.Links[name]
-		c, ok := parseLinkClass(name)
-		if !ok {
-			return nil, fielderr.New(join(lf, name), "unknown link class %q; use ici, nvlink, ib or dcn", name)
-		}
-		f2 := join(lf, name)
-		if !(l.BandwidthGBps >= minBandwidthGBps && l.BandwidthGBps <= maxBandwidthGBps) {
-			return nil, fielderr.New(join(f2, "bandwidth_gbps"), "is %v; give the bandwidth per link per direction in GB/s, between %g and %g, e.g. 90", l.BandwidthGBps, minBandwidthGBps, maxBandwidthGBps)
-		}
-		if !(l.LatencyUS >= 0 && l.LatencyUS <= maxLatencyUS) {
-			return nil, fielderr.New(join(f2, "latency_us"), "is %v; give the latency per step in µs, between 0 and %g, e.g. 1", l.LatencyUS, maxLatencyUS)
-		}
-		if !(l.BaseLatencyUS >= 0 && l.BaseLatencyUS <= maxLatencyUS) {
-			return nil, fielderr.New(join(f2, "base_latency_us"), "is %v; give the latency per collective in µs, between 0 and %g, e.g. 6.6", l.BaseLatencyUS, maxLatencyUS)
-		}
-		topo, ok := topologyNames[l.Topology]
-		if !ok {
-			return nil, fielderr.New(join(f2, "topology"), "unknown topology %q; use torus, ring_bidi, ring_uni, line or switch", l.Topology)
-		}
-		wrap := wrapAlways
-		switch {
-		case topo == torus && l.Wrap == "":
-			l.Wrap = "always"
-		case topo == torus:
-			if wrap, ok = wrapNames[l.Wrap]; !ok {
-				return nil, fielderr.New(join(f2, "wrap"), "unknown wrap rule %q; use always, never, size16 or cube", l.Wrap)
-			}
-		case l.Wrap != "":
-			return nil, fielderr.New(join(f2, "wrap"), "applies only to topology \"torus\"; remove it or set topology to torus")
-		}
-		if l.LinksPerChip < 0 || l.LinksPerChip > 1024 {
-			return nil, fielderr.New(join(f2, "links_per_chip"), "is %d; give the number of links per chip (informational), e.g. 6", l.LinksPerChip)
-		}
-		p.Links[name] = l
-		f.links[c] = link{
-			defined: true,
-			bw:      l.BandwidthGBps * 1e3 * p.Efficiency, // GB/s = 1e3 bytes per µs
-			lat:     l.LatencyUS,
-			base:    l.BaseLatencyUS,
-			topo:    topo,
-			wrap:    wrap,
-		}
+	return nil
+}
+
+// addLink checks p's link of class name (at field lf.name), fills in its default wrap
+// rule in p.Links and sets it on f, its bandwidth scaled by p's efficiency.
+func (f *Fabric) addLink(p ProfileInfo, name, lf string) *fielderr.FieldError {
+	l := p.Links[name]
+	c, ok := parseLinkClass(name)
+	if !ok {
+		return fielderr.New(join(lf, name), "unknown link class %q; use ici, nvlink, ib or dcn", name)
 	}
+	f2 := join(lf, name)
+	if !(l.BandwidthGBps >= minBandwidthGBps && l.BandwidthGBps <= maxBandwidthGBps) {
+		return fielderr.New(join(f2, "bandwidth_gbps"), "is %v; give the bandwidth per link per direction in GB/s, between %g and %g, e.g. 90", l.BandwidthGBps, minBandwidthGBps, maxBandwidthGBps)
+	}
+	if !(l.LatencyUS >= 0 && l.LatencyUS <= maxLatencyUS) {
+		return fielderr.New(join(f2, "latency_us"), "is %v; give the latency per step in µs, between 0 and %g, e.g. 1", l.LatencyUS, maxLatencyUS)
+	}
+	if !(l.BaseLatencyUS >= 0 && l.BaseLatencyUS <= maxLatencyUS) {
+		return fielderr.New(join(f2, "base_latency_us"), "is %v; give the latency per collective in µs, between 0 and %g, e.g. 6.6", l.BaseLatencyUS, maxLatencyUS)
+	}
+	topo, ok := topologyNames[l.Topology]
+	if !ok {
+		return fielderr.New(join(f2, "topology"), "unknown topology %q; use torus, ring_bidi, ring_uni, line or switch", l.Topology)
+	}
+	wrap := wrapAlways
+	switch {
+	case topo == torus && l.Wrap == "":
+		l.Wrap = "always"
+	case topo == torus:
+		if wrap, ok = wrapNames[l.Wrap]; !ok {
+			return fielderr.New(join(f2, "wrap"), "unknown wrap rule %q; use always, never, size16 or cube", l.Wrap)
+		}
+	case l.Wrap != "":
+		return fielderr.New(join(f2, "wrap"), "applies only to topology \"torus\"; remove it or set topology to torus")
+	}
+	if l.LinksPerChip < 0 || l.LinksPerChip > 1024 {
+		return fielderr.New(join(f2, "links_per_chip"), "is %d; give the number of links per chip (informational), e.g. 6", l.LinksPerChip)
+	}
+	p.Links[name] = l
+	f.links[c] = link{
+		defined: true,
+		bw:      l.BandwidthGBps * 1e3 * p.Efficiency, // GB/s = 1e3 bytes per µs
+		lat:     l.LatencyUS,
+		base:    l.BaseLatencyUS,
+		topo:    topo,
+		wrap:    wrap,
+	}
+	return nil
+}
+
+// checkNeededLinks checks that f defines the links its axes ride by default: ici, or
+// nvlink and ib when there are GPUs per node. lf is the links' field.
+func (f *Fabric) checkNeededLinks(lf string) *fielderr.FieldError {
 	need := []linkClass{linkICI}
 	why := "with gpus_per_node 0 every axis rides ici"
 	if f.gpusPerNode > 0 {
@@ -203,26 +234,30 @@ func build(p ProfileInfo, field string) (*Fabric, *fielderr.FieldError) {
 	}
 	for _, c := range need {
 		if !f.links[c].defined {
-			return nil, fielderr.New(lf, "needs link %q (%s); add links.%s with bandwidth_gbps and topology", c, why, c)
+			return fielderr.New(lf, "needs link %q (%s); add links.%s with bandwidth_gbps and topology", c, why, c)
 		}
 	}
-	af := join(field, "axis_links")
+	return nil
+}
+
+// setAxisLinks checks p's axis_links (at field af), each an axis name and a link f
+// defines, and sets them on f.
+func (f *Fabric) setAxisLinks(p ProfileInfo, af string) *fielderr.FieldError {
 	for _, axis := range sortedKeys(p.AxisLinks) {
 		name := p.AxisLinks[axis]
 		if !axisRE.MatchString(axis) {
-			return nil, fielderr.New(join(af, axis), "%q is not a mesh axis name ([A-Za-z_][A-Za-z0-9_]*)", axis)
+			return fielderr.New(join(af, axis), "%q is not a mesh axis name ([A-Za-z_][A-Za-z0-9_]*)", axis)
 		}
 		c, ok := parseLinkClass(name)
 		if !ok {
-			return nil, fielderr.New(join(af, axis), "unknown link class %q; use ici, nvlink, ib or dcn", name)
+			return fielderr.New(join(af, axis), "unknown link class %q; use ici, nvlink, ib or dcn", name)
 		}
 		if !f.links[c].defined {
-			return nil, fielderr.New(join(af, axis), "link %q is not defined by this model (links: %s); add links.%s or choose a defined link", name, joinKeys(p.Links), name)
+			return fielderr.New(join(af, axis), "link %q is not defined by this model (links: %s); add links.%s or choose a defined link", name, joinKeys(p.Links), name)
 		}
 		f.axisLinks[axis] = c
 	}
-	f.info = p
-	return f, nil
+	return nil
 }
 
 // Name is the model's name: a profile name or the name of a custom model.
