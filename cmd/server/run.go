@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/shardplan/shardplan/api"
+	"github.com/shardplan/shardplan/internal/cache"
 	"github.com/shardplan/shardplan/openapi"
 )
 
@@ -43,13 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		collectors.NewBuildInfoCollector(),
-	)
-
+	reg := newRegistry()
 	// The plan cache: in-process LRU, or Redis when REDIS_URL / SHARDPLAN_REDIS_ADDRS is
 	// set. It does not connect here: a Redis that is down means misses and a failing
 	// "cache" readiness check, never a failed start or request. Closed after the drain.
@@ -59,27 +54,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer memo.Close() // early returns; idempotent after the shutdown's Close
 	logger.LogAttrs(ctx, slog.LevelInfo, "plan cache", slog.Any("cache", cfg.cacheConfig()), slog.String("backend", memo.Backend()))
-	checks := map[string]api.Check{"cache": cacheCheck}
 
 	keys, err := cfg.apiKeys()
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	var tlsConfig *tls.Config
-	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-		if err != nil {
-			return fmt.Errorf("config: SHARDPLAN_TLS_CERT/SHARDPLAN_TLS_KEY: %w", err)
-		}
-		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	tlsConfig, err := loadTLS(cfg)
+	if err != nil {
+		return err
 	}
-
 	srv, err := api.New(api.Deps{
 		Logger:   logger,
 		Limits:   cfg.limits(),
 		Registry: reg,
 		Memo:     memo,
-		Checks:   checks,
+		Checks:   map[string]api.Check{"cache": cacheCheck},
 		OpenAPI:  openapi.JSON,
 		OpenAPI3: openapi.JSON3,
 		Access:   api.Access{APIKeys: keys, CORSOrigins: splitList(cfg.CORSOrigins), MetricsElsewhere: cfg.MetricsAddr != ""},
@@ -88,40 +77,94 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s (SHARDPLAN_ADDR): %w", cfg.Addr, err)
+	svc := &service{cfg: cfg, logger: logger, api: srv, memo: memo}
+	if err := svc.listen(stdout, tlsConfig, len(keys) > 0); err != nil {
+		return err
 	}
-	addr := ln.Addr().String()
-	logger.Info("listening", slog.String("addr", addr), slog.Bool("tls", tlsConfig != nil), slog.Bool("api_keys", len(keys) > 0))
-	fmt.Fprintf(stdout, "listening on %s\n", addr)
-
-	// /metrics and pprof on their own address (bind it where only operators reach it).
-	var ms *http.Server
-	var mln net.Listener
-	if cfg.MetricsAddr != "" {
-		if mln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("listen on %s (SHARDPLAN_METRICS_ADDR): %w", cfg.MetricsAddr, err)
-		}
-		ms = &http.Server{
-			Handler:           metricsMux(srv.Metrics()),
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       10 * time.Second,
-			WriteTimeout:      2 * time.Minute, // CPU profiles take their seconds parameter
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
-		logger.Info("metrics listening", slog.String("addr", mln.Addr().String()))
-		fmt.Fprintf(stdout, "metrics listening on %s\n", mln.Addr())
-	}
-
 	// baseCtx is every request's parent; it is cancelled when the drain times out, so
 	// in-flight work that polls ctx stops instead of being cut off mid-write.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
-	hs := &http.Server{
-		Handler:           srv,
+	svc.cancelBase = cancelBase
+	svc.hs = apiServer(cfg, srv, logger, baseCtx, tlsConfig)
+	return svc.serve(ctx, stop)
+}
+
+// newRegistry is the private metrics registry, with the Go runtime, process and build
+// info collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector(),
+	)
+	return reg
+}
+
+// loadTLS loads the certificate and key the config names; nil when it names none.
+func loadTLS(cfg config) (*tls.Config, error) {
+	if cfg.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("config: SHARDPLAN_TLS_CERT/SHARDPLAN_TLS_KEY: %w", err)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}, nil
+}
+
+// service is what run serves and drains: the API's server and listener and, when the
+// metrics have their own address, the metrics server and listener.
+type service struct {
+	cfg        config
+	logger     *slog.Logger
+	api        *api.Server
+	memo       *cache.Cache
+	hs         *http.Server
+	ln         net.Listener
+	ms         *http.Server // nil: the metrics are served with the API
+	mln        net.Listener
+	cancelBase context.CancelFunc // cancels every request's context
+}
+
+// listen binds the API's address and the metrics' own address, if any, and prints
+// "listening on HOST:PORT" (and "metrics listening on HOST:PORT") to stdout.
+func (s *service) listen(stdout io.Writer, tlsConfig *tls.Config, apiKeys bool) error {
+	var err error
+	if s.ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+		return fmt.Errorf("listen on %s (SHARDPLAN_ADDR): %w", s.cfg.Addr, err)
+	}
+	addr := s.ln.Addr().String()
+	s.logger.Info("listening", slog.String("addr", addr), slog.Bool("tls", tlsConfig != nil), slog.Bool("api_keys", apiKeys))
+	fmt.Fprintf(stdout, "listening on %s\n", addr)
+
+	// /metrics and pprof on their own address (bind it where only operators reach it).
+	if s.cfg.MetricsAddr == "" {
+		return nil
+	}
+	if s.mln, err = net.Listen("tcp", s.cfg.MetricsAddr); err != nil {
+		_ = s.ln.Close()
+		return fmt.Errorf("listen on %s (SHARDPLAN_METRICS_ADDR): %w", s.cfg.MetricsAddr, err)
+	}
+	s.ms = &http.Server{
+		Handler:           metricsMux(s.api.Metrics()),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      2 * time.Minute, // CPU profiles take their seconds parameter
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+	s.logger.Info("metrics listening", slog.String("addr", s.mln.Addr().String()))
+	fmt.Fprintf(stdout, "metrics listening on %s\n", s.mln.Addr())
+	return nil
+}
+
+// apiServer is the API's http.Server, with every timeout set and baseCtx as every
+// request's parent context.
+func apiServer(cfg config, h http.Handler, logger *slog.Logger, baseCtx context.Context, tlsConfig *tls.Config) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      cfg.RequestTimeout + 10*time.Second,
@@ -131,21 +174,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		TLSConfig:         tlsConfig,
 	}
+}
 
+// serve serves the API (and the metrics) until ctx is done or a server fails, then
+// shuts down; stop restores the default signal behaviour.
+func (s *service) serve(ctx context.Context, stop context.CancelFunc) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		serve := hs.Serve
-		if tlsConfig != nil {
-			serve = func(l net.Listener) error { return hs.ServeTLS(l, "", "") }
+		serve := s.hs.Serve
+		if s.hs.TLSConfig != nil {
+			serve = func(l net.Listener) error { return s.hs.ServeTLS(l, "", "") }
 		}
-		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve: %w", err)
 		}
 		return nil
 	})
-	if ms != nil {
+	if s.ms != nil {
 		g.Go(func() error {
-			if err := ms.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := s.ms.Serve(s.mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("serve metrics: %w", err)
 			}
 			return nil
@@ -154,25 +201,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	g.Go(func() error {
 		<-gctx.Done()
 		stop() // a second SIGINT/SIGTERM now kills the process
-		logger.Info("shutting down", slog.Duration("drain_delay", cfg.DrainDelay), slog.Duration("timeout", cfg.ShutdownTimeout))
-		srv.SetDraining(true)
-		if cfg.DrainDelay > 0 {
-			// Keep serving (readiness 503) so load balancers stop routing here first.
-			time.Sleep(cfg.DrainDelay)
-		}
-		err := drain(ctx, hs, cancelBase, cfg.ShutdownTimeout, logger)
-		if ms != nil {
-			// Metrics stay up through the drain; they go with the API.
-			_ = ms.Close()
-		}
-		// Close the cache (Redis) last: after the last request, waiting for its pending writes.
-		if cerr := memo.Close(); cerr != nil {
-			logger.Warn("closing the plan cache", slog.String("error", cerr.Error()))
-		}
-		logger.Info("stopped")
-		return err
+		return s.shutdown(ctx)
 	})
 	return g.Wait()
+}
+
+// shutdown fails readiness, waits the drain delay, drains the API, then closes the
+// metrics server and, last, the plan cache.
+func (s *service) shutdown(ctx context.Context) error {
+	cfg, logger := s.cfg, s.logger
+	logger.Info("shutting down", slog.Duration("drain_delay", cfg.DrainDelay), slog.Duration("timeout", cfg.ShutdownTimeout))
+	s.api.SetDraining(true)
+	if cfg.DrainDelay > 0 {
+		// Keep serving (readiness 503) so load balancers stop routing here first.
+		time.Sleep(cfg.DrainDelay)
+	}
+	err := drain(ctx, s.hs, s.cancelBase, cfg.ShutdownTimeout, logger)
+	if s.ms != nil {
+		// Metrics stay up through the drain; they go with the API.
+		_ = s.ms.Close()
+	}
+	// Close the cache (Redis) last: after the last request, waiting for its pending writes.
+	if cerr := s.memo.Close(); cerr != nil {
+		logger.Warn("closing the plan cache", slog.String("error", cerr.Error()))
+	}
+	logger.Info("stopped")
+	return err
 }
 
 // shutdownGrace is how long, after the shutdown timeout, requests still in flight get to
