@@ -53,41 +53,9 @@ func universalOptions(cfg Config) (*redis.UniversalOptions, string, error) {
 	o := &redis.UniversalOptions{}
 	cluster := cfg.Cluster
 	if cfg.RedisURL != "" {
-		u, err := url.Parse(cfg.RedisURL)
-		if err != nil {
-			return nil, "", fmt.Errorf("cache: REDIS_URL: %w", urlError(err))
-		}
-		q := u.Query()
-		if q.Has(clusterKey) {
-			b, err := strconv.ParseBool(q.Get(clusterKey))
-			if err != nil {
-				return nil, "", fmt.Errorf("cache: REDIS_URL: cluster=%q is not a boolean", q.Get(clusterKey))
-			}
-			cluster = cluster || b
-			q.Del(clusterKey)
-			u.RawQuery = q.Encode()
-		}
-		raw := u.String()
-		switch {
-		case q.Has("master_name") || cfg.MasterName != "":
-			fo, err := redis.ParseFailoverURL(raw)
-			if err != nil {
-				return nil, "", fmt.Errorf("cache: REDIS_URL (sentinel): %w", urlError(err))
-			}
-			copyFailover(o, fo)
-		case cluster || q.Has("addr"):
-			co, err := redis.ParseClusterURL(raw)
-			if err != nil {
-				return nil, "", fmt.Errorf("cache: REDIS_URL (cluster): %w", urlError(err))
-			}
-			copyCluster(o, co)
-			cluster = true
-		default:
-			so, err := redis.ParseURL(raw)
-			if err != nil {
-				return nil, "", fmt.Errorf("cache: REDIS_URL: %w", urlError(err))
-			}
-			copySimple(o, so)
+		var err error
+		if cluster, err = urlOptions(o, cfg, cluster); err != nil {
+			return nil, "", err
 		}
 	}
 	for _, a := range cfg.Addrs {
@@ -109,9 +77,65 @@ func universalOptions(cfg Config) (*redis.UniversalOptions, string, error) {
 		o.Password = cfg.Password
 	}
 	o.IsClusterMode = cluster
+	quietOptions(o, cfg)
 
-	// A cache must never slow a request: short socket timeouts, context
-	// deadlines honoured in flight, and a quiet handshake with Redis 7.0.
+	name := BackendRedis
+	switch {
+	case o.MasterName != "":
+		name = BackendRedisSentinel
+	case o.IsClusterMode || len(o.Addrs) > 1:
+		name = BackendRedisCluster
+	}
+	return o, name, nil
+}
+
+// urlOptions parses cfg's REDIS_URL into o: a sentinel URL when it or cfg names a
+// master, a cluster URL when cluster (or the URL's cluster=true) is set or it lists
+// addr=, else a single server's URL. It returns whether the topology is a cluster.
+func urlOptions(o *redis.UniversalOptions, cfg Config, cluster bool) (bool, error) {
+	u, err := url.Parse(cfg.RedisURL)
+	if err != nil {
+		return false, fmt.Errorf("cache: REDIS_URL: %w", urlError(err))
+	}
+	q := u.Query()
+	if q.Has(clusterKey) {
+		b, err := strconv.ParseBool(q.Get(clusterKey))
+		if err != nil {
+			return false, fmt.Errorf("cache: REDIS_URL: cluster=%q is not a boolean", q.Get(clusterKey))
+		}
+		cluster = cluster || b
+		q.Del(clusterKey)
+		u.RawQuery = q.Encode()
+	}
+	raw := u.String()
+	switch {
+	case q.Has("master_name") || cfg.MasterName != "":
+		fo, err := redis.ParseFailoverURL(raw)
+		if err != nil {
+			return false, fmt.Errorf("cache: REDIS_URL (sentinel): %w", urlError(err))
+		}
+		copyFailover(o, fo)
+	case cluster || q.Has("addr"):
+		co, err := redis.ParseClusterURL(raw)
+		if err != nil {
+			return false, fmt.Errorf("cache: REDIS_URL (cluster): %w", urlError(err))
+		}
+		copyCluster(o, co)
+		cluster = true
+	default:
+		so, err := redis.ParseURL(raw)
+		if err != nil {
+			return false, fmt.Errorf("cache: REDIS_URL: %w", urlError(err))
+		}
+		copySimple(o, so)
+	}
+	return cluster, nil
+}
+
+// quietOptions sets what a cache needs so that it never slows a request: short socket
+// timeouts (cfg's, where the URL set none), one dial per attempt, context deadlines
+// honoured in flight, and a quiet handshake with Redis 7.0.
+func quietOptions(o *redis.UniversalOptions, cfg Config) {
 	if o.DialTimeout == 0 {
 		o.DialTimeout = cfg.DialTimeout
 	}
@@ -129,15 +153,6 @@ func universalOptions(cfg Config) (*redis.UniversalOptions, string, error) {
 	o.ContextTimeoutEnabled = true
 	o.DisableIdentity = true
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-
-	name := BackendRedis
-	switch {
-	case o.MasterName != "":
-		name = BackendRedisSentinel
-	case o.IsClusterMode || len(o.Addrs) > 1:
-		name = BackendRedisCluster
-	}
-	return o, name, nil
 }
 
 func copySimple(o *redis.UniversalOptions, s *redis.Options) {
