@@ -227,112 +227,141 @@ func (p *pattern) each(all bool, yield func(rd, hd []int, bytes int64) bool) {
 			vary[a] = uint8(a)
 		}
 	}
-	rd := make([]int, n)
-	hd := make([]int, n)
-	rank := len(p.before)
-	lo := make([]int64, rank)
-	hi := make([]int64, rank)
-	s := make([]int64, rank)
-	tb := make([]int64, rank)
-	ta := make([]int64, rank)
-	cb := make([]int64, rank)
-	tIdx := make([]int64, rank)
-	sOwn := make([]int64, rank)
-	for d := range rank {
-		cb[d] = int64(sp.count(p.before[d]))
-		tb[d] = sharding.CeilDiv(sp.shape[d], cb[d])
-		ta[d] = sharding.CeilDiv(sp.shape[d], int64(sp.count(p.after[d])))
-	}
+	w := newPatternWalk(p)
 	for {
-		// Target range of r per dim, and the source tiles that meet it (a permute sends
-		// its whole padded buffer, empty or not, to the device with the same index).
-		empty := false
-		for d := range rank {
-			t := int64(0)
-			for _, a := range p.after[d] {
-				t = t*int64(sp.atoms[a].Size) + int64(rd[a])
-			}
-			sOwn[d] = 0
-			for _, a := range p.before[d] {
-				sOwn[d] = sOwn[d]*int64(sp.atoms[a].Size) + int64(rd[a])
-			}
-			tIdx[d] = t
-			if p.permute {
-				lo[d], hi[d], s[d] = t, t, t
-				continue
-			}
-			start, end := t*ta[d], min((t+1)*ta[d], sp.shape[d])
-			if start >= end {
-				empty = true
-				break
-			}
-			lo[d], hi[d] = start/tb[d], (end-1)/tb[d]
-			s[d] = lo[d]
-		}
-		if !empty {
-			for a := range n {
-				hd[a] = rd[p.holderOf[a]]
-			}
-			p.mix(rd, hd)
-			for {
-				elems := int64(1)
-				for d := range rank {
-					// Holder digits of the atoms before[d] uses: s[d] in mixed radix.
-					v := s[d]
-					for k := len(p.before[d]) - 1; k >= 0; k-- {
-						a := p.before[d][k]
-						sz := int64(sp.atoms[a].Size)
-						hd[a] = int(v % sz)
-						v /= sz
-					}
-					if !p.permute {
-						st, en := s[d]*tb[d], min((s[d]+1)*tb[d], sp.shape[d])
-						ts, te := tIdx[d]*ta[d], min((tIdx[d]+1)*ta[d], sp.shape[d])
-						elems *= max(0, min(en, te)-max(st, ts))
-					}
-				}
-				bytes := p.perBytes
-				if !p.permute {
-					bytes = sp.bytes(elems)
-				}
-				mine := true // the receiver holds this source tile itself: nothing moves
-				for d := range rank {
-					mine = mine && s[d] == sOwn[d]
-				}
-				if p.permute && !mine {
-					p.skipKeepers(rd, hd)
-				}
-				p.curS, p.curT, p.curMine = s, tIdx, mine
-				if bytes > 0 && (!mine || p.withOwn) && !yield(rd, hd, bytes) {
-					return
-				}
-				d := rank - 1
-				for ; d >= 0; d-- {
-					s[d]++
-					if s[d] <= hi[d] {
-						break
-					}
-					s[d] = lo[d]
-				}
-				if d < 0 {
-					break
-				}
-			}
+		if w.targetRanges() && !w.sources(yield) {
+			return
 		}
 		// Next receiver.
 		k := len(vary) - 1
 		for ; k >= 0; k-- {
 			a := vary[k]
-			rd[a]++
-			if rd[a] < sp.atoms[a].Size {
+			w.rd[a]++
+			if w.rd[a] < sp.atoms[a].Size {
 				break
 			}
-			rd[a] = 0
+			w.rd[a] = 0
 		}
 		if k < 0 {
 			return
 		}
 	}
+}
+
+// patternWalk is each's enumeration state: the receiver's and the holder's digits, and
+// per dim the tile lengths and counts, the receiver's target and own source indices,
+// and the run [lo, hi] of source tiles (s the current one) meeting the target.
+type patternWalk struct {
+	p          *pattern
+	rd, hd     []int
+	lo, hi, s  []int64
+	tb, ta, cb []int64
+	tIdx, sOwn []int64
+}
+
+func newPatternWalk(p *pattern) *patternWalk {
+	sp, n, rank := p.sp, len(p.sp.atoms), len(p.before)
+	w := &patternWalk{p: p, rd: make([]int, n), hd: make([]int, n)}
+	for _, x := range []*[]int64{&w.lo, &w.hi, &w.s, &w.tb, &w.ta, &w.cb, &w.tIdx, &w.sOwn} {
+		*x = make([]int64, rank)
+	}
+	for d := range rank {
+		w.cb[d] = int64(sp.count(p.before[d]))
+		w.tb[d] = sharding.CeilDiv(sp.shape[d], w.cb[d])
+		w.ta[d] = sharding.CeilDiv(sp.shape[d], int64(sp.count(p.after[d])))
+	}
+	return w
+}
+
+// targetRanges sets, for the receiver rd, its target index and own source index per dim
+// and the source tiles that meet its target range (a permute sends its whole padded
+// buffer, empty or not, to the device with the same index). It reports false when the
+// receiver's target tile is empty.
+func (w *patternWalk) targetRanges() bool {
+	p, sp := w.p, w.p.sp
+	for d := range p.before {
+		t := int64(0)
+		for _, a := range p.after[d] {
+			t = t*int64(sp.atoms[a].Size) + int64(w.rd[a])
+		}
+		w.sOwn[d] = 0
+		for _, a := range p.before[d] {
+			w.sOwn[d] = w.sOwn[d]*int64(sp.atoms[a].Size) + int64(w.rd[a])
+		}
+		w.tIdx[d] = t
+		if p.permute {
+			w.lo[d], w.hi[d], w.s[d] = t, t, t
+			continue
+		}
+		start, end := t*w.ta[d], min((t+1)*w.ta[d], sp.shape[d])
+		if start >= end {
+			return false
+		}
+		w.lo[d], w.hi[d] = start/w.tb[d], (end-1)/w.tb[d]
+		w.s[d] = w.lo[d]
+	}
+	return true
+}
+
+// sources yields the receiver's transfer from each source tile in the run, with its
+// holder's digits and bytes; it reports false when yield stops the enumeration.
+func (w *patternWalk) sources(yield func(rd, hd []int, bytes int64) bool) bool {
+	p, sp := w.p, w.p.sp
+	rank := len(p.before)
+	for a := range sp.atoms {
+		w.hd[a] = w.rd[p.holderOf[a]]
+	}
+	p.mix(w.rd, w.hd)
+	for {
+		bytes, mine := w.holder()
+		if p.permute && !mine {
+			p.skipKeepers(w.rd, w.hd)
+		}
+		p.curS, p.curT, p.curMine = w.s, w.tIdx, mine
+		if bytes > 0 && (!mine || p.withOwn) && !yield(w.rd, w.hd, bytes) {
+			return false
+		}
+		d := rank - 1
+		for ; d >= 0; d-- {
+			w.s[d]++
+			if w.s[d] <= w.hi[d] {
+				break
+			}
+			w.s[d] = w.lo[d]
+		}
+		if d < 0 {
+			return true
+		}
+	}
+}
+
+// holder sets the holder's digits of the atoms before uses from the current source
+// tile, and returns the transfer's bytes and whether the receiver holds that source
+// tile itself (nothing moves).
+func (w *patternWalk) holder() (bytes int64, mine bool) {
+	p, sp := w.p, w.p.sp
+	elems := int64(1)
+	mine = true
+	for d := range p.before {
+		// Holder digits of the atoms before[d] uses: s[d] in mixed radix.
+		v := w.s[d]
+		for k := len(p.before[d]) - 1; k >= 0; k-- {
+			a := p.before[d][k]
+			sz := int64(sp.atoms[a].Size)
+			w.hd[a] = int(v % sz)
+			v /= sz
+		}
+		if !p.permute {
+			st, en := w.s[d]*w.tb[d], min((w.s[d]+1)*w.tb[d], sp.shape[d])
+			ts, te := w.tIdx[d]*w.ta[d], min((w.tIdx[d]+1)*w.ta[d], sp.shape[d])
+			elems *= max(0, min(en, te)-max(st, ts))
+		}
+		mine = mine && w.s[d] == w.sOwn[d]
+	}
+	if p.permute {
+		return p.perBytes, mine
+	}
+	return sp.bytes(elems), mine
 }
 
 // coords writes the mesh coordinates of the atom digits dg into dst (axes without atoms
