@@ -1,10 +1,12 @@
-package cost
+package cost_test
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/cost"
 )
 
 // BenchmarkEstimate runs over profile × group rank × kind. Run with
@@ -22,15 +24,15 @@ func BenchmarkEstimate(b *testing.B) {
 		{"h100", "node=4,gpu=8", []string{"node", "gpu"}},
 	}
 	for _, g := range grid {
-		var model Model
+		var model cost.Model
 		if g.profile == "tpu-v5p+dcn" {
-			model = mustResolve(b, `{"base":"tpu-v5p","axis_links":{"dcn":"dcn"}}`)
+			model = cost.MustResolve(b, `{"base":"tpu-v5p","axis_links":{"dcn":"dcn"}}`)
 		} else {
-			model, _ = Profile(g.profile)
+			model, _ = cost.Profile(g.profile)
 		}
-		m := testMesh(b, g.mesh)
-		for _, kind := range []Kind{AllGather, AllReduce, AllToAll, CollectivePermute} {
-			c := Collective{Kind: kind, Bytes: 1 << 28, Mesh: m, Axes: group(b, m, g.axes...), Hops: 1}
+		m := cost.TestMesh(b, g.mesh)
+		for _, kind := range []cost.Kind{cost.AllGather, cost.AllReduce, cost.AllToAll, cost.CollectivePermute} {
+			c := cost.Collective{Kind: kind, Bytes: 1 << 28, Mesh: m, Axes: cost.Group(b, m, g.axes...), Hops: 1}
 			b.Run(fmt.Sprintf("%s/%s/rank=%d/%s", g.profile, g.mesh, len(g.axes), kind), func(b *testing.B) {
 				require.Positive(b, model.Estimate(c).TimeUS)
 				b.ReportAllocs()
