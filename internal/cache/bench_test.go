@@ -1,4 +1,4 @@
-package cache
+package cache_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/shardplan/shardplan/internal/cache"
 )
 
 // benchValue is a plan-sized response (4 KiB).
@@ -16,10 +18,10 @@ func BenchmarkLRU(b *testing.B) {
 	ctx := context.Background()
 	keys := make([]string, 1024)
 	for i := range keys {
-		keys[i] = DefaultPrefix + "v1:" + PlanID(fmt.Appendf(nil, "%d", i))
+		keys[i] = cache.DefaultPrefix + "v1:" + cache.PlanID(fmt.Appendf(nil, "%d", i))
 	}
 	b.Run("Get", func(b *testing.B) {
-		l := NewLRU(0)
+		l := cache.NewLRU(0)
 		for _, k := range keys {
 			_ = l.Set(ctx, k, benchValue, time.Hour)
 		}
@@ -34,7 +36,7 @@ func BenchmarkLRU(b *testing.B) {
 		}
 	})
 	b.Run("Set", func(b *testing.B) {
-		l := NewLRU(1 << 20) // 1 MiB: about 250 values, so Set also evicts
+		l := cache.NewLRU(1 << 20) // 1 MiB: about 250 values, so Set also evicts
 		b.ReportAllocs()
 		b.SetBytes(int64(len(benchValue)))
 		i := 0
@@ -44,7 +46,7 @@ func BenchmarkLRU(b *testing.B) {
 		}
 	})
 	b.Run("GetParallel", func(b *testing.B) {
-		l := NewLRU(0)
+		l := cache.NewLRU(0)
 		for _, k := range keys {
 			_ = l.Set(ctx, k, benchValue, time.Hour)
 		}
@@ -60,9 +62,9 @@ func BenchmarkLRU(b *testing.B) {
 }
 
 func BenchmarkRedisGetHit(b *testing.B) {
-	cfg := sharedRedis(b)
+	cfg := cache.SharedRedis(b)
 	cfg.TTL = time.Minute
-	r, err := NewRedis(cfg)
+	r, err := cache.NewRedis(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func BenchmarkRedisGetHit(b *testing.B) {
 		}
 	})
 	b.Run("GetOrCompute", func(b *testing.B) {
-		c, err := New(r, cfg, nil)
+		c, err := cache.New(r, cfg, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
