@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardplan/shardplan/internal/cache"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/cache"
 )
 
 // farStore is a shared store that counts reads and can be made to fail.

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/shardplan/shardplan/internal/fielderr"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/fielderr"
 )
 
 func TestFieldErrors(t *testing.T) {

@@ -1,25 +1,29 @@
-package sharding
+package sharding_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // sub builds the sub-axis "name:(pre)size" of an axis of size of.
-func sub(name string, pre, size, of int) AxisRef {
-	return AxisRef{Name: name, Pre: pre, Size: size, Of: of}
+func sub(name string, pre, size, of int) sharding.AxisRef {
+	return sharding.AxisRef{Name: name, Pre: pre, Size: size, Of: of}
 }
 
-func full(name string, size int) AxisRef { return FullAxis(Axis{name, size}) }
+func full(name string, size int) sharding.AxisRef {
+	return sharding.FullAxis(sharding.Axis{name, size})
+}
 
 func TestParseAxisRef(t *testing.T) {
-	m := mustMesh(t, "x=4,y=6,z=1")
+	m := sharding.MustMesh(t, "x=4,y=6,z=1")
 	tests := []struct {
 		name string
 		in   string
-		want AxisRef
+		want sharding.AxisRef
 		msg  string // error message part, when an error is expected
 	}{
 		{name: "full axis", in: "x", want: full("x", 4)},
@@ -47,9 +51,9 @@ func TestParseAxisRef(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseAxisRef(tc.in, m, "f")
+			got, err := sharding.ParseAxisRef(tc.in, m, "f")
 			if tc.msg != "" {
-				requireFieldError(t, err, "f", tc.msg)
+				sharding.RequireFieldError(t, err, "f", tc.msg)
 				return
 			}
 			require.NoError(t, err)
@@ -71,7 +75,7 @@ func TestAxisRefString(t *testing.T) {
 func TestAxisRefCoord(t *testing.T) {
 	tests := []struct {
 		name string
-		r    AxisRef
+		r    sharding.AxisRef
 		want []int // per coordinate on the whole axis
 	}{
 		{name: "x=4 full", r: full("x", 4), want: []int{0, 1, 2, 3}},
@@ -97,7 +101,7 @@ func TestAxisRefCoord(t *testing.T) {
 func TestAxisRefRelations(t *testing.T) {
 	tests := []struct {
 		name                         string
-		a, b                         AxisRef
+		a, b                         sharding.AxisRef
 		contains, overlaps, coexists bool
 	}{
 		{name: "full contains its sub-axis", a: full("x", 4), b: sub("x", 2, 2, 4), contains: true, overlaps: true, coexists: true},
@@ -127,33 +131,33 @@ func TestAxisRefRelations(t *testing.T) {
 }
 
 func TestMergeAdjacentAndSort(t *testing.T) {
-	m := mustMesh(t, "x=2,y=8,z=4")
+	m := sharding.MustMesh(t, "x=2,y=8,z=4")
 	tests := []struct {
 		name string
-		in   []AxisRef
+		in   []sharding.AxisRef
 		sort bool
-		want []AxisRef
+		want []sharding.AxisRef
 	}{
-		{name: "halves merge into the full axis", in: []AxisRef{sub("z", 1, 2, 4), sub("z", 2, 2, 4)}, want: []AxisRef{full("z", 4)}},
-		{name: "seed 001: (1)2 and (2)4 merge to (1)8", in: []AxisRef{sub("y", 1, 2, 8), sub("y", 2, 4, 8)}, want: []AxisRef{full("y", 8)}},
-		{name: "partial merge", in: []AxisRef{sub("y", 1, 2, 8), sub("y", 2, 2, 8)}, want: []AxisRef{sub("y", 1, 4, 8)}},
-		{name: "chain of three", in: []AxisRef{sub("y", 1, 2, 8), sub("y", 2, 2, 8), sub("y", 4, 2, 8)}, want: []AxisRef{full("y", 8)}},
-		{name: "minor then major does not merge", in: []AxisRef{sub("z", 2, 2, 4), sub("z", 1, 2, 4)}, want: []AxisRef{sub("z", 2, 2, 4), sub("z", 1, 2, 4)}},
-		{name: "not adjacent", in: []AxisRef{sub("y", 1, 2, 8), sub("y", 4, 2, 8)}, want: []AxisRef{sub("y", 1, 2, 8), sub("y", 4, 2, 8)}},
-		{name: "other axis between", in: []AxisRef{sub("z", 1, 2, 4), full("x", 2), sub("z", 2, 2, 4)}, want: []AxisRef{sub("z", 1, 2, 4), full("x", 2), sub("z", 2, 2, 4)}},
-		{name: "sorted then merged", sort: true, in: []AxisRef{sub("z", 2, 2, 4), full("x", 2), sub("z", 1, 2, 4)}, want: []AxisRef{full("x", 2), full("z", 4)}},
-		{name: "seed 001 replicated order", sort: true, in: []AxisRef{sub("y", 4, 2, 8), full("x", 2), sub("y", 1, 2, 8)}, want: []AxisRef{full("x", 2), sub("y", 1, 2, 8), sub("y", 4, 2, 8)}},
-		{name: "empty", in: nil, want: []AxisRef{}},
+		{name: "halves merge into the full axis", in: []sharding.AxisRef{sub("z", 1, 2, 4), sub("z", 2, 2, 4)}, want: []sharding.AxisRef{full("z", 4)}},
+		{name: "seed 001: (1)2 and (2)4 merge to (1)8", in: []sharding.AxisRef{sub("y", 1, 2, 8), sub("y", 2, 4, 8)}, want: []sharding.AxisRef{full("y", 8)}},
+		{name: "partial merge", in: []sharding.AxisRef{sub("y", 1, 2, 8), sub("y", 2, 2, 8)}, want: []sharding.AxisRef{sub("y", 1, 4, 8)}},
+		{name: "chain of three", in: []sharding.AxisRef{sub("y", 1, 2, 8), sub("y", 2, 2, 8), sub("y", 4, 2, 8)}, want: []sharding.AxisRef{full("y", 8)}},
+		{name: "minor then major does not merge", in: []sharding.AxisRef{sub("z", 2, 2, 4), sub("z", 1, 2, 4)}, want: []sharding.AxisRef{sub("z", 2, 2, 4), sub("z", 1, 2, 4)}},
+		{name: "not adjacent", in: []sharding.AxisRef{sub("y", 1, 2, 8), sub("y", 4, 2, 8)}, want: []sharding.AxisRef{sub("y", 1, 2, 8), sub("y", 4, 2, 8)}},
+		{name: "other axis between", in: []sharding.AxisRef{sub("z", 1, 2, 4), full("x", 2), sub("z", 2, 2, 4)}, want: []sharding.AxisRef{sub("z", 1, 2, 4), full("x", 2), sub("z", 2, 2, 4)}},
+		{name: "sorted then merged", sort: true, in: []sharding.AxisRef{sub("z", 2, 2, 4), full("x", 2), sub("z", 1, 2, 4)}, want: []sharding.AxisRef{full("x", 2), full("z", 4)}},
+		{name: "seed 001 replicated order", sort: true, in: []sharding.AxisRef{sub("y", 4, 2, 8), full("x", 2), sub("y", 1, 2, 8)}, want: []sharding.AxisRef{full("x", 2), sub("y", 1, 2, 8), sub("y", 4, 2, 8)}},
+		{name: "empty", in: nil, want: []sharding.AxisRef{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := append([]AxisRef{}, tc.in...)
+			in := append([]sharding.AxisRef{}, tc.in...)
 			if tc.sort {
-				SortAxisRefs(in, m)
+				sharding.SortAxisRefs(in, m)
 			}
-			assert.Equal(t, tc.want, MergeAdjacent(in))
+			assert.Equal(t, tc.want, sharding.MergeAdjacent(in))
 		})
 	}
-	assert.Equal(t, 16, Product([]AxisRef{full("x", 2), sub("y", 1, 2, 8), full("z", 4)}))
-	assert.Equal(t, 1, Product(nil))
+	assert.Equal(t, 16, sharding.Product([]sharding.AxisRef{full("x", 2), sub("y", 1, 2, 8), full("z", 4)}))
+	assert.Equal(t, 1, sharding.Product(nil))
 }

@@ -1,9 +1,11 @@
-package sharding
+package sharding_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 func TestParsePlacements(t *testing.T) {
@@ -22,8 +24,8 @@ func TestParsePlacements(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := mustMesh(t, tc.mesh)
-			requireShardy(t, mustParse(t, tc.raw, m, tc.shape), m, tc.shape, tc.want)
+			m := sharding.MustMesh(t, tc.mesh)
+			sharding.RequireShardy(t, sharding.MustParse(t, tc.raw, m, tc.shape), m, tc.shape, tc.want)
 		})
 	}
 }
@@ -32,21 +34,21 @@ func TestParsePlacements(t *testing.T) {
 // here: for each mesh dim in order, a Shard(d) cuts the device's current chunk of dim d
 // into that mesh dim's size and keeps the piece at the device's coordinate.
 func TestPlacementsTilesMatchDTensor(t *testing.T) {
-	m := mustMesh(t, "a=2,b=3,c=2")
+	m := sharding.MustMesh(t, "a=2,b=3,c=2")
 	shape := []int64{12, 6}
 	for _, raw := range []string{
 		`{"placements": ["Shard(0)", "Shard(0)", "Shard(1)"]}`,
 		`{"placements": ["Shard(1)", "Shard(0)", "Shard(0)"]}`,
 		`{"placements": ["Shard(0)", "Replicate()", "Shard(0)"]}`,
 	} {
-		s := mustParse(t, raw, m, shape)
+		s := sharding.MustParse(t, raw, m, shape)
 		dims := map[string]int{}
 		for d, ds := range s.Dims {
 			for _, r := range ds.Axes {
 				dims[r.Name] = d
 			}
 		}
-		l := NewLayout(m, shape, s)
+		l := sharding.NewLayout(m, shape, s)
 		for _, tile := range l.Tiles(nil) {
 			lo := []int64{0, 0}
 			size := append([]int64(nil), shape...)
@@ -66,7 +68,7 @@ func TestPlacementsTilesMatchDTensor(t *testing.T) {
 }
 
 func TestParsePlacementsErrors(t *testing.T) {
-	m := mustMesh(t, "dp=2,tp=4")
+	m := sharding.MustMesh(t, "dp=2,tp=4")
 	cases := []struct {
 		name, raw, field string
 		want             []string
@@ -85,8 +87,8 @@ func TestParsePlacementsErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.raw), m, []int64{8, 8}, "source")
-			requireFieldError(t, err, tc.field, tc.want...)
+			_, err := sharding.Parse([]byte(tc.raw), m, []int64{8, 8}, "source")
+			sharding.RequireFieldError(t, err, tc.field, tc.want...)
 		})
 	}
 }

@@ -3,9 +3,9 @@ package sharding_test
 import (
 	"testing"
 
-	"github.com/shardplan/shardplan/internal/sharding"
-
 	"github.com/stretchr/testify/assert"
+
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 func TestDTypeBits(t *testing.T) {

@@ -73,3 +73,10 @@ func requireShardy(t *testing.T, got Sharding, m *Mesh, shape []int64, want stri
 	require.NoError(t, err)
 	require.True(t, got.Equal(w), "got %s want %s", got, w)
 }
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -1,25 +1,27 @@
-package sharding
+package sharding_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 func TestParseMeshString(t *testing.T) {
 	tests := []struct {
 		name  string
 		in    string
-		axes  []Axis
+		axes  []sharding.Axis
 		field string // when an error is expected
 		msg   string
 	}{
-		{name: "two axes", in: "x=2,y=4", axes: []Axis{{"x", 2}, {"y", 4}}},
-		{name: "spaces", in: " x = 2 , y=4 ", axes: []Axis{{"x", 2}, {"y", 4}}},
-		{name: "size one", in: "data=1", axes: []Axis{{"data", 1}}},
-		{name: "underscore names", in: "_a=3,b_2=5", axes: []Axis{{"_a", 3}, {"b_2", 5}}},
-		{name: "at the device ceiling", in: "x=1073741824", axes: []Axis{{"x", 1 << 30}}},
+		{name: "two axes", in: "x=2,y=4", axes: []sharding.Axis{{"x", 2}, {"y", 4}}},
+		{name: "spaces", in: " x = 2 , y=4 ", axes: []sharding.Axis{{"x", 2}, {"y", 4}}},
+		{name: "size one", in: "data=1", axes: []sharding.Axis{{"data", 1}}},
+		{name: "underscore names", in: "_a=3,b_2=5", axes: []sharding.Axis{{"_a", 3}, {"b_2", 5}}},
+		{name: "at the device ceiling", in: "x=1073741824", axes: []sharding.Axis{{"x", 1 << 30}}},
 		{name: "empty", in: "", field: "mesh", msg: "empty mesh"},
 		{name: "blank", in: "   ", field: "mesh", msg: "empty mesh"},
 		{name: "no equals", in: "x=2,y", field: "mesh", msg: "not name=size"},
@@ -39,18 +41,18 @@ func TestParseMeshString(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := ParseMeshString(tc.in, "mesh")
+			m, err := sharding.ParseMeshString(tc.in, "mesh")
 			if tc.field != "" {
-				requireFieldError(t, err, tc.field, tc.msg)
+				sharding.RequireFieldError(t, err, tc.field, tc.msg)
 				assert.Nil(t, m)
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, DefaultMeshName, m.Name)
+			assert.Equal(t, sharding.DefaultMeshName, m.Name)
 			assert.Equal(t, tc.axes, m.Axes)
 			assert.Nil(t, m.DeviceIDs)
 			// String re-prints a parseable, equal mesh.
-			m2 := mustMesh(t, m.String())
+			m2 := sharding.MustMesh(t, m.String())
 			assert.Equal(t, m.Axes, m2.Axes)
 		})
 	}
@@ -60,38 +62,38 @@ func TestNewMesh(t *testing.T) {
 	tests := []struct {
 		name  string
 		mname string
-		axes  []Axis
+		axes  []sharding.Axis
 		ids   []int
 		want  []int // DeviceIDs after canonicalisation
 		field string
 		msg   string
 	}{
-		{name: "default name", axes: []Axis{{"x", 2}}},
-		{name: "permutation kept", mname: "m", axes: []Axis{{"x", 2}, {"y", 2}}, ids: []int{3, 1, 2, 0}, want: []int{3, 1, 2, 0}},
-		{name: "identity canonicalised away", axes: []Axis{{"x", 2}, {"y", 2}}, ids: []int{0, 1, 2, 3}},
+		{name: "default name", axes: []sharding.Axis{{"x", 2}}},
+		{name: "permutation kept", mname: "m", axes: []sharding.Axis{{"x", 2}, {"y", 2}}, ids: []int{3, 1, 2, 0}, want: []int{3, 1, 2, 0}},
+		{name: "identity canonicalised away", axes: []sharding.Axis{{"x", 2}, {"y", 2}}, ids: []int{0, 1, 2, 3}},
 		{name: "no axes: one device", axes: nil},
-		{name: "too few ids", axes: []Axis{{"x", 4}}, ids: []int{0, 1, 2}, field: "device_ids", msg: "has 3 ids but the mesh has 4 devices"},
-		{name: "too many ids", axes: []Axis{{"x", 2}}, ids: []int{0, 1, 2}, field: "device_ids", msg: "has 3 ids"},
-		{name: "empty ids", axes: []Axis{{"x", 2}}, ids: []int{}, field: "device_ids", msg: "has 0 ids"},
-		{name: "id out of range", axes: []Axis{{"x", 4}}, ids: []int{0, 1, 4, 2}, field: "device_ids[2]", msg: "outside 0..3"},
-		{name: "negative id", axes: []Axis{{"x", 2}}, ids: []int{-1, 0}, field: "device_ids[0]", msg: "outside 0..1"},
-		{name: "repeated id", axes: []Axis{{"x", 4}}, ids: []int{0, 2, 2, 1}, field: "device_ids[2]", msg: "appears twice (also at [1])"},
-		{name: "bad mesh name", mname: "my-mesh", axes: []Axis{{"x", 2}}, field: "name", msg: "must match"},
-		{name: "bad axis name", axes: []Axis{{"x", 2}, {"9", 2}}, field: "axes[1].name", msg: "must match"},
-		{name: "duplicate axis", axes: []Axis{{"x", 2}, {"x", 2}}, field: "axes[1].name", msg: "already axis 0"},
-		{name: "zero size", axes: []Axis{{"x", 2}, {"y", 0}}, field: "axes[1].size", msg: "sizes must be >= 1"},
-		{name: "too many devices", axes: []Axis{{"x", 1 << 20}, {"y", 1 << 20}}, field: "axes[1].size", msg: "more than"},
+		{name: "too few ids", axes: []sharding.Axis{{"x", 4}}, ids: []int{0, 1, 2}, field: "device_ids", msg: "has 3 ids but the mesh has 4 devices"},
+		{name: "too many ids", axes: []sharding.Axis{{"x", 2}}, ids: []int{0, 1, 2}, field: "device_ids", msg: "has 3 ids"},
+		{name: "empty ids", axes: []sharding.Axis{{"x", 2}}, ids: []int{}, field: "device_ids", msg: "has 0 ids"},
+		{name: "id out of range", axes: []sharding.Axis{{"x", 4}}, ids: []int{0, 1, 4, 2}, field: "device_ids[2]", msg: "outside 0..3"},
+		{name: "negative id", axes: []sharding.Axis{{"x", 2}}, ids: []int{-1, 0}, field: "device_ids[0]", msg: "outside 0..1"},
+		{name: "repeated id", axes: []sharding.Axis{{"x", 4}}, ids: []int{0, 2, 2, 1}, field: "device_ids[2]", msg: "appears twice (also at [1])"},
+		{name: "bad mesh name", mname: "my-mesh", axes: []sharding.Axis{{"x", 2}}, field: "name", msg: "must match"},
+		{name: "bad axis name", axes: []sharding.Axis{{"x", 2}, {"9", 2}}, field: "axes[1].name", msg: "must match"},
+		{name: "duplicate axis", axes: []sharding.Axis{{"x", 2}, {"x", 2}}, field: "axes[1].name", msg: "already axis 0"},
+		{name: "zero size", axes: []sharding.Axis{{"x", 2}, {"y", 0}}, field: "axes[1].size", msg: "sizes must be >= 1"},
+		{name: "too many devices", axes: []sharding.Axis{{"x", 1 << 20}, {"y", 1 << 20}}, field: "axes[1].size", msg: "more than"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := NewMesh(tc.mname, tc.axes, tc.ids)
+			m, err := sharding.NewMesh(tc.mname, tc.axes, tc.ids)
 			if tc.field != "" {
-				requireFieldError(t, err, tc.field, tc.msg)
+				sharding.RequireFieldError(t, err, tc.field, tc.msg)
 				return
 			}
 			require.NoError(t, err)
 			if tc.mname == "" {
-				assert.Equal(t, DefaultMeshName, m.Name)
+				assert.Equal(t, sharding.DefaultMeshName, m.Name)
 			}
 			assert.Equal(t, tc.want, m.DeviceIDs)
 		})
@@ -99,14 +101,14 @@ func TestNewMesh(t *testing.T) {
 }
 
 func TestMeshValidateFieldPaths(t *testing.T) {
-	m := &Mesh{Axes: []Axis{{"x", 2}, {"y", 0}}}
-	requireFieldError(t, m.Validate("mesh"), "mesh.axes[1].size", `axis "y" has size 0`)
-	m = &Mesh{Axes: []Axis{{"x", 2}}, DeviceIDs: []int{0, 0}}
-	requireFieldError(t, m.Validate("mesh"), "mesh.device_ids[1]", "appears twice")
+	m := &sharding.Mesh{Axes: []sharding.Axis{{"x", 2}, {"y", 0}}}
+	sharding.RequireFieldError(t, m.Validate("mesh"), "mesh.axes[1].size", `axis "y" has size 0`)
+	m = &sharding.Mesh{Axes: []sharding.Axis{{"x", 2}}, DeviceIDs: []int{0, 0}}
+	sharding.RequireFieldError(t, m.Validate("mesh"), "mesh.device_ids[1]", "appears twice")
 }
 
 func TestMeshCoordsAndPositions(t *testing.T) {
-	m, err := NewMesh("", []Axis{{"x", 2}, {"y", 3}, {"z", 4}}, nil)
+	m, err := sharding.NewMesh("", []sharding.Axis{{"x", 2}, {"y", 3}, {"z", 4}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 24, m.NumDevices())
 	// Row-major, first axis major: position 17 = 1*12 + 1*4 + 1.
@@ -134,22 +136,22 @@ func TestMeshCoordsAndPositions(t *testing.T) {
 
 func TestMeshDeviceIDs(t *testing.T) {
 	ids := []int{5, 3, 0, 1, 4, 2}
-	m, err := NewMesh("m", []Axis{{"x", 2}, {"y", 3}}, ids)
+	m, err := sharding.NewMesh("m", []sharding.Axis{{"x", 2}, {"y", 3}}, ids)
 	require.NoError(t, err)
 	for p, id := range ids {
 		assert.Equal(t, id, m.DeviceAt(p))
 		assert.Equal(t, p, m.PositionOf(id))
 	}
-	id := mustMesh(t, "x=2,y=3")
+	id := sharding.MustMesh(t, "x=2,y=3")
 	for p := range 6 {
 		assert.Equal(t, p, id.DeviceAt(p))
 		assert.Equal(t, p, id.PositionOf(p))
 	}
 	assert.True(t, m.SameLayout(m))
 	assert.False(t, m.SameLayout(id), "different device order")
-	renamed, err := NewMesh("other", []Axis{{"x", 2}, {"y", 3}}, append([]int(nil), ids...))
+	renamed, err := sharding.NewMesh("other", []sharding.Axis{{"x", 2}, {"y", 3}}, append([]int(nil), ids...))
 	require.NoError(t, err)
 	assert.True(t, m.SameLayout(renamed), "names of meshes do not matter")
-	assert.False(t, id.SameLayout(mustMesh(t, "x=3,y=2")))
+	assert.False(t, id.SameLayout(sharding.MustMesh(t, "x=3,y=2")))
 	assert.Equal(t, "x=2,y=3", m.String())
 }

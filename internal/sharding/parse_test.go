@@ -1,4 +1,4 @@
-package sharding
+package sharding_test
 
 import (
 	"encoding/json"
@@ -6,13 +6,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // formsMesh is API.md's example mesh with every axis its sharding example uses.
 const formsMesh = "x=2,y=4,z=2,w=3,u=2"
 
 func TestParseInputForms(t *testing.T) {
-	m := mustMesh(t, formsMesh)
+	m := sharding.MustMesh(t, formsMesh)
 	shape := []int64{4, 8}
 	tests := []struct {
 		name string
@@ -30,17 +32,17 @@ func TestParseInputForms(t *testing.T) {
 		{name: "object: open empty dim with priority", raw: `{"dims": [{"open": true, "priority": 0}, {"axes": ["x"], "priority": 3}]}`, want: `[{?}p0, {"x"}p3]`},
 		{name: "object: priority 0 closed", raw: `{"dims": [{"axes": ["x"], "priority": 0}, {}]}`, want: `[{"x"}p0, {}]`},
 		// Shardy text, bare and wrapped
-		{name: "text: API.md example", raw: jsonString(`[{"x"}, {"z", "y", ?}p1], replicated={"w"}, unreduced={"u"}`),
+		{name: "text: API.md example", raw: sharding.JSONString(`[{"x"}, {"z", "y", ?}p1], replicated={"w"}, unreduced={"u"}`),
 			want: `[{"x"}, {"z", "y", ?}p1], replicated={"w"}, unreduced={"u"}`},
-		{name: "text: wrapped", raw: jsonString(`sharding<@mesh, [{"x"}, {"z", "y", ?}p1], replicated={"w"}, unreduced={"u"}>`),
+		{name: "text: wrapped", raw: sharding.JSONString(`sharding<@mesh, [{"x"}, {"z", "y", ?}p1], replicated={"w"}, unreduced={"u"}>`),
 			want: `[{"x"}, {"z", "y", ?}p1], replicated={"w"}, unreduced={"u"}`},
-		{name: "text: no spaces", raw: jsonString(`[{"x"},{"z","y",?}p1],replicated={"w"}`), want: `[{"x"}, {"z", "y", ?}p1], replicated={"w"}`},
-		{name: "text: lots of space", raw: jsonString("  sharding< @mesh ,\n [ { \"x\" } , { ? } ] , unreduced = { \"u\" } >  "), want: `[{"x"}, {?}], unreduced={"u"}`},
-		{name: "text: sub-axes Shardy style", raw: jsonString(`[{"y":(1)2}, {"y":(2)2}]`), want: `[{"y":(1)2}, {"y":(2)2}]`},
-		{name: "text: sub-axes quoted whole", raw: jsonString(`[{"y:(1)2"}, {"y:(2)2"}]`), want: `[{"y":(1)2}, {"y":(2)2}]`},
-		{name: "text: empty replicated set", raw: jsonString(`[{"x"}, {}], replicated={}`), want: `[{"x"}, {}]`},
-		{name: "text: two replicated clauses", raw: jsonString(`[{}, {}], replicated={"w"}, replicated={"x"}`), want: `[{}, {}], replicated={"x", "w"}`},
-		{name: "text: unreduced before replicated", raw: jsonString(`[{}, {}], unreduced={"u"}, replicated={"w"}`), want: `[{}, {}], replicated={"w"}, unreduced={"u"}`},
+		{name: "text: no spaces", raw: sharding.JSONString(`[{"x"},{"z","y",?}p1],replicated={"w"}`), want: `[{"x"}, {"z", "y", ?}p1], replicated={"w"}`},
+		{name: "text: lots of space", raw: sharding.JSONString("  sharding< @mesh ,\n [ { \"x\" } , { ? } ] , unreduced = { \"u\" } >  "), want: `[{"x"}, {?}], unreduced={"u"}`},
+		{name: "text: sub-axes Shardy style", raw: sharding.JSONString(`[{"y":(1)2}, {"y":(2)2}]`), want: `[{"y":(1)2}, {"y":(2)2}]`},
+		{name: "text: sub-axes quoted whole", raw: sharding.JSONString(`[{"y:(1)2"}, {"y:(2)2"}]`), want: `[{"y":(1)2}, {"y":(2)2}]`},
+		{name: "text: empty replicated set", raw: sharding.JSONString(`[{"x"}, {}], replicated={}`), want: `[{"x"}, {}]`},
+		{name: "text: two replicated clauses", raw: sharding.JSONString(`[{}, {}], replicated={"w"}, replicated={"x"}`), want: `[{}, {}], replicated={"x", "w"}`},
+		{name: "text: unreduced before replicated", raw: sharding.JSONString(`[{}, {}], unreduced={"u"}, replicated={"w"}`), want: `[{}, {}], replicated={"w"}, unreduced={"u"}`},
 		// PartitionSpec-like arrays
 		{name: "array: API.md names", raw: `["x", null]`, want: `[{"x"}, {}]`},
 		{name: "array: nested names", raw: `[["x"], ["z", "y"]]`, want: `[{"x"}, {"z", "y"}]`},
@@ -52,11 +54,11 @@ func TestParseInputForms(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := mustParse(t, tc.raw, m, shape)
+			s := sharding.MustParse(t, tc.raw, m, shape)
 			assert.Equal(t, tc.want, s.Body())
 			assert.Equal(t, "sharding<@mesh, "+tc.want+">", s.Text(m.Name))
 			// The canonical body parses back to the same sharding.
-			again, err := ParseText(s.Body(), m, shape, "source")
+			again, err := sharding.ParseText(s.Body(), m, shape, "source")
 			require.NoError(t, err)
 			assert.True(t, s.Equal(again), "%s != %s", s, again)
 		})
@@ -64,9 +66,9 @@ func TestParseInputForms(t *testing.T) {
 }
 
 func TestParseScalar(t *testing.T) {
-	m := mustMesh(t, "x=2")
-	for _, raw := range []string{`[]`, `{"dims": []}`, jsonString(`[]`), jsonString(`sharding<@mesh, []>`), jsonString(`[], replicated={"x"}`)} {
-		s, err := Parse(json.RawMessage(raw), m, []int64{}, "source")
+	m := sharding.MustMesh(t, "x=2")
+	for _, raw := range []string{`[]`, `{"dims": []}`, sharding.JSONString(`[]`), sharding.JSONString(`sharding<@mesh, []>`), sharding.JSONString(`[], replicated={"x"}`)} {
+		s, err := sharding.Parse(json.RawMessage(raw), m, []int64{}, "source")
 		require.NoError(t, err, raw)
 		assert.Equal(t, 0, s.Rank(), raw)
 	}
@@ -161,27 +163,27 @@ func TestParseErrors(t *testing.T) {
 		{name: "array: list inside a list", raw: `[[["x"]], null]`, field: "source[0][0]", msg: []string{"must be an axis name string"}},
 		{name: "array: malformed JSON", raw: `["x", ]`, field: "source", msg: []string{"malformed JSON"}},
 		// ---- Shardy text form (offsets into the decoded string) ----
-		{name: "text: unknown axis", raw: jsonString(`[{"x"}, {"q"}]`), field: "source", msg: []string{"at offset 9:", `unknown mesh axis "q"`}},
-		{name: "text: unknown axis wrapped", raw: jsonString(`sharding<@mesh, [{"x"}, {"q"}]>`), field: "source", msg: []string{"at offset 25:", "unknown mesh axis"}},
-		{name: "text: duplicate axis", raw: jsonString(`[{"x"}, {"y", "x"}]`), field: "source", msg: []string{"at offset 14:", `axis "x" is used twice (first at offset 2)`}},
-		{name: "text: overlapping sub-axes", raw: jsonString(`[{"x"}, {"x":(1)2}]`), mesh: "x=4", field: "source", msg: []string{"at offset 9:", "overlaps"}},
-		{name: "text: sub-axes that cannot coexist", raw: jsonString(`[{"x":(1)2}, {"x":(3)2}]`), mesh: "x=6", field: "source", msg: []string{"at offset 14:", "cannot coexist"}},
-		{name: "text: invalid sub-axis", raw: jsonString(`[{"y":(1)1}, {}]`), field: "source", msg: []string{"at offset 2:", "need k > 1"}},
-		{name: "text: rank mismatch", raw: jsonString(`[{"x"}]`), field: "source", msg: []string{"has 1 dims but the tensor has rank 2"}},
-		{name: "text: missing brace", raw: jsonString(`[{"x"}, {"y"]`), field: "source", msg: []string{"at offset 12:", "expected ',' or '}'"}},
-		{name: "text: missing bracket", raw: jsonString(`{"x"}`), field: "source", msg: []string{"at offset 0:", "expected '['"}},
-		{name: "text: unterminated name", raw: jsonString(`[{"x}]`), field: "source", msg: []string{"unterminated axis name"}},
-		{name: "text: negative priority", raw: jsonString(`[{"x"}p-1, {}]`), field: "source", msg: []string{"at offset 7:", "expected a number"}},
-		{name: "text: priority too large", raw: jsonString(`[{"x"}p99999999999, {}]`), field: "source", msg: []string{"at offset 7:", "number 99999999999 is too large"}},
-		{name: "text: priority on empty closed dim", raw: jsonString(`[{}p1, {}]`), field: "source", msg: []string{"at offset 1 (dim 0):", "cannot carry a priority"}},
-		{name: "text: mesh name mismatch", raw: jsonString(`sharding<@other, [{"x"}, {}]>`), field: "source", msg: []string{"at offset 10:", "@other", `"mesh"`}},
-		{name: "text: missing wrapper end", raw: jsonString(`sharding<@mesh, [{"x"}, {}]`), field: "source", msg: []string{"expected '>'"}},
-		{name: "text: trailing garbage", raw: jsonString(`[{"x"}, {}] extra`), field: "source", msg: []string{"at offset 12:", "unexpected"}},
-		{name: "text: bad clause", raw: jsonString(`[{"x"}, {}], sharded={"y"}`), field: "source", msg: []string{"at offset 13:", "replicated={...} or unreduced={...}"}},
-		{name: "text: open replicated", raw: jsonString(`[{"x"}, {}], replicated={?}`), field: "source", msg: []string{"expected '\"'"}},
-		{name: "text: replicated + dim reuse", raw: jsonString(`[{"x"}, {}], replicated={"x"}`), field: "source", msg: []string{"at offset 25:", "used twice"}},
-		{name: "text: unreduced + dim reuse", raw: jsonString(`[{"y"}, {}], unreduced={"y":(1)2}`), field: "source", msg: []string{"at offset 24:", "overlaps"}},
-		{name: "text: not sharding<", raw: jsonString(`shard<@mesh, []>`), field: "source", msg: []string{"at offset 0:"}},
+		{name: "text: unknown axis", raw: sharding.JSONString(`[{"x"}, {"q"}]`), field: "source", msg: []string{"at offset 9:", `unknown mesh axis "q"`}},
+		{name: "text: unknown axis wrapped", raw: sharding.JSONString(`sharding<@mesh, [{"x"}, {"q"}]>`), field: "source", msg: []string{"at offset 25:", "unknown mesh axis"}},
+		{name: "text: duplicate axis", raw: sharding.JSONString(`[{"x"}, {"y", "x"}]`), field: "source", msg: []string{"at offset 14:", `axis "x" is used twice (first at offset 2)`}},
+		{name: "text: overlapping sub-axes", raw: sharding.JSONString(`[{"x"}, {"x":(1)2}]`), mesh: "x=4", field: "source", msg: []string{"at offset 9:", "overlaps"}},
+		{name: "text: sub-axes that cannot coexist", raw: sharding.JSONString(`[{"x":(1)2}, {"x":(3)2}]`), mesh: "x=6", field: "source", msg: []string{"at offset 14:", "cannot coexist"}},
+		{name: "text: invalid sub-axis", raw: sharding.JSONString(`[{"y":(1)1}, {}]`), field: "source", msg: []string{"at offset 2:", "need k > 1"}},
+		{name: "text: rank mismatch", raw: sharding.JSONString(`[{"x"}]`), field: "source", msg: []string{"has 1 dims but the tensor has rank 2"}},
+		{name: "text: missing brace", raw: sharding.JSONString(`[{"x"}, {"y"]`), field: "source", msg: []string{"at offset 12:", "expected ',' or '}'"}},
+		{name: "text: missing bracket", raw: sharding.JSONString(`{"x"}`), field: "source", msg: []string{"at offset 0:", "expected '['"}},
+		{name: "text: unterminated name", raw: sharding.JSONString(`[{"x}]`), field: "source", msg: []string{"unterminated axis name"}},
+		{name: "text: negative priority", raw: sharding.JSONString(`[{"x"}p-1, {}]`), field: "source", msg: []string{"at offset 7:", "expected a number"}},
+		{name: "text: priority too large", raw: sharding.JSONString(`[{"x"}p99999999999, {}]`), field: "source", msg: []string{"at offset 7:", "number 99999999999 is too large"}},
+		{name: "text: priority on empty closed dim", raw: sharding.JSONString(`[{}p1, {}]`), field: "source", msg: []string{"at offset 1 (dim 0):", "cannot carry a priority"}},
+		{name: "text: mesh name mismatch", raw: sharding.JSONString(`sharding<@other, [{"x"}, {}]>`), field: "source", msg: []string{"at offset 10:", "@other", `"mesh"`}},
+		{name: "text: missing wrapper end", raw: sharding.JSONString(`sharding<@mesh, [{"x"}, {}]`), field: "source", msg: []string{"expected '>'"}},
+		{name: "text: trailing garbage", raw: sharding.JSONString(`[{"x"}, {}] extra`), field: "source", msg: []string{"at offset 12:", "unexpected"}},
+		{name: "text: bad clause", raw: sharding.JSONString(`[{"x"}, {}], sharded={"y"}`), field: "source", msg: []string{"at offset 13:", "replicated={...} or unreduced={...}"}},
+		{name: "text: open replicated", raw: sharding.JSONString(`[{"x"}, {}], replicated={?}`), field: "source", msg: []string{"expected '\"'"}},
+		{name: "text: replicated + dim reuse", raw: sharding.JSONString(`[{"x"}, {}], replicated={"x"}`), field: "source", msg: []string{"at offset 25:", "used twice"}},
+		{name: "text: unreduced + dim reuse", raw: sharding.JSONString(`[{"y"}, {}], unreduced={"y":(1)2}`), field: "source", msg: []string{"at offset 24:", "overlaps"}},
+		{name: "text: not sharding<", raw: sharding.JSONString(`shard<@mesh, []>`), field: "source", msg: []string{"at offset 0:"}},
 		{name: "text: empty string", raw: `""`, field: "source", msg: []string{"at offset 0:", "expected '['"}},
 		// ---- not a sharding at all ----
 		{name: "null", raw: `null`, field: "source", msg: []string{"is required"}},
@@ -196,23 +198,23 @@ func TestParseErrors(t *testing.T) {
 			if mesh == "" {
 				mesh = formsMesh
 			}
-			m := mustMesh(t, mesh)
+			m := sharding.MustMesh(t, mesh)
 			shape := tc.shape
 			if shape == nil {
 				shape = []int64{4, 8}
 			}
-			_, err := Parse(json.RawMessage(tc.raw), m, shape, "source")
-			requireFieldError(t, err, tc.field, tc.msg...)
-			requireOnlyFieldErrors(t, err, "source")
+			_, err := sharding.Parse(json.RawMessage(tc.raw), m, shape, "source")
+			sharding.RequireFieldError(t, err, tc.field, tc.msg...)
+			sharding.RequireOnlyFieldErrors(t, err, "source")
 		})
 	}
 }
 
 // Several independent mistakes are all reported, each on its own field.
 func TestParseReportsEveryError(t *testing.T) {
-	m := mustMesh(t, formsMesh)
-	_, err := Parse(json.RawMessage(`{"dims": [{"axes": ["q"]}, {"axes": ["x", 9], "open": 1}], "replicated": ["r"]}`), m, []int64{4, 8}, "source")
-	es, ok := AsFieldErrors(err)
+	m := sharding.MustMesh(t, formsMesh)
+	_, err := sharding.Parse(json.RawMessage(`{"dims": [{"axes": ["q"]}, {"axes": ["x", 9], "open": 1}], "replicated": ["r"]}`), m, []int64{4, 8}, "source")
+	es, ok := sharding.AsFieldErrors(err)
 	require.True(t, ok)
 	var fields []string
 	for _, e := range es {
@@ -222,13 +224,13 @@ func TestParseReportsEveryError(t *testing.T) {
 }
 
 func TestParseMeshNameInWrapper(t *testing.T) {
-	m, err := NewMesh("mesh_xy", []Axis{{"x", 2}, {"y", 4}}, nil)
+	m, err := sharding.NewMesh("mesh_xy", []sharding.Axis{{"x", 2}, {"y", 4}}, nil)
 	require.NoError(t, err)
-	s, err := ParseText(`sharding<@mesh_xy, [{"x"}, {"y"}]>`, m, []int64{4, 8}, "target")
+	s, err := sharding.ParseText(`sharding<@mesh_xy, [{"x"}, {"y"}]>`, m, []int64{4, 8}, "target")
 	require.NoError(t, err)
 	assert.Equal(t, `sharding<@mesh_xy, [{"x"}, {"y"}]>`, s.Text(m.Name))
-	_, err = ParseText(`sharding<@mesh, [{"x"}, {"y"}]>`, m, []int64{4, 8}, "target")
-	requireFieldError(t, err, "target", "bound to mesh @mesh", `named "mesh_xy"`)
+	_, err = sharding.ParseText(`sharding<@mesh, [{"x"}, {"y"}]>`, m, []int64{4, 8}, "target")
+	sharding.RequireFieldError(t, err, "target", "bound to mesh @mesh", `named "mesh_xy"`)
 }
 
 func TestCanonicalForm(t *testing.T) {
@@ -240,23 +242,23 @@ func TestCanonicalForm(t *testing.T) {
 	}{
 		{name: "adjacent sub-axes merge into the full axis", mesh: "x=4", raw: `[["x:(1)2", "x:(2)2"]]`, want: `[{"x"}]`},
 		{name: "adjacent sub-axes merge into a bigger sub-axis", mesh: "x=8", raw: `[["x:(1)2", "x:(2)2"]]`, want: `[{"x":(1)4}]`},
-		{name: "seed 001: (1)2 and (2)4 of 16 merge to (1)8", mesh: "x=16", raw: jsonString(`[{"x":(1)2, "x":(2)4}]`), want: `[{"x":(1)8}]`},
+		{name: "seed 001: (1)2 and (2)4 of 16 merge to (1)8", mesh: "x=16", raw: sharding.JSONString(`[{"x":(1)2, "x":(2)4}]`), want: `[{"x":(1)8}]`},
 		{name: "minor-major order does not merge", mesh: "x=4", raw: `[["x:(2)2", "x:(1)2"]]`, want: `[{"x":(2)2, "x":(1)2}]`},
 		{name: "whole axis written as a sub-axis", mesh: "x=4", raw: `["x:(1)4"]`, want: `[{"x"}]`},
-		{name: "replicated in mesh order", mesh: "c=2,a=2,b=2", raw: jsonString(`[{}], replicated={"a", "c"}`), want: `[{}], replicated={"c", "a"}`},
-		{name: "seed 001: replicated sub-axes by pre-size", mesh: "x=2,y=8,z=2", raw: jsonString(`[{}, {"z"}], replicated={"y":(4)2, "x", "y":(1)2}`),
+		{name: "replicated in mesh order", mesh: "c=2,a=2,b=2", raw: sharding.JSONString(`[{}], replicated={"a", "c"}`), want: `[{}], replicated={"c", "a"}`},
+		{name: "seed 001: replicated sub-axes by pre-size", mesh: "x=2,y=8,z=2", raw: sharding.JSONString(`[{}, {"z"}], replicated={"y":(4)2, "x", "y":(1)2}`),
 			want: `[{}, {"z"}], replicated={"x", "y":(1)2, "y":(4)2}`},
 		{name: "replicated sub-axes merge after sorting", mesh: "x=4,y=2", raw: `{"dims": [{}], "replicated": ["x:(2)2", "y", "x:(1)2"]}`, want: `[{}], replicated={"x", "y"}`},
 		{name: "unreduced in mesh order and merged", mesh: "x=4,y=2", raw: `{"dims": [{}], "unreduced": ["y", "x:(2)2", "x:(1)2"]}`, want: `[{}], unreduced={"x", "y"}`},
 		{name: "dims keep their order", mesh: "x=2,y=2", raw: `[["y", "x"]]`, want: `[{"y", "x"}]`},
-		{name: "seed 001 priorities", mesh: "w=6,x=2,y=4,z=2", raw: jsonString(`sharding<@mesh, [{"x"}p1, {"y"}, {"z",?}p2], replicated={}>`), want: `[{"x"}p1, {"y"}, {"z", ?}p2]`},
+		{name: "seed 001 priorities", mesh: "w=6,x=2,y=4,z=2", raw: sharding.JSONString(`sharding<@mesh, [{"x"}p1, {"y"}, {"z",?}p2], replicated={}>`), want: `[{"x"}p1, {"y"}, {"z", ?}p2]`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := mustMesh(t, tc.mesh)
-			s := mustParse(t, tc.raw, m, nil)
+			m := sharding.MustMesh(t, tc.mesh)
+			s := sharding.MustParse(t, tc.raw, m, nil)
 			assert.Equal(t, tc.want, s.Body())
-			again := mustParse(t, jsonString(s.Body()), m, nil)
+			again := sharding.MustParse(t, sharding.JSONString(s.Body()), m, nil)
 			assert.True(t, s.Equal(again))
 		})
 	}
@@ -264,7 +266,7 @@ func TestCanonicalForm(t *testing.T) {
 
 // print then parse round-trips, in every form, for hand-picked shardings.
 func TestRoundTripForms(t *testing.T) {
-	m := mustMesh(t, "x=2,y=8,z=6,w=1")
+	m := sharding.MustMesh(t, "x=2,y=8,z=6,w=1")
 	bodies := []string{
 		`[]`,
 		`[{}]`,
@@ -275,20 +277,20 @@ func TestRoundTripForms(t *testing.T) {
 	}
 	for _, body := range bodies {
 		t.Run(body, func(t *testing.T) {
-			s, err := ParseText(body, m, nil, "source")
+			s, err := sharding.ParseText(body, m, nil, "source")
 			require.NoError(t, err)
 			assert.Equal(t, body, s.Body())
 			forms := map[string]string{
-				"text":    jsonString(s.Text(m.Name)),
-				"body":    jsonString(s.Body()),
-				"object":  mustJSON(t, s.Object(m.Name)),
-				"objectN": mustJSON(t, withoutText(s.Object(m.Name))),
+				"text":    sharding.JSONString(s.Text(m.Name)),
+				"body":    sharding.JSONString(s.Body()),
+				"object":  sharding.MustJSON(t, s.Object(m.Name)),
+				"objectN": sharding.MustJSON(t, withoutText(s.Object(m.Name))),
 			}
 			if spec, ok := s.PartitionSpec(); ok {
-				forms["array"] = mustJSON(t, spec)
+				forms["array"] = sharding.MustJSON(t, spec)
 			}
 			for name, raw := range forms {
-				got, err := Parse(json.RawMessage(raw), m, nil, "source")
+				got, err := sharding.Parse(json.RawMessage(raw), m, nil, "source")
 				require.NoError(t, err, "%s: %s", name, raw)
 				assert.True(t, s.Equal(got), "%s: %s -> %s", name, raw, got)
 			}
@@ -296,47 +298,40 @@ func TestRoundTripForms(t *testing.T) {
 	}
 }
 
-func withoutText(o ObjectForm) ObjectForm { o.Text = ""; return o }
-
-func mustJSON(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return string(b)
-}
+func withoutText(o sharding.ObjectForm) sharding.ObjectForm { o.Text = ""; return o }
 
 func TestObjectAndPartitionSpec(t *testing.T) {
-	m := mustMesh(t, formsMesh)
-	s := mustParse(t, jsonString(`[{"x"}, {"z", "y", ?}p1], replicated={"w"}, unreduced={"u"}`), m, nil)
+	m := sharding.MustMesh(t, formsMesh)
+	s := sharding.MustParse(t, sharding.JSONString(`[{"x"}, {"z", "y", ?}p1], replicated={"w"}, unreduced={"u"}`), m, nil)
 	assert.JSONEq(t, `{"dims": [{"axes": ["x"]}, {"axes": ["z", "y"], "open": true, "priority": 1}], "replicated": ["w"], "unreduced": ["u"],
-		"text": "sharding<@mesh, [{\"x\"}, {\"z\", \"y\", ?}p1], replicated={\"w\"}, unreduced={\"u\"}>"}`, mustJSON(t, s.Object(m.Name)))
+		"text": "sharding<@mesh, [{\"x\"}, {\"z\", \"y\", ?}p1], replicated={\"w\"}, unreduced={\"u\"}>"}`, sharding.MustJSON(t, s.Object(m.Name)))
 	_, ok := s.PartitionSpec()
 	assert.False(t, ok, "open dims, priorities, replicated and unreduced have no array form")
 
-	s = mustParse(t, `["x", null, ["z", "y:(2)2"]]`, m, nil)
+	s = sharding.MustParse(t, `["x", null, ["z", "y:(2)2"]]`, m, nil)
 	spec, ok := s.PartitionSpec()
 	require.True(t, ok)
-	assert.JSONEq(t, `["x", null, ["z", "y:(2)2"]]`, mustJSON(t, spec))
-	assert.JSONEq(t, `{"dims": [{"axes": ["x"]}, {"axes": []}, {"axes": ["z", "y:(2)2"]}], "text": "sharding<@mesh, [{\"x\"}, {}, {\"z\", \"y\":(2)2}]>"}`, mustJSON(t, s.Object(m.Name)))
+	assert.JSONEq(t, `["x", null, ["z", "y:(2)2"]]`, sharding.MustJSON(t, spec))
+	assert.JSONEq(t, `{"dims": [{"axes": ["x"]}, {"axes": []}, {"axes": ["z", "y:(2)2"]}], "text": "sharding<@mesh, [{\"x\"}, {}, {\"z\", \"y\":(2)2}]>"}`, sharding.MustJSON(t, s.Object(m.Name)))
 }
 
 func TestShardingValidate(t *testing.T) {
-	m := mustMesh(t, "x=4,y=6")
+	m := sharding.MustMesh(t, "x=4,y=6")
 	tests := []struct {
 		name  string
-		s     Sharding
+		s     sharding.Sharding
 		shape []int64
 		field string
 		msg   string
 	}{
-		{name: "valid", s: Sharding{Dims: []DimSharding{{Axes: []AxisRef{sub("x", 1, 2, 4)}, Priority: NoPriority}, {Axes: []AxisRef{full("y", 6)}, Priority: 2}}}, shape: []int64{3, 5}},
-		{name: "unknown axis", s: Sharding{Dims: []DimSharding{{Axes: []AxisRef{full("q", 2)}, Priority: NoPriority}}}, field: "dims[0].axes[0]", msg: "unknown mesh axis"},
-		{name: "wrong Of", s: Sharding{Dims: []DimSharding{{Axes: []AxisRef{full("x", 8)}, Priority: NoPriority}}}, field: "dims[0].axes[0]", msg: "the mesh says 4"},
-		{name: "invalid sub-axis", s: Sharding{Replicated: []AxisRef{sub("y", 4, 2, 6)}}, field: "replicated[0]", msg: "invalid"},
-		{name: "size one of big axis", s: Sharding{Unreduced: []AxisRef{sub("y", 2, 1, 6)}}, field: "unreduced[0]", msg: "invalid"},
-		{name: "overlap", s: Sharding{Dims: []DimSharding{{Axes: []AxisRef{full("x", 4)}, Priority: NoPriority}}, Unreduced: []AxisRef{sub("x", 2, 2, 4)}}, field: "unreduced[0]", msg: "overlaps"},
-		{name: "negative priority", s: Sharding{Dims: []DimSharding{{Axes: []AxisRef{full("x", 4)}, Priority: -3}}}, field: "dims[0]", msg: "priority -3 is negative"},
-		{name: "rank", s: Replicated(2), shape: []int64{1}, field: "dims", msg: "rank 1"},
+		{name: "valid", s: sharding.Sharding{Dims: []sharding.DimSharding{{Axes: []sharding.AxisRef{sub("x", 1, 2, 4)}, Priority: sharding.NoPriority}, {Axes: []sharding.AxisRef{full("y", 6)}, Priority: 2}}}, shape: []int64{3, 5}},
+		{name: "unknown axis", s: sharding.Sharding{Dims: []sharding.DimSharding{{Axes: []sharding.AxisRef{full("q", 2)}, Priority: sharding.NoPriority}}}, field: "dims[0].axes[0]", msg: "unknown mesh axis"},
+		{name: "wrong Of", s: sharding.Sharding{Dims: []sharding.DimSharding{{Axes: []sharding.AxisRef{full("x", 8)}, Priority: sharding.NoPriority}}}, field: "dims[0].axes[0]", msg: "the mesh says 4"},
+		{name: "invalid sub-axis", s: sharding.Sharding{Replicated: []sharding.AxisRef{sub("y", 4, 2, 6)}}, field: "replicated[0]", msg: "invalid"},
+		{name: "size one of big axis", s: sharding.Sharding{Unreduced: []sharding.AxisRef{sub("y", 2, 1, 6)}}, field: "unreduced[0]", msg: "invalid"},
+		{name: "overlap", s: sharding.Sharding{Dims: []sharding.DimSharding{{Axes: []sharding.AxisRef{full("x", 4)}, Priority: sharding.NoPriority}}, Unreduced: []sharding.AxisRef{sub("x", 2, 2, 4)}}, field: "unreduced[0]", msg: "overlaps"},
+		{name: "negative priority", s: sharding.Sharding{Dims: []sharding.DimSharding{{Axes: []sharding.AxisRef{full("x", 4)}, Priority: -3}}}, field: "dims[0]", msg: "priority -3 is negative"},
+		{name: "rank", s: sharding.Replicated(2), shape: []int64{1}, field: "dims", msg: "rank 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -345,21 +340,21 @@ func TestShardingValidate(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			requireFieldError(t, err, tc.field, tc.msg)
+			sharding.RequireFieldError(t, err, tc.field, tc.msg)
 		})
 	}
 }
 
 func TestShardingHelpers(t *testing.T) {
-	m := mustMesh(t, "x=2,y=4,z=2")
-	s := mustParse(t, jsonString(`[{"x", ?}p1, {"z", "y"}]`), m, nil)
+	m := sharding.MustMesh(t, "x=2,y=4,z=2")
+	s := sharding.MustParse(t, sharding.JSONString(`[{"x", ?}p1, {"z", "y"}]`), m, nil)
 	require.NoError(t, s.Validate(m, []int64{3, 9}, ""))
 	assert.Equal(t, []int{2, 8}, s.ShardCounts())
 	assert.Equal(t, 2, s.Rank())
 	assert.False(t, s.IsFullyReplicated())
-	assert.True(t, Replicated(3).IsFullyReplicated())
-	assert.False(t, Sharding{Dims: make([]DimSharding, 1), Unreduced: []AxisRef{full("x", 2)}}.IsFullyReplicated())
-	assert.Equal(t, []AxisRef{full("x", 2), full("z", 2), full("y", 4)}, s.UsedAxes())
+	assert.True(t, sharding.Replicated(3).IsFullyReplicated())
+	assert.False(t, sharding.Sharding{Dims: make([]sharding.DimSharding, 1), Unreduced: []sharding.AxisRef{full("x", 2)}}.IsFullyReplicated())
+	assert.Equal(t, []sharding.AxisRef{full("x", 2), full("z", 2), full("y", 4)}, s.UsedAxes())
 
 	c := s.Clone()
 	require.True(t, c.Equal(s))
@@ -367,15 +362,15 @@ func TestShardingHelpers(t *testing.T) {
 	assert.Equal(t, full("z", 2), s.Dims[1].Axes[0], "Clone is deep")
 
 	closed := s.Clone()
-	closed.Dims[0].Open, closed.Dims[0].Priority = false, NoPriority
+	closed.Dims[0].Open, closed.Dims[0].Priority = false, sharding.NoPriority
 	assert.False(t, s.Equal(closed))
 	assert.True(t, s.SameLayout(closed), "open and priority do not place data")
 	rep := closed.Clone()
-	rep.Replicated = []AxisRef{full("y", 4)}
+	rep.Replicated = []sharding.AxisRef{full("y", 4)}
 	assert.False(t, closed.Equal(rep))
 	assert.True(t, closed.SameLayout(rep))
 	unr := closed.Clone()
-	unr.Unreduced = []AxisRef{full("y", 4)}
+	unr.Unreduced = []sharding.AxisRef{full("y", 4)}
 	assert.False(t, closed.SameLayout(unr))
 	assert.Equal(t, s.Body(), s.String())
 }

@@ -1,13 +1,15 @@
-package sharding
+package sharding_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 func TestPartitionSpecText(t *testing.T) {
-	m := mustMesh(t, "D=2,X=4,Y=2")
+	m := sharding.MustMesh(t, "D=2,X=4,Y=2")
 	cases := []struct {
 		s, want string
 		ok      bool
@@ -20,7 +22,7 @@ func TestPartitionSpecText(t *testing.T) {
 		{`{"dims":[{"axes":["D"], "open": true},{"axes":[], "priority": 0, "open": true}],"replicated":["X"]}`, "P('D', None)", true},
 	}
 	for _, tc := range cases {
-		got, ok := mustParse(t, tc.s, m, nil).PartitionSpecText()
+		got, ok := sharding.MustParse(t, tc.s, m, nil).PartitionSpecText()
 		assert.Equal(t, tc.ok, ok, tc.s)
 		assert.Equal(t, tc.want, got, tc.s)
 	}
@@ -28,7 +30,7 @@ func TestPartitionSpecText(t *testing.T) {
 
 // TestParsePartitionSpec checks the PartitionSpec forms (text and array) against Shardy's.
 func TestParsePartitionSpec(t *testing.T) {
-	m := mustMesh(t, "x=2,y=2,z=2")
+	m := sharding.MustMesh(t, "x=2,y=2,z=2")
 	cases := []struct {
 		name, raw, want string
 		shape           []int64
@@ -46,13 +48,13 @@ func TestParsePartitionSpec(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			requireShardy(t, mustParse(t, tc.raw, m, tc.shape), m, tc.shape, tc.want)
+			sharding.RequireShardy(t, sharding.MustParse(t, tc.raw, m, tc.shape), m, tc.shape, tc.want)
 		})
 	}
 }
 
 func TestParsePartitionSpecErrors(t *testing.T) {
-	m := mustMesh(t, "x=2,y=2")
+	m := sharding.MustMesh(t, "x=2,y=2")
 	cases := []struct {
 		name, text string
 		want       []string
@@ -68,15 +70,15 @@ func TestParsePartitionSpecErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParsePartitionSpecText(tc.text, m, []int64{4, 4}, "source")
-			requireFieldError(t, err, "source", tc.want...)
+			_, err := sharding.ParsePartitionSpecText(tc.text, m, []int64{4, 4}, "source")
+			sharding.RequireFieldError(t, err, "source", tc.want...)
 		})
 	}
 }
 
 // TestParseJAXRepr: what jax.Array.sharding prints is accepted as it is.
 func TestParseJAXRepr(t *testing.T) {
-	m := mustMesh(t, "data=2,model=4")
+	m := sharding.MustMesh(t, "data=2,model=4")
 	shape := []int64{8, 8}
 	cases := []struct{ name, text, want string }{
 		{"NamedSharding", "NamedSharding(mesh=Mesh('data': 2, 'model': 4, axis_types=(Auto, Auto)), spec=PartitionSpec('data', None), memory_kind=device)", `[{"data"}, {}]`},
@@ -86,15 +88,15 @@ func TestParseJAXRepr(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			requireShardy(t, mustParse(t, jsonString(tc.text), m, shape), m, shape, tc.want)
+			sharding.RequireShardy(t, sharding.MustParse(t, sharding.JSONString(tc.text), m, shape), m, shape, tc.want)
 		})
 	}
-	_, err := Parse([]byte(jsonString("NamedSharding(mesh=Mesh('data': 2, 'model': 8), spec=PartitionSpec('data'))")), m, shape, "source")
-	requireFieldError(t, err, "source", "at offset 14", "data=2,model=8", "data=2,model=4")
-	_, err = Parse([]byte(jsonString("NamedSharding(mesh=Mesh('data': 2, 'model': 4), spec=PartitionSpec('q'))")), m, shape, "source")
-	requireFieldError(t, err, "source", "at offset 67", `unknown mesh axis "q"`)
-	_, err = Parse([]byte(jsonString("NamedSharding(mesh=Mesh('data': 2, 'model': 4))")), m, shape, "source")
-	requireFieldError(t, err, "source", "without spec=")
-	_, err = Parse([]byte(jsonString("GSPMDSharding({devices=[2,1,4]<=[8] last_tile_dim_replicate} x")), m, shape, "source")
-	requireFieldError(t, err, "source", "expected ',' or ')'")
+	_, err := sharding.Parse([]byte(sharding.JSONString("NamedSharding(mesh=Mesh('data': 2, 'model': 8), spec=PartitionSpec('data'))")), m, shape, "source")
+	sharding.RequireFieldError(t, err, "source", "at offset 14", "data=2,model=8", "data=2,model=4")
+	_, err = sharding.Parse([]byte(sharding.JSONString("NamedSharding(mesh=Mesh('data': 2, 'model': 4), spec=PartitionSpec('q'))")), m, shape, "source")
+	sharding.RequireFieldError(t, err, "source", "at offset 67", `unknown mesh axis "q"`)
+	_, err = sharding.Parse([]byte(sharding.JSONString("NamedSharding(mesh=Mesh('data': 2, 'model': 4))")), m, shape, "source")
+	sharding.RequireFieldError(t, err, "source", "without spec=")
+	_, err = sharding.Parse([]byte(sharding.JSONString("GSPMDSharding({devices=[2,1,4]<=[8] last_tile_dim_replicate} x")), m, shape, "source")
+	sharding.RequireFieldError(t, err, "source", "expected ',' or ')'")
 }

@@ -9,12 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardplan/shardplan/internal/stablehlo"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shardplan/shardplan/internal/propagation"
+	"github.com/shardplan/shardplan/internal/stablehlo"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardplan/shardplan/internal/stablehlo"
-
 	"github.com/shardplan/shardplan/internal/propagation"
 	"github.com/shardplan/shardplan/internal/sharding"
+	"github.com/shardplan/shardplan/internal/stablehlo"
 )
 
 var lineColRE = regexp.MustCompile(`^line \d+, column \d+: `)

@@ -6,13 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardplan/shardplan/internal/stablehlo"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shardplan/shardplan/internal/propagation"
 	"github.com/shardplan/shardplan/internal/sharding"
+	"github.com/shardplan/shardplan/internal/stablehlo"
 )
 
 // shardyCase is one function of a Shardy lit test: the CHECK lines of its annotated
