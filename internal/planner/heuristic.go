@@ -94,11 +94,11 @@ type bound struct {
 // sees it: the axis' major atom, whose digit (below q/2 or not) says which half a device
 // is in, the bandwidth across the cut each way, and where the goal puts the atom.
 type halfCut struct {
-	atom       uint8
-	bw         float64 // bytes per µs into either half
-	goalDim    int     // -1: the goal does not use the atom
-	goalPos    int
-	goalLowFra float64 // goal's fraction of the elements whose atom digit is in the low half
+	atom    uint8
+	bw      float64 // bytes per µs into either half
+	goalDim int     // -1: the goal does not use the atom
+	goalPos int
+	goalLow float64 // the goal's fraction of the elements whose atom digit is in the low half
 }
 
 // newBound builds the heuristic for r, or returns nil when neither bound is available

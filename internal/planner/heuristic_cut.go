@@ -60,7 +60,7 @@ func (b *bound) addCuts(r *Request) {
 		for d, ids := range b.goal {
 			if i := slices.Index(ids, uint8(a)); i >= 0 {
 				c.goalDim, c.goalPos = d, i
-				c.goalLowFra = b.lowFraction(d, ids, i)
+				c.goalLow = b.lowFraction(d, ids, i)
 			}
 		}
 		b.cuts = append(b.cuts, c)
@@ -73,23 +73,7 @@ func (b *bound) addCuts(r *Request) {
 
 // cutBytes is the larger of the bytes either half of c lacks in st (the goal's data).
 func (b *bound) cutBytes(st state, c *halfCut) float64 {
-	d, pos := atomAt(st, c.atom)
-	if d < 0 {
-		return 0 // both halves hold everything
-	}
-	var toLow, toHigh float64
-	switch {
-	case c.goalDim < 0:
-		low := b.lowFraction(d, st[d], pos)
-		toLow, toHigh = 1-low, low
-	case c.goalDim != d:
-		low := b.lowFraction(d, st[d], pos)
-		toLow, toHigh = (1-low)*c.goalLowFra, low*(1-c.goalLowFra)
-	default:
-		f := b.jointCross(d, st[d], pos, b.goal[d], c.goalPos, c.atom, true)
-		toLow, toHigh = f[0], f[1]
-	}
-	return max(toLow, toHigh) * b.totalBytes
+	return b.crossBytes(st, c, b.goal, c.goalDim, c.goalPos, true)
 }
 
 // moveTime is the cut bound of one move from st to nx: the least time, in µs, of any
@@ -99,27 +83,38 @@ func (b *bound) moveTime(st, nx state) float64 {
 	t := 0.0
 	for i := range b.cuts {
 		c := &b.cuts[i]
-		d, pos := atomAt(st, c.atom)
-		if d < 0 {
-			continue
-		}
-		var toLow, toHigh float64
-		switch e, epos := atomAt(nx, c.atom); {
-		case e < 0:
-			low := b.lowFraction(d, st[d], pos)
-			toLow, toHigh = 1-low, low
-		case e != d:
-			low, tlow := b.lowFraction(d, st[d], pos), b.lowFraction(e, nx[e], epos)
-			toLow, toHigh = (1-low)*tlow, low*(1-tlow)
-		default:
-			f := b.jointCross(d, st[d], pos, nx[d], epos, c.atom, false)
-			toLow, toHigh = f[0], f[1]
-		}
-		if x := max(toLow, toHigh) * b.totalBytes; x > 0 {
+		e, epos := atomAt(nx, c.atom)
+		if x := b.crossBytes(st, c, nx, e, epos, false); x > 0 {
 			t = max(t, b.combine(b.latMin, x/c.bw))
 		}
 	}
 	return t
+}
+
+// crossBytes is the larger of the bytes either half of c lacks in st of the data tgt
+// needs, c's atom being at position epos of tgt's dim e (e < 0: tgt does not use it);
+// goal says tgt is the goal (whose fractions addCuts computed once).
+func (b *bound) crossBytes(st state, c *halfCut, tgt state, e, epos int, goal bool) float64 {
+	d, pos := atomAt(st, c.atom)
+	if d < 0 {
+		return 0 // both halves hold everything
+	}
+	var toLow, toHigh float64
+	switch {
+	case e < 0:
+		low := b.lowFraction(d, st[d], pos)
+		toLow, toHigh = 1-low, low
+	case e != d:
+		low, tlow := b.lowFraction(d, st[d], pos), c.goalLow
+		if !goal {
+			tlow = b.lowFraction(e, tgt[e], epos)
+		}
+		toLow, toHigh = (1-low)*tlow, low*(1-tlow)
+	default:
+		f := b.jointCross(d, st[d], pos, tgt[d], epos, c.atom, goal)
+		toLow, toHigh = f[0], f[1]
+	}
+	return max(toLow, toHigh) * b.totalBytes
 }
 
 // atomAt is the dim and position of atom a in st (-1, 0: unused).
