@@ -404,7 +404,7 @@ type searcher struct {
 type priceKey struct {
 	op    Op
 	group uint64
-	in    int64
+	bytes int64 // the collective's array
 }
 
 type permKey struct {
@@ -512,38 +512,36 @@ func (s *searcher) price(op Op, group uint64, in int64, before, after state) flo
 		s.permPrices[k] = est.TimeUS
 		return est.TimeUS
 	}
-	v := in
-	if op == OpAllToAll {
-		// The bytes of the padded array: the receiving dim's input length is split k
-		// ways, padded (as (*space).price counts it).
-		for d := range after {
-			if len(after[d]) > len(before[d]) {
-				v = s.sp.allToAllBytes(before, d, s.sp.countMask(group))
-				break
-			}
-		}
-	}
-	key := priceKey{op, group, v}
-	if t, ok := s.prices[key]; ok {
-		return t
-	}
-	var ids []uint8
-	k := int64(1)
-	for a := range s.sp.atoms {
-		if group&(1<<a) != 0 {
-			ids = append(ids, uint8(a))
-			k *= int64(s.sp.atoms[a].Size)
-		}
-	}
-	c := cost.Collective{Mesh: s.r.Mesh, Axes: s.sp.refs(sortedAtoms(s.sp, ids))}
+	// The collective's array, as (*space).price builds it: k input buffers for an
+	// all_gather; for an all_to_all k input buffers padded to k pieces along the
+	// receiving dim.
+	k := s.sp.countMask(group)
+	c := cost.Collective{Mesh: s.r.Mesh}
 	switch op {
 	case OpAllGather:
 		c.Kind, c.Bytes = cost.AllGather, k*in
 	case OpAllToAll:
-		c.Kind, c.Bytes = cost.AllToAll, v
+		c.Kind = cost.AllToAll
+		for d := range after {
+			if len(after[d]) > len(before[d]) {
+				c.Bytes = s.sp.allToAllBytes(before, d, k)
+				break
+			}
+		}
 	case OpCollectivePermute:
 		c.Kind, c.Bytes = cost.CollectivePermute, in
 	}
+	key := priceKey{op, group, c.Bytes}
+	if t, ok := s.prices[key]; ok {
+		return t
+	}
+	var ids []uint8
+	for a := range s.sp.atoms {
+		if group&(1<<a) != 0 {
+			ids = append(ids, uint8(a))
+		}
+	}
+	c.Axes = s.sp.refs(sortedAtoms(s.sp, ids))
 	t := s.r.Model.Estimate(c).TimeUS
 	s.prices[key] = t
 	return t
