@@ -126,12 +126,11 @@ type Router struct {
 // ringLoads are one axis' link loads: per touched line, difference arrays of both
 // directions, 2 x (n+1) floats from slot*2*(n+1).
 type ringLoads struct {
-	gen     []uint32 // per line
-	slot    []int32  // per line
-	lines   []int32  // touched lines, in slot order
-	buf     []float64
-	stride  int
-	touched bool
+	gen    []uint32 // per line
+	slot   []int32  // per line
+	lines  []int32  // touched lines, in slot order
+	buf    []float64
+	stride int
 }
 
 // devLoad is one device's switch port loads.

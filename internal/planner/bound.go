@@ -48,15 +48,6 @@ func lowerBoundWith(r *Request, lb int64) int64 {
 	return lb + 2*int64(p-1)*min(src, tgt)/int64(p)
 }
 
-func containsRef(refs []sharding.AxisRef, r sharding.AxisRef) bool {
-	for _, x := range refs {
-		if x == r {
-			return true
-		}
-	}
-	return false
-}
-
 // LowerBoundBetween is the most bytes of its tile in `to` that any device's tile in
 // `from` lacks (exact box arithmetic, padding excluded). It enumerates the coordinates
 // of the mesh axes either sharding uses; axes both replicate do not change the answer.

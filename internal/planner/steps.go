@@ -158,10 +158,6 @@ func (sp *space) directStepBytes(r *Request, from, goal state, unr []sharding.Ax
 	return st
 }
 
-func directBetween(r *Request, before, after sharding.Sharding) Step {
-	return directBetweenBytes(r, before, after, -1)
-}
-
 func directBetweenBytes(r *Request, before, after sharding.Sharding, bytes int64) Step {
 	if bytes < 0 {
 		bytes = LowerBoundBetween(r, before, after)

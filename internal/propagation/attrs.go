@@ -41,11 +41,6 @@ func (a attrs) sub(names ...string) attrs {
 	return a
 }
 
-func (a attrs) has(name string) bool {
-	_, ok := a.m[name]
-	return ok
-}
-
 func toInt(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int:
