@@ -100,7 +100,7 @@ func FuzzAppendJSONString(f *testing.F) {
 }
 
 func TestGraphJSONFloats(t *testing.T) {
-	for _, f := range []float64{0, -0.0, 1, -1.5, 1e-6, 9.99e-7, 1e-7, 1.5e-10, 1e20, 1e21, 1.2345e21, -3e-300, math.MaxFloat64, math.SmallestNonzeroFloat64, 123456.789} {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1.5, 1e-6, 9.99e-7, 1e-7, 1.5e-10, 1e20, 1e21, 1.2345e21, -3e-300, math.MaxFloat64, math.SmallestNonzeroFloat64, 123456.789} {
 		want, err := encodeJSON(f)
 		require.NoError(t, err)
 		e := jsonAppender{}
