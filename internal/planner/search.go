@@ -42,24 +42,51 @@ type move struct {
 // (tile size, replication, cost against the best known g, then feasibility) only to
 // save work; a move rejected by one filter is rejected whatever the order.
 
-// node is one entry of the search: a state reached at cost g (h is the heuristic of
-// that state) by the move op/dim/dim2 from node prev (-1 at the start).
-type node[K comparable] struct {
-	st        state
+// node is one entry of the search: the state with key reached at cost g (f orders the
+// queue) by the move op/dim/dim2 from node prev (-1 at the start). The state itself is
+// not stored: its key decodes to it (searchKey), which keeps nodes small and spares a
+// copy of every state pushed.
+type node[K searchKey] struct {
 	key       K
 	g, f      float64
 	steps     int32
 	prev      int32
-	op        Op
 	dim, dim2 int16
+	op        opCode
 	// lazy marks a collective_permute edge priced optimistically (searcher.permLB); its
-	// exact price is computed when the node is popped (in: the parent's input bytes).
+	// exact price is computed when the node is popped.
 	lazy bool
-	in   int64
+}
+
+// opCode is a search move's op in one byte (node size: nodes are most of a search's
+// memory).
+type opCode uint8
+
+// searchOps are the ops the search generates, by opCode.
+var searchOps = [...]Op{OpSlice, OpAllGather, OpAllToAll, OpCollectivePermute}
+
+// codeOf is op's opCode (op one of searchOps).
+func codeOf(op Op) opCode {
+	switch op {
+	case OpAllGather:
+		return 1
+	case OpAllToAll:
+		return 2
+	case OpCollectivePermute:
+		return 3
+	}
+	return 0
+}
+
+// searchKey is a state key the search can turn back into its state: decode rewrites dst
+// (rank dims, each with room for every atom) as the state and returns it.
+type searchKey interface {
+	comparable
+	decode(dst state) state
 }
 
 // openQueue is a binary heap of node indices ordered by (f, steps).
-type openQueue[K comparable] struct {
+type openQueue[K searchKey] struct {
 	nodes []node[K]
 	idx   []int32
 }
@@ -129,7 +156,7 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 		if packable(sp, len(goal)) {
 			return runSearch(ctx, s, start, func(st state) packedKey { return packKey(st) })
 		}
-		return runSearch(ctx, s, start, func(st state) string { return st.key() })
+		return runSearch(ctx, s, start, func(st state) stringKey { return stringKey(st.key()) })
 	}
 	// First weighted passes (f = g + w·h) on small budgets: they reach the goal in few
 	// expansions, and their best plan, at most w times the optimum, bounds the exact
@@ -194,19 +221,21 @@ var weightedPassWeights = [...]float64{4, 16}
 
 // runSearch is the search loop over a state key type K: packedKey when every state fits
 // one (no allocation per lookup), the string key otherwise.
-func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
+func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
 	rs := &searchRun[K]{s: s, q: &openQueue[K]{}, best: map[K]seen{}, keyOf: keyOf}
+	rs.cur, rs.curSt, rs.parentSt = &rs.curNode, s.scratchState(), s.scratchState()
 	startKey := keyOf(start)
 	h0 := s.heuristic(start)
 	rs.best[startKey] = seen{0, h0}
-	rs.push(start, startKey, 0, h0, 0, -1, "", 0, 0, false, 0)
+	rs.push(startKey, 0, h0, 0, -1, 0, 0, 0, false)
 	goalKey := keyOf(s.goal)
 	q := rs.q
 	for len(q.idx) > 0 {
 		ni := q.pop()
-		n := q.nodes[ni]
+		rs.curNode = q.nodes[ni]
+		n := &rs.curNode
 		if n.lazy {
-			rs.priceLazy(&n)
+			rs.priceLazy(n)
 			continue
 		}
 		if b := rs.best[n.key]; b.g < n.g {
@@ -230,8 +259,8 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 				return nil, rs.expansions, false, err
 			}
 		}
-		rs.cur, rs.curIdx = &n, ni
-		s.expand(n.st, rs.successor)
+		rs.curIdx = ni
+		s.expand(n.key.decode(rs.curSt), rs.successor)
 	}
 	if rs.bestMv != nil {
 		s.goalG = rs.bestG
@@ -241,23 +270,26 @@ func runSearch[K comparable](ctx context.Context, s *searcher, start state, keyO
 }
 
 // searchRun is one pass of runSearch: the open queue, what is known of each state, the
-// node being expanded, and (anytime passes) the cheapest plan found so far.
-type searchRun[K comparable] struct {
-	s          *searcher
-	q          *openQueue[K]
-	best       map[K]seen
-	keyOf      func(state) K
-	expansions int
-	cur        *node[K]
-	curIdx     int32
-	bestMv     []move
-	bestG      float64
+// node being expanded (a copy: the queue may grow under it) and its state, and
+// (anytime passes) the cheapest plan found so far.
+type searchRun[K searchKey] struct {
+	s               *searcher
+	q               *openQueue[K]
+	best            map[K]seen
+	keyOf           func(state) K
+	expansions      int
+	curNode         node[K]
+	cur             *node[K] // &curNode
+	curIdx          int32
+	curSt, parentSt state // decoded states: the node expanded, a lazy node's parent
+	bestMv          []move
+	bestG           float64
 }
 
 // push queues a node; h is the heuristic (a lower bound, which prunes against s.ub), and
 // the queue orders by f = g + weight x h.
-func (rs *searchRun[K]) push(st state, key K, g, h float64, steps, prev int32, op Op, dim, dim2 int, lazy bool, in int64) {
-	rs.q.nodes = append(rs.q.nodes, node[K]{st: st, key: key, g: g, f: g + rs.s.weight*h, steps: steps, prev: prev, op: op, dim: int16(dim), dim2: int16(dim2), lazy: lazy, in: in})
+func (rs *searchRun[K]) push(key K, g, h float64, steps, prev int32, op opCode, dim, dim2 int, lazy bool) {
+	rs.q.nodes = append(rs.q.nodes, node[K]{key: key, g: g, f: g + rs.s.weight*h, steps: steps, prev: prev, op: op, dim: int16(dim), dim2: int16(dim2), lazy: lazy})
 	rs.q.push(int32(len(rs.q.nodes) - 1))
 }
 
@@ -266,7 +298,9 @@ func (rs *searchRun[K]) push(st state, key K, g, h float64, steps, prev int32, o
 func (rs *searchRun[K]) priceLazy(n *node[K]) {
 	s := rs.s
 	parent := &rs.q.nodes[n.prev]
-	g := parent.g + s.price(n.op, 0, n.in, parent.st, n.st)
+	before := parent.key.decode(rs.parentSt)
+	in := s.sp.bytes(s.sp.tileElems(before)) // the parent's input buffer, as expand computed it
+	g := parent.g + s.price(OpCollectivePermute, 0, in, before, n.key.decode(rs.curSt))
 	if b, ok := rs.best[n.key]; ok && b.g <= g {
 		return
 	}
@@ -275,7 +309,7 @@ func (rs *searchRun[K]) priceLazy(n *node[K]) {
 	if g+h > s.ub {
 		return
 	}
-	rs.push(n.st, n.key, g, h, n.steps, n.prev, n.op, int(n.dim), int(n.dim2), false, 0)
+	rs.push(n.key, g, h, n.steps, n.prev, n.op, int(n.dim), int(n.dim2), false)
 }
 
 // reachGoal rebuilds the path to goal node ni. It returns the merged moves, or nil when
@@ -283,8 +317,12 @@ func (rs *searchRun[K]) priceLazy(n *node[K]) {
 func (rs *searchRun[K]) reachGoal(ni int32) []move {
 	s, q := rs.s, rs.q
 	var mv []move
+	after := q.nodes[ni].key.decode(s.scratchState()).clone()
 	for x := ni; q.nodes[x].prev >= 0; x = q.nodes[x].prev {
-		mv = append(mv, s.moveOf(q.nodes[q.nodes[x].prev].st, &q.nodes[x].st, q.nodes[x].op, int(q.nodes[x].dim), int(q.nodes[x].dim2)))
+		nx := &q.nodes[x]
+		before := q.nodes[nx.prev].key.decode(s.scratchState()).clone()
+		mv = append(mv, s.moveOf(before, &after, searchOps[nx.op], int(nx.dim), int(nx.dim2)))
+		after = before
 	}
 	slices.Reverse(mv)
 	g := q.nodes[ni].g
@@ -303,20 +341,20 @@ func (rs *searchRun[K]) reachGoal(ni int32) []move {
 // path at least as cheap is known, the move is infeasible, or nx cannot beat the
 // incumbent.
 func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) {
-	s, n := rs.s, rs.cur
+	s, n, st := rs.s, rs.cur, rs.curSt
 	lazy := op == OpCollectivePermute && s.routed
 	var g float64
 	if lazy {
-		g = n.g + s.permLB(s.inBytes, n.st, nx)
+		g = n.g + s.permLB(s.inBytes, st, nx)
 	} else {
-		g = n.g + s.price(op, group, s.inBytes, n.st, nx)
+		g = n.g + s.price(op, group, s.inBytes, st, nx)
 	}
 	k := rs.keyOf(nx)
 	old, ok := rs.best[k]
 	if ok && old.g <= g {
 		return
 	}
-	if op != OpCollectivePermute && !s.feasible(n.st, nx, group) {
+	if op != OpCollectivePermute && !s.feasible(st, nx, group) {
 		return
 	}
 	h := old.h
@@ -330,11 +368,11 @@ func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) 
 		if !ok {
 			rs.best[k] = seen{math.Inf(1), h} // remember h; no exact cost yet
 		}
-		rs.push(s.keep(nx), k, g, h, n.steps+1, rs.curIdx, op, dim, dim2, true, s.inBytes)
+		rs.push(k, g, h, n.steps+1, rs.curIdx, codeOf(op), dim, dim2, true)
 		return
 	}
 	rs.best[k] = seen{g, h}
-	rs.push(s.keep(nx), k, g, h, n.steps+1, rs.curIdx, op, dim, dim2, false, 0)
+	rs.push(k, g, h, n.steps+1, rs.curIdx, codeOf(op), dim, dim2, false)
 }
 
 // moveOf rebuilds the move op from before to *after (the group follows from the two
@@ -386,11 +424,6 @@ type searcher struct {
 	ub           float64 // prune states whose cost plus heuristic exceeds it
 	covers       map[string]bool
 	buf          []byte
-
-	// slab and dims back the states the search keeps (keep), a few allocations for
-	// many states.
-	slab []uint8
-	dims [][]uint8
 
 	// scratch for expand
 	nx      state
@@ -451,29 +484,14 @@ func newSearcher(sp *space, r *Request, start, goal state, unr []sharding.AxisRe
 	return s
 }
 
-// keep copies st into the searcher's slabs. Each dim of the copy has its length as its
-// capacity, so an append to it reallocates instead of overwriting a neighbour.
-func (s *searcher) keep(st state) state {
-	n := 0
-	for _, d := range st {
-		n += len(d)
+// scratchState is an empty state of the goal's rank with room for every atom in each
+// dim (decode's destination).
+func (s *searcher) scratchState() state {
+	st := make(state, len(s.goal))
+	for d := range st {
+		st[d] = make([]uint8, 0, len(s.sp.atoms))
 	}
-	// Chunks double (from small ones) so tiny searches stay cheap.
-	if cap(s.slab)-len(s.slab) < n {
-		s.slab = make([]uint8, 0, max(256, n, 2*cap(s.slab)))
-	}
-	if r := len(st); cap(s.dims)-len(s.dims) < r {
-		s.dims = make([][]uint8, 0, max(32, r, 2*cap(s.dims)))
-	}
-	i := len(s.dims)
-	s.dims = s.dims[:i+len(st)]
-	out := state(s.dims[i : i+len(st) : i+len(st)])
-	for d, ids := range st {
-		j := len(s.slab)
-		s.slab = append(s.slab, ids...)
-		out[d] = s.slab[j:len(s.slab):len(s.slab)]
-	}
-	return out
+	return st
 }
 
 // permLB is a lower bound on the routed price of a collective_permute of in bytes per

@@ -37,6 +37,28 @@ func (s state) key() string {
 	return string(b)
 }
 
+// stringKey is a state's key (state.key) as the search's string-keyed pass uses it.
+type stringKey string
+
+// decode rewrites dst as the state k encodes: each dim's atoms, up to its 0xff.
+func (k stringKey) decode(dst state) state {
+	if len(dst) == 0 {
+		return dst
+	}
+	d := 0
+	dst[0] = dst[0][:0]
+	for i := 0; i < len(k); i++ {
+		if k[i] == 0xff {
+			if d++; d < len(dst) {
+				dst[d] = dst[d][:0]
+			}
+			continue
+		}
+		dst[d] = append(dst[d], k[i])
+	}
+	return dst
+}
+
 func (s state) equal(o state) bool {
 	for i := range s {
 		if !slices.Equal(s[i], o[i]) {
@@ -385,4 +407,28 @@ func packKey(s state) packedKey {
 		put(63)
 	}
 	return k
+}
+
+// decode rewrites dst as the state k encodes (dst has the state's rank): symbols up to
+// each separator 63 are a dim's atom ids plus one; the first 0 ends the state.
+func (k packedKey) decode(dst state) state {
+	if len(dst) == 0 {
+		return dst
+	}
+	d := 0
+	dst[0] = dst[0][:0]
+	for i := range packedSymbols {
+		v := uint8(k[i/10] >> ((i % 10) * 6) & 63)
+		switch v {
+		case 0:
+			return dst
+		case 63:
+			if d++; d < len(dst) {
+				dst[d] = dst[d][:0]
+			}
+		default:
+			dst[d] = append(dst[d], v-1)
+		}
+	}
+	return dst
 }
