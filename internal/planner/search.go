@@ -137,8 +137,20 @@ func (q *openQueue[K]) pop() int32 {
 	return x
 }
 
-// seen is what the search knows of a state: the cheapest cost found and its heuristic.
-type seen struct{ g, h float64 }
+// seen is what the search knows of a state: the cheapest cost found in pass pass, and
+// its heuristic (the same in every pass: the passes of one search share the table).
+type seen struct {
+	g, h float64
+	pass int32
+}
+
+// searchMemo is what the passes of one search share: the states seen, with their
+// heuristics (computed once per search, not once per pass), and the queue's buffers.
+type searchMemo[K searchKey] struct {
+	best map[K]seen
+	q    openQueue[K]
+	pass int32
+}
 
 // search finds the cheapest schedule from start to goal over slice, all_gather,
 // all_to_all and collective_permute moves. It returns the moves, the number of
@@ -222,11 +234,22 @@ var weightedPassWeights = [...]float64{4, 16}
 // runSearch is the search loop over a state key type K: packedKey when every state fits
 // one (no allocation per lookup), the string key otherwise.
 func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
-	rs := &searchRun[K]{s: s, q: &openQueue[K]{}, best: map[K]seen{}, keyOf: keyOf}
+	m, _ := s.memo.(*searchMemo[K])
+	if m == nil {
+		m = &searchMemo[K]{best: map[K]seen{}}
+		s.memo = m
+	}
+	m.pass++
+	m.q.nodes, m.q.idx = m.q.nodes[:0], m.q.idx[:0]
+	rs := &searchRun[K]{s: s, q: &m.q, best: m.best, pass: m.pass, keyOf: keyOf}
 	rs.cur, rs.curSt, rs.parentSt = &rs.curNode, s.scratchState(), s.scratchState()
 	startKey := keyOf(start)
-	h0 := s.heuristic(start)
-	rs.best[startKey] = seen{0, h0}
+	e, ok := m.best[startKey]
+	h0 := e.h
+	if !ok {
+		h0 = s.heuristic(start)
+	}
+	rs.best[startKey] = seen{0, h0, rs.pass}
 	rs.push(startKey, 0, h0, 0, -1, 0, 0, 0, false)
 	goalKey := keyOf(s.goal)
 	q := rs.q
@@ -275,7 +298,8 @@ func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf
 type searchRun[K searchKey] struct {
 	s               *searcher
 	q               *openQueue[K]
-	best            map[K]seen
+	best            map[K]seen // entries of earlier passes count for their h only
+	pass            int32
 	keyOf           func(state) K
 	expansions      int
 	curNode         node[K]
@@ -305,7 +329,7 @@ func (rs *searchRun[K]) priceLazy(n *node[K]) {
 		return
 	}
 	h := rs.best[n.key].h
-	rs.best[n.key] = seen{g, h}
+	rs.best[n.key] = seen{g, h, rs.pass}
 	if g+h > s.ub {
 		return
 	}
@@ -350,7 +374,8 @@ func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) 
 		g = n.g + s.price(op, group, s.inBytes, st, nx)
 	}
 	k := rs.keyOf(nx)
-	old, ok := rs.best[k]
+	old, known := rs.best[k]
+	ok := known && old.pass == rs.pass // a cost of this pass
 	if ok && old.g <= g {
 		return
 	}
@@ -358,7 +383,7 @@ func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) 
 		return
 	}
 	h := old.h
-	if !ok {
+	if !known {
 		h = s.heuristic(nx)
 	}
 	if g+h > s.ub {
@@ -366,12 +391,12 @@ func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) 
 	}
 	if lazy {
 		if !ok {
-			rs.best[k] = seen{math.Inf(1), h} // remember h; no exact cost yet
+			rs.best[k] = seen{math.Inf(1), h, rs.pass} // remember h; no exact cost yet
 		}
 		rs.push(k, g, h, n.steps+1, rs.curIdx, codeOf(op), dim, dim2, true)
 		return
 	}
-	rs.best[k] = seen{g, h}
+	rs.best[k] = seen{g, h, rs.pass}
 	rs.push(k, g, h, n.steps+1, rs.curIdx, codeOf(op), dim, dim2, false)
 }
 
@@ -423,6 +448,7 @@ type searcher struct {
 	peakIn       float64
 	ub           float64 // prune states whose cost plus heuristic exceeds it
 	covers       map[string]bool
+	memo         any // *searchMemo[K] of the search's key type
 	buf          []byte
 
 	// scratch for expand
