@@ -423,7 +423,7 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	var dkey digitKey
 	if permute {
 		if src, ok := sp.digitSrc(before, after); ok {
-			dkey = digitKey{string(src), inBytes}
+			dkey = sp.digitKeyOf(src, inBytes)
 			if est, ok := sp.digitRoutes[dkey]; ok {
 				return est, true
 			}
@@ -431,7 +431,7 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	}
 	// The same step is priced by the search, the merge, the incumbent and the final
 	// steps: route each pattern once per request.
-	key := routeKey{before.key(), after.key(), permute, inBytes}
+	key := sp.routeKeyOf(before, after, permute, inBytes)
 	if est, ok := sp.routes[key]; ok {
 		return est, true
 	}
@@ -444,7 +444,7 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 		if te, ok := sp.router.PriceDigitPermutation(dp); ok {
 			est = te.Estimate
 			sp.routes[key] = est
-			if dkey.src != "" {
+			if dkey.set {
 				if sp.digitRoutes == nil {
 					sp.digitRoutes = map[digitKey]cost.Estimate{}
 				}
@@ -461,10 +461,27 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	return est, true
 }
 
-// digitKey is a digit permutation (digitSrc) and its bytes per device.
+// digitKey is a digit permutation (digitSrc) and its bytes per device: the permutation
+// packed six bits an atom when it has at most 20 atoms (no allocation per lookup), else
+// as a string.
 type digitKey struct {
-	src string
-	in  int64
+	packed [2]uint64
+	src    string
+	in     int64
+	set    bool
+}
+
+// digitKeyOf is the digitKey of src (one byte an atom) and in.
+func (sp *space) digitKeyOf(src []byte, in int64) digitKey {
+	k := digitKey{in: in, set: true}
+	if len(src) > 20 {
+		k.src = string(src)
+		return k
+	}
+	for i, a := range src {
+		k.packed[i/10] |= uint64(a) << ((i % 10) * 6)
+	}
+	return k
 }
 
 // digitSrc is the digit permutation from before to after as pattern.digitPermutation
@@ -495,10 +512,21 @@ func (sp *space) digitSrc(before, after state) ([]byte, bool) {
 	return src, true
 }
 
+// routeKey is a routed step: its two states (packed when they fit a packedKey, which
+// needs no allocation, else as strings), its kind and its input bytes.
 type routeKey struct {
+	pb, pa        packedKey
 	before, after string
 	permute       bool
 	in            int64
+}
+
+// routeKeyOf is the routeKey of the step from before to after.
+func (sp *space) routeKeyOf(before, after state, permute bool, in int64) routeKey {
+	if packable(sp, len(before)) {
+		return routeKey{pb: packKey(before), pa: packKey(after), permute: permute, in: in}
+	}
+	return routeKey{before: before.key(), after: after.key(), permute: permute, in: in}
 }
 
 // eachDevice enumerates every transfer of the whole mesh (fixed atoms and atom-free

@@ -150,6 +150,9 @@ type searchMemo[K searchKey] struct {
 	best map[K]seen
 	q    openQueue[K]
 	pass int32
+	// perm memoizes the routed price of a collective_permute by its two states (the
+	// input bytes follow from the first): the same permute recurs from many nodes.
+	perm map[[2]K]float64
 }
 
 // search finds the cheapest schedule from start to goal over slice, all_gather,
@@ -236,12 +239,12 @@ var weightedPassWeights = [...]float64{4, 16}
 func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
 	m, _ := s.memo.(*searchMemo[K])
 	if m == nil {
-		m = &searchMemo[K]{best: map[K]seen{}}
+		m = &searchMemo[K]{best: map[K]seen{}, perm: map[[2]K]float64{}}
 		s.memo = m
 	}
 	m.pass++
 	m.q.nodes, m.q.idx = m.q.nodes[:0], m.q.idx[:0]
-	rs := &searchRun[K]{s: s, q: &m.q, best: m.best, pass: m.pass, keyOf: keyOf}
+	rs := &searchRun[K]{s: s, q: &m.q, best: m.best, perm: m.perm, pass: m.pass, keyOf: keyOf}
 	rs.cur, rs.curSt, rs.parentSt = &rs.curNode, s.scratchState(), s.scratchState()
 	startKey := keyOf(start)
 	e, ok := m.best[startKey]
@@ -299,6 +302,7 @@ type searchRun[K searchKey] struct {
 	s               *searcher
 	q               *openQueue[K]
 	best            map[K]seen // entries of earlier passes count for their h only
+	perm            map[[2]K]float64
 	pass            int32
 	keyOf           func(state) K
 	expansions      int
@@ -322,9 +326,14 @@ func (rs *searchRun[K]) push(key K, g, h float64, steps, prev int32, op opCode, 
 func (rs *searchRun[K]) priceLazy(n *node[K]) {
 	s := rs.s
 	parent := &rs.q.nodes[n.prev]
-	before := parent.key.decode(rs.parentSt)
-	in := s.sp.bytes(s.sp.tileElems(before)) // the parent's input buffer, as expand computed it
-	g := parent.g + s.price(OpCollectivePermute, 0, in, before, n.key.decode(rs.curSt))
+	t, ok := rs.perm[[2]K{parent.key, n.key}]
+	if !ok {
+		before := parent.key.decode(rs.parentSt)
+		in := s.sp.bytes(s.sp.tileElems(before)) // the parent's input buffer, as expand computed it
+		t = s.price(OpCollectivePermute, 0, in, before, n.key.decode(rs.curSt))
+		rs.perm[[2]K{parent.key, n.key}] = t
+	}
+	g := parent.g + t
 	if b, ok := rs.best[n.key]; ok && b.g <= g {
 		return
 	}
@@ -426,9 +435,8 @@ type searcher struct {
 	maxTile  int64
 	noRep    bool // prune fully replicated intermediate states
 
-	prices     map[priceKey]float64
-	permPrices map[permKey]float64
-	routed     bool // the model prices point-to-point steps by their traffic
+	prices map[priceKey]float64
+	routed bool // the model prices point-to-point steps by their traffic
 	// goalDirected restricts the moves to those that make progress: slices and
 	// all-to-alls only into the dim the goal puts the (first) atom in, and no dim's
 	// common prefix with its goal is gathered or moved. goalDim is that dim per atom
@@ -461,26 +469,20 @@ type searcher struct {
 }
 
 type priceKey struct {
-	op    Op
+	op    opCode
 	group uint64
 	bytes int64 // the collective's array
-}
-
-type permKey struct {
-	before, after string
-	in            int64
 }
 
 func newSearcher(sp *space, r *Request, start, goal state, unr []sharding.AxisRef) *searcher {
 	s := &searcher{
 		sp: sp, r: r, goal: goal, goalMask: goal.used(), unr: unr,
-		maxTile:    max(sp.tileElems(start), sp.tileElems(goal)),
-		noRep:      !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && len(unr) == 0,
-		prices:     map[priceKey]float64{},
-		permPrices: map[permKey]float64{},
-		routed:     sp.canRoute(r),
-		covers:     map[string]bool{},
-		counts:     make([]int64, len(goal)),
+		maxTile: max(sp.tileElems(start), sp.tileElems(goal)),
+		noRep:   !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && len(unr) == 0,
+		prices:  map[priceKey]float64{},
+		routed:  sp.canRoute(r),
+		covers:  map[string]bool{},
+		counts:  make([]int64, len(goal)),
 	}
 	s.nx = make(state, len(goal))
 	for d := range s.nx {
@@ -547,13 +549,9 @@ func (s *searcher) price(op Op, group uint64, in int64, before, after state) flo
 		return 0
 	}
 	if op == OpCollectivePermute && s.routed {
-		// The price depends on where every atom goes, not only on the group.
-		k := permKey{before.key(), after.key(), in}
-		if t, ok := s.permPrices[k]; ok {
-			return t
-		}
+		// The price depends on where every atom goes, not only on the group (the
+		// search memoizes it by the two states: searchMemo.perm).
 		est, _ := s.sp.routed(s.r, before, after, true, in)
-		s.permPrices[k] = est.TimeUS
 		return est.TimeUS
 	}
 	// The collective's array, as (*space).price builds it: k input buffers for an
@@ -575,7 +573,7 @@ func (s *searcher) price(op Op, group uint64, in int64, before, after state) flo
 	case OpCollectivePermute:
 		c.Kind, c.Bytes = cost.CollectivePermute, in
 	}
-	key := priceKey{op, group, c.Bytes}
+	key := priceKey{codeOf(op), group, c.Bytes}
 	if t, ok := s.prices[key]; ok {
 		return t
 	}
