@@ -1,6 +1,9 @@
 package cost
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // Digit is one factor of a mesh axis' coordinate: coordinate on Axis = sum over its digits
 // of value x Weight, the value in [0, Size).
@@ -45,12 +48,10 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 	if r.f.gpusPerNode > 0 {
 		return TrafficEstimate{}, false
 	}
-	na := len(r.m.Axes)
-	onAxis := make([][]int, na)
+	onAxis, sSet := r.digitScratch()
 	if !r.digitsOnAxes(p, onAxis) {
 		return TrafficEstimate{}, false
 	}
-	sSet := make([]uint64, na)
 	segmentSets(p, onAxis, sSet)
 	w, base, used, ok := r.digitLinkLoad(p, onAxis, sSet)
 	if !ok {
@@ -59,7 +60,7 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 	if !used {
 		return TrafficEstimate{}, true // every device keeps its buffer
 	}
-	lat, hops, ok := r.digitLongestRoute(p, onAxis, sSet)
+	lat, hops, ok := r.longestRoute(p, onAxis, sSet)
 	if !ok {
 		return TrafficEstimate{}, false
 	}
@@ -74,6 +75,49 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 	out.TimeUS = r.f.combine(out.LatencyUS, out.BandwidthUS)
 	out.Link = w.class.String()
 	return out, true
+}
+
+// digitScratch returns the per-axis digit lists and segment sets of one
+// PriceDigitPermutation call, empty, from buffers the router keeps (a search prices
+// thousands of permutations).
+func (r *Router) digitScratch() ([][]int, []uint64) {
+	na := len(r.m.Axes)
+	if r.dOnAxis == nil {
+		r.dOnAxis, r.dSSet = make([][]int, na), make([]uint64, na)
+	}
+	for i := range na {
+		r.dOnAxis[i], r.dSSet[i] = r.dOnAxis[i][:0], 0
+	}
+	return r.dOnAxis, r.dSSet
+}
+
+// longestRouteOf is a memoized digitLongestRoute.
+type longestRouteOf struct {
+	lat  float64
+	hops int
+	ok   bool
+}
+
+// longestRoute is digitLongestRoute memoized by p's digits and Src: the route does not
+// depend on the bytes, and a search prices one permutation on many buffer sizes.
+func (r *Router) longestRoute(p DigitPermutation, onAxis [][]int, sSet []uint64) (float64, int, bool) {
+	b := r.dKey[:0]
+	for k, d := range p.Digits {
+		b = binary.AppendUvarint(b, uint64(d.Axis))
+		b = binary.AppendUvarint(b, uint64(d.Size))
+		b = binary.AppendUvarint(b, uint64(d.Weight))
+		b = binary.AppendUvarint(b, uint64(p.Src[k]))
+	}
+	r.dKey = b
+	if v, ok := r.longest[string(b)]; ok {
+		return v.lat, v.hops, v.ok
+	}
+	lat, hops, ok := r.digitLongestRoute(p, onAxis, sSet)
+	if r.longest == nil {
+		r.longest = map[string]longestRouteOf{}
+	}
+	r.longest[string(b)] = longestRouteOf{lat, hops, ok}
+	return lat, hops, ok
 }
 
 // digitsOnAxes lists in onAxis the digits of each mesh axis; false when an axis with
@@ -138,8 +182,12 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 			}
 		}
 		rt := r.rt[i]
-		groups := map[uint64][]float64{}
-		lineLoads(groups, p, onAxis[i], S, lSet, rt, float64(p.Bytes)*mult)
+		if r.dGroups == nil {
+			r.dGroups = map[uint64][]float64{}
+		}
+		groups := r.dGroups
+		clear(groups)
+		r.lineLoads(groups, p, onAxis[i], S, lSet, rt, float64(p.Bytes)*mult)
 		n := rt.n
 		for _, buf := range groups {
 			for dir := range 2 {
@@ -163,9 +211,14 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 // lineLoads fills groups with, per line class (an assignment of S ∩ L, as a key), the
 // difference arrays of the load on the axis' links in both directions, each transfer
 // weighing wgt. digits are the axis' digits; S the digits its segments depend on.
-func lineLoads(groups map[uint64][]float64, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) {
+func (r *Router) lineLoads(groups map[uint64][]float64, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) {
 	n := rt.n
-	val := make([]int, len(p.Digits))
+	val := r.dVal[:0]
+	for range p.Digits {
+		val = append(val, 0)
+	}
+	r.dVal = val
+	r.dLoads = r.dLoads[:0] // the previous axis' arrays are no longer used
 	eachAssignment(p.Digits, S, val, func() {
 		var key uint64
 		for _, k := range S {
@@ -183,7 +236,9 @@ func lineLoads(groups map[uint64][]float64, p DigitPermutation, digits, S []int,
 		}
 		buf := groups[key]
 		if buf == nil {
-			buf = make([]float64, 2*(n+1))
+			j := len(r.dLoads)
+			r.dLoads = append(r.dLoads, make([]float64, 2*(n+1))...)
+			buf = r.dLoads[j:len(r.dLoads):len(r.dLoads)]
 			groups[key] = buf
 		}
 		routeRing(buf, rt.topo, n, a, b, wgt)

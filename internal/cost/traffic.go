@@ -121,6 +121,15 @@ type Router struct {
 	devs    []devLoad // switch port loads of touched devices
 	node    [2][]float64
 	scratch []float64
+
+	// PriceDigitPermutation's buffers and its memo of longest routes.
+	dOnAxis [][]int
+	dSSet   []uint64
+	dKey    []byte
+	dVal    []int
+	dGroups map[uint64][]float64
+	dLoads  []float64 // backs dGroups' difference arrays
+	longest map[string]longestRouteOf
 }
 
 // ringLoads are one axis' link loads: per touched line, difference arrays of both
