@@ -269,77 +269,78 @@ func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int
 	lf := sharding.NewLayout(m, r.Shape, r.Source)
 	lt := sharding.NewLayout(m, r.Shape, r.Target)
 	rank := len(r.Shape)
-	type side struct {
-		held   map[string]bool
-		needed map[string][]int
+	// A tile is its shard indices as one mixed-radix number (the counts' product is at
+	// most the devices enumerated), and side k's tiles are offset by k times that
+	// product: integer map keys, no allocation per device.
+	pf, pt := 1, 1
+	for d := range rank {
+		pf *= lf.Counts[d]
+		pt *= lt.Counts[d]
 	}
-	sd := make([]side, sides)
-	for k := range sd {
-		sd[k] = side{map[string]bool{}, map[string][]int{}}
-	}
-	key := func(idx []int) string {
-		b := make([]byte, 0, 4*len(idx))
-		for _, v := range idx {
-			b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
-		}
-		return string(b)
-	}
+	held, needed := map[int]bool{}, map[int]bool{}
 	eachUsedCoords(m, used, func(coords []int) {
-		si, ti := make([]int, rank), make([]int, rank)
+		si, ti := 0, 0
 		for d := range rank {
-			si[d] = lf.ShardIndex(d, coords)
-			ti[d] = lt.ShardIndex(d, coords)
+			si = si*lf.Counts[d] + lf.ShardIndex(d, coords)
+			ti = ti*lt.Counts[d] + lt.ShardIndex(d, coords)
 		}
-		k := &sd[sideOf(coords)]
-		k.held[key(si)] = true
-		k.needed[key(ti)] = ti
+		k := sideOf(coords)
+		held[k*pf+si] = true
+		needed[k*pt+ti] = true
 	})
 	need = make([]int64, sides)
-	sIdx := make([]int, rank)
+	sIdx, ti := make([]int, rank), make([]int, rank)
 	l, h := make([]int, rank), make([]int, rank)
-	for k, side := range sd {
-		var elems int64
-		for _, ti := range side.needed {
-			size := int64(1)
+	for key := range needed {
+		k := key / pt
+		for d, x := rank-1, key%pt; d >= 0; d-- {
+			ti[d], x = x%lt.Counts[d], x/lt.Counts[d]
+		}
+		size := int64(1)
+		for d := range rank {
+			s, e := lt.Range(d, ti[d])
+			size *= max(0, e-s)
+			if e > s {
+				l[d], h[d] = int(s/lf.Tile[d]), int((e-1)/lf.Tile[d])
+			} else {
+				l[d], h[d] = 0, -1
+			}
+		}
+		if size == 0 {
+			continue
+		}
+		have := int64(0)
+		copy(sIdx, l)
+		for {
+			si := 0
 			for d := range rank {
-				s, e := lt.Range(d, ti[d])
-				size *= max(0, e-s)
-				if e > s {
-					l[d], h[d] = int(s/lf.Tile[d]), int((e-1)/lf.Tile[d])
-				} else {
-					l[d], h[d] = 0, -1
-				}
+				si = si*lf.Counts[d] + sIdx[d]
 			}
-			if size == 0 {
-				continue
+			if held[k*pf+si] {
+				ov := int64(1)
+				for d := range rank {
+					ts, te := lt.Range(d, ti[d])
+					ss, se := lf.Range(d, sIdx[d])
+					ov *= max(0, min(te, se)-max(ts, ss))
+				}
+				have += ov
 			}
-			have := int64(0)
-			copy(sIdx, l)
-			for {
-				if side.held[key(sIdx)] {
-					ov := int64(1)
-					for d := range rank {
-						ts, te := lt.Range(d, ti[d])
-						ss, se := lf.Range(d, sIdx[d])
-						ov *= max(0, min(te, se)-max(ts, ss))
-					}
-					have += ov
-				}
-				d := rank - 1
-				for ; d >= 0; d-- {
-					sIdx[d]++
-					if sIdx[d] <= h[d] {
-						break
-					}
-					sIdx[d] = l[d]
-				}
-				if d < 0 {
+			d := rank - 1
+			for ; d >= 0; d-- {
+				sIdx[d]++
+				if sIdx[d] <= h[d] {
 					break
 				}
+				sIdx[d] = l[d]
 			}
-			elems += size - have
+			if d < 0 {
+				break
+			}
 		}
-		need[k] = sharding.BufferBytes(elems, r.ElemBits)
+		need[k] += size - have
+	}
+	for k := range need {
+		need[k] = sharding.BufferBytes(need[k], r.ElemBits)
 	}
 	return need, true
 }
