@@ -48,33 +48,73 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 	if r.f.gpusPerNode > 0 {
 		return TrafficEstimate{}, false
 	}
-	onAxis, sSet := r.digitScratch()
-	if !r.digitsOnAxes(p, onAxis) {
+	u := r.digitUnitOf(p)
+	if !u.loadOK {
 		return TrafficEstimate{}, false
 	}
-	segmentSets(p, onAxis, sSet)
-	w, base, used, ok := r.digitLinkLoad(p, onAxis, sSet)
-	if !ok {
-		return TrafficEstimate{}, false
-	}
-	if !used {
+	if !u.used {
 		return TrafficEstimate{}, true // every device keeps its buffer
 	}
-	lat, hops, ok := r.longestRoute(p, onAxis, sSet)
-	if !ok {
+	if !u.routeOK {
 		return TrafficEstimate{}, false
 	}
+	w := u.worst(r, p)
 	var out TrafficEstimate
-	out.Bytes = digitBytes(p, r.m.NumDevices())
+	out.Bytes = int64(math.Round(u.sent * float64(p.Bytes)))
 	out.MaxPeers = 1
-	out.MaxHops = hops
+	out.MaxHops = u.hops
 	out.MaxLinkBytes = w.load
 	out.BandwidthUS = w.time
 	out.worst, out.router = w, r
-	out.LatencyUS = base + lat
+	out.LatencyUS = u.base + u.lat
 	out.TimeUS = r.f.combine(out.LatencyUS, out.BandwidthUS)
 	out.Link = w.class.String()
 	return out, true
+}
+
+// digitUnit is what PriceDigitPermutation finds of a permutation whatever its bytes:
+// whether it applies, the base latency, the longest route, the sends per byte, and per
+// loaded axis its busiest link for one byte per device. A search prices one
+// permutation on many buffer sizes; the loads scale with the bytes.
+type digitUnit struct {
+	loadOK, used, routeOK bool
+	base, lat             float64
+	hops                  int
+	sent                  float64 // (devices - keepers) x others (digitBytes)
+	axes                  []unitAxis
+	// bound is at least every partial sum of the load arrays, per byte: while bound x
+	// bytes stays below 2^40 every such sum, a multiple of half the weight, is exact,
+	// so the per-byte load times the bytes is the very sum digitLinkLoad adds up, and
+	// distinct loads keep distinct times (worst).
+	bound float64
+}
+
+// unitAxis is an axis' busiest link for one byte per device (the first of equals).
+type unitAxis struct {
+	axis, x, dir int
+	load         float64
+}
+
+// worst is digitLinkLoad's busiest link for p's bytes: the per-byte loads scaled when
+// that is exact (bound), else digitLinkLoad itself.
+func (u *digitUnit) worst(r *Router, p DigitPermutation) worstRes {
+	b := float64(p.Bytes)
+	var w worstRes
+	if u.bound*b >= 1<<40 {
+		onAxis, sSet := r.digitScratch()
+		r.digitsOnAxes(p, onAxis)
+		segmentSets(p, onAxis, sSet)
+		w, _, _, _ = r.digitLinkLoad(p, onAxis, sSet, b, nil)
+		return w
+	}
+	for _, a := range u.axes {
+		rt := r.rt[a.axis]
+		acc := a.load * b
+		if tm := acc / rt.bw; tm > w.time {
+			w = worstRes{time: tm, load: acc, class: rt.class, kind: resRing, axis: a.axis, line: -1, x: a.x, dir: a.dir}
+		}
+	}
+	return w
 }
 
 // digitScratch returns the per-axis digit lists and segment sets of one
@@ -91,16 +131,8 @@ func (r *Router) digitScratch() ([][]int, []uint64) {
 	return r.dOnAxis, r.dSSet
 }
 
-// longestRouteOf is a memoized digitLongestRoute.
-type longestRouteOf struct {
-	lat  float64
-	hops int
-	ok   bool
-}
-
-// longestRoute is digitLongestRoute memoized by p's digits and Src: the route does not
-// depend on the bytes, and a search prices one permutation on many buffer sizes.
-func (r *Router) longestRoute(p DigitPermutation, onAxis [][]int, sSet []uint64) (float64, int, bool) {
+// digitUnitOf is p's digitUnit, memoized by p's digits and Src.
+func (r *Router) digitUnitOf(p DigitPermutation) *digitUnit {
 	b := r.dKey[:0]
 	for k, d := range p.Digits {
 		b = binary.AppendUvarint(b, uint64(d.Axis))
@@ -109,15 +141,24 @@ func (r *Router) longestRoute(p DigitPermutation, onAxis [][]int, sSet []uint64)
 		b = binary.AppendUvarint(b, uint64(p.Src[k]))
 	}
 	r.dKey = b
-	if v, ok := r.longest[string(b)]; ok {
-		return v.lat, v.hops, v.ok
+	if u, ok := r.digitUnits[string(b)]; ok {
+		return u
 	}
-	lat, hops, ok := r.digitLongestRoute(p, onAxis, sSet)
-	if r.longest == nil {
-		r.longest = map[string]longestRouteOf{}
+	u := &digitUnit{}
+	onAxis, sSet := r.digitScratch()
+	if r.digitsOnAxes(p, onAxis) {
+		segmentSets(p, onAxis, sSet)
+		_, u.base, u.used, u.loadOK = r.digitLinkLoad(p, onAxis, sSet, 1, u)
 	}
-	r.longest[string(b)] = longestRouteOf{lat, hops, ok}
-	return lat, hops, ok
+	if u.loadOK && u.used {
+		u.lat, u.hops, u.routeOK = r.digitLongestRoute(p, onAxis, sSet)
+		u.sent = digitSent(p, r.m.NumDevices())
+	}
+	if r.digitUnits == nil {
+		r.digitUnits = map[string]*digitUnit{}
+	}
+	r.digitUnits[string(b)] = u
+	return u
 }
 
 // digitsOnAxes lists in onAxis the digits of each mesh axis; false when an axis with
@@ -164,7 +205,10 @@ func lineSet(p DigitPermutation, onAxis [][]int, i int) uint64 {
 // digitLinkLoad finds the busiest link over every axis and the largest base latency of
 // the links used; used is false when every device keeps its buffer, ok false when an
 // axis has too many assignments to enumerate.
-func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64) (w worstRes, base float64, used, ok bool) {
+//
+// Each transfer weighs bytes. When u is not nil, digitLinkLoad also records in it each
+// loaded axis' busiest link (the first of equals) and the bound on the partial sums.
+func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64, bytes float64, u *digitUnit) (w worstRes, base float64, used, ok bool) {
 	nd := len(p.Digits)
 	for i := range onAxis {
 		if len(onAxis[i]) == 0 || sSet[i] == 0 {
@@ -187,8 +231,9 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 		}
 		groups := r.dGroups
 		clear(groups)
-		r.lineLoads(groups, p, onAxis[i], S, lSet, rt, float64(p.Bytes)*mult)
+		calls := r.lineLoads(groups, p, onAxis[i], S, lSet, rt, bytes*mult)
 		n := rt.n
+		top := unitAxis{axis: i}
 		for _, buf := range groups {
 			for dir := range 2 {
 				acc := 0.0
@@ -197,8 +242,16 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 					if tm := acc / rt.bw; tm > w.time {
 						w = worstRes{time: tm, load: acc, class: rt.class, kind: resRing, axis: i, line: -1, x: x, dir: dir}
 					}
+					if acc > top.load {
+						top.load, top.x, top.dir = acc, x, dir
+					}
 				}
 			}
+		}
+		if u != nil && len(groups) > 0 {
+			// A transfer adds at most four entries of its weight (addRun).
+			u.axes = append(u.axes, top)
+			u.bound = max(u.bound, 4*float64(calls)*mult)
 		}
 		if len(groups) > 0 {
 			used = true
@@ -211,7 +264,9 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 // lineLoads fills groups with, per line class (an assignment of S ∩ L, as a key), the
 // difference arrays of the load on the axis' links in both directions, each transfer
 // weighing wgt. digits are the axis' digits; S the digits its segments depend on.
-func (r *Router) lineLoads(groups map[uint64][]float64, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) {
+//
+// It returns the number of transfers added.
+func (r *Router) lineLoads(groups map[uint64][]float64, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) int {
 	n := rt.n
 	val := r.dVal[:0]
 	for range p.Digits {
@@ -219,6 +274,7 @@ func (r *Router) lineLoads(groups map[uint64][]float64, p DigitPermutation, digi
 	}
 	r.dVal = val
 	r.dLoads = r.dLoads[:0] // the previous axis' arrays are no longer used
+	calls := 0
 	eachAssignment(p.Digits, S, val, func() {
 		var key uint64
 		for _, k := range S {
@@ -242,7 +298,9 @@ func (r *Router) lineLoads(groups map[uint64][]float64, p DigitPermutation, digi
 			groups[key] = buf
 		}
 		routeRing(buf, rt.topo, n, a, b, wgt)
+		calls++
 	})
+	return calls
 }
 
 // digitLongestRoute is the latency and hops of the longest route: axes coupled through
@@ -428,10 +486,10 @@ func (rm *routeMax) branch(l int, sum float64) {
 	}
 }
 
-// digitBytes is the bytes sent: every device that does not keep its buffer receives
-// p.Bytes. Keepers are the fixed points of the digit permutation: on each cycle of Src
-// all digits are equal.
-func digitBytes(p DigitPermutation, numDevices int) int64 {
+// digitSent is the devices that receive p.Bytes (the bytes sent over p.Bytes): every
+// device that does not keep its buffer. Keepers are the fixed points of the digit
+// permutation: on each cycle of Src all digits are equal.
+func digitSent(p DigitPermutation, numDevices int) float64 {
 	nd := len(p.Digits)
 	seen := make([]bool, nd)
 	keepers := 1.0
@@ -449,7 +507,7 @@ func digitBytes(p DigitPermutation, numDevices int) int64 {
 		devices *= float64(d.Size)
 	}
 	others := float64(numDevices) / devices
-	return int64(math.Round((devices - keepers) * others * float64(p.Bytes)))
+	return (devices - keepers) * others
 }
 
 // coverage is the product of the sizes of digits ks (their axis' full size when they

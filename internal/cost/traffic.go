@@ -122,14 +122,14 @@ type Router struct {
 	node    [2][]float64
 	scratch []float64
 
-	// PriceDigitPermutation's buffers and its memo of longest routes.
-	dOnAxis [][]int
-	dSSet   []uint64
-	dKey    []byte
-	dVal    []int
-	dGroups map[uint64][]float64
-	dLoads  []float64 // backs dGroups' difference arrays
-	longest map[string]longestRouteOf
+	// PriceDigitPermutation's buffers and its memo of what does not depend on the bytes.
+	dOnAxis    [][]int
+	dSSet      []uint64
+	dKey       []byte
+	dVal       []int
+	dGroups    map[uint64][]float64
+	dLoads     []float64 // backs dGroups' difference arrays
+	digitUnits map[string]*digitUnit
 }
 
 // ringLoads are one axis' link loads: per touched line, difference arrays of both
