@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -166,6 +167,7 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 		return nil, 0, true, nil
 	}
 	s := newSearcher(sp, r, start, goal, unr)
+	defer s.release()
 	run := func(budget int) ([]move, int, bool, error) {
 		s.budget = budget
 		if packable(sp, len(goal)) {
@@ -234,12 +236,40 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 // w is greedier: it reaches the goal in fewer expansions, with a weaker guarantee).
 var weightedPassWeights = [...]float64{4, 16}
 
+// memoPool recycles the searchMemos of finished searches (release): a search's tables
+// and queue grow to thousands of entries, and growing them anew every request (hashing
+// every entry again at each doubling, copying the queue) costs more than clearing them.
+var memoPool sync.Pool
+
+// maxPooledStates bounds the tables memoPool keeps: clearing a map costs in proportion
+// to its capacity, which the small searches that reuse it should not pay for a large one.
+const maxPooledStates = 1 << 14
+
+// release returns the search's memo to memoPool, cleared (nothing the search returns
+// refers to it: reachGoal builds its moves from fresh states).
+func (s *searcher) release() {
+	m, ok := s.memo.(*searchMemo[packedKey])
+	if ok && len(m.best) <= maxPooledStates && len(m.perm) <= maxPooledStates && cap(m.q.nodes) <= 4*maxPooledStates {
+		clear(m.best)
+		clear(m.perm)
+		m.q.nodes, m.q.idx, m.pass = m.q.nodes[:0], m.q.idx[:0], 0
+		memoPool.Put(m)
+	}
+	s.memo = nil
+}
+
 // runSearch is the search loop over a state key type K: packedKey when every state fits
 // one (no allocation per lookup), the string key otherwise.
 func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
 	m, _ := s.memo.(*searchMemo[K])
 	if m == nil {
-		m = &searchMemo[K]{best: map[K]seen{}, perm: map[[2]K]float64{}}
+		x := memoPool.Get()
+		if m, _ = x.(*searchMemo[K]); m == nil {
+			if x != nil {
+				memoPool.Put(x) // a memo of the other key type
+			}
+			m = &searchMemo[K]{best: map[K]seen{}, perm: map[[2]K]float64{}}
+		}
 		s.memo = m
 	}
 	m.pass++
