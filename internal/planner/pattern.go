@@ -427,6 +427,14 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 			if est, ok := sp.digitRoutes[dkey]; ok {
 				return est, true
 			}
+			// The permutation pattern.digitPermutation would build, without the pattern.
+			if te, ok := sp.router.PriceDigitPermutation(sp.digitPermutation(src, inBytes)); ok {
+				if sp.digitRoutes == nil {
+					sp.digitRoutes = map[digitKey]cost.Estimate{}
+				}
+				sp.digitRoutes[dkey] = te.Estimate
+				return te.Estimate, true
+			}
 		}
 	}
 	// The same step is priced by the search, the merge, the incumbent and the final
@@ -459,6 +467,23 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	}
 	sp.routes[key] = est
 	return est, true
+}
+
+// digitPermutation is the digit permutation src (digitSrc's) of in bytes per device:
+// what pattern.digitPermutation builds for the same two states, whose used atoms are
+// the same (so no atom is replaced). Its Src is scratch, valid until the next call.
+func (sp *space) digitPermutation(src []byte, in int64) cost.DigitPermutation {
+	if sp.digits == nil {
+		sp.digits, sp.srcInts = make([]cost.Digit, 0, len(sp.atoms)), make([]int, 0, len(sp.atoms))
+		for _, ref := range sp.atoms {
+			sp.digits = append(sp.digits, cost.Digit{Axis: sp.mesh.AxisIndex(ref.Name), Size: ref.Size, Weight: ref.Minor()})
+		}
+	}
+	sp.srcInts = sp.srcInts[:0]
+	for _, a := range src {
+		sp.srcInts = append(sp.srcInts, int(a))
+	}
+	return cost.DigitPermutation{Digits: sp.digits, Src: sp.srcInts, Bytes: in}
 }
 
 // digitKey is a digit permutation (digitSrc) and its bytes per device: the permutation

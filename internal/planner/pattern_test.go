@@ -300,6 +300,10 @@ func TestDigitPermutationPricingIsExact(t *testing.T) {
 		if !ok {
 			continue
 		}
+		if src, ok := sp.digitSrc(b, a); ok {
+			// The search builds it from the mapping alone (space.digitPermutation).
+			require.Equal(t, dp, sp.digitPermutation(src, 4096), "%d", i)
+		}
 		// The search memoizes digit permutations by digitSrc and bytes alone: the same
 		// mapping between other states (here, the dims rotated in both) has the same
 		// mapping and the same price, routed transfer by transfer.

@@ -91,6 +91,8 @@ type space struct {
 	routes      map[routeKey]cost.Estimate
 	digitRoutes map[digitKey]cost.Estimate // digit permutations by their mapping
 	srcBuf      []byte
+	digits      []cost.Digit // per atom (digitPermutation)
+	srcInts     []int
 	// searchExact is set when the search's exact pass ran to completion (no budget
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool
