@@ -498,10 +498,11 @@ type searcher struct {
 	h *bound // nil: plain Dijkstra
 }
 
+// priceKey is a collective of the search: its op in the top bits of its group (atom ids
+// are below 61), and its array's bytes. Two words without padding hash as memory.
 type priceKey struct {
-	op    opCode
-	group uint64
-	bytes int64 // the collective's array
+	opGroup uint64
+	bytes   int64 // the collective's array
 }
 
 func newSearcher(sp *space, r *Request, start, goal state, unr []sharding.AxisRef) *searcher {
@@ -603,7 +604,7 @@ func (s *searcher) price(op Op, group uint64, in int64, before, after state) flo
 	case OpCollectivePermute:
 		c.Kind, c.Bytes = cost.CollectivePermute, in
 	}
-	key := priceKey{codeOf(op), group, c.Bytes}
+	key := priceKey{uint64(codeOf(op))<<62 | group, c.Bytes}
 	if t, ok := s.prices[key]; ok {
 		return t
 	}
