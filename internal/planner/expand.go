@@ -15,7 +15,7 @@ func (s *searcher) expand(st state, yield func(nx state, op Op, dim, dim2 int, g
 		s.counts[d] = int64(s.sp.count(st[d]))
 	}
 	s.inBytes = s.sp.bytes(s.tileOf(-1, 0, -1, 0))
-	e := expansion{s: s, st: st, nx: s.nx, used: st.used(), yield: yield}
+	e := expansion{s: s, st: st, nx: s.nx, used: st.used(), yield: yield, dirty: ^uint64(0)}
 	if s.r.allowed(OpSlice) {
 		e.slices()
 	}
@@ -33,13 +33,20 @@ type expansion struct {
 	nx    state
 	used  uint64
 	yield func(nx state, op Op, dim, dim2 int, group uint64)
+	// dirty marks the dims of nx that may differ from st (all at first: nx holds the
+	// previous expansion's last successor); each move marks the dims it changes.
+	dirty uint64
 }
 
-// reset makes the scratch successor a copy of the state.
+// reset makes the scratch successor a copy of the state, copying only the dims the
+// last move changed.
 func (e *expansion) reset() {
 	for d := range e.st {
-		e.nx[d] = append(e.nx[d][:0], e.st[d]...)
+		if d >= 64 || e.dirty&(1<<d) != 0 {
+			e.nx[d] = append(e.nx[d][:0], e.st[d]...)
+		}
 	}
+	e.dirty = 0
 }
 
 // emit applies the cheap filters to the successor in e.nx; c1/c2 are the new counts of
@@ -72,6 +79,7 @@ func (e *expansion) slices() {
 			}
 			e.reset()
 			e.nx[d] = append(e.nx[d], u)
+			e.dirty |= 1 << d
 			e.emit(OpSlice, d, 0, 0, d, s.counts[d]*int64(sp.atoms[u].Size), -1, 0)
 		}
 	}
@@ -101,6 +109,7 @@ func (e *expansion) gathersAndAllToAlls() {
 			if gather {
 				e.reset()
 				e.nx[d] = e.nx[d][:n-j]
+				e.dirty |= 1 << d
 				e.emit(OpAllGather, d, 0, group, d, s.counts[d]/k, -1, 0)
 			}
 			if !a2a {
@@ -113,6 +122,7 @@ func (e *expansion) gathersAndAllToAlls() {
 				e.reset()
 				e.nx[d] = e.nx[d][:n-j]
 				e.nx[b] = append(e.nx[b], suffix...)
+				e.dirty |= 1<<d | 1<<b
 				e.emit(OpAllToAll, d, b, group, d, s.counts[d]/k, b, s.counts[b]*k)
 			}
 		}
@@ -135,6 +145,7 @@ func (e *expansion) permutes() {
 		for d := range e.st {
 			e.nx[d] = append(e.nx[d][:0], goal[d]...)
 		}
+		e.dirty = ^uint64(0)
 		e.emit(OpCollectivePermute, 0, 0, changedMask(e.st, goal), -1, 0, -1, 0)
 	}
 	if s.swaps {
@@ -145,6 +156,7 @@ func (e *expansion) permutes() {
 	// replaces several atoms at once.
 	for d := range e.st {
 		e.reset()
+		e.dirty |= 1 << d
 		if !s.towardGoal(e.nx, d, e.used) {
 			continue
 		}
@@ -173,6 +185,7 @@ func (e *expansion) swapsAndReplacements() {
 					}
 					e.reset()
 					e.nx[dx][ix], e.nx[dy][iy] = b, a
+					e.dirty |= 1<<dx | 1<<dy
 					e.emit(OpCollectivePermute, 0, 0, 1<<a|1<<b, -1, 0, -1, 0)
 				}
 			}
@@ -181,6 +194,7 @@ func (e *expansion) swapsAndReplacements() {
 				if e.used&(1<<u) == 0 && sp.atoms[u].Size == sp.atoms[a].Size {
 					e.reset()
 					e.nx[dx][ix] = u
+					e.dirty |= 1 << dx
 					e.emit(OpCollectivePermute, 0, 0, 1<<a|1<<u, -1, 0, -1, 0)
 				}
 			}
