@@ -79,6 +79,7 @@ type bound struct {
 	goalElems float64   // E|T|: average goal tile elements (exact: sum of tiles / N)
 	goalPad   []float64 // padded goal tile length per dim
 	ov        map[string]float64
+	ovPacked  map[uint64]float64 // ov's entries whose key packs into a word
 	buf       []byte
 
 	// The cut bound (models that know their links): cuts lists the torus half-cuts
@@ -109,7 +110,7 @@ func newBound(sp *space, r *Request, goal state) *bound {
 		return nil
 	}
 	b := &bound{sp: sp, goal: goal, goalCount: make([]int, len(goal)), elemBytes: float64(r.ElemBits) / 8,
-		goalElems: 1, goalPad: make([]float64, len(goal)), ov: map[string]float64{}}
+		goalElems: 1, goalPad: make([]float64, len(goal)), ov: map[string]float64{}, ovPacked: map[uint64]float64{}}
 	for d, ids := range goal {
 		c := int64(sp.count(ids))
 		b.goalCount[d] = int(c)
@@ -264,15 +265,35 @@ func (b *bound) overlap(d int, ids []uint8) float64 {
 	if slices.Equal(ids, g) {
 		return float64(D) / float64(sp.count(g))
 	}
+	if len(ids) <= 10 && d < 16 {
+		// One word: six bits an atom id plus one, d above them (hashes faster than
+		// the string key).
+		k := uint64(d) << 60
+		for i, a := range ids {
+			k |= uint64(a+1) << (6 * i)
+		}
+		v, ok := b.ovPacked[k]
+		if !ok {
+			v = b.computeOverlap(D, ids, g)
+			b.ovPacked[k] = v
+		}
+		return v
+	}
 	b.buf = append(append(b.buf[:0], byte(d)), ids...)
 	if v, ok := b.ov[string(b.buf)]; ok {
 		return v
 	}
+	v := b.computeOverlap(D, ids, g)
+	b.ov[string(b.buf)] = v
+	return v
+}
+
+// computeOverlap is overlap without its memo.
+func (b *bound) computeOverlap(D int64, ids, g []uint8) float64 {
 	v, ok := b.nestedOverlap(D, ids, g)
 	if !ok {
 		v = b.averageOverlap(D, ids, g)
 	}
-	b.ov[string(b.buf)] = v
 	return v
 }
 
