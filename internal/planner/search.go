@@ -86,14 +86,22 @@ type searchKey interface {
 	decode(dst state) state
 }
 
-// openQueue is a binary heap of node indices ordered by (f, steps).
+// openQueue is a binary heap of node indices ordered by (f, steps). Each heap entry
+// carries its node's f and steps, so the heap's comparisons do not visit the nodes.
 type openQueue[K searchKey] struct {
 	nodes []node[K]
-	idx   []int32
+	idx   []openEntry
+}
+
+// openEntry is a queued node: its index in nodes and its order.
+type openEntry struct {
+	f     float64
+	steps int32
+	i     int32
 }
 
 func (q *openQueue[K]) less(i, j int) bool {
-	a, b := &q.nodes[q.idx[i]], &q.nodes[q.idx[j]]
+	a, b := &q.idx[i], &q.idx[j]
 	if a.f != b.f {
 		return a.f < b.f
 	}
@@ -102,7 +110,7 @@ func (q *openQueue[K]) less(i, j int) bool {
 
 // push and pop are container/heap's algorithm without the interface boxing.
 func (q *openQueue[K]) push(i int32) {
-	q.idx = append(q.idx, i)
+	q.idx = append(q.idx, openEntry{q.nodes[i].f, q.nodes[i].steps, i})
 	j := len(q.idx) - 1
 	for j > 0 {
 		p := (j - 1) / 2
@@ -133,7 +141,7 @@ func (q *openQueue[K]) pop() int32 {
 		q.idx[i], q.idx[j] = q.idx[j], q.idx[i]
 		i = j
 	}
-	x := q.idx[n]
+	x := q.idx[n].i
 	q.idx = q.idx[:n]
 	return x
 }
