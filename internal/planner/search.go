@@ -294,6 +294,7 @@ func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf
 	rs.push(startKey, 0, h0, 0, -1, 0, 0, 0, false)
 	goalKey := keyOf(s.goal)
 	q := rs.q
+	successor := rs.successor // one method value for the pass, not one per expansion
 	for len(q.idx) > 0 {
 		ni := q.pop()
 		rs.curNode = q.nodes[ni]
@@ -324,7 +325,7 @@ func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf
 			}
 		}
 		rs.curIdx = ni
-		s.expand(n.key.decode(rs.curSt), rs.successor)
+		s.expand(n.key.decode(rs.curSt), successor)
 	}
 	if rs.bestMv != nil {
 		s.goalG = rs.bestG
