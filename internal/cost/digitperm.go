@@ -407,19 +407,19 @@ type routeMax struct {
 }
 
 func (rm *routeMax) prepare() {
-	pos := make(map[int]int, len(rm.digits))
+	var pos [64]int // per digit, its level (digits index 64-bit sets)
 	for l, k := range rm.digits {
 		pos[k] = l
 	}
 	rm.readyAt = make([][]int, len(rm.digits))
 	rm.axisDigits = make([][]int, len(rm.axes))
 	for j, i := range rm.axes {
-		seen := map[int]bool{}
+		var seen uint64
 		ready := 0
 		for _, k := range rm.onAxis[i] {
 			for _, d := range [2]int{k, rm.p.Src[k]} {
-				if !seen[d] {
-					seen[d] = true
+				if seen&(1<<d) == 0 {
+					seen |= 1 << d
 					rm.axisDigits[j] = append(rm.axisDigits[j], d)
 					ready = max(ready, pos[d])
 				}
