@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"math/bits"
+
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -271,13 +273,13 @@ func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int
 	rank := len(r.Shape)
 	// A tile is its shard indices as one mixed-radix number (the counts' product is at
 	// most the devices enumerated), and side k's tiles are offset by k times that
-	// product: integer map keys, no allocation per device.
+	// product: bits of a bit set, no allocation per device.
 	pf, pt := 1, 1
 	for d := range rank {
 		pf *= lf.Counts[d]
 		pt *= lt.Counts[d]
 	}
-	held, needed := map[int]bool{}, map[int]bool{}
+	held, needed := newTileSet(sides*pf), newTileSet(sides*pt)
 	eachUsedCoords(m, used, func(coords []int) {
 		si, ti := 0, 0
 		for d := range rank {
@@ -285,13 +287,13 @@ func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int
 			ti = ti*lt.Counts[d] + lt.ShardIndex(d, coords)
 		}
 		k := sideOf(coords)
-		held[k*pf+si] = true
-		needed[k*pt+ti] = true
+		held.add(k*pf + si)
+		needed.add(k*pt + ti)
 	})
 	need = make([]int64, sides)
 	sIdx, ti := make([]int, rank), make([]int, rank)
 	l, h := make([]int, rank), make([]int, rank)
-	for key := range needed {
+	for key := range needed.all {
 		k := key / pt
 		for d, x := rank-1, key%pt; d >= 0; d-- {
 			ti[d], x = x%lt.Counts[d], x/lt.Counts[d]
@@ -316,7 +318,7 @@ func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int
 			for d := range rank {
 				si = si*lf.Counts[d] + sIdx[d]
 			}
-			if held[k*pf+si] {
+			if held.has(k*pf + si) {
 				ov := int64(1)
 				for d := range rank {
 					ts, te := lt.Range(d, ti[d])
@@ -343,4 +345,24 @@ func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int
 		need[k] = sharding.BufferBytes(need[k], r.ElemBits)
 	}
 	return need, true
+}
+
+// tileSet is a set of small non-negative integers (sideNeeds' tiles), as bits.
+type tileSet []uint64
+
+func newTileSet(n int) tileSet { return make(tileSet, (n+63)/64) }
+
+func (t tileSet) add(i int)      { t[i/64] |= 1 << (i % 64) }
+func (t tileSet) has(i int) bool { return t[i/64]&(1<<(i%64)) != 0 }
+
+// all yields the set's members in increasing order.
+func (t tileSet) all(yield func(int) bool) {
+	for w, word := range t {
+		for word != 0 {
+			if !yield(w*64 + bits.TrailingZeros64(word)) {
+				return
+			}
+			word &= word - 1
+		}
+	}
 }
