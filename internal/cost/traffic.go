@@ -692,3 +692,7 @@ func (f *Fabric) MinLatency(m *sharding.Mesh) float64 {
 // Combine adds or takes the larger of a latency and a bandwidth term, per the model's
 // mode.
 func (f *Fabric) Combine(lat, bw float64) float64 { return f.combine(lat, bw) }
+
+// Additive reports whether the model adds the latency and bandwidth terms (mode
+// "additive") rather than taking the larger.
+func (f *Fabric) Additive() bool { return !f.maxMode }

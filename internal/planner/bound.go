@@ -157,6 +157,7 @@ type timeBounder interface {
 	HalfCut(*sharding.Mesh, int) (float64, bool)
 	MinLatency(*sharding.Mesh) float64
 	Combine(lat, bw float64) float64
+	Additive() bool
 }
 
 // cutBoundDevices caps the coordinates the cut and node bounds enumerate (1.2 ms for a

@@ -14,8 +14,9 @@ import (
 
 // Version identifies the planner's algorithm and prices; it is part of every cache key
 // (planner/3: point-to-point steps priced by their routed traffic; planner/4: the search
-// bounded by torus cuts and by the direct candidates, which can change plans).
-const Version = "planner/4"
+// bounded by torus cuts and by the direct candidates, which can change plans; planner/5:
+// a heuristic that adds latencies and bytes on additive models, likewise).
+const Version = "planner/5"
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
