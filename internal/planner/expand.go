@@ -56,6 +56,11 @@ func (e *expansion) emit(op Op, dim, dim2 int, group uint64, d1 int, c1 int64, d
 }
 
 // slices appends each unused goal atom to the dims the goal-directed rules allow.
+//
+// Into its own goal dim an atom is sliced only after the unused atoms its goal lists
+// before it: the other orders make states that a later permute or gather must undo.
+// On issue 12's random set, leaving them out costs 15% fewer expansions (7 searches at
+// the budget instead of 10) for plans 0.08% dearer on geomean (BENCHMARKS.md).
 func (e *expansion) slices() {
 	s, sp := e.s, e.s.sp
 	for a := range sp.atoms {
@@ -70,11 +75,27 @@ func (e *expansion) slices() {
 				// XLA's slice-then-permute).
 				continue
 			}
+			if s.goalDirected && s.goalDim[u] == d && e.unusedBefore(d, u) {
+				continue
+			}
 			e.reset()
 			e.nx[d] = append(e.nx[d], u)
 			e.emit(OpSlice, d, 0, 0, d, s.counts[d]*int64(sp.atoms[u].Size), -1, 0)
 		}
 	}
+}
+
+// unusedBefore reports whether the goal of dim d lists an unused atom before u.
+func (e *expansion) unusedBefore(d int, u uint8) bool {
+	for _, g := range e.s.goal[d] {
+		if g == u {
+			return false
+		}
+		if e.used&(1<<g) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // gathersAndAllToAlls drops each suffix of each dim (all_gather) or moves it to the
