@@ -120,7 +120,7 @@ func (e *expansion) gathersAndAllToAlls() {
 			group |= 1 << a
 			k *= int64(sp.atoms[a].Size)
 			suffix := e.st[d][n-j:]
-			if gather {
+			if gather && (!s.wholeGathers || j == n-keep) {
 				e.reset()
 				e.nx[d] = e.nx[d][:n-j]
 				e.emit(OpAllGather, d, 0, group, d, s.counts[d]/k, -1, 0)
