@@ -173,8 +173,8 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	// be fixed); the weighted passes have those moves, and their plans stand as
 	// incumbents. Without the partial gathers, on the random set: 18% fewer expansions,
 	// 2 searches at the budget instead of 6, plans 0.4% cheaper on geomean as more
-	// searches finish (10 dearer, by at most 1.107x; BENCHMARKS.md). On issue
-	// 12's random set, against an exact pass with the relaxed fills: 10 of 250 searches
+	// searches finish (10 dearer, by at most 1.107x; BENCHMARKS.md). Against an exact
+	// pass with the relaxed fills, earlier on the same set: 10 of 250 searches
 	// stop at the budget instead of 63, 25% less CPU, and plans cost 0.955 of theirs on
 	// average (1 slower, by 1.09x; BENCHMARKS.md). r.allMoves gives the exact pass every
 	// move (tests comparing A* with Dijkstra, which has them all).
