@@ -269,7 +269,8 @@ func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []in
 
 // routeMax maximises, over the assignments of a coupled group's digits, the sum over the
 // group's axes of each axis' segment hops times a per-axis weight (latency per hop, or
-// 1 for hops), by branch and bound: digits are assigned in order, an axis' term is
+// 1 for hops), by variable elimination (eliminate) and, for weights that are not
+// integers, by branch and bound from just below its answer: digits are assigned in order, an axis' term is
 // added once its last digit is, and a branch stops when its sum plus every open axis'
 // own largest term cannot beat the best sum found. Every assignment it skips is one
 // whose sum is at most that best, so the maximum is exact, as enumerating them all
@@ -330,12 +331,24 @@ func (rm *routeMax) term(j int) float64 {
 	return float64(segmentHops(rm.r.rt[i].topo, rm.r.rt[i].n, a, b)) * rm.weight[j]
 }
 
-// run returns the largest sum of the axes' terms with the given per-hop weights.
+// run returns the largest sum of the axes' terms with the given per-hop weights. With
+// integer weights (hops) every term and sum is an exact integer and eliminate is the
+// answer. Otherwise the branch and bound, which adds the terms in its own order, gives
+// it, started just below eliminate's maximum so that it prunes every branch that
+// cannot reach it, and returns the same sum it did when it started from nothing.
 func (rm *routeMax) run(perHop func(axis int) float64) float64 {
 	n := len(rm.axes)
 	rm.weight, rm.most = make([]float64, n), make([]float64, n)
+	integral := true
 	for j, i := range rm.axes {
 		rm.weight[j] = perHop(i)
+		integral = integral && rm.weight[j] == math.Trunc(rm.weight[j])
+	}
+	top := rm.eliminate()
+	if integral {
+		return top
+	}
+	for j := range rm.axes {
 		// The axis' own largest term: every assignment of its digits.
 		eachAssignment(rm.p.Digits, rm.axisDigits[j], rm.val, func() {
 			rm.most[j] = max(rm.most[j], rm.term(j))
@@ -349,6 +362,9 @@ func (rm *routeMax) run(perHop func(axis int) float64) float64 {
 		}
 	}
 	rm.best = -1
+	if top > 0 {
+		rm.best = top * (1 - 1e-9)
+	}
 	rm.branch(0, 0)
 	return rm.best
 }
