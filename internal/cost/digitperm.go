@@ -122,6 +122,7 @@ func lineSet(p DigitPermutation, onAxis [][]int, i int) uint64 {
 // axis has too many assignments to enumerate.
 func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64) (w worstRes, base float64, used, ok bool) {
 	nd := len(p.Digits)
+	groups := &r.lines
 	for i := range onAxis {
 		if len(onAxis[i]) == 0 || sSet[i] == 0 {
 			continue
@@ -138,10 +139,11 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 			}
 		}
 		rt := r.rt[i]
-		groups := map[uint64][]float64{}
+		groups.reset(coverage(p.Digits, bitsOf(sSet[i]&lSet, nd)), 2*(rt.n+1))
 		lineLoads(groups, p, onAxis[i], S, lSet, rt, float64(p.Bytes)*mult)
 		n := rt.n
-		for _, buf := range groups {
+		for g := range groups.len() {
+			buf := groups.buf[g*groups.stride:]
 			for dir := range 2 {
 				acc := 0.0
 				for x := range n {
@@ -152,7 +154,7 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 				}
 			}
 		}
-		if len(groups) > 0 {
+		if groups.len() > 0 {
 			used = true
 			base = max(base, r.f.links[rt.class].base)
 		}
@@ -160,10 +162,45 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 	return w, base, used, true
 }
 
-// lineLoads fills groups with, per line class (an assignment of S ∩ L, as a key), the
-// difference arrays of the load on the axis' links in both directions, each transfer
-// weighing wgt. digits are the axis' digits; S the digits its segments depend on.
-func lineLoads(groups map[uint64][]float64, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) {
+// lineGroups holds lineLoads' difference arrays, one per line class met, in the order
+// met, in one slab: a map of arrays allocated one by one was most of the time of
+// pricing a 65,536-device permutation (issue 12).
+type lineGroups struct {
+	slot   []int32 // per key: 1 + the index of its array, 0 before it is met
+	buf    []float64
+	stride int
+}
+
+// reset empties g for keys in [0, keys) and arrays of stride entries.
+func (g *lineGroups) reset(keys, stride int) {
+	if cap(g.slot) < keys {
+		g.slot = make([]int32, keys)
+	}
+	g.slot = g.slot[:keys]
+	clear(g.slot)
+	g.buf, g.stride = g.buf[:0], stride
+}
+
+// len is the number of line classes met.
+func (g *lineGroups) len() int { return len(g.buf) / max(g.stride, 1) }
+
+// array is the difference arrays of key, made zero when it is first met.
+func (g *lineGroups) array(key uint64) []float64 {
+	s := g.slot[key]
+	if s == 0 {
+		g.buf = append(g.buf, make([]float64, g.stride)...)
+		s = int32(g.len())
+		g.slot[key] = s
+	}
+	at := int(s-1) * g.stride
+	return g.buf[at : at+g.stride]
+}
+
+// lineLoads fills groups with, per line class (an assignment of S ∩ L, as a key in
+// mixed radix), the difference arrays of the load on the axis' links in both
+// directions, each transfer weighing wgt. digits are the axis' digits; S the digits its
+// segments depend on.
+func lineLoads(groups *lineGroups, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) {
 	n := rt.n
 	val := make([]int, len(p.Digits))
 	eachAssignment(p.Digits, S, val, func() {
@@ -181,12 +218,7 @@ func lineLoads(groups map[uint64][]float64, p DigitPermutation, digits, S []int,
 		if a == b {
 			return
 		}
-		buf := groups[key]
-		if buf == nil {
-			buf = make([]float64, 2*(n+1))
-			groups[key] = buf
-		}
-		routeRing(buf, rt.topo, n, a, b, wgt)
+		routeRing(groups.array(key), rt.topo, n, a, b, wgt)
 	})
 }
 
