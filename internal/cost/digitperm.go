@@ -179,6 +179,11 @@ func (g *lineGroups) reset(keys, stride int) {
 	g.slot = g.slot[:keys]
 	clear(g.slot)
 	g.buf, g.stride = g.buf[:0], stride
+	// Room for every key up front when that is small (256 lines of a 16-way axis: 70 kB),
+	// so that the slab is not regrown one doubling at a time.
+	if n := keys * stride; cap(g.buf) < n && n <= 1<<16 {
+		g.buf = make([]float64, 0, n)
+	}
 }
 
 // len is the number of line classes met.
