@@ -381,9 +381,12 @@ func (rm *routeMax) run(perHop func(axis int) float64) float64 {
 		rm.weight[j] = perHop(i)
 		integral = integral && rm.weight[j] == math.Trunc(rm.weight[j])
 	}
-	top := rm.eliminate()
-	if integral {
-		return top
+	top := -1.0
+	if assignments(rm.p.Digits, rm.digits) > eliminateAbove {
+		top = rm.eliminate()
+		if integral {
+			return top
+		}
 	}
 	for j := range rm.axes {
 		// The axis' own largest term: every assignment of its digits.

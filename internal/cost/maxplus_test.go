@@ -76,6 +76,8 @@ func randomDigits(rng *rand.Rand, m *sharding.Mesh) DigitPermutation {
 // from nothing, bit for bit, on random digit permutations over coupled axes of every
 // routed topology, with one and several latencies per hop.
 func TestRouteMaxEliminationIsExact(t *testing.T) {
+	defer func(n int) { eliminateAbove = n }(eliminateAbove)
+	eliminateAbove = 0
 	rng := rand.New(rand.NewPCG(7, 12))
 	var fabrics []*Fabric
 	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
