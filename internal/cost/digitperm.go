@@ -122,7 +122,6 @@ func lineSet(p DigitPermutation, onAxis [][]int, i int) uint64 {
 // axis has too many assignments to enumerate.
 func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64) (w worstRes, base float64, used, ok bool) {
 	nd := len(p.Digits)
-	groups := &r.lines
 	for i := range onAxis {
 		if len(onAxis[i]) == 0 || sSet[i] == 0 {
 			continue
@@ -139,22 +138,7 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 			}
 		}
 		rt := r.rt[i]
-		groups.reset(coverage(p.Digits, bitsOf(sSet[i]&lSet, nd)), 2*(rt.n+1))
-		lineLoads(groups, p, onAxis[i], S, lSet, rt, float64(p.Bytes)*mult)
-		n := rt.n
-		for g := range groups.len() {
-			buf := groups.buf[g*groups.stride:]
-			for dir := range 2 {
-				acc := 0.0
-				for x := range n {
-					acc += buf[dir*(n+1)+x]
-					if tm := acc / rt.bw; tm > w.time {
-						w = worstRes{time: tm, load: acc, class: rt.class, kind: resRing, axis: i, line: -1, x: x, dir: dir}
-					}
-				}
-			}
-		}
-		if groups.len() > 0 {
+		if lineLoads(&w, i, p, onAxis[i], S, lSet, rt, float64(p.Bytes)*mult) {
 			used = true
 			base = max(base, r.f.links[rt.class].base)
 		}
@@ -162,59 +146,41 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 	return w, base, used, true
 }
 
-// lineGroups holds lineLoads' difference arrays, one per line class met, in the order
-// met, in one slab: a map of arrays allocated one by one was most of the time of
-// pricing a 65,536-device permutation (issue 12).
-type lineGroups struct {
-	slot   []int32 // per key: 1 + the index of its array, 0 before it is met
-	buf    []float64
-	stride int
-}
-
-// reset empties g for keys in [0, keys) and arrays of stride entries.
-func (g *lineGroups) reset(keys, stride int) {
-	if cap(g.slot) < keys {
-		g.slot = make([]int32, keys)
-	}
-	g.slot = g.slot[:keys]
-	clear(g.slot)
-	g.buf, g.stride = g.buf[:0], stride
-	// Room for every key up front when that is small (256 lines of a 16-way axis: 70 kB),
-	// so that the slab is not regrown one doubling at a time.
-	if n := keys * stride; cap(g.buf) < n && n <= 1<<16 {
-		g.buf = make([]float64, 0, n)
-	}
-}
-
-// len is the number of line classes met.
-func (g *lineGroups) len() int { return len(g.buf) / max(g.stride, 1) }
-
-// array is the difference arrays of key, made zero when it is first met.
-func (g *lineGroups) array(key uint64) []float64 {
-	s := g.slot[key]
-	if s == 0 {
-		g.buf = append(g.buf, make([]float64, g.stride)...)
-		s = int32(g.len())
-		g.slot[key] = s
-	}
-	at := int(s-1) * g.stride
-	return g.buf[at : at+g.stride]
-}
-
-// lineLoads fills groups with, per line class (an assignment of S ∩ L, as a key in
-// mixed radix), the difference arrays of the load on the axis' links in both
-// directions, each transfer weighing wgt. digits are the axis' digits; S the digits its
-// segments depend on.
-func lineLoads(groups *lineGroups, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) {
+// lineLoads routes axis' transfers, each weighing wgt, line class by line class (an
+// assignment of S ∩ L), and keeps in w the busiest link if busier; false when no
+// transfer moves on the axis. digits are the axis' digits; S the digits its segments
+// depend on. The assignments of S are enumerated with S ∩ L's digits most significant,
+// so that each line class's come one after the other and one pair of difference arrays
+// serves every class in turn: a map of arrays, one per class, was most of the time of
+// pricing a 65,536-device permutation (issue 12). A class's transfers are added in the
+// same order as in an enumeration in digit order, so its sums are the same.
+func lineLoads(w *worstRes, axis int, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) (used bool) {
 	n := rt.n
-	val := make([]int, len(p.Digits))
-	eachAssignment(p.Digits, S, val, func() {
-		var key uint64
+	order := make([]int, 0, len(S))
+	for _, in := range [2]bool{true, false} {
 		for _, k := range S {
+			if (lSet&(1<<k) != 0) == in {
+				order = append(order, k)
+			}
+		}
+	}
+	buf := make([]float64, 2*(n+1))
+	val := make([]int, len(p.Digits))
+	var class uint64
+	routed := 0.0 // on the line class
+	eachAssignment(p.Digits, order, val, func() {
+		var key uint64
+		for _, k := range order {
 			if lSet&(1<<k) != 0 {
 				key = key*uint64(p.Digits[k].Size) + uint64(val[k])
 			}
 		}
+		if key != class && routed > 0 {
+			busiestLink(w, axis, rt, buf, routed)
+			clear(buf)
+			routed = 0
+		}
+		class = key
 		a, b := 0, 0 // holder's and receiver's coordinate on the axis
 		for _, k := range digits {
 			a += val[p.Src[k]] * p.Digits[k].Weight
@@ -223,8 +189,35 @@ func lineLoads(groups *lineGroups, p DigitPermutation, digits, S []int, lSet uin
 		if a == b {
 			return
 		}
-		routeRing(groups.array(key), rt.topo, n, a, b, wgt)
+		routeRing(buf, rt.topo, n, a, b, wgt)
+		routed += wgt
+		used = true
 	})
+	if routed > 0 {
+		busiestLink(w, axis, rt, buf, routed)
+	}
+	return used
+}
+
+// busiestLink keeps in w the busiest link of one line of axis (buf: its difference
+// arrays) if busier: the first in direction then position order. routed is the bytes
+// routed on the line, which no link's load exceeds: most lines are no busier than the
+// busiest found, and that says so without the scan (a line of one transfer carries
+// exactly its bytes; the slack covers rounding in the sums of many).
+func busiestLink(w *worstRes, axis int, rt axisRoute, buf []float64, routed float64) {
+	if routed*(1+1e-9)/rt.bw <= w.time {
+		return
+	}
+	n := rt.n
+	for dir := range 2 {
+		acc := 0.0
+		for x := range n {
+			acc += buf[dir*(n+1)+x]
+			if tm := acc / rt.bw; tm > w.time {
+				*w = worstRes{time: tm, load: acc, class: rt.class, kind: resRing, axis: axis, line: -1, x: x, dir: dir}
+			}
+		}
+	}
 }
 
 // digitLongestRoute is the latency and hops of the longest route: axes coupled through
@@ -332,19 +325,19 @@ type routeMax struct {
 }
 
 func (rm *routeMax) prepare() {
-	pos := make(map[int]int, len(rm.digits))
+	pos := make([]int, len(rm.p.Digits)) // a digit's level
 	for l, k := range rm.digits {
 		pos[k] = l
 	}
 	rm.readyAt = make([][]int, len(rm.digits))
 	rm.axisDigits = make([][]int, len(rm.axes))
 	for j, i := range rm.axes {
-		seen := map[int]bool{}
+		var seen uint64
 		ready := 0
 		for _, k := range rm.onAxis[i] {
 			for _, d := range [2]int{k, rm.p.Src[k]} {
-				if !seen[d] {
-					seen[d] = true
+				if seen&(1<<d) == 0 {
+					seen |= 1 << d
 					rm.axisDigits[j] = append(rm.axisDigits[j], d)
 					ready = max(ready, pos[d])
 				}

@@ -121,7 +121,6 @@ type Router struct {
 	devs    []devLoad // switch port loads of touched devices
 	node    [2][]float64
 	scratch []float64
-	lines   lineGroups // PriceDigitPermutation's, reused by every call
 }
 
 // ringLoads are one axis' link loads: per touched line, difference arrays of both
