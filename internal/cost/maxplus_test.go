@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,4 +133,56 @@ func TestRouteMaxEliminationIsExact(t *testing.T) {
 		checked++
 	}
 	require.Greater(t, checked, 300)
+}
+
+// TestDigitPermutationMemoIsExact: a Router that prices many permutations of the same
+// digits (its per-axis loads memoized, axisLoad) answers each as a fresh Router does,
+// down to the busiest link's name. TestDigitPermutationPricingIsExact (planner) holds a
+// fresh Router's answer to routing every transfer.
+func TestDigitPermutationMemoIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	var fabrics []*Fabric
+	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
+		fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"axis_links":{"a1":"dcn"},"links":{
+			"ici":{"bandwidth_gbps":40,"latency_us":0.7,"topology":%q},
+			"dcn":{"bandwidth_gbps":5,"latency_us":3.3,"topology":"ring_bidi"}}}`, topo)).(*Fabric))
+	}
+	axisSizes := []int{2, 4, 6, 8, 16}
+	hits := 0
+	for i := range 60 {
+		var axes []sharding.Axis
+		for a := range 2 + rng.IntN(3) {
+			axes = append(axes, sharding.Axis{Name: fmt.Sprintf("a%d", a), Size: axisSizes[rng.IntN(len(axisSizes))]})
+		}
+		m, err := sharding.NewMesh("m", axes, nil)
+		require.NoError(t, err)
+		f := fabrics[i%len(fabrics)]
+		shared := f.NewRouter(m)
+		p := randomDigits(rng, m)
+		for j := range 30 {
+			q := p
+			q.Src = slices.Clone(p.Src)
+			for range len(q.Src) {
+				x, y := rng.IntN(len(q.Src)), rng.IntN(len(q.Src))
+				if q.Digits[q.Src[x]].Size == q.Digits[q.Src[y]].Size {
+					q.Src[x], q.Src[y] = q.Src[y], q.Src[x]
+				}
+			}
+			q.Bytes = int64(1 + rng.IntN(2)) << 10
+			before := len(shared.axisLoads)
+			got, ok1 := shared.PriceDigitPermutation(q)
+			want, ok2 := f.NewRouter(m).PriceDigitPermutation(q)
+			name := fmt.Sprintf("%d/%d %s %+v", i, j, m, q)
+			require.Equal(t, ok2, ok1, name)
+			require.Equal(t, want.Estimate, got.Estimate, name)
+			require.Equal(t, want.MaxLinkBytes, got.MaxLinkBytes, name)
+			require.Equal(t, want.MaxHops, got.MaxHops, name)
+			require.Equal(t, want.Bytes, got.Bytes, name)
+			require.Equal(t, want.Resource(), got.Resource(), name)
+			if len(shared.axisLoads) == before {
+				hits++
+			}
+		}
+	}
+	require.Greater(t, hits, 300, "the memo answers")
 }

@@ -121,6 +121,9 @@ type Router struct {
 	devs    []devLoad // switch port loads of touched devices
 	node    [2][]float64
 	scratch []float64
+	// PriceDigitPermutation's per-axis loads (axisLoad), by key, and the key's buffer.
+	axisLoads map[string]axisLoadRes
+	loadKey   []byte
 }
 
 // ringLoads are one axis' link loads: per touched line, difference arrays of both
