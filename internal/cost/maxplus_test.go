@@ -168,7 +168,7 @@ func TestDigitPermutationMemoIsExact(t *testing.T) {
 					q.Src[x], q.Src[y] = q.Src[y], q.Src[x]
 				}
 			}
-			q.Bytes = int64(1 + rng.IntN(2)) << 10
+			q.Bytes = int64(1+rng.IntN(2)) << 10
 			before := len(shared.axisLoads)
 			got, ok1 := shared.PriceDigitPermutation(q)
 			want, ok2 := f.NewRouter(m).PriceDigitPermutation(q)
