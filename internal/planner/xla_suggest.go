@@ -63,9 +63,13 @@ func hasSubAxis(s sharding.Sharding) bool {
 // returns the suggestions and XLA's plan through them, or a note saying why there is
 // none.
 func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan, string) {
-	// The optimal plan of standard collectives and the chain reshard r's ends: their
-	// bounds are r's, computed once.
-	b := boundsOf(r)
+	return suggestXLAWith(ctx, r, boundsOf(r))
+}
+
+// suggestXLAWith is suggestXLA given r's bounds (b): the optimal plan of standard
+// collectives and the chain reshard r's ends, and ReshardXLA has bounded its own plan
+// already.
+func suggestXLAWith(ctx context.Context, r *Request, b reshardBounds) ([]Suggestion, *Plan, string) {
 	lists := suggestionStates(ctx, r, &b)
 	for _, states := range lists {
 		if out, chain := chainThrough(ctx, r, states, b); chain != nil {
