@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"slices"
+
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -256,6 +258,9 @@ func nodeNeeds(r *Request, gpusPerNode int) ([]int64, bool) {
 // sideNeeds enumerates the coordinates of the used axes (at most cutBoundDevices
 // combinations, else ok is false), puts each device on a side, and returns per side the
 // bytes of the distinct target tiles its devices need that no device of the side holds.
+// Tiles are named by their number in row-major order of the shard indices (at most
+// cutBoundDevices of each sharding), not by strings: the time bound runs once per plan
+// and was a sixth of the suggestion search (issue 12).
 func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int) (need []int64, ok bool) {
 	m := r.Mesh
 	combos := 1
@@ -270,77 +275,92 @@ func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int
 	lf := sharding.NewLayout(m, r.Shape, r.Source)
 	lt := sharding.NewLayout(m, r.Shape, r.Target)
 	rank := len(r.Shape)
-	type side struct {
-		held   map[string]bool
-		needed map[string][]int
-	}
-	sd := make([]side, sides)
-	for k := range sd {
-		sd[k] = side{map[string]bool{}, map[string][]int{}}
-	}
-	key := func(idx []int) string {
-		b := make([]byte, 0, 4*len(idx))
-		for _, v := range idx {
-			b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
-		}
-		return string(b)
-	}
+	held := map[int]bool{}         // side x source tiles + source tile
+	seen := map[int]bool{}         // side x target tiles + target tile
+	needed := make([][]int, sides) // per side, its target tiles in the order met
+	nf, nt := tileCount(lf), tileCount(lt)
 	eachUsedCoords(m, used, func(coords []int) {
-		si, ti := make([]int, rank), make([]int, rank)
+		si, ti := 0, 0
 		for d := range rank {
-			si[d] = lf.ShardIndex(d, coords)
-			ti[d] = lt.ShardIndex(d, coords)
+			si = si*lf.Counts[d] + lf.ShardIndex(d, coords)
+			ti = ti*lt.Counts[d] + lt.ShardIndex(d, coords)
 		}
-		k := &sd[sideOf(coords)]
-		k.held[key(si)] = true
-		k.needed[key(ti)] = ti
+		k := sideOf(coords)
+		held[k*nf+si] = true
+		if !seen[k*nt+ti] {
+			seen[k*nt+ti] = true
+			needed[k] = append(needed[k], ti)
+		}
 	})
 	need = make([]int64, sides)
-	sIdx := make([]int, rank)
-	l, h := make([]int, rank), make([]int, rank)
-	for k, side := range sd {
+	for k, tiles := range needed {
 		var elems int64
-		for _, ti := range side.needed {
-			size := int64(1)
-			for d := range rank {
-				s, e := lt.Range(d, ti[d])
-				size *= max(0, e-s)
-				if e > s {
-					l[d], h[d] = int(s/lf.Tile[d]), int((e-1)/lf.Tile[d])
-				} else {
-					l[d], h[d] = 0, -1
-				}
-			}
-			if size == 0 {
-				continue
-			}
-			have := int64(0)
-			copy(sIdx, l)
-			for {
-				if side.held[key(sIdx)] {
-					ov := int64(1)
-					for d := range rank {
-						ts, te := lt.Range(d, ti[d])
-						ss, se := lf.Range(d, sIdx[d])
-						ov *= max(0, min(te, se)-max(ts, ss))
-					}
-					have += ov
-				}
-				d := rank - 1
-				for ; d >= 0; d-- {
-					sIdx[d]++
-					if sIdx[d] <= h[d] {
-						break
-					}
-					sIdx[d] = l[d]
-				}
-				if d < 0 {
-					break
-				}
-			}
-			elems += size - have
+		for _, t := range tiles {
+			elems += lackedElems(lf, lt, t, func(si int) bool { return held[k*nf+si] })
 		}
 		need[k] = sharding.BufferBytes(elems, r.ElemBits)
 	}
 	return need, true
+}
+
+// tileCount is the number of distinct tiles of l.
+func tileCount(l *sharding.Layout) int {
+	n := 1
+	for _, c := range l.Counts {
+		n *= c
+	}
+	return n
+}
+
+// lackedElems is the elements of target tile t (numbered as sideNeeds does) that no
+// held source tile covers.
+func lackedElems(lf, lt *sharding.Layout, t int, held func(si int) bool) int64 {
+	rank := len(lt.Counts)
+	ti := make([]int, rank)
+	for d := rank - 1; d >= 0; d-- {
+		ti[d], t = t%lt.Counts[d], t/lt.Counts[d]
+	}
+	size := int64(1)
+	l, h := make([]int, rank), make([]int, rank)
+	for d := range rank {
+		s, e := lt.Range(d, ti[d])
+		size *= max(0, e-s)
+		if e > s {
+			l[d], h[d] = int(s/lf.Tile[d]), int((e-1)/lf.Tile[d])
+		} else {
+			l[d], h[d] = 0, -1
+		}
+	}
+	if size == 0 {
+		return 0
+	}
+	have := int64(0)
+	sIdx := slices.Clone(l)
+	for {
+		si := 0
+		for d := range rank {
+			si = si*lf.Counts[d] + sIdx[d]
+		}
+		if held(si) {
+			ov := int64(1)
+			for d := range rank {
+				ts, te := lt.Range(d, ti[d])
+				ss, se := lf.Range(d, sIdx[d])
+				ov *= max(0, min(te, se)-max(ts, ss))
+			}
+			have += ov
+		}
+		d := rank - 1
+		for ; d >= 0; d-- {
+			sIdx[d]++
+			if sIdx[d] <= h[d] {
+				break
+			}
+			sIdx[d] = l[d]
+		}
+		if d < 0 {
+			break
+		}
+	}
+	return size - have
 }
