@@ -10,6 +10,20 @@ import "math"
 // and bound on small groups too.
 var eliminateAbove = 1024
 
+// tableFloats returns n floats for a maxTable, from a slab the Router keeps: a group's
+// tables live only while eliminate runs, and allocating them one by one was a fifth of
+// the bytes a 65,536-device plan allocates. The slab is reused from its start when
+// eliminate starts; when it runs out, a larger one replaces it and the
+// tables already handed out keep the old one.
+func (r *Router) tableFloats(n int) []float64 {
+	if cap(r.tables)-len(r.tables) < n {
+		r.tables = make([]float64, 0, max(2*cap(r.tables), n, 256))
+	}
+	at := len(r.tables)
+	r.tables = r.tables[:at+n]
+	return r.tables[at : at+n : at+n]
+}
+
 // maxTable is a function of some digits, tabulated: vals[i] is its value at the i-th
 // assignment of scope in eachAssignment's order (the last digit varies fastest).
 type maxTable struct {
@@ -28,6 +42,7 @@ type maxTable struct {
 // more than the group's assignments. Sums are added in another order than the branch
 // and bound's: the maximum is the same when the terms are integers (hops), run decides.
 func (rm *routeMax) eliminate() float64 {
+	rm.r.tables = rm.r.tables[:0] // no table of an earlier call is in use
 	ds := rm.p.Digits
 	tabs := make([]maxTable, len(rm.axes))
 	for j := range rm.axes {
@@ -36,7 +51,7 @@ func (rm *routeMax) eliminate() float64 {
 		for _, k := range t.scope {
 			t.mask |= 1 << k
 		}
-		t.vals = make([]float64, 0, coverage(ds, t.scope))
+		t.vals = rm.r.tableFloats(coverage(ds, t.scope))[:0]
 		eachAssignment(ds, t.scope, rm.val, func() { t.vals = append(t.vals, rm.term(j)) })
 	}
 	left := append([]int(nil), rm.digits...)
@@ -94,7 +109,7 @@ func (rm *routeMax) maxOut(in []maxTable, k int, scope uint64) maxTable {
 	ds := rm.p.Digits
 	out := maxTable{scope: bitsOf(scope, len(ds)), mask: scope}
 	size := coverage(ds, out.scope)
-	out.vals = make([]float64, size)
+	out.vals = rm.r.tableFloats(size)
 	// stride[t][x]: the stride in table t of the scope's digit x; kStride[t]: of k.
 	stride := make([][]int, len(in))
 	kStride := make([]int, len(in))

@@ -124,6 +124,7 @@ type Router struct {
 	// PriceDigitPermutation's per-axis loads (axisLoad), by key, and the key's buffer.
 	axisLoads map[string]axisLoadRes
 	loadKey   []byte
+	tables    []float64 // routeMax.eliminate's (tableFloats)
 }
 
 // ringLoads are one axis' link loads: per touched line, difference arrays of both
