@@ -343,12 +343,14 @@ func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []in
 
 // routeMax maximises, over the assignments of a coupled group's digits, the sum over the
 // group's axes of each axis' segment hops times a per-axis weight (latency per hop, or
-// 1 for hops), by variable elimination (eliminate) and, for weights that are not
-// integers, by branch and bound from just below its answer: digits are assigned in order, an axis' term is
-// added once its last digit is, and a branch stops when its sum plus every open axis'
-// own largest term cannot beat the best sum found. Every assignment it skips is one
-// whose sum is at most that best, so the maximum is exact, as enumerating them all
-// (TestDigitPermutationPricingIsExact holds it to routing every transfer).
+// 1 for hops). Groups of more than eliminateAbove assignments go to variable
+// elimination (eliminate), then, for weights that are not integers, to the branch and
+// bound started just below its answer; smaller ones to the branch and bound alone:
+// digits are assigned in order, an axis' term is added once its last digit is, and a
+// branch stops when its sum plus every open axis' own largest term cannot beat the best
+// sum found. Every assignment it skips is one whose sum is at most that best, so the
+// maximum is exact, as enumerating them all (TestDigitPermutationPricingIsExact holds it
+// to routing every transfer, TestRouteMaxEliminationIsExact the elimination to it).
 type routeMax struct {
 	r      *Router
 	p      DigitPermutation
