@@ -3,6 +3,7 @@ package cost
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 )
 
 // Digit is one factor of a mesh axis' coordinate: coordinate on Axis = sum over its digits
@@ -226,62 +227,97 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 			}
 		}
 		rt := r.rt[i]
-		if r.dGroups == nil {
-			r.dGroups = map[uint64][]float64{}
+		al := r.axisLoad(i, p, onAxis[i], S, lSet, bytes*mult)
+		if al.w.time > w.time {
+			w = al.w // the first busiest over the axes, as one scan of them all keeps
 		}
-		groups := r.dGroups
-		clear(groups)
-		calls := r.lineLoads(groups, p, onAxis[i], S, lSet, rt, bytes*mult)
-		n := rt.n
-		top := unitAxis{axis: i}
-		for _, buf := range groups {
-			for dir := range 2 {
-				acc := 0.0
-				for x := range n {
-					acc += buf[dir*(n+1)+x]
-					if tm := acc / rt.bw; tm > w.time {
-						w = worstRes{time: tm, load: acc, class: rt.class, kind: resRing, axis: i, line: -1, x: x, dir: dir}
-					}
-					if acc > top.load {
-						top.load, top.x, top.dir = acc, x, dir
-					}
-				}
-			}
-		}
-		if u != nil && len(groups) > 0 {
-			// A transfer adds at most four entries of its weight (addRun).
-			u.axes = append(u.axes, top)
-			u.bound = max(u.bound, 4*float64(calls)*mult)
-		}
-		if len(groups) > 0 {
+		if al.used {
 			used = true
 			base = max(base, r.f.links[rt.class].base)
+			if u != nil {
+				// A transfer adds at most four entries of its weight (addRun).
+				u.axes = append(u.axes, unitAxis{axis: i, x: al.w.x, dir: al.w.dir, load: al.w.load})
+				u.bound = max(u.bound, 4*float64(al.calls)*mult)
+			}
 		}
 	}
 	return w, base, used, true
 }
 
-// lineLoads fills groups with, per line class (an assignment of S ∩ L, as a key), the
-// difference arrays of the load on the axis' links in both directions, each transfer
-// weighing wgt. digits are the axis' digits; S the digits its segments depend on.
-//
-// It returns the number of transfers added.
-func (r *Router) lineLoads(groups map[uint64][]float64, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) int {
-	n := rt.n
-	val := r.dVal[:0]
-	for range p.Digits {
-		val = append(val, 0)
+// axisLoad is lineLoads' busiest link of axis (from none) and whether a transfer moves
+// on it, memoized per Router: the search prices many permutations that move one axis'
+// digits alike (issue 12's 65,536-device rank-3 reshard: 16 distinct of 30 per
+// request). The key is all that lineLoads reads, with digits named by their place in
+// S: the axis (its route), S's sizes and which of them L holds, each axis digit's and
+// its image's places and its weight, and the bytes per transfer.
+func (r *Router) axisLoad(axis int, p DigitPermutation, digits, S []int, lSet uint64, wgt float64) axisLoadRes {
+	key := binary.AppendUvarint(r.loadKey[:0], uint64(axis))
+	key = binary.AppendUvarint(key, math.Float64bits(wgt))
+	key = append(key, byte(len(S)), byte(len(digits))) // at most 64 digits
+	for _, k := range S {
+		key = binary.AppendUvarint(key, uint64(p.Digits[k].Size)<<1|(lSet>>k&1))
 	}
-	r.dVal = val
-	r.dLoads = r.dLoads[:0] // the previous axis' arrays are no longer used
-	calls := 0
-	eachAssignment(p.Digits, S, val, func() {
-		var key uint64
+	for _, k := range digits {
+		key = append(key, byte(slices.Index(S, k)), byte(slices.Index(S, p.Src[k])))
+		key = binary.AppendUvarint(key, uint64(p.Digits[k].Weight))
+	}
+	r.loadKey = key
+	if got, ok := r.axisLoads[string(key)]; ok {
+		return got
+	}
+	var res axisLoadRes
+	res.calls = lineLoads(&res.w, axis, p, digits, S, lSet, r.rt[axis], wgt)
+	res.used = res.calls > 0
+	if r.axisLoads == nil {
+		r.axisLoads = map[string]axisLoadRes{}
+	}
+	r.axisLoads[string(key)] = res
+	return res
+}
+
+// axisLoadRes is a memoized axisLoad: the axis' busiest link, whether a transfer moves
+// on it, and how many transfers lineLoads added.
+type axisLoadRes struct {
+	w     worstRes
+	used  bool
+	calls int
+}
+
+// lineLoads routes axis' transfers, each weighing wgt, line class by line class (an
+// assignment of S ∩ L), keeps in w the busiest link if busier, and returns the number
+// of transfers it routed (0: none moves on the axis). digits are the axis' digits; S the digits its segments
+// depend on. The assignments of S are enumerated with S ∩ L's digits most significant,
+// so that each line class's come one after the other and one pair of difference arrays
+// serves every class in turn: a map of arrays, one per class, was most of the time of
+// pricing a 65,536-device permutation (issue 12). A class's transfers are added in the
+// same order as in an enumeration in digit order, so its sums are the same.
+func lineLoads(w *worstRes, axis int, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) (calls int) {
+	n := rt.n
+	order := make([]int, 0, len(S))
+	for _, in := range [2]bool{true, false} {
 		for _, k := range S {
+			if (lSet&(1<<k) != 0) == in {
+				order = append(order, k)
+			}
+		}
+	}
+	buf := make([]float64, 2*(n+1))
+	val := make([]int, len(p.Digits))
+	var class uint64
+	routed := 0.0 // on the line class
+	eachAssignment(p.Digits, order, val, func() {
+		var key uint64
+		for _, k := range order {
 			if lSet&(1<<k) != 0 {
 				key = key*uint64(p.Digits[k].Size) + uint64(val[k])
 			}
 		}
+		if key != class && routed > 0 {
+			busiestLink(w, axis, rt, buf, routed)
+			clear(buf)
+			routed = 0
+		}
+		class = key
 		a, b := 0, 0 // holder's and receiver's coordinate on the axis
 		for _, k := range digits {
 			a += val[p.Src[k]] * p.Digits[k].Weight
@@ -290,17 +326,35 @@ func (r *Router) lineLoads(groups map[uint64][]float64, p DigitPermutation, digi
 		if a == b {
 			return
 		}
-		buf := groups[key]
-		if buf == nil {
-			j := len(r.dLoads)
-			r.dLoads = append(r.dLoads, make([]float64, 2*(n+1))...)
-			buf = r.dLoads[j:len(r.dLoads):len(r.dLoads)]
-			groups[key] = buf
-		}
 		routeRing(buf, rt.topo, n, a, b, wgt)
+		routed += wgt
 		calls++
 	})
+	if routed > 0 {
+		busiestLink(w, axis, rt, buf, routed)
+	}
 	return calls
+}
+
+// busiestLink keeps in w the busiest link of one line of axis (buf: its difference
+// arrays) if busier: the first in direction then position order. routed is the bytes
+// routed on the line, which no link's load exceeds: most lines are no busier than the
+// busiest found, and that says so without the scan (a line of one transfer carries
+// exactly its bytes; the slack covers rounding in the sums of many).
+func busiestLink(w *worstRes, axis int, rt axisRoute, buf []float64, routed float64) {
+	if routed*(1+1e-9)/rt.bw <= w.time {
+		return
+	}
+	n := rt.n
+	for dir := range 2 {
+		acc := 0.0
+		for x := range n {
+			acc += buf[dir*(n+1)+x]
+			if tm := acc / rt.bw; tm > w.time {
+				*w = worstRes{time: tm, load: acc, class: rt.class, kind: resRing, axis: axis, line: -1, x: x, dir: dir}
+			}
+		}
+	}
 }
 
 // digitLongestRoute is the latency and hops of the longest route: axes coupled through
@@ -382,11 +436,14 @@ func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []in
 
 // routeMax maximises, over the assignments of a coupled group's digits, the sum over the
 // group's axes of each axis' segment hops times a per-axis weight (latency per hop, or
-// 1 for hops), by branch and bound: digits are assigned in order, an axis' term is
-// added once its last digit is, and a branch stops when its sum plus every open axis'
-// own largest term cannot beat the best sum found. Every assignment it skips is one
-// whose sum is at most that best, so the maximum is exact, as enumerating them all
-// (TestDigitPermutationPricingIsExact holds it to routing every transfer).
+// 1 for hops). Groups of more than eliminateAbove assignments go to variable
+// elimination (eliminate), then, for weights that are not integers, to the branch and
+// bound started just below its answer; smaller ones to the branch and bound alone:
+// digits are assigned in order, an axis' term is added once its last digit is, and a
+// branch stops when its sum plus every open axis' own largest term cannot beat the best
+// sum found. Every assignment it skips is one whose sum is at most that best, so the
+// maximum is exact, as enumerating them all (TestDigitPermutationPricingIsExact holds it
+// to routing every transfer, TestRouteMaxEliminationIsExact the elimination to it).
 type routeMax struct {
 	r      *Router
 	p      DigitPermutation
@@ -407,7 +464,7 @@ type routeMax struct {
 }
 
 func (rm *routeMax) prepare() {
-	var pos [64]int // per digit, its level (digits index 64-bit sets)
+	pos := make([]int, len(rm.p.Digits)) // a digit's level
 	for l, k := range rm.digits {
 		pos[k] = l
 	}
@@ -443,12 +500,27 @@ func (rm *routeMax) term(j int) float64 {
 	return float64(segmentHops(rm.r.rt[i].topo, rm.r.rt[i].n, a, b)) * rm.weight[j]
 }
 
-// run returns the largest sum of the axes' terms with the given per-hop weights.
+// run returns the largest sum of the axes' terms with the given per-hop weights. With
+// integer weights (hops) every term and sum is an exact integer and eliminate is the
+// answer. Otherwise the branch and bound, which adds the terms in its own order, gives
+// it, started just below eliminate's maximum so that it prunes every branch that
+// cannot reach it, and returns the same sum it did when it started from nothing.
 func (rm *routeMax) run(perHop func(axis int) float64) float64 {
 	n := len(rm.axes)
 	rm.weight, rm.most = make([]float64, n), make([]float64, n)
+	integral := true
 	for j, i := range rm.axes {
 		rm.weight[j] = perHop(i)
+		integral = integral && rm.weight[j] == math.Trunc(rm.weight[j])
+	}
+	top := -1.0
+	if assignments(rm.p.Digits, rm.digits) > eliminateAbove {
+		top = rm.eliminate()
+		if integral {
+			return top
+		}
+	}
+	for j := range rm.axes {
 		// The axis' own largest term: every assignment of its digits.
 		eachAssignment(rm.p.Digits, rm.axisDigits[j], rm.val, func() {
 			rm.most[j] = max(rm.most[j], rm.term(j))
@@ -462,6 +534,9 @@ func (rm *routeMax) run(perHop func(axis int) float64) float64 {
 		}
 	}
 	rm.best = -1
+	if top > 0 {
+		rm.best = top * (1 - 1e-9)
+	}
 	rm.branch(0, 0)
 	return rm.best
 }

@@ -121,14 +121,15 @@ type Router struct {
 	devs    []devLoad // switch port loads of touched devices
 	node    [2][]float64
 	scratch []float64
+	// PriceDigitPermutation's per-axis loads (axisLoad), by key, and the key's buffer.
+	axisLoads map[string]axisLoadRes
+	loadKey   []byte
+	tables    []float64 // routeMax.eliminate's (tableFloats)
 
 	// PriceDigitPermutation's buffers and its memo of what does not depend on the bytes.
 	dOnAxis    [][]int
 	dSSet      []uint64
 	dKey       []byte
-	dVal       []int
-	dGroups    map[uint64][]float64
-	dLoads     []float64 // backs dGroups' difference arrays
 	digitUnits map[string]*digitUnit
 }
 
@@ -701,3 +702,7 @@ func (f *Fabric) MinLatency(m *sharding.Mesh) float64 {
 // Combine adds or takes the larger of a latency and a bandwidth term, per the model's
 // mode.
 func (f *Fabric) Combine(lat, bw float64) float64 { return f.combine(lat, bw) }
+
+// Additive reports whether the model adds the latency and bandwidth terms (mode
+// "additive") rather than taking the larger.
+func (f *Fabric) Additive() bool { return !f.maxMode }

@@ -159,6 +159,7 @@ type timeBounder interface {
 	HalfCut(*sharding.Mesh, int) (float64, bool)
 	MinLatency(*sharding.Mesh) float64
 	Combine(lat, bw float64) float64
+	Additive() bool
 }
 
 // cutBoundDevices caps the coordinates the cut and node bounds enumerate (1.2 ms for a
@@ -257,6 +258,9 @@ func nodeNeeds(r *Request, gpusPerNode int) ([]int64, bool) {
 // sideNeeds enumerates the coordinates of the used axes (at most cutBoundDevices
 // combinations, else ok is false), puts each device on a side, and returns per side the
 // bytes of the distinct target tiles its devices need that no device of the side holds.
+// Tiles are named by their number in row-major order of the shard indices (at most
+// cutBoundDevices of each sharding), not by strings: the time bound runs once per plan
+// and was a sixth of the suggestion search (issue 12).
 func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int) (need []int64, ok bool) {
 	m := r.Mesh
 	combos := 1

@@ -164,6 +164,14 @@ func TestPropertyCutBoundPerStep(t *testing.T) {
 						require.LessOrEqual(t, want, st.Cost.TimeUS*(1+1e-9)+1e-9,
 							"%d %s %s %v %s->%s: %s step %d %s over %v priced %.4f below its cut bound %.4f (cut of %v)",
 							i, name, m, shape, src, tgt, c.name, k, st.Op, st.MeshAxes, st.Cost.TimeUS, want, c.sp.atoms[b.cuts[ci].atom])
+						if b.additive {
+							// The additive heuristic sums one latency per step and the
+							// bandwidth bounds over the path: each term must hold alone.
+							require.GreaterOrEqual(t, st.Cost.LatencyUS*(1+1e-9)+1e-9, b.latMin, "%d %s: %s step %d latency", i, name, c.name, k)
+							require.GreaterOrEqual(t, st.Cost.BandwidthUS*(1+1e-9)+1e-9, x/b.cuts[ci].bw,
+								"%d %s %s %v %s->%s: %s step %d %s over %v: bandwidth %.4f below its cut bound %.4f",
+								i, name, m, shape, src, tgt, c.name, k, st.Op, st.MeshAxes, st.Cost.BandwidthUS, x/b.cuts[ci].bw)
+						}
 					}
 				}
 			}

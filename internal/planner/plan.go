@@ -14,8 +14,9 @@ import (
 
 // Version identifies the planner's algorithm and prices; it is part of every cache key
 // (planner/3: point-to-point steps priced by their routed traffic; planner/4: the search
-// bounded by torus cuts and by the direct candidates, which can change plans).
-const Version = "planner/4"
+// bounded by torus cuts and by the direct candidates, which can change plans; planner/5:
+// a heuristic that adds latencies and bytes on additive models, likewise).
+const Version = "planner/5"
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
@@ -66,6 +67,30 @@ type Request struct {
 	// allMoves gives the exact pass the weighted passes' moves too: the single-atom swap
 	// and replace permutes and the relaxed fills.
 	allMoves bool
+	// bounds, when set, are the request's lower bounds already computed (they depend on
+	// the mesh, shape, ends and model alone): the suggestion search plans the same
+	// reshard again under other allowed ops and prices its chain against them.
+	bounds *reshardBounds
+}
+
+// reshardBounds are a reshard's lower bounds: the bytes a device lacks (between), the
+// bytes bound with the reduction's share (lb), and the time bound (time; ok false when
+// the model has none).
+type reshardBounds struct {
+	between, lb int64
+	time        float64
+	ok          bool
+}
+
+// boundsOf computes r's lower bounds, or returns r.bounds when set.
+func boundsOf(r *Request) reshardBounds {
+	if r.bounds != nil {
+		return *r.bounds
+	}
+	b := reshardBounds{between: LowerBoundBetween(r, r.Source, r.Target)}
+	b.lb = lowerBoundWith(r, b.between)
+	b.time, b.ok = timeLowerBound(r, b.between, b.lb)
+	return b
 }
 
 // maxOptionalTransfers bounds the transfers the planner routes to price the direct
@@ -181,8 +206,13 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, src, tgt)
 	p := &Plan{Request: r, sp: sp}
 	var cands []*Plan
-	between := LowerBoundBetween(r, src, tgt)
-	lb := lowerBoundWith(r, between)
+	var between, lb int64
+	if r.bounds != nil {
+		between, lb = r.bounds.between, r.bounds.lb
+	} else {
+		between = LowerBoundBetween(r, src, tgt)
+		lb = lowerBoundWith(r, between)
+	}
 	if ok {
 		start := sp.stateOf(src)
 		goal := sp.stateOf(tgt)
@@ -384,14 +414,24 @@ func (p *Plan) finishTotals() {
 }
 
 func (p *Plan) finish(between, lb int64) {
+	if b := p.Request.bounds; b != nil && b.between == between && b.lb == lb {
+		p.finishWith(*b)
+		return
+	}
+	tb, ok := timeLowerBound(p.Request, between, lb)
+	p.finishWith(reshardBounds{between: between, lb: lb, time: tb, ok: ok})
+}
+
+// finishWith is finish with the bounds already computed.
+func (p *Plan) finishWith(b reshardBounds) {
 	p.finishTotals()
 	s := &p.Summary
-	s.LowerBoundBytesPerDevice = lb
+	s.LowerBoundBytesPerDevice = b.lb
 	s.Efficiency = 1
 	if s.BytesPerDevice > 0 {
-		s.Efficiency = float64(lb) / float64(s.BytesPerDevice)
+		s.Efficiency = float64(b.lb) / float64(s.BytesPerDevice)
 	}
-	s.TimeLowerBoundUS, _ = timeLowerBound(p.Request, between, lb)
+	s.TimeLowerBoundUS = b.time
 	s.TimeEfficiency = 1
 	if s.TimeUS > 0 {
 		s.TimeEfficiency = s.TimeLowerBoundUS / s.TimeUS

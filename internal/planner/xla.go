@@ -94,7 +94,7 @@ func ReshardXLA(ctx context.Context, r *Request) (*Plan, *XLAInfo, error) {
 	if e.fallback {
 		info.Warning = "[SPMD] Involuntary full rematerialization. The compiler cannot go from sharding " + info.SourceHlo + " to " + info.TargetHlo +
 			" efficiently for this reshard. As the last resort, SPMD will replicate the tensor and then partition it to obtain the target sharding, which is inefficient. This issue will be fixed by Shardy partitioner in the future, which is tracked in b/433785288."
-		info.Suggested, info.Chain, info.SuggestionNote = suggestXLA(ctx, r)
+		info.Suggested, info.Chain, info.SuggestionNote = suggestXLAWith(ctx, r, e.bounds)
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
@@ -109,8 +109,8 @@ func xlaPlan(r *Request) (*Plan, *xlaEmu, error) {
 		return nil, nil, err
 	}
 	p := &Plan{Request: r, sp: e.sp, name: "xla", Steps: e.steps()}
-	between := LowerBoundBetween(r, r.Source, r.Target)
-	p.finish(between, lowerBoundWith(r, between))
+	e.bounds = boundsOf(r)
+	p.finishWith(e.bounds)
 	p.Summary.Strategy = XLA
 	return p, e, nil
 }
@@ -191,6 +191,7 @@ type xlaEmu struct {
 	fallback      bool
 	depth         int
 	path          []string
+	bounds        reshardBounds // r's lower bounds, set by xlaPlan
 }
 
 func (e *xlaEmu) took(branch string) { e.path = append(e.path, branch) }

@@ -19,6 +19,19 @@ func xlaHop(r *Request, from, to sharding.Sharding) (*Plan, bool, error) {
 	return p, e.fallback, nil
 }
 
+// xlaHopSteps is the priced steps of a hop XLA takes, without the plan's totals and
+// bounds: a chain's hops are summed and bounded once, as the chain (chainThrough), and
+// the time bound of every hop was a sixth of the suggestion search's time.
+func xlaHopSteps(r *Request, from, to sharding.Sharding) ([]Step, error) {
+	h := *r
+	h.Source, h.Target = from, to
+	e, err := xlaEmulate(&h)
+	if err != nil {
+		return nil, err
+	}
+	return e.steps(), nil
+}
+
 // xlaHopFallsBack is xlaHop's verdict alone, without pricing the plan (ok false when
 // the hop cannot be emulated).
 func xlaHopFallsBack(r *Request, from, to sharding.Sharding) (fallback, ok bool) {
@@ -50,9 +63,16 @@ func hasSubAxis(s sharding.Sharding) bool {
 // returns the suggestions and XLA's plan through them, or a note saying why there is
 // none.
 func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan, string) {
-	lists := suggestionStates(ctx, r)
+	return suggestXLAWith(ctx, r, boundsOf(r))
+}
+
+// suggestXLAWith is suggestXLA given r's bounds (b): the optimal plan of standard
+// collectives and the chain reshard r's ends, and ReshardXLA has bounded its own plan
+// already.
+func suggestXLAWith(ctx context.Context, r *Request, b reshardBounds) ([]Suggestion, *Plan, string) {
+	lists := suggestionStates(ctx, r, &b)
 	for _, states := range lists {
-		if out, chain := chainThrough(ctx, r, states); chain != nil {
+		if out, chain := chainThrough(ctx, r, states, b); chain != nil {
 			return out, chain, ""
 		}
 	}
@@ -63,9 +83,10 @@ func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan, string) {
 }
 
 // suggestionStates lists chains of shardings from r.Source to r.Target (both included)
-// that a suggestion may pass through.
-func suggestionStates(ctx context.Context, r *Request) (lists [][]sharding.Sharding) {
+// that a suggestion may pass through; b are r's bounds.
+func suggestionStates(ctx context.Context, r *Request, b *reshardBounds) (lists [][]sharding.Sharding) {
 	rr := *r
+	rr.bounds = b
 	// Constraints need intermediate states: a single point-to-point exchange has none,
 	// so the chain comes from the best plan of standard collectives.
 	rr.AllowedOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpCollectivePermute, OpReduceScatter, OpAllReduce}
@@ -116,8 +137,8 @@ func suggestionStates(ctx context.Context, r *Request) (lists [][]sharding.Shard
 
 // chainThrough is the shortest chain of hops XLA handles without its fallback through
 // states (in order; each state also tried with its sub-axes of one axis put back in
-// major-to-minor order, which P() can often name).
-func chainThrough(ctx context.Context, r *Request, states []sharding.Sharding) ([]Suggestion, *Plan) {
+// major-to-minor order, which P() can often name); b are r's bounds, the chain's.
+func chainThrough(ctx context.Context, r *Request, states []sharding.Sharding, b reshardBounds) ([]Suggestion, *Plan) {
 	type node struct {
 		pos int
 		s   sharding.Sharding
@@ -168,11 +189,11 @@ func chainThrough(ctx context.Context, r *Request, states []sharding.Sharding) (
 	chain := &Plan{Request: r, name: "xla_chain"}
 	var out []Suggestion
 	for _, j := range path {
-		hop, _, err := xlaHop(r, nodes[prev[j]].s, nodes[j].s)
+		steps, err := xlaHopSteps(r, nodes[prev[j]].s, nodes[j].s)
 		if err != nil {
 			return nil, nil // unreachable: the hop was emulated above
 		}
-		chain.Steps = append(chain.Steps, hop.Steps...)
+		chain.Steps = append(chain.Steps, steps...)
 		if j == last {
 			continue
 		}
@@ -180,8 +201,7 @@ func chainThrough(ctx context.Context, r *Request, states []sharding.Sharding) (
 		ps, _ := s.PartitionSpecText()
 		out = append(out, Suggestion{Sharding: s, PartitionSpec: ps, Shardy: s.Text(r.Mesh.Name)})
 	}
-	between := LowerBoundBetween(r, r.Source, r.Target)
-	chain.finish(between, lowerBoundWith(r, between))
+	chain.finishWith(b)
 	chain.Summary.Strategy = XLA
 	return out, chain
 }
