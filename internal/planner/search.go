@@ -199,6 +199,7 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 		reached := false
 		for i, w := range weightedPassWeights {
 			s.weight, s.relax = w, i > 0
+			s.wholeGathers = !s.relax && s.goalDirected // as the exact pass, below
 			if reached {
 				// Only strictly cheaper plans are worth finding, and the pass keeps
 				// looking after each until its budget or its open list runs out.
@@ -222,10 +223,10 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	// The exact pass moves strictly toward the goal and leaves out the permutes that
 	// swap or replace single atoms (towardGoal and the direct permute stay) and the
 	// gathers of part of a dim's suffix past its goal prefix (they leave the dim still to
-	// be fixed); the weighted passes have those moves, and their plans stand as
-	// incumbents. Without the partial gathers, on the random set: 18% fewer expansions,
-	// 2 searches at the budget instead of 6, plans 0.4% cheaper on geomean as more
-	// searches finish (10 dearer, by at most 1.107x; BENCHMARKS.md). Against an exact
+	// be fixed; the first weighted pass leaves them out too); the relaxed pass has those
+	// moves, and its plans stand as incumbents. Without the partial gathers, on the
+	// random set: 20% fewer expansions, 2 searches at the budget instead of 6, plans
+	// 1.5% cheaper on geomean as more searches finish (BENCHMARKS.md). Against an exact
 	// pass with the relaxed fills, earlier on the same set: 10 of 250 searches
 	// stop at the budget instead of 63, 25% less CPU, and plans cost 0.955 of theirs on
 	// average (1 slower, by 1.09x; BENCHMARKS.md). r.allMoves gives the exact pass every
