@@ -99,6 +99,7 @@ type preparer struct {
 	opIn, opOut [][]int // per flat op: operand and result tensor ids
 	whiles      map[int]*whileInfo
 	names       map[string]string // op name -> wire path of its op
+	rules       ruleCache
 }
 
 // whileInfo holds the tensor ids of a while's regions: cond params, body params, body
@@ -376,7 +377,7 @@ func (p *preparer) addNodes(order []int) {
 			}
 			continue
 		}
-		rule, class, err := buildRule(op, fo.field, p.shapes(in), p.shapes(out))
+		rule, class, err := p.rules.build(op, fo.field, p.shapes(in), p.shapes(out))
 		if err != nil {
 			p.addErr(err)
 			continue
@@ -400,20 +401,16 @@ func (p *preparer) shapes(ids []int) [][]int64 {
 }
 
 // indexUsers fills each node's per-tensor element counts, the users of every tensor and
-// the nodes' multiUse flags.
+// the nodes' multiUse flags. The counts depend only on the rule, so nodes sharing a rule
+// (ruleCache) share one read-only slice of them.
 func (p *preparer) indexUsers() {
 	gs := p.gs
 	gs.users = make([][]int, len(gs.tensors))
+	elems := map[*Rule][]int64{}
 	for ni, n := range gs.nodes {
-		n.elems = make([]int64, len(n.tensors))
-		for q := range n.tensors {
-			e := int64(1)
-			for _, fs := range n.rule.Dims(q) {
-				for _, f := range fs {
-					e *= n.rule.FactorSizes[f]
-				}
-			}
-			n.elems[q] = e
+		if n.elems = elems[n.rule]; n.elems == nil {
+			n.elems = ruleElems(n.rule, len(n.tensors))
+			elems[n.rule] = n.elems
 		}
 		for q, id := range n.tensors {
 			if !slices.Contains(n.tensors[:q], id) {
@@ -424,6 +421,21 @@ func (p *preparer) indexUsers() {
 			}
 		}
 	}
+}
+
+// ruleElems is, per tensor of rule r (nt of them), the product of its factor sizes.
+func ruleElems(r *Rule, nt int) []int64 {
+	out := make([]int64, nt)
+	for q := range out {
+		e := int64(1)
+		for _, fs := range r.Dims(q) {
+			for _, f := range fs {
+				e *= r.FactorSizes[f]
+			}
+		}
+		out[q] = e
+	}
+	return out
 }
 
 // addWhile checks a while op's shapes and adds one data-flow edge node per result:

@@ -71,6 +71,7 @@ type propagator struct {
 	finals    []sharding.Sharding
 	haveFinal []bool
 	slab      slab // the Result's shardings
+	ruleTexts map[*Rule]string
 
 	visits, updates, passes int
 }

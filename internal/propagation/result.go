@@ -169,6 +169,19 @@ func (p *propagator) finalize(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// ruleText is r.String(), printed once per rule: nodes share rules (ruleCache).
+func (p *propagator) ruleText(r *Rule) string {
+	s, ok := p.ruleTexts[r]
+	if !ok {
+		s = r.String()
+		if p.ruleTexts == nil {
+			p.ruleTexts = map[*Rule]string{}
+		}
+		p.ruleTexts[r] = s
+	}
+	return s
+}
+
 // computeOp chooses the common per-factor axes of n (findCommonAxes), the layouts its
 // tensors are computed in, and the reshards and reductions that implies.
 func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
@@ -178,7 +191,7 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 	nt := len(n.tensors)
 	assign := p.commonAxes(n, nf)
 	if !n.edge {
-		os.Rule = r.String()
+		os.Rule = p.ruleText(r)
 		if nf > 0 {
 			os.Factors = make([]FactorAxes, 0, nf)
 		}
