@@ -42,6 +42,12 @@ type GraphResponse struct {
 	OpaqueOps []OpaqueOpJSON `json:"opaque_ops,omitempty"`
 } // @name GraphResponse
 
+// keyOrder holds the keys of a GraphResponse's Shardings and Explain in byte order
+// (renderTensors), so that the encoder need not sort them; nil lists are sorted.
+type keyOrder struct {
+	shardings, explain []string
+}
+
 // Collective kinds of a graph.
 const (
 	kindReshard   = string(graphplan.KindReshard)
@@ -141,6 +147,17 @@ type graphInput struct {
 	key      string
 	// imp is the imported module (module requests only).
 	imp *stablehlo.Import
+	// ids holds graph's tensor ids sorted, once tensorIDs has been called.
+	ids []string
+}
+
+// tensorIDs is the sorted ids of in.graph's tensors, sorted once per request: the plan
+// id hashes the tensors in this order and the answer lists them in it.
+func (in *graphInput) tensorIDs() []string {
+	if in.ids == nil {
+		in.ids = slices.Sorted(maps.Keys(in.graph.Tensors))
+	}
+	return in.ids
 }
 
 // graph godoc
@@ -190,11 +207,11 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 			return nil, false, err
 		}
 		return s.answerPlanned(ctx, in.key, in.req.Policy, false, func(ctx context.Context) (*planned, error) {
-			resp, err := s.planGraph(ctx, in)
+			resp, order, err := s.planGraphOrdered(ctx, in)
 			if err != nil {
 				return nil, in.locate(err)
 			}
-			body, err := encodeGraphJSON(resp)
+			body, err := encodeGraphJSONOrdered(resp, order)
 			if err != nil {
 				return nil, err
 			}
@@ -286,10 +303,18 @@ func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 	if n := g.NumOps(); lim.MaxGraphOps > 0 && n > lim.MaxGraphOps {
 		return limitExceeded("ops", "has %d ops (regions included); the limit is %d (SHARDPLAN_MAX_GRAPH_OPS)", n, lim.MaxGraphOps)
 	}
-	for _, id := range slices.Sorted(maps.Keys(g.Tensors)) {
-		if r := len(g.Tensors[id].Shape); lim.MaxRank > 0 && r > lim.MaxRank {
-			return limitExceeded("tensors."+id+".shape", "has rank %d; the limit is %d (SHARDPLAN_MAX_RANK)", r, lim.MaxRank)
+	if lim.MaxRank <= 0 {
+		return nil
+	}
+	// The first id in sorted order whose rank is over the limit, found without sorting.
+	bad, found := "", false
+	for id, t := range g.Tensors {
+		if len(t.Shape) > lim.MaxRank && (!found || id < bad) {
+			bad, found = id, true
 		}
+	}
+	if found {
+		return limitExceeded("tensors."+bad+".shape", "has rank %d; the limit is %d (SHARDPLAN_MAX_RANK)", len(g.Tensors[bad].Shape), lim.MaxRank)
 	}
 	return nil
 }
@@ -297,9 +322,15 @@ func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 // planGraph plans the graph (graphplan: propagation, every reshard and reduction) and
 // renders the response.
 func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse, error) {
+	resp, _, err := s.planGraphOrdered(ctx, in)
+	return resp, err
+}
+
+// planGraphOrdered is planGraph, also giving the order of the response's map keys.
+func (s *Server) planGraphOrdered(ctx context.Context, in *graphInput) (*GraphResponse, keyOrder, error) {
 	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model})
 	if err != nil {
-		return nil, err
+		return nil, keyOrder{}, err
 	}
 	res := gp.Propagation
 	m := in.mesh
@@ -320,21 +351,12 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		resp.Refined = []string{}
 	}
 	sw := &shardingWriter{m: m}
-	for id, sh := range res.Closed() {
-		resp.Shardings[id] = sw.json(sh)
-	}
-	for id, origins := range res.Explain {
-		es := make([]ExplainEntry, len(origins))
-		for i, o := range origins {
-			es[i] = ExplainEntry{Dim: o.Dim, Axes: refStrings(o.Axes), From: o.From}
-		}
-		resp.Explain[id] = es
-	}
+	order := renderTensors(resp, res, in.tensorIDs(), sw)
 	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.listsFor(m, in.include), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
 	for i := range gp.Collectives {
 		c, omitted, err := cr.render(ctx, &gp.Collectives[i])
 		if err != nil {
-			return nil, err
+			return nil, keyOrder{}, err
 		}
 		resp.ListsOmitted = resp.ListsOmitted || omitted
 		resp.Collectives = append(resp.Collectives, c)
@@ -349,7 +371,53 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 		resp.OpaqueOps = opaqueOpsJSON(in.imp.Opaque)
 	}
 	resp.PlanID = in.key
-	return resp, nil
+	return resp, order, nil
+}
+
+// renderTensors fills the answer's shardings (closed) and explanations. It walks ids,
+// the graph's sorted tensor ids, which are the result's tensors, so that the encoder
+// gets both maps' keys in order without sorting them again; should the result's keys
+// differ, they are sorted here.
+func renderTensors(resp *GraphResponse, res *propagation.Result, ids []string, sw *shardingWriter) keyOrder {
+	if !isKeySet(ids, res.Shardings) {
+		ids = slices.Sorted(maps.Keys(res.Shardings))
+	}
+	order := keyOrder{shardings: ids, explain: make([]string, 0, len(res.Explain))}
+	for _, id := range ids {
+		resp.Shardings[id] = sw.closedJSON(res.Shardings[id])
+		if origins, ok := res.Explain[id]; ok {
+			resp.Explain[id] = explainEntries(origins)
+			order.explain = append(order.explain, id)
+		}
+	}
+	if len(order.explain) != len(res.Explain) { // an explained tensor without a sharding
+		for id, origins := range res.Explain {
+			resp.Explain[id] = explainEntries(origins)
+		}
+		order.explain = nil
+	}
+	return order
+}
+
+// isKeySet reports whether the distinct ids are exactly m's keys.
+func isKeySet[V any](ids []string, m map[string]V) bool {
+	if len(ids) != len(m) {
+		return false
+	}
+	for _, id := range ids {
+		if _, ok := m[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func explainEntries(origins []propagation.Origin) []ExplainEntry {
+	es := make([]ExplainEntry, len(origins))
+	for i, o := range origins {
+		es[i] = ExplainEntry{Dim: o.Dim, Axes: refStrings(o.Axes), From: o.From}
+	}
+	return es
 }
 
 // collectiveRenderer renders the collectives of one graph answer.

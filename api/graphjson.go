@@ -33,8 +33,13 @@ var graphAnswerSize atomic.Int64
 
 // encodeGraphJSON encodes r exactly as encodeJSON does.
 func encodeGraphJSON(r *GraphResponse) ([]byte, error) {
+	return encodeGraphJSONOrdered(r, keyOrder{})
+}
+
+// encodeGraphJSONOrdered is encodeGraphJSON given the order of r's map keys.
+func encodeGraphJSONOrdered(r *GraphResponse, order keyOrder) ([]byte, error) {
 	size := max(graphAnswerSize.Load(), 4<<10)
-	e := jsonAppender{b: make([]byte, 0, size+size/8)}
+	e := jsonAppender{b: make([]byte, 0, size+size/8), order: order}
 	e.graph(r)
 	if e.err != nil {
 		return encodeJSON(r)
@@ -50,6 +55,8 @@ type jsonAppender struct {
 	b    []byte
 	err  error
 	html bool
+	// order is the key order of the graph answer's maps, when known (else sorted).
+	order keyOrder
 }
 
 // ref appends v as encoding/json encodes it (the members not written by hand).
@@ -172,13 +179,13 @@ func (e *jsonAppender) graph(r *GraphResponse) {
 	e.key("mesh", false)
 	e.ref(r.Mesh)
 	e.key("shardings", false)
-	sortedMap(e, r.Shardings, func(s ShardingJSON) { e.sharding(&s) })
+	sortedMap(e, r.Shardings, e.order.shardings, func(s ShardingJSON) { e.sharding(&s) })
 	e.key("collectives", false)
 	list(e, r.Collectives, e.collective)
 	e.key("summary", false)
 	e.ref(r.Summary)
 	e.key("explain", false)
-	sortedMap(e, r.Explain, e.explanation)
+	sortedMap(e, r.Explain, e.order.explain, e.explanation)
 	e.key("refined", false)
 	e.strs(r.Refined)
 	if len(r.Ops) > 0 {
@@ -203,14 +210,18 @@ func (e *jsonAppender) graph(r *GraphResponse) {
 }
 
 // sortedMap appends m as an object (nil: null) with its keys in the order encoding/json
-// gives string keys (byte order), each value written by val.
-func sortedMap[V any](e *jsonAppender, m map[string]V, val func(V)) {
+// gives string keys (byte order), each value written by val. keys, when not nil, are
+// m's keys already in that order.
+func sortedMap[V any](e *jsonAppender, m map[string]V, keys []string, val func(V)) {
 	if m == nil {
 		e.b = append(e.b, "null"...)
 		return
 	}
+	if keys == nil {
+		keys = slices.Sorted(maps.Keys(m))
+	}
 	e.b = append(e.b, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	for i, k := range keys {
 		e.key(k, i == 0)
 		val(m[k])
 	}

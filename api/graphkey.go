@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"maps"
 	"math"
 	"slices"
 
@@ -38,7 +37,7 @@ func graphKey(in *graphInput) (string, error) {
 			e.b = e.b[:0]
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(in.graph.Tensors)) {
+	for _, id := range in.tensorIDs() {
 		t := in.graph.Tensors[id]
 		ann := "-"
 		if t.Sharding != nil {
@@ -144,7 +143,7 @@ func (e *jsonAppender) value(v any) {
 	case []any:
 		list(e, x, func(v *any) { e.value(*v) })
 	case map[string]any:
-		sortedMap(e, x, e.value)
+		sortedMap(e, x, nil, e.value)
 	default:
 		e.ref(v)
 	}

@@ -50,6 +50,19 @@ type shardingWriter struct {
 	m    *sharding.Mesh
 	seen map[string]ShardingJSON // by shardingKey
 	key  []byte                  // scratch for the lookup
+	dims []sharding.DimSharding  // scratch for closedJSON's view
+}
+
+// closedJSON is json of s closed (propagation.Result.Closed's form: every dim closed,
+// no priorities, no replicated list). It looks at s through a scratch copy of its dims
+// instead of cloning s: most closed shardings of an answer are already rendered, and a
+// rendered ShardingJSON keeps nothing of the sharding it came from.
+func (w *shardingWriter) closedJSON(s sharding.Sharding) ShardingJSON {
+	w.dims = w.dims[:0]
+	for _, d := range s.Dims {
+		w.dims = append(w.dims, sharding.DimSharding{Axes: d.Axes, Priority: sharding.NoPriority})
+	}
+	return w.json(sharding.Sharding{Dims: w.dims, Unreduced: s.Unreduced})
 }
 
 func (w *shardingWriter) json(s sharding.Sharding) ShardingJSON {
