@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -58,13 +60,14 @@ func (req *GraphRequest) toGraph(m *sharding.Mesh, maxDepth int) (*propagation.G
 	case w.tensorsNotObject:
 		errs = append(errs, fielderr.New("tensors", "must be an object of tensor id -> {shape, dtype, sharding}"))
 	}
+	anns := annotations{m: m}
 	for _, id := range w.order {
 		if id == "" {
 			errs = append(errs, fielderr.New("tensors", "a tensor id must not be empty"))
 			continue
 		}
 		wt := req.Tensors[id]
-		t, err := wt.toTensor(m, "tensors."+id)
+		t, err := wt.toTensor(&anns, id)
 		if err != nil {
 			errs = appendFieldErrors(errs, err)
 			continue
@@ -129,7 +132,9 @@ func (o *GraphOptions) toOptions() (propagation.Options, error) {
 	return opts, nil
 }
 
-func (wt *GraphTensor) toTensor(m *sharding.Mesh, field string) (*propagation.Tensor, error) {
+// toTensor converts the tensor with the given id, parsing its annotation through anns.
+func (wt *GraphTensor) toTensor(anns *annotations, id string) (*propagation.Tensor, error) {
+	field := "tensors." + id
 	if wt.err != nil {
 		return nil, under(field, wt.err)
 	}
@@ -150,13 +155,43 @@ func (wt *GraphTensor) toTensor(m *sharding.Mesh, field string) (*propagation.Te
 		t.ElemBits = bits
 	}
 	if wt.Sharding != nil {
-		sh, err := sharding.Parse(wt.Sharding, m, wt.Shape, field+".sharding")
+		sh, err := anns.parse(wt.Sharding, wt.Shape, field)
 		if err != nil {
 			return nil, err
 		}
-		t.Sharding = &sh
+		t.Sharding = sh
 	}
 	return t, nil
+}
+
+// annotations parses the annotations of one graph on mesh m. Tensors with the same
+// annotation bytes and shape (the weights of every layer of a model) share one parse:
+// a graph's tensors are only read once decoded, by the plan id and propagation.
+type annotations struct {
+	m   *sharding.Mesh
+	got map[string]*sharding.Sharding // by key
+	key []byte                        // scratch: the annotation's length and bytes, then the shape
+}
+
+// parse is sharding.Parse of raw for a tensor of shape at field (the tensor's path).
+func (a *annotations) parse(raw json.RawMessage, shape []int64, field string) (*sharding.Sharding, error) {
+	key := append(binary.AppendUvarint(a.key[:0], uint64(len(raw))), raw...)
+	for _, n := range shape {
+		key = binary.AppendVarint(key, n)
+	}
+	a.key = key
+	if sh, ok := a.got[string(key)]; ok {
+		return sh, nil
+	}
+	sh, err := sharding.Parse(raw, a.m, shape, field+".sharding")
+	if err != nil {
+		return nil, err
+	}
+	if a.got == nil {
+		a.got = map[string]*sharding.Sharding{}
+	}
+	a.got[string(key)] = &sh
+	return &sh, nil
 }
 
 // under moves fe, whose path is relative to the value at field, under field.

@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -100,6 +101,8 @@ type preparer struct {
 	whiles      map[int]*whileInfo
 	names       map[string]string // op name -> wire path of its op
 	rules       ruleCache
+	anns        map[string]*sharding.Sharding // parsed annotations by text and shape
+	annKey      []byte                        // scratch for their keys
 }
 
 // whileInfo holds the tensor ids of a while's regions: cond params, body params, body
@@ -140,18 +143,40 @@ func (p *preparer) addTensors(g *Graph) {
 			continue
 		}
 		if t.Sharding != nil {
-			// Re-parse the printed form: this checks every invariant of a sharding built
-			// in Go as strictly as one sent as JSON.
-			sh, err := sharding.ParseText(t.Sharding.Body(), gs.mesh, t.Shape, field+".sharding")
+			ann, err := p.annotation(t.Sharding.Body(), t.Shape, field)
 			if err != nil {
 				p.addErr(err)
 				continue
 			}
-			ts.ann = &sh
+			ts.ann = ann
 		}
 		gs.byName[name] = len(gs.tensors)
 		gs.tensors = append(gs.tensors, ts)
 	}
+}
+
+// annotation re-parses the printed form of a tensor's annotation (body) for a tensor of
+// the given shape at field: this checks every invariant of a sharding built in Go as
+// strictly as one sent as JSON. Tensors with the same annotation and shape (the weights
+// of every layer) share one parse; propagation only reads annotations.
+func (p *preparer) annotation(body string, shape []int64, field string) (*sharding.Sharding, error) {
+	key := append(binary.AppendUvarint(p.annKey[:0], uint64(len(body))), body...)
+	for _, n := range shape {
+		key = binary.AppendVarint(key, n)
+	}
+	p.annKey = key
+	if ann, ok := p.anns[string(key)]; ok {
+		return ann, nil
+	}
+	sh, err := sharding.ParseText(body, p.gs.mesh, shape, field+".sharding")
+	if err != nil {
+		return nil, err
+	}
+	if p.anns == nil {
+		p.anns = map[string]*sharding.Sharding{}
+	}
+	p.anns[string(key)] = &sh
+	return &sh, nil
 }
 
 // flatten appends ops (regions included) to p.flat with their wire paths; while is the
