@@ -338,7 +338,7 @@ func (r *wireReader) tensorField(t *GraphTensor, key string) {
 	case foldEq(key, "shape"):
 		t.Shape = r.int64s(&fe, "shape")
 	case foldEq(key, "dtype"):
-		r.string(&t.DType, &fe, "dtype")
+		r.constString(&t.DType, &fe, "dtype")
 	case foldEq(key, "sharding"):
 		if t.Sharding = r.raw(); string(t.Sharding) == "null" {
 			t.Sharding = nil
@@ -381,7 +381,7 @@ func (r *wireReader) opField(op *GraphOp, key string) {
 	case foldEq(key, "name"):
 		r.string(&op.Name, &fe, "name")
 	case foldEq(key, "op"):
-		r.string(&op.Op, &fe, "op")
+		r.constString(&op.Op, &fe, "op")
 	case foldEq(key, "operands"):
 		op.Operands = r.strings(&fe, "operands")
 	case foldEq(key, "results"):
@@ -517,9 +517,19 @@ func (r *wireReader) begin(open byte, fe **fielderr.FieldError, path, want strin
 
 // string reads a string value into dst (null leaves it); another type sets *fe.
 func (r *wireReader) string(dst *string, fe **fielderr.FieldError, path string) {
+	r.stringWith(r.str, dst, fe, path)
+}
+
+// constString is string for a value that is mostly one of wireConsts (op kinds,
+// dtypes).
+func (r *wireReader) constString(dst *string, fe **fielderr.FieldError, path string) {
+	r.stringWith(r.constStr, dst, fe, path)
+}
+
+func (r *wireReader) stringWith(str func() string, dst *string, fe **fielderr.FieldError, path string) {
 	switch r.peek() {
 	case '"':
-		*dst = r.str()
+		*dst = str()
 	case 'n':
 		r.skip()
 	default:

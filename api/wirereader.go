@@ -3,6 +3,9 @@ package api
 import (
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/shardplan/shardplan/internal/propagation"
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // wireReader walks a valid JSON document (json.Valid checked it), so it tracks
@@ -59,7 +62,7 @@ func (r *wireReader) object(field func(key string)) {
 			r.i++
 			r.ws()
 		}
-		key := r.str()
+		key := r.constStr()
 		r.ws()
 		r.i++ // :
 		r.ws()
@@ -110,6 +113,42 @@ func (r *wireReader) str() string {
 	_ = json.Unmarshal(tok, &s) // escapes and invalid UTF-8, as encoding/json reads them
 	return s
 }
+
+// constStr is str for the strings a graph body repeats for every tensor and op (member
+// names, op kinds, dtypes, attribute names): one of wireConsts comes back as the
+// constant instead of a new string each time. Any other string is read by str.
+func (r *wireReader) constStr() string {
+	end := r.i + 1
+	for end < len(r.b) && r.b[end] != '"' && r.b[end] != '\\' {
+		end++
+	}
+	if end < len(r.b) && r.b[end] == '"' {
+		if s, ok := wireConsts[string(r.b[r.i+1:end])]; ok {
+			r.i = end + 1
+			return s
+		}
+	}
+	return r.str()
+}
+
+// wireConsts holds the strings constStr returns without allocating.
+var wireConsts = func() map[string]string {
+	m := map[string]string{}
+	for _, list := range [][]string{
+		{"mesh", "module", "function", "tensors", "ops", "inputs", "outputs", "options", "cost_model", "strategy", "include", "policy"},
+		{"shape", "dtype", "sharding", "name", "op", "operands", "results", "attrs", "rule", "cond", "body", "params", "returns"},
+		propagation.SupportedOps(), sharding.DTypeNames(),
+		{"equation", "dimensions", "broadcast_dimensions", "permutation", "iota_dimension",
+			"lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions", "rhs_contracting_dimensions",
+			"dimension", "start_indices", "limit_indices", "strides", "slice_sizes", "edge_padding_low", "edge_padding_high",
+			"interior_padding", "dot_dimension_numbers", "dimension_numbers"},
+	} {
+		for _, s := range list {
+			m[s] = s
+		}
+	}
+	return m
+}()
 
 // skip passes over the next value.
 func (r *wireReader) skip() {
