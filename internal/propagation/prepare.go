@@ -3,7 +3,6 @@ package propagation
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"strconv"
 
@@ -27,15 +26,15 @@ type tensorState struct {
 
 // node is an op (or one data-flow edge of a while op) in the propagation worklist.
 type node struct {
-	name, kind, field string
-	rule              *Rule // nil: nothing propagates through the node
-	class             opClass
-	tensors           []int // operand ids, then result ids
-	nOperands         int
-	edge              bool // a while data-flow edge (sources -> targets)
-	multiUse          bool // some non-scalar operand has more than one use
-	elems             []int64
-	opIndex           int // index in graphState.opNames of the op it belongs to
+	name, kind string
+	rule       *Rule // nil: nothing propagates through the node
+	class      opClass
+	tensors    []int // operand ids, then result ids
+	nOperands  int
+	edge       bool // a while data-flow edge (sources -> targets)
+	multiUse   bool // some non-scalar operand has more than one use
+	elems      []int64
+	opIndex    int // index in graphState.opNames of the op it belongs to
 }
 
 type graphState struct {
@@ -52,10 +51,13 @@ type graphState struct {
 // ctxCheckEvery is how many ops prepare handles between two checks of its context.
 const ctxCheckEvery = 1024
 
+// flatOp is one op of the graph or of a while region. Its wire path is built only
+// when needed (preparer.field): most ops never need it.
 type flatOp struct {
 	op    *Op
-	field string
-	while int // index (in flat) of the enclosing while, -1 at top level
+	while int    // index (in flat) of the enclosing while, -1 at top level
+	list  string // its list: "ops", or ".cond.ops" / ".body.ops" under the while
+	index int    // its index in that list
 }
 
 // prepare validates g against m and builds the propagation state. Every error is a
@@ -69,6 +71,7 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 	if p.addTensors(g); len(p.errs) > 0 {
 		return nil, p.errs
 	}
+	p.copies = make([]Op, 0, g.NumOps())
 	p.flatten(g.Ops, "ops", -1)
 	p.linkGraphIO(g)
 	if err := p.linkOps(ctx); err != nil {
@@ -99,10 +102,13 @@ type preparer struct {
 	producer    []int
 	opIn, opOut [][]int // per flat op: operand and result tensor ids
 	whiles      map[int]*whileInfo
-	names       map[string]string // op name -> wire path of its op
-	rules       ruleCache
-	anns        map[string]*sharding.Sharding // parsed annotations by text and shape
-	annKey      []byte                        // scratch for their keys
+	names       map[string]int // op name -> flat index of its op
+	copies      []Op           // the flat ops: copies, as prepare names unnamed ops
+	// inShapes and outShapes are scratch for the rule cache's lookups.
+	inShapes, outShapes [][]int64
+	rules               ruleCache
+	anns                map[string]*sharding.Sharding // parsed annotations by text and shape
+	annKey              []byte                        // scratch for their keys
 }
 
 // whileInfo holds the tensor ids of a while's regions: cond params, body params, body
@@ -123,9 +129,9 @@ func (p *preparer) addTensors(g *Graph) {
 	gs := p.gs
 	for _, name := range sortedKeys(g.Tensors) {
 		t := g.Tensors[name]
-		field := "tensors." + name
+		// The tensor's path, "tensors." + name, is built only for an error.
 		if t == nil {
-			p.addErr(sharding.Fieldf(field, "is null; give {shape, dtype, sharding}"))
+			p.addErr(sharding.Fieldf("tensors."+name, "is null; give {shape, dtype, sharding}"))
 			continue
 		}
 		ts := &tensorState{name: name, shape: t.Shape, elems: numElements(t.Shape), bits: t.ElemBits}
@@ -135,7 +141,7 @@ func (p *preparer) addTensors(g *Graph) {
 		bad := false
 		for d, n := range t.Shape {
 			if n < 0 {
-				p.addErr(sharding.Fieldf(field+".shape["+strconv.Itoa(d)+"]", "dim size %d is negative", n))
+				p.addErr(sharding.Fieldf("tensors."+name+".shape["+strconv.Itoa(d)+"]", "dim size %d is negative", n))
 				bad = true
 			}
 		}
@@ -143,7 +149,7 @@ func (p *preparer) addTensors(g *Graph) {
 			continue
 		}
 		if t.Sharding != nil {
-			ann, err := p.annotation(t.Sharding.Body(), t.Shape, field)
+			ann, err := p.annotation(t.Sharding.Body(), t.Shape, name)
 			if err != nil {
 				p.addErr(err)
 				continue
@@ -155,11 +161,11 @@ func (p *preparer) addTensors(g *Graph) {
 	}
 }
 
-// annotation re-parses the printed form of a tensor's annotation (body) for a tensor of
-// the given shape at field: this checks every invariant of a sharding built in Go as
+// annotation re-parses the printed form of a tensor's annotation (body) for tensor name
+// of the given shape: this checks every invariant of a sharding built in Go as
 // strictly as one sent as JSON. Tensors with the same annotation and shape (the weights
 // of every layer) share one parse; propagation only reads annotations.
-func (p *preparer) annotation(body string, shape []int64, field string) (*sharding.Sharding, error) {
+func (p *preparer) annotation(body string, shape []int64, name string) (*sharding.Sharding, error) {
 	key := append(binary.AppendUvarint(p.annKey[:0], uint64(len(body))), body...)
 	for _, n := range shape {
 		key = binary.AppendVarint(key, n)
@@ -168,7 +174,7 @@ func (p *preparer) annotation(body string, shape []int64, field string) (*shardi
 	if ann, ok := p.anns[string(key)]; ok {
 		return ann, nil
 	}
-	sh, err := sharding.ParseText(body, p.gs.mesh, shape, field+".sharding")
+	sh, err := sharding.ParseText(body, p.gs.mesh, shape, "tensors."+name+".sharding")
 	if err != nil {
 		return nil, err
 	}
@@ -179,23 +185,34 @@ func (p *preparer) annotation(body string, shape []int64, field string) (*shardi
 	return &sh, nil
 }
 
-// flatten appends ops (regions included) to p.flat with their wire paths; while is the
-// flat index of the enclosing while, -1 at top level.
-func (p *preparer) flatten(ops []Op, prefix string, while int) {
+// flatten appends ops (regions included) to p.flat; list is their list's path under
+// while, the flat index of the enclosing while (-1 and "ops" at top level). Each op is
+// copied into p.copies (sized for every op, so the pointers stay valid): prepare names
+// unnamed ops and must not modify g.
+func (p *preparer) flatten(ops []Op, list string, while int) {
 	for i := range ops {
-		f := prefix + "[" + strconv.Itoa(i) + "]"
 		idx := len(p.flat)
-		o := ops[i] // a copy: prepare names unnamed ops and must not modify g
-		p.flat = append(p.flat, flatOp{op: &o, field: f, while: while})
+		p.copies = append(p.copies, ops[i])
+		p.flat = append(p.flat, flatOp{op: &p.copies[len(p.copies)-1], while: while, list: list, index: i})
 		if ops[i].Kind == "while" {
 			if ops[i].Cond != nil {
-				p.flatten(ops[i].Cond.Ops, f+".cond.ops", idx)
+				p.flatten(ops[i].Cond.Ops, ".cond.ops", idx)
 			}
 			if ops[i].Body != nil {
-				p.flatten(ops[i].Body.Ops, f+".body.ops", idx)
+				p.flatten(ops[i].Body.Ops, ".body.ops", idx)
 			}
 		}
 	}
+}
+
+// field is the wire path of flat op i: "ops[3]", "ops[3].body.ops[0]".
+func (p *preparer) field(i int) string {
+	fo := p.flat[i]
+	prefix := fo.list
+	if fo.while >= 0 {
+		prefix = p.field(fo.while) + fo.list
+	}
+	return prefix + "[" + strconv.Itoa(fo.index) + "]"
 }
 
 // linkGraphIO marks the graph inputs as produced and checks that inputs and outputs
@@ -222,13 +239,13 @@ func (p *preparer) linkGraphIO(g *Graph) {
 
 // ids resolves tensor names to ids; ok is false (and errors are recorded) when one is
 // unknown.
-func (p *preparer) ids(list []string, field string) ([]int, bool) {
+func (p *preparer) ids(list []string, op int, what string) ([]int, bool) {
 	out := make([]int, len(list))
 	ok := true
 	for i, n := range list {
 		id, found := p.gs.byName[n]
 		if !found {
-			p.addErr(sharding.Fieldf(field+"["+strconv.Itoa(i)+"]", "tensor %q is not in tensors", n))
+			p.addErr(sharding.Fieldf(p.field(op)+what+"["+strconv.Itoa(i)+"]", "tensor %q is not in tensors", n))
 			ok = false
 			continue
 		}
@@ -239,12 +256,12 @@ func (p *preparer) ids(list []string, field string) ([]int, bool) {
 
 // produce records flat op op as the producer of tensor id, or an error when the tensor
 // is a graph input or already produced.
-func (p *preparer) produce(id, op int, field string) {
+func (p *preparer) produce(id, op int, what string, k int) {
 	switch q := p.producer[id]; {
 	case q == -2:
-		p.addErr(sharding.Fieldf(field, "tensor %q is a graph input and cannot be produced by op %q", p.gs.tensors[id].name, p.flat[op].op.Name))
+		p.addErr(sharding.Fieldf(p.field(op)+what+"["+strconv.Itoa(k)+"]", "tensor %q is a graph input and cannot be produced by op %q", p.gs.tensors[id].name, p.flat[op].op.Name))
 	case q >= 0:
-		p.addErr(sharding.Fieldf(field, "tensor %q is already produced by op %q (%s); every tensor has one producer", p.gs.tensors[id].name, p.flat[q].op.Name, p.flat[q].field))
+		p.addErr(sharding.Fieldf(p.field(op)+what+"["+strconv.Itoa(k)+"]", "tensor %q is already produced by op %q (%s); every tensor has one producer", p.gs.tensors[id].name, p.flat[q].op.Name, p.field(q)))
 	default:
 		p.producer[id] = op
 	}
@@ -254,7 +271,7 @@ func (p *preparer) produce(id, op int, field string) {
 // results and (for a while) region params and returns. It returns only ctx's error;
 // field errors are recorded.
 func (p *preparer) linkOps(ctx context.Context) error {
-	p.names = make(map[string]string, len(p.flat))
+	p.names = make(map[string]int, len(p.flat))
 	p.opIn = make([][]int, len(p.flat))
 	p.opOut = make([][]int, len(p.flat))
 	p.whiles = map[int]*whileInfo{}
@@ -266,20 +283,20 @@ func (p *preparer) linkOps(ctx context.Context) error {
 		}
 		op := fo.op
 		if op.Name == "" {
-			op.Name = fo.field
+			op.Name = p.field(i)
 		}
 		if prev, dup := p.names[op.Name]; dup {
-			p.addErr(sharding.Fieldf(fo.field+".name", "op name %q is already used by %s; op names must be unique", op.Name, prev))
+			p.addErr(sharding.Fieldf(p.field(i)+".name", "op name %q is already used by %s; op names must be unique", op.Name, p.field(prev)))
 		}
-		p.names[op.Name] = fo.field
-		in, ok1 := p.ids(op.Operands, fo.field+".operands")
-		out, ok2 := p.ids(op.Results, fo.field+".results")
+		p.names[op.Name] = i
+		in, ok1 := p.ids(op.Operands, i, ".operands")
+		out, ok2 := p.ids(op.Results, i, ".results")
 		if !ok1 || !ok2 {
 			continue
 		}
 		p.opIn[i], p.opOut[i] = in, out
 		for k, id := range out {
-			p.produce(id, i, fo.field+".results["+strconv.Itoa(k)+"]")
+			p.produce(id, i, ".results", k)
 		}
 		if op.Kind == "while" {
 			p.linkWhile(i, fo)
@@ -293,28 +310,28 @@ func (p *preparer) linkOps(ctx context.Context) error {
 func (p *preparer) linkWhile(i int, fo flatOp) {
 	op := fo.op
 	if op.Cond == nil || op.Body == nil {
-		p.addErr(sharding.Fieldf(fo.field, "op %q (while) needs both \"cond\" and \"body\" regions", op.Name))
+		p.addErr(sharding.Fieldf(p.field(i), "op %q (while) needs both \"cond\" and \"body\" regions", op.Name))
 		return
 	}
 	w := &whileInfo{}
 	var ok bool
-	if w.cp, ok = p.ids(op.Cond.Params, fo.field+".cond.params"); !ok {
+	if w.cp, ok = p.ids(op.Cond.Params, i, ".cond.params"); !ok {
 		return
 	}
-	if w.bp, ok = p.ids(op.Body.Params, fo.field+".body.params"); !ok {
+	if w.bp, ok = p.ids(op.Body.Params, i, ".body.params"); !ok {
 		return
 	}
-	if w.br, ok = p.ids(op.Body.Returns, fo.field+".body.returns"); !ok {
+	if w.br, ok = p.ids(op.Body.Returns, i, ".body.returns"); !ok {
 		return
 	}
-	if w.cr, ok = p.ids(op.Cond.Returns, fo.field+".cond.returns"); !ok {
+	if w.cr, ok = p.ids(op.Cond.Returns, i, ".cond.returns"); !ok {
 		return
 	}
 	for k, id := range w.cp {
-		p.produce(id, i, fo.field+".cond.params["+strconv.Itoa(k)+"]")
+		p.produce(id, i, ".cond.params", k)
 	}
 	for k, id := range w.bp {
-		p.produce(id, i, fo.field+".body.params["+strconv.Itoa(k)+"]")
+		p.produce(id, i, ".body.params", k)
 	}
 	p.whiles[i] = w
 }
@@ -359,7 +376,7 @@ func (p *preparer) topoOrder() ([]int, error) {
 	if len(order) < len(flat) {
 		for i := range flat {
 			if indeg[i] > 0 {
-				return nil, sharding.Fieldf(flat[i].field, "op %q is part of a dependency cycle; cycles are only allowed through a while loop's regions", flat[i].op.Name)
+				return nil, sharding.Fieldf(p.field(i), "op %q is part of a dependency cycle; cycles are only allowed through a while loop's regions", flat[i].op.Name)
 			}
 		}
 	}
@@ -397,12 +414,12 @@ func (p *preparer) addNodes(order []int) {
 		}
 		if op.Kind == "while" {
 			w := p.whiles[i]
-			if err := addWhile(gs, fo, i, in, out, w.cp, w.bp, w.br, w.cr); err != nil {
+			if err := addWhile(gs, op, p.field(i), i, in, out, w.cp, w.bp, w.br, w.cr); err != nil {
 				p.addErr(err)
 			}
 			continue
 		}
-		rule, class, err := p.rules.build(op, fo.field, p.shapes(in), p.shapes(out))
+		rule, class, err := p.rule(i, in, out)
 		if err != nil {
 			p.addErr(err)
 			continue
@@ -411,18 +428,32 @@ func (p *preparer) addNodes(order []int) {
 			continue
 		}
 		gs.opNodes[i] = len(gs.nodes)
-		gs.nodes = append(gs.nodes, &node{name: op.Name, kind: op.Kind, field: fo.field, rule: rule, class: class,
+		gs.nodes = append(gs.nodes, &node{name: op.Name, kind: op.Kind, rule: rule, class: class,
 			tensors: slices.Concat(in, out), nOperands: len(in), opIndex: i})
 	}
 }
 
-// shapes lists the shapes of tensors ids.
-func (p *preparer) shapes(ids []int) [][]int64 {
-	out := make([][]int64, len(ids))
-	for i, id := range ids {
-		out[i] = p.gs.tensors[id].shape
+// rule builds the rule of flat op i, whose operand and result tensors are in and out,
+// or takes it from p.rules. Only a miss builds the op's path and shape lists.
+func (p *preparer) rule(i int, in, out []int) (*Rule, opClass, error) {
+	p.inShapes, p.outShapes = p.appendShapes(p.inShapes[:0], in), p.appendShapes(p.outShapes[:0], out)
+	op := p.flat[i].op
+	if r, class, ok := p.rules.lookup(op, p.inShapes, p.outShapes); ok {
+		return r, class, nil
 	}
-	return out
+	r, class, err := buildRule(op, p.field(i), p.appendShapes(nil, in), p.appendShapes(nil, out))
+	if err == nil {
+		p.rules.store(r, class)
+	}
+	return r, class, err
+}
+
+// appendShapes appends the shapes of tensors ids to dst.
+func (p *preparer) appendShapes(dst [][]int64, ids []int) [][]int64 {
+	for _, id := range ids {
+		dst = append(dst, p.gs.tensors[id].shape)
+	}
+	return dst
 }
 
 // indexUsers fills each node's per-tensor element counts, the users of every tensor and
@@ -465,16 +496,15 @@ func ruleElems(r *Rule, nt int) []int64 {
 
 // addWhile checks a while op's shapes and adds one data-flow edge node per result:
 // sources (operand i, body return i) -> targets (result i, body param i, cond param i).
-func addWhile(gs *graphState, fo flatOp, opIdx int, in, out, cp, bp, br, cr []int) error {
-	op := fo.op
+func addWhile(gs *graphState, op *Op, field string, opIdx int, in, out, cp, bp, br, cr []int) error {
 	n := len(in)
 	check := func(list []int, what string) error {
 		if len(list) != n {
-			return sharding.Fieldf(fo.field+"."+what, "op %q (while): has %d entries but the loop carries %d values", op.Name, len(list), n)
+			return sharding.Fieldf(field+"."+what, "op %q (while): has %d entries but the loop carries %d values", op.Name, len(list), n)
 		}
 		for k, id := range list {
 			if !slices.Equal(gs.tensors[id].shape, gs.tensors[in[k]].shape) {
-				return sharding.Fieldf(fo.field+"."+what+"["+strconv.Itoa(k)+"]", "op %q (while): tensor %q has shape %v but operand %d has %v", op.Name, gs.tensors[id].name, gs.tensors[id].shape, k, gs.tensors[in[k]].shape)
+				return sharding.Fieldf(field+"."+what+"["+strconv.Itoa(k)+"]", "op %q (while): tensor %q has shape %v but operand %d has %v", op.Name, gs.tensors[id].name, gs.tensors[id].shape, k, gs.tensors[in[k]].shape)
 			}
 		}
 		return nil
@@ -488,7 +518,7 @@ func addWhile(gs *graphState, fo flatOp, opIdx int, in, out, cp, bp, br, cr []in
 		}
 	}
 	if len(cr) != 1 || len(gs.tensors[cr[0]].shape) != 0 {
-		return sharding.Fieldf(fo.field+".cond.returns", "op %q (while): the condition must return one scalar predicate", op.Name)
+		return sharding.Fieldf(field+".cond.returns", "op %q (while): the condition must return one scalar predicate", op.Name)
 	}
 	for k := range n {
 		shape := gs.tensors[in[k]].shape
@@ -501,7 +531,7 @@ func addWhile(gs *graphState, fo flatOp, opIdx int, in, out, cp, bp, br, cr []in
 			}
 		}
 		r.finish()
-		gs.nodes = append(gs.nodes, &node{name: op.Name, kind: "while", field: fmt.Sprintf("%s (value %d)", fo.field, k), rule: r,
+		gs.nodes = append(gs.nodes, &node{name: op.Name, kind: "while", rule: r,
 			class: classPassThrough, tensors: ids, nOperands: 2, edge: true, opIndex: opIdx})
 	}
 	return nil

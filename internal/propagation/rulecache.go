@@ -16,9 +16,10 @@ import (
 // Only rules that built without error are kept: an error names its op, so a failing op
 // is always built on its own.
 type ruleCache struct {
-	m    map[string]cachedRule
-	key  []byte   // scratch for the key being looked up
-	keys []string // scratch for sorting attribute names
+	m     map[string]cachedRule
+	key   []byte   // the key of the last lookup
+	keyOK bool     // whether that op could be keyed
+	keys  []string // scratch for sorting attribute names
 }
 
 // cachedRule is what buildRule returned for an op signature.
@@ -27,22 +28,25 @@ type cachedRule struct {
 	class opClass
 }
 
-// build is buildRule, answered from the cache when an equal op was built before.
-func (c *ruleCache) build(op *Op, field string, in, out [][]int64) (*Rule, opClass, error) {
-	if !c.makeKey(op, in, out) {
-		return buildRule(op, field, in, out)
+// lookup returns the rule of an op equal to op with operand and result shapes in and
+// out, if one was stored.
+func (c *ruleCache) lookup(op *Op, in, out [][]int64) (*Rule, opClass, bool) {
+	if c.keyOK = c.makeKey(op, in, out); !c.keyOK {
+		return nil, 0, false
 	}
-	if hit, ok := c.m[string(c.key)]; ok {
-		return hit.rule, hit.class, nil
+	hit, ok := c.m[string(c.key)]
+	return hit.rule, hit.class, ok
+}
+
+// store keeps what buildRule returned without error for the op of the last lookup.
+func (c *ruleCache) store(r *Rule, class opClass) {
+	if !c.keyOK {
+		return
 	}
-	r, class, err := buildRule(op, field, in, out)
-	if err == nil {
-		if c.m == nil {
-			c.m = map[string]cachedRule{}
-		}
-		c.m[string(c.key)] = cachedRule{rule: r, class: class}
+	if c.m == nil {
+		c.m = map[string]cachedRule{}
 	}
-	return r, class, err
+	c.m[string(c.key)] = cachedRule{rule: r, class: class}
 }
 
 // makeKey writes op's signature (everything buildRule reads but the op's name and wire

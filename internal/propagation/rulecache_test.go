@@ -47,25 +47,28 @@ func TestRuleCacheKey(t *testing.T) {
 	assert.False(t, ok, "a type the key does not encode is not cached")
 }
 
-// TestRuleCacheShares checks that equal ops share one rule and that a failing op is
-// reported on its own each time.
+// TestRuleCacheShares checks that equal ops share one rule, and that each failing op
+// is reported on its own, under its own path.
 func TestRuleCacheShares(t *testing.T) {
-	var c ruleCache
-	mk := func(name string) *Op {
-		return &Op{Name: name, Kind: "einsum", Attrs: map[string]any{"equation": "ij,jk->ik"}}
+	mk := func(name, rhs string) Op {
+		return Op{Name: name, Kind: "einsum", Operands: []string{"a", rhs}, Results: []string{name}, Attrs: map[string]any{"equation": "ij,jk->ik"}}
 	}
-	in, out := [][]int64{{4, 8}, {8, 2}}, [][]int64{{4, 2}}
-	r1, _, err := c.build(mk("a"), "ops[0]", in, out)
-	require.NoError(t, err)
-	r2, _, err := c.build(mk("b"), "ops[1]", in, out)
-	require.NoError(t, err)
-	assert.Same(t, r1, r2)
+	g := &Graph{
+		Tensors: map[string]*Tensor{"a": {Shape: []int64{4, 8}}, "w": {Shape: []int64{8, 2}}, "bad": {Shape: []int64{9, 2}}},
+		Ops:     []Op{mk("x", "w"), mk("y", "w"), mk("p", "bad"), mk("q", "bad")},
+	}
+	for _, id := range []string{"x", "y", "p", "q"} {
+		g.Tensors[id] = &Tensor{Shape: []int64{4, 2}}
+	}
+	_, err := prepare(t.Context(), g, testMesh(t, "x=2"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ops[2]")
+	assert.Contains(t, err.Error(), "ops[3]")
 
-	bad := [][]int64{{4, 8}, {9, 2}}
-	_, _, err1 := c.build(mk("c"), "ops[2]", bad, out)
-	_, _, err2 := c.build(mk("d"), "ops[3]", bad, out)
-	require.Error(t, err1)
-	require.Error(t, err2)
-	assert.Contains(t, err1.Error(), "ops[2]")
-	assert.Contains(t, err2.Error(), "ops[3]")
+	g.Ops = g.Ops[:2]
+	gs, err := prepare(t.Context(), g, testMesh(t, "x=2"))
+	require.NoError(t, err)
+	require.Len(t, gs.nodes, 2)
+	assert.Same(t, gs.nodes[0].rule, gs.nodes[1].rule)
+	assert.Equal(t, gs.nodes[0].elems, gs.nodes[1].elems)
 }
