@@ -42,10 +42,14 @@ type GraphResponse struct {
 	OpaqueOps []OpaqueOpJSON `json:"opaque_ops,omitempty"`
 } // @name GraphResponse
 
-// keyOrder holds the keys of a GraphResponse's Shardings and Explain in byte order
-// (renderTensors), so that the encoder need not sort them; nil lists are sorted.
-type keyOrder struct {
-	shardings, explain []string
+// tensorAnswers holds what a GraphResponse's Shardings and Explain maps hold, in key
+// (byte) order: the handler's encoder writes them from here, without filling, sorting
+// and looking up two maps of one entry per tensor (planGraph fills the maps from it).
+type tensorAnswers struct {
+	shardingIDs []string
+	shardings   []ShardingJSON
+	explainIDs  []string
+	explain     [][]ExplainEntry
 }
 
 // Collective kinds of a graph.
@@ -207,11 +211,11 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 			return nil, false, err
 		}
 		return s.answerPlanned(ctx, in.key, in.req.Policy, false, func(ctx context.Context) (*planned, error) {
-			resp, order, err := s.planGraphOrdered(ctx, in)
+			resp, ta, err := s.planGraphTensors(ctx, in)
 			if err != nil {
 				return nil, in.locate(err)
 			}
-			body, err := encodeGraphJSONOrdered(resp, order)
+			body, err := encodeGraphTensors(resp, ta)
 			if err != nil {
 				return nil, err
 			}
@@ -322,23 +326,39 @@ func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 // planGraph plans the graph (graphplan: propagation, every reshard and reduction) and
 // renders the response.
 func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse, error) {
-	resp, _, err := s.planGraphOrdered(ctx, in)
-	return resp, err
+	resp, ta, err := s.planGraphTensors(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return ta.fill(resp), nil
 }
 
-// planGraphOrdered is planGraph, also giving the order of the response's map keys.
-func (s *Server) planGraphOrdered(ctx context.Context, in *graphInput) (*GraphResponse, keyOrder, error) {
+// fill sets resp's Shardings and Explain maps from ta and returns resp.
+func (ta *tensorAnswers) fill(resp *GraphResponse) *GraphResponse {
+	resp.Shardings = make(map[string]ShardingJSON, len(ta.shardings))
+	for i, id := range ta.shardingIDs {
+		resp.Shardings[id] = ta.shardings[i]
+	}
+	resp.Explain = make(map[string][]ExplainEntry, len(ta.explain))
+	for i, id := range ta.explainIDs {
+		resp.Explain[id] = ta.explain[i]
+	}
+	return resp
+}
+
+// planGraphTensors is planGraph leaving the response's Shardings and Explain nil: they
+// are in ta, for encodeGraphTensors.
+func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *GraphResponse, ta *tensorAnswers, err error) {
 	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model})
 	if err != nil {
-		return nil, keyOrder{}, err
+		return nil, nil, err
 	}
 	res := gp.Propagation
 	m := in.mesh
 	sum := gp.Summary
-	resp := &GraphResponse{
-		Mesh: meshJSON(m), Shardings: make(map[string]ShardingJSON, len(res.Shardings)),
+	resp = &GraphResponse{
+		Mesh:        meshJSON(m),
 		Collectives: make([]GraphCollective, 0, len(gp.Collectives)),
-		Explain:     make(map[string][]ExplainEntry, len(res.Explain)),
 		Refined:     res.Refined, Stats: res.Stats,
 		Summary: GraphSummary{
 			Strategy: string(in.strategy), CostModel: in.model.Name(), UniquePlans: sum.UniquePlans,
@@ -351,12 +371,12 @@ func (s *Server) planGraphOrdered(ctx context.Context, in *graphInput) (*GraphRe
 		resp.Refined = []string{}
 	}
 	sw := &shardingWriter{m: m}
-	order := renderTensors(resp, res, in.tensorIDs(), sw)
+	ta = renderTensors(res, in.tensorIDs(), sw)
 	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.listsFor(m, in.include), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
 	for i := range gp.Collectives {
 		c, omitted, err := cr.render(ctx, &gp.Collectives[i])
 		if err != nil {
-			return nil, keyOrder{}, err
+			return nil, nil, err
 		}
 		resp.ListsOmitted = resp.ListsOmitted || omitted
 		resp.Collectives = append(resp.Collectives, c)
@@ -371,32 +391,33 @@ func (s *Server) planGraphOrdered(ctx context.Context, in *graphInput) (*GraphRe
 		resp.OpaqueOps = opaqueOpsJSON(in.imp.Opaque)
 	}
 	resp.PlanID = in.key
-	return resp, order, nil
+	return resp, ta, nil
 }
 
-// renderTensors fills the answer's shardings (closed) and explanations. It walks ids,
-// the graph's sorted tensor ids, which are the result's tensors, so that the encoder
-// gets both maps' keys in order without sorting them again; should the result's keys
-// differ, they are sorted here.
-func renderTensors(resp *GraphResponse, res *propagation.Result, ids []string, sw *shardingWriter) keyOrder {
+// renderTensors renders the result's shardings (closed) and explanations in tensor id
+// order. ids, the graph's sorted tensor ids, are the result's tensors (should they not
+// be, the result's ids are sorted here); explained tensors are among them.
+func renderTensors(res *propagation.Result, ids []string, sw *shardingWriter) *tensorAnswers {
 	if !isKeySet(ids, res.Shardings) {
 		ids = slices.Sorted(maps.Keys(res.Shardings))
 	}
-	order := keyOrder{shardings: ids, explain: make([]string, 0, len(res.Explain))}
-	for _, id := range ids {
-		resp.Shardings[id] = sw.closedJSON(res.Shardings[id])
+	ta := &tensorAnswers{shardingIDs: ids, shardings: make([]ShardingJSON, len(ids)),
+		explainIDs: make([]string, 0, len(res.Explain)), explain: make([][]ExplainEntry, 0, len(res.Explain))}
+	for i, id := range ids {
+		ta.shardings[i] = sw.closedJSON(res.Shardings[id])
 		if origins, ok := res.Explain[id]; ok {
-			resp.Explain[id] = explainEntries(origins)
-			order.explain = append(order.explain, id)
+			ta.explainIDs = append(ta.explainIDs, id)
+			ta.explain = append(ta.explain, explainEntries(origins))
 		}
 	}
-	if len(order.explain) != len(res.Explain) { // an explained tensor without a sharding
-		for id, origins := range res.Explain {
-			resp.Explain[id] = explainEntries(origins)
+	if len(ta.explainIDs) != len(res.Explain) { // an explained tensor without a sharding
+		ta.explainIDs = slices.Sorted(maps.Keys(res.Explain))
+		ta.explain = ta.explain[:0]
+		for _, id := range ta.explainIDs {
+			ta.explain = append(ta.explain, explainEntries(res.Explain[id]))
 		}
-		order.explain = nil
 	}
-	return order
+	return ta
 }
 
 // isKeySet reports whether the distinct ids are exactly m's keys.

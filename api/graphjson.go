@@ -33,14 +33,18 @@ var graphAnswerSize atomic.Int64
 
 // encodeGraphJSON encodes r exactly as encodeJSON does.
 func encodeGraphJSON(r *GraphResponse) ([]byte, error) {
-	return encodeGraphJSONOrdered(r, keyOrder{})
+	return encodeGraphTensors(r, nil)
 }
 
-// encodeGraphJSONOrdered is encodeGraphJSON given the order of r's map keys.
-func encodeGraphJSONOrdered(r *GraphResponse, order keyOrder) ([]byte, error) {
+// encodeGraphTensors is encodeGraphJSON of r with its Shardings and Explain maps as ta
+// holds them (r's are then nil, planGraphTensors); ta nil: r's.
+func encodeGraphTensors(r *GraphResponse, ta *tensorAnswers) ([]byte, error) {
 	size := max(graphAnswerSize.Load(), 4<<10)
-	e := jsonAppender{b: make([]byte, 0, size+size/8), order: order}
+	e := jsonAppender{b: make([]byte, 0, size+size/8), tensors: ta}
 	e.graph(r)
+	if e.err != nil && ta != nil {
+		return encodeJSON(ta.fill(r))
+	}
 	if e.err != nil {
 		return encodeJSON(r)
 	}
@@ -55,8 +59,8 @@ type jsonAppender struct {
 	b    []byte
 	err  error
 	html bool
-	// order is the key order of the graph answer's maps, when known (else sorted).
-	order keyOrder
+	// tensors, when set, replaces the graph answer's Shardings and Explain maps.
+	tensors *tensorAnswers
 }
 
 // ref appends v as encoding/json encodes it (the members not written by hand).
@@ -179,13 +183,21 @@ func (e *jsonAppender) graph(r *GraphResponse) {
 	e.key("mesh", false)
 	e.ref(r.Mesh)
 	e.key("shardings", false)
-	sortedMap(e, r.Shardings, e.order.shardings, func(s ShardingJSON) { e.sharding(&s) })
+	if ta := e.tensors; ta != nil {
+		orderedMap(e, ta.shardingIDs, ta.shardings, e.sharding)
+	} else {
+		sortedMap(e, r.Shardings, func(s ShardingJSON) { e.sharding(&s) })
+	}
 	e.key("collectives", false)
 	list(e, r.Collectives, e.collective)
 	e.key("summary", false)
 	e.ref(r.Summary)
 	e.key("explain", false)
-	sortedMap(e, r.Explain, e.order.explain, e.explanation)
+	if ta := e.tensors; ta != nil {
+		orderedMap(e, ta.explainIDs, ta.explain, func(es *[]ExplainEntry) { e.explanation(*es) })
+	} else {
+		sortedMap(e, r.Explain, e.explanation)
+	}
 	e.key("refined", false)
 	e.strs(r.Refined)
 	if len(r.Ops) > 0 {
@@ -210,20 +222,27 @@ func (e *jsonAppender) graph(r *GraphResponse) {
 }
 
 // sortedMap appends m as an object (nil: null) with its keys in the order encoding/json
-// gives string keys (byte order), each value written by val. keys, when not nil, are
-// m's keys already in that order.
-func sortedMap[V any](e *jsonAppender, m map[string]V, keys []string, val func(V)) {
+// gives string keys (byte order), each value written by val.
+func sortedMap[V any](e *jsonAppender, m map[string]V, val func(V)) {
 	if m == nil {
 		e.b = append(e.b, "null"...)
 		return
 	}
-	if keys == nil {
-		keys = slices.Sorted(maps.Keys(m))
+	e.b = append(e.b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		e.key(k, i == 0)
+		val(m[k])
 	}
+	e.b = append(e.b, '}')
+}
+
+// orderedMap appends the object of keys (distinct, in byte order) and their values, as
+// sortedMap appends the map of them.
+func orderedMap[V any](e *jsonAppender, keys []string, vals []V, val func(*V)) {
 	e.b = append(e.b, '{')
 	for i, k := range keys {
 		e.key(k, i == 0)
-		val(m[k])
+		val(&vals[i])
 	}
 	e.b = append(e.b, '}')
 }

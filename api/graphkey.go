@@ -143,7 +143,7 @@ func (e *jsonAppender) value(v any) {
 	case []any:
 		list(e, x, func(v *any) { e.value(*v) })
 	case map[string]any:
-		sortedMap(e, x, nil, e.value)
+		sortedMap(e, x, e.value)
 	default:
 		e.ref(v)
 	}

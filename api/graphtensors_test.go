@@ -1,0 +1,44 @@
+package api
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/testgen"
+)
+
+// TestGraphTensorsEncoding checks the handler's path (planGraphTensors, whose answer
+// leaves the per-tensor maps out, and encodeGraphTensors) against encoding/json of the
+// answer planGraph gives, byte for byte.
+func TestGraphTensorsEncoding(t *testing.T) {
+	s := newTestServer(t, nil)
+	files, err := filepath.Glob(filepath.Join("..", "examples", "graph-*.json"))
+	require.NoError(t, err)
+	bodies := map[string]string{"api-graph": apiGraph, "tp-graph": tpGraph}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		bodies[filepath.Base(f)] = string(b)
+	}
+	for _, layers := range []int{1, 3, 48} {
+		bodies[fmt.Sprintf("transformer-%d", layers)] = testgen.TransformerGraphJSON(layers)
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			in, err := s.prepareGraph([]byte(body))
+			require.NoError(t, err)
+			resp, ta, err := s.planGraphTensors(t.Context(), in)
+			require.NoError(t, err)
+			require.Nil(t, resp.Shardings)
+			got, err := encodeGraphTensors(resp, ta)
+			require.NoError(t, err)
+			want, err := encodeJSON(renderGraph(t, s, body))
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got))
+		})
+	}
+}
