@@ -78,7 +78,7 @@ func (req *GraphRequest) toGraph(m *sharding.Mesh, maxDepth int) (*propagation.G
 		g.Ops = make([]propagation.Op, 0, len(req.Ops))
 	}
 	for i := range req.Ops {
-		op, err := req.Ops[i].toOp("ops["+strconv.Itoa(i)+"]", maxDepth)
+		op, err := req.Ops[i].toOp("ops", i, maxDepth)
 		if de, ok := err.(*DepthError); ok {
 			de.Limit = maxDepth
 			return nil, opts, de
@@ -134,28 +134,29 @@ func (o *GraphOptions) toOptions() (propagation.Options, error) {
 
 // toTensor converts the tensor with the given id, parsing its annotation through anns.
 func (wt *GraphTensor) toTensor(anns *annotations, id string) (*propagation.Tensor, error) {
-	field := "tensors." + id
+	// field is the tensor's path, built only for an error.
+	field := func() string { return "tensors." + id }
 	if wt.err != nil {
-		return nil, under(field, wt.err)
+		return nil, under(field(), wt.err)
 	}
 	if wt.Shape == nil {
-		return nil, fielderr.New(field+".shape", "is required: an array of dim sizes ([] for a scalar)")
+		return nil, fielderr.New(field()+".shape", "is required: an array of dim sizes ([] for a scalar)")
 	}
 	for d, n := range wt.Shape {
 		if n < 0 {
-			return nil, fielderr.New(field+".shape["+strconv.Itoa(d)+"]", "dim size %d is negative", n)
+			return nil, fielderr.New(field()+".shape["+strconv.Itoa(d)+"]", "dim size %d is negative", n)
 		}
 	}
 	t := &propagation.Tensor{Shape: wt.Shape, ElemBits: 32}
 	if wt.DType != "" {
 		bits, ok := sharding.DTypeBits(wt.DType)
 		if !ok {
-			return nil, fielderr.New(field+".dtype", "unknown dtype %q; known: %s", wt.DType, sharding.KnownDTypes())
+			return nil, fielderr.New(field()+".dtype", "unknown dtype %q; known: %s", wt.DType, sharding.KnownDTypes())
 		}
 		t.ElemBits = bits
 	}
 	if wt.Sharding != nil {
-		sh, err := anns.parse(wt.Sharding, wt.Shape, field)
+		sh, err := anns.parse(wt.Sharding, wt.Shape, id)
 		if err != nil {
 			return nil, err
 		}
@@ -173,8 +174,8 @@ type annotations struct {
 	key []byte                        // scratch: the annotation's length and bytes, then the shape
 }
 
-// parse is sharding.Parse of raw for a tensor of shape at field (the tensor's path).
-func (a *annotations) parse(raw json.RawMessage, shape []int64, field string) (*sharding.Sharding, error) {
+// parse is sharding.Parse of raw for tensor id of the given shape.
+func (a *annotations) parse(raw json.RawMessage, shape []int64, id string) (*sharding.Sharding, error) {
 	key := append(binary.AppendUvarint(a.key[:0], uint64(len(raw))), raw...)
 	for _, n := range shape {
 		key = binary.AppendVarint(key, n)
@@ -183,7 +184,7 @@ func (a *annotations) parse(raw json.RawMessage, shape []int64, field string) (*
 	if sh, ok := a.got[string(key)]; ok {
 		return sh, nil
 	}
-	sh, err := sharding.Parse(raw, a.m, shape, field+".sharding")
+	sh, err := sharding.Parse(raw, a.m, shape, "tensors."+id+".sharding")
 	if err != nil {
 		return nil, err
 	}
@@ -202,24 +203,33 @@ func under(field string, fe *fielderr.FieldError) *fielderr.FieldError {
 	return &fielderr.FieldError{Field: field, Message: fe.Message}
 }
 
-// toOp converts one op; depth is how many more while levels may nest inside it.
-func (o *GraphOp) toOp(field string, depth int) (propagation.Op, error) {
+// toOp converts op i of the op list at path list; depth is how many more while levels
+// may nest inside it.
+func (o *GraphOp) toOp(list string, i, depth int) (propagation.Op, error) {
+	// field is the op's path, built only for an error or a region (most ops need none).
+	field := func() string { return list + "[" + strconv.Itoa(i) + "]" }
 	if o.err != nil {
-		return propagation.Op{}, under(field, o.err)
+		return propagation.Op{}, under(field(), o.err)
 	}
 	if o.Op == "" {
-		return propagation.Op{}, fielderr.New(field+".op", "is required; supported ops: %s", strings.Join(propagation.SupportedOps(), ", "))
+		return propagation.Op{}, fielderr.New(field()+".op", "is required; supported ops: %s", strings.Join(propagation.SupportedOps(), ", "))
 	}
 	if o.attrsBad {
-		return propagation.Op{}, fielderr.New(field+".attrs", "must be an object of StableHLO attributes")
+		return propagation.Op{}, fielderr.New(field()+".attrs", "must be an object of StableHLO attributes")
 	}
 	op := propagation.Op{Name: o.Name, Kind: o.Op, Operands: o.Operands, Results: o.Results, Attrs: o.Attrs, Rule: o.Rule}
 	var err error
-	if op.Cond, err = o.Cond.toRegion(field, field+".cond", depth); err != nil {
-		return propagation.Op{}, err
+	if o.Cond != nil {
+		f := field()
+		if op.Cond, err = o.Cond.toRegion(f, f+".cond", depth); err != nil {
+			return propagation.Op{}, err
+		}
 	}
-	if op.Body, err = o.Body.toRegion(field, field+".body", depth); err != nil {
-		return propagation.Op{}, err
+	if o.Body != nil {
+		f := field()
+		if op.Body, err = o.Body.toRegion(f, f+".body", depth); err != nil {
+			return propagation.Op{}, err
+		}
 	}
 	return op, nil
 }
@@ -233,7 +243,7 @@ func (g *GraphRegion) toRegion(opField, field string, depth int) (*propagation.R
 		return nil, &DepthError{Field: opField} // toGraph sets Limit
 	}
 	for i := range g.Ops {
-		op, err := g.Ops[i].toOp(field+".ops["+strconv.Itoa(i)+"]", depth-1)
+		op, err := g.Ops[i].toOp(field+".ops", i, depth-1)
 		if err != nil {
 			return nil, err
 		}
