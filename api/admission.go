@@ -47,7 +47,7 @@ func (s *Server) bufferBody(next http.Handler) http.Handler {
 		}
 		// A cancelled request (shutdown) stops waiting for its body at once.
 		stop := context.AfterFunc(r.Context(), func() { _ = rc.SetReadDeadline(time.Now()) })
-		body, err := io.ReadAll(r.Body)
+		body, err := readAllSized(r.Body, r.ContentLength)
 		stop()
 		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
@@ -58,9 +58,53 @@ func (s *Server) bufferBody(next http.Handler) http.Handler {
 			s.writeProblem(w, r, bodyReadProblem(err, s.limits.BodyReadTimeout))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bufferedBody is a request body bufferBody has read whole. readBody takes its bytes
+// instead of copying them (a 100k-op graph body is tens of MB).
+type bufferedBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*bufferedBody) Close() error { return nil }
+
+// take returns the whole body when nothing of it was read yet, and consumes it.
+func (bb *bufferedBody) take() ([]byte, bool) {
+	if bb.Len() != len(bb.b) {
+		return nil, false
+	}
+	_, _ = bb.Seek(0, io.SeekEnd)
+	return bb.b, true
+}
+
+// maxPresize caps the buffer readAllSized allocates up front from a claimed length.
+const maxPresize = 64 << 20
+
+// readAllSized is io.ReadAll into a buffer sized from the request's Content-Length
+// (n; unknown when negative), so a large body is not copied again at every doubling of
+// the buffer. The buffer still grows past a wrong or capped claim.
+func readAllSized(r io.Reader, n int64) ([]byte, error) {
+	if n <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, min(n, maxPresize)+1) // +1: the final read sees EOF without growing
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 func bodyReadProblem(err error, timeout time.Duration) *Problem {

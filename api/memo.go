@@ -124,6 +124,11 @@ func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
 		return nil, emptyBody()
 	}
+	if bb, ok := r.Body.(*bufferedBody); ok {
+		if body, ok := bb.take(); ok {
+			return body, nil
+		}
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
