@@ -72,6 +72,9 @@ type propagator struct {
 	haveFinal []bool
 	slab      slab // the Result's shardings
 	ruleTexts map[*Rule]string
+	// cdims and caxes are computedDims' scratch.
+	cdims []sharding.DimSharding
+	caxes []axisRef
 
 	visits, updates, passes int
 }

@@ -213,30 +213,10 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 	}
 	sharding.SortAxisRefs(reduced, gs.mesh)
 	reduced = sharding.MergeAdjacent(reduced)
-	// Every computed dim takes at most the axes of all factors.
-	total := 0
-	for f := range nf {
-		total += len(assign[f])
-	}
 	for t, id := range n.tensors {
 		ts := gs.tensors[id]
 		final := p.final(id)
-		computed := sharding.Sharding{Dims: p.slab.dimsOf(len(ts.shape))}
-		p.slab.reserve(total)
-		for d, fs := range r.Dims(t) {
-			start := len(p.slab.axes)
-			for _, f := range fs {
-				p.slab.axes = append(p.slab.axes, assign[f]...)
-				if product(assign[f]) < r.FactorSizes[f] {
-					break
-				}
-			}
-			var axes []axisRef
-			if end := len(p.slab.axes); end > start {
-				axes = p.slab.axes[start:end:end]
-			}
-			computed.Dims[d] = sharding.DimSharding{Axes: sharding.MergeAdjacent(axes), Priority: sharding.NoPriority}
-		}
+		computed := sharding.Sharding{Dims: p.computedDims(r, t, assign, final)}
 		if t < n.nOperands {
 			if len(ts.sh.Unreduced) > 0 && !p.passesUnreduced(n) {
 				res.Reductions = append(res.Reductions, Reduction{Op: n.name, Tensor: ts.name, Kind: AllReduce, Axes: slices.Clone(ts.sh.Unreduced),
@@ -279,6 +259,53 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 			res.Reshards = append(res.Reshards, Reshard{Op: n.name, Tensor: ts.name, From: after, To: final})
 		}
 	}
+}
+
+// computedDims is the dims tensor t of rule r is computed in under the factor axes
+// assign. They are built in scratch and, when they equal the tensor's final layout
+// exactly (nil lists included), are final's dims: most tensors are computed in their
+// own layout, and the Result is only read, so the two share one copy. Otherwise they
+// are copied into p's slab.
+func (p *propagator) computedDims(r *Rule, t int, assign [][]axisRef, final sharding.Sharding) []sharding.DimSharding {
+	dims := r.Dims(t)
+	p.cdims, p.caxes = p.cdims[:0], p.caxes[:0]
+	for _, fs := range dims {
+		start := len(p.caxes)
+		for _, f := range fs {
+			p.caxes = append(p.caxes, assign[f]...)
+			if product(assign[f]) < r.FactorSizes[f] {
+				break
+			}
+		}
+		var axes []axisRef
+		if end := len(p.caxes); end > start {
+			axes = sharding.MergeAdjacent(p.caxes[start:end:end])
+		}
+		p.cdims = append(p.cdims, sharding.DimSharding{Axes: axes, Priority: sharding.NoPriority})
+	}
+	if sameDims(p.cdims, final.Dims) {
+		return final.Dims
+	}
+	out := p.slab.dimsOf(len(dims))
+	for d, ds := range p.cdims {
+		out[d] = sharding.DimSharding{Axes: p.slab.copyOf(ds.Axes), Priority: ds.Priority}
+	}
+	return out
+}
+
+// sameDims reports whether a and b are equal field by field, a nil axis list differing
+// from an empty one.
+func sameDims(a, b []sharding.DimSharding) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for d := range a {
+		x, y := a[d], b[d]
+		if x.Open != y.Open || x.Priority != y.Priority || (x.Axes == nil) != (y.Axes == nil) || !slices.Equal(x.Axes, y.Axes) {
+			return false
+		}
+	}
+	return true
 }
 
 // final is tensor id's propagated layout (layoutOf its sharding), computed once: every
