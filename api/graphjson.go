@@ -27,9 +27,26 @@ import (
 // encoding/json, whose error it returns.
 var errNotFast = errors.New("api: value not handled by the fast graph encoder")
 
-// graphAnswerSize is the size of the last graph answer encoded, used to size the
-// next one's buffer (answers of one deployment tend to be alike).
-var graphAnswerSize atomic.Int64
+// graphItemBytes is the size per item (answerItems) of the last graph answer encoded:
+// the next answer's buffer is sized from it and its own number of items, so that a
+// large answer is not copied at every growth of its buffer (at 100k ops that growth,
+// on fresh pages, cost a quarter of a second), and a small answer after a large one
+// does not take the large one's buffer.
+var graphItemBytes atomic.Int64
+
+// defaultItemBytes is graphItemBytes before the first answer: about what a transformer
+// layer's tensors, explanations and collectives take.
+const defaultItemBytes = 256
+
+// answerItems counts what a graph answer's size grows with: its tensors' shardings and
+// explanations, its collectives and (include ops) its ops.
+func answerItems(r *GraphResponse, ta *tensorAnswers) int64 {
+	n := len(r.Collectives) + len(r.Ops) + len(r.Shardings) + len(r.Explain)
+	if ta != nil {
+		n += len(ta.shardings) + len(ta.explain)
+	}
+	return int64(max(n, 1))
+}
 
 // encodeGraphJSON encodes r exactly as encodeJSON does.
 func encodeGraphJSON(r *GraphResponse) ([]byte, error) {
@@ -39,7 +56,12 @@ func encodeGraphJSON(r *GraphResponse) ([]byte, error) {
 // encodeGraphTensors is encodeGraphJSON of r with its Shardings and Explain maps as ta
 // holds them (r's are then nil, planGraphTensors); ta nil: r's.
 func encodeGraphTensors(r *GraphResponse, ta *tensorAnswers) ([]byte, error) {
-	size := max(graphAnswerSize.Load(), 4<<10)
+	items := answerItems(r, ta)
+	per := graphItemBytes.Load()
+	if per == 0 {
+		per = defaultItemBytes
+	}
+	size := max(per*items, 4<<10)
 	e := jsonAppender{b: make([]byte, 0, size+size/8), tensors: ta}
 	e.graph(r)
 	if e.err != nil && ta != nil {
@@ -48,7 +70,7 @@ func encodeGraphTensors(r *GraphResponse, ta *tensorAnswers) ([]byte, error) {
 	if e.err != nil {
 		return encodeJSON(r)
 	}
-	graphAnswerSize.Store(int64(len(e.b)))
+	graphItemBytes.Store(int64(len(e.b))/items + 1)
 	return e.b, nil
 }
 
