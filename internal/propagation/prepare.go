@@ -71,7 +71,6 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 	if p.addTensors(g); len(p.errs) > 0 {
 		return nil, p.errs
 	}
-	p.copies = make([]Op, 0, g.NumOps())
 	p.flatten(g.Ops, "ops", -1)
 	p.linkGraphIO(g)
 	if err := p.linkOps(ctx); err != nil {
@@ -103,7 +102,8 @@ type preparer struct {
 	opIn, opOut [][]int // per flat op: operand and result tensor ids
 	whiles      map[int]*whileInfo
 	names       map[string]int // op name -> flat index of its op
-	copies      []Op           // the flat ops: copies, as prepare names unnamed ops
+	states      []tensorState  // the tensors' states, allocated together
+	nodeChunk   []node         // newNode's current chunk
 	// inShapes and outShapes are scratch for the rule cache's lookups.
 	inShapes, outShapes [][]int64
 	rules               ruleCache
@@ -127,6 +127,8 @@ func (p *preparer) addErr(err error) {
 // addTensors checks and adds the tensors of g in name order.
 func (p *preparer) addTensors(g *Graph) {
 	gs := p.gs
+	// One allocation for every state; the capacity never runs out, so pointers hold.
+	p.states = make([]tensorState, 0, len(g.Tensors))
 	for _, name := range sortedKeys(g.Tensors) {
 		t := g.Tensors[name]
 		// The tensor's path, "tensors." + name, is built only for an error.
@@ -134,7 +136,8 @@ func (p *preparer) addTensors(g *Graph) {
 			p.addErr(sharding.Fieldf("tensors."+name, "is null; give {shape, dtype, sharding}"))
 			continue
 		}
-		ts := &tensorState{name: name, shape: t.Shape, elems: numElements(t.Shape), bits: t.ElemBits}
+		p.states = append(p.states, tensorState{name: name, shape: t.Shape, elems: numElements(t.Shape), bits: t.ElemBits})
+		ts := &p.states[len(p.states)-1]
 		if ts.bits <= 0 {
 			ts.bits = 32
 		}
@@ -186,20 +189,23 @@ func (p *preparer) annotation(body string, shape []int64, name string) (*shardin
 }
 
 // flatten appends ops (regions included) to p.flat; list is their list's path under
-// while, the flat index of the enclosing while (-1 and "ops" at top level). Each op is
-// copied into p.copies (sized for every op, so the pointers stay valid): prepare names
-// unnamed ops and must not modify g.
+// while, the flat index of the enclosing while (-1 and "ops" at top level). prepare
+// names unnamed ops and must not modify g: those are copied, the others are only read.
 func (p *preparer) flatten(ops []Op, list string, while int) {
 	for i := range ops {
 		idx := len(p.flat)
-		p.copies = append(p.copies, ops[i])
-		p.flat = append(p.flat, flatOp{op: &p.copies[len(p.copies)-1], while: while, list: list, index: i})
-		if ops[i].Kind == "while" {
-			if ops[i].Cond != nil {
-				p.flatten(ops[i].Cond.Ops, ".cond.ops", idx)
+		op := &ops[i]
+		if op.Name == "" {
+			c := *op
+			op = &c
+		}
+		p.flat = append(p.flat, flatOp{op: op, while: while, list: list, index: i})
+		if op.Kind == "while" {
+			if op.Cond != nil {
+				p.flatten(op.Cond.Ops, ".cond.ops", idx)
 			}
-			if ops[i].Body != nil {
-				p.flatten(ops[i].Body.Ops, ".body.ops", idx)
+			if op.Body != nil {
+				p.flatten(op.Body.Ops, ".body.ops", idx)
 			}
 		}
 	}
@@ -428,10 +434,23 @@ func (p *preparer) addNodes(order []int) {
 			continue
 		}
 		gs.opNodes[i] = len(gs.nodes)
-		gs.nodes = append(gs.nodes, &node{name: op.Name, kind: op.Kind, rule: rule, class: class,
-			tensors: slices.Concat(in, out), nOperands: len(in), opIndex: i})
+		gs.nodes = append(gs.nodes, p.newNode(node{name: op.Name, kind: op.Kind, rule: rule, class: class,
+			tensors: slices.Concat(in, out), nOperands: len(in), opIndex: i}))
 	}
 }
+
+// newNode returns n moved into p's current chunk of nodes (a few allocations for
+// every node of the graph instead of one each).
+func (p *preparer) newNode(n node) *node {
+	if len(p.nodeChunk) == cap(p.nodeChunk) {
+		p.nodeChunk = make([]node, 0, nodeChunkSize)
+	}
+	p.nodeChunk = append(p.nodeChunk, n)
+	return &p.nodeChunk[len(p.nodeChunk)-1]
+}
+
+// nodeChunkSize is how many nodes newNode allocates at once.
+const nodeChunkSize = 1024
 
 // rule builds the rule of flat op i, whose operand and result tensors are in and out,
 // or takes it from p.rules. Only a miss builds the op's path and shape lists.
@@ -461,7 +480,7 @@ func (p *preparer) appendShapes(dst [][]int64, ids []int) [][]int64 {
 // (ruleCache) share one read-only slice of them.
 func (p *preparer) indexUsers() {
 	gs := p.gs
-	gs.users = make([][]int, len(gs.tensors))
+	gs.users = p.userLists()
 	elems := map[*Rule][]int64{}
 	for ni, n := range gs.nodes {
 		if n.elems = elems[n.rule]; n.elems == nil {
@@ -477,6 +496,31 @@ func (p *preparer) indexUsers() {
 			}
 		}
 	}
+}
+
+// userLists returns an empty list per tensor (nil for a tensor no node touches), with
+// room for its users: one allocation for all of them rather than growing tens of thousands
+// of small lists.
+func (p *preparer) userLists() [][]int {
+	gs := p.gs
+	counts := make([]int, len(gs.tensors))
+	total := 0
+	for _, n := range gs.nodes {
+		for q, id := range n.tensors {
+			if !slices.Contains(n.tensors[:q], id) {
+				counts[id]++
+				total++
+			}
+		}
+	}
+	users := make([][]int, len(gs.tensors))
+	backing := make([]int, total)
+	for id, c := range counts {
+		if c > 0 {
+			users[id], backing = backing[:0:c], backing[c:]
+		}
+	}
+	return users
 }
 
 // ruleElems is, per tensor of rule r (nt of them), the product of its factor sizes.
