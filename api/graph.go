@@ -452,7 +452,7 @@ type collectiveRenderer struct {
 
 // render gives the wire form of gc; omitted says some per-device list was left out.
 func (cr *collectiveRenderer) render(ctx context.Context, gc *graphplan.Collective) (c GraphCollective, omitted bool, err error) {
-	steps, omitted, err := renderSteps(ctx, cr.sw.m, gc.Shape, gc.ElemBits, gc.Plan, cr.lists, cr.runLimit, cr.budget)
+	steps, omitted, err := renderSteps(ctx, cr.sw, gc.Shape, gc.ElemBits, gc.Plan, cr.lists, cr.runLimit, cr.budget)
 	if err != nil {
 		return GraphCollective{}, false, err
 	}

@@ -427,7 +427,7 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 		SuggestedConstraints: []Suggestion{},
 	}
 	var err error
-	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, m, in.req.Shape, in.elemBits, p, s.listsFor(m, in.include), s.limits.ListDeviceLimit, budget); err != nil {
+	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, sw, in.req.Shape, in.elemBits, p, s.listsFor(m, in.include), s.limits.ListDeviceLimit, budget); err != nil {
 		return nil, err
 	}
 	resp.Summary = summaryJSON(p, in.model)
@@ -467,11 +467,13 @@ func stripUnreduced(s sharding.Sharding) sharding.Sharding {
 }
 
 // renderSteps gives the wire form of p's steps for a tensor of shape and element size
-// bits on m. With lists false, collective_permute pairs and all_to_all_v transfers are
+// bits on sw's mesh, the shardings rendered by sw (the steps of a graph's collectives
+// repeat a few shardings). With lists false, collective_permute pairs and all_to_all_v transfers are
 // left out and omitted says so; with lists true each list is charged to budget before it
 // is built (a 422 when over), and rendering stops with ctx's error once ctx is done
 // (between steps and while transfers are built).
-func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int, p *planner.Plan, lists bool, runLimit int, budget *listBudget) (steps []StepJSON, omitted bool, err error) {
+func renderSteps(ctx context.Context, sw *shardingWriter, shape []int64, bits int, p *planner.Plan, lists bool, runLimit int, budget *listBudget) (steps []StepJSON, omitted bool, err error) {
+	m := sw.m
 	ls := newListShape(m, shape)
 	const stepsFix = `restrict allowed_ops (collective_permute and all_to_all_v carry per-device lists), or ` + fewerDevices
 	steps = make([]StepJSON, 0, len(p.Steps))
@@ -481,7 +483,7 @@ func renderSteps(ctx context.Context, m *sharding.Mesh, shape []int64, bits int,
 		}
 		sj := StepJSON{
 			Op: string(st.Op), MeshAxes: refStrings(st.MeshAxes),
-			Before: shardingJSON(st.Before, m), After: shardingJSON(st.After, m),
+			Before: sw.json(st.Before), After: sw.json(st.After),
 			LocalShapeBefore: st.LocalShapeBefore, LocalShapeAfter: st.LocalShapeAfter,
 			GroupSize: st.GroupSize, GroupCount: st.GroupCount, BytesPerDevice: st.BytesPerDevice,
 			Link: st.Cost.Link, TimeUS: st.Cost.TimeUS, LatencyUS: st.Cost.LatencyUS, BandwidthUS: st.Cost.BandwidthUS,
