@@ -103,13 +103,13 @@ func mergeAppend(a []axisRef, b ...axisRef) []axisRef {
 	return sharding.MergeAdjacent(out)
 }
 
-// suffixAfter returns the pieces of new beyond its prefix old (old prefix-or-equal new).
-func suffixAfter(old, new []axisRef) []axisRef {
+// appendSuffixAfter appends to out the pieces of new beyond its prefix old (old
+// prefix-or-equal new).
+func appendSuffixAfter(out, old, new []axisRef) []axisRef {
 	if len(old) == 0 {
-		return append([]axisRef(nil), new...)
+		return append(out, new...)
 	}
 	last := len(old) - 1
-	var out []axisRef
 	if old[last] != new[last] {
 		n := new[last]
 		out = append(out, n.Sub(old[last].Next(), n.Size/old[last].Size))

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/shardplan/shardplan/internal/sharding"
 )
@@ -72,9 +71,12 @@ type propagator struct {
 	haveFinal []bool
 	slab      slab // the Result's shardings
 	ruleTexts map[*Rule]string
-	// cdims and caxes are computedDims' scratch.
-	cdims []sharding.DimSharding
-	caxes []axisRef
+	// cdims and caxes are computedDims' scratch (caxes also writeBack's), wbAxes
+	// writeBack's.
+	cdims  []sharding.DimSharding
+	caxes  []axisRef
+	wbAxes []axisRef
+	srcBuf []byte // source's
 
 	visits, updates, passes int
 }
@@ -783,7 +785,8 @@ func (p *propagator) writeBack(n *node, nf int) []int {
 			if !touched {
 				continue
 			}
-			var axes []axisRef
+			// The dim's new axes are built in scratch and kept (in p's slab) only if stored.
+			axes := p.wbAxes[:0]
 			for _, f := range fs {
 				axes = append(axes, row[f].axes...)
 				if len(row[f].overflow) > 0 {
@@ -795,16 +798,19 @@ func (p *propagator) writeBack(n *node, nf int) []int {
 				}
 			}
 			axes = sharding.MergeAdjacent(axes)
+			p.wbAxes = axes
 			if !isStrictPrefix(old.Axes, axes) || !p.fits(ts, d, axes) {
 				continue
 			}
 			if !grew {
-				ts.sh = cloneDims(ts.sh)
+				ts.sh = p.cloneDims(ts.sh)
 				grew = true
 			}
+			axes = p.slab.copyOf(axes)
 			ts.sh.Dims[d] = sharding.DimSharding{Axes: axes, Open: true, Priority: old.Priority}
 			p.updates++
-			ts.origins = append(ts.origins, Origin{Dim: d, Axes: suffixAfter(old.Axes, axes), From: p.source(n, nf, t, fs, row)})
+			p.caxes = appendSuffixAfter(p.caxes[:0], old.Axes, axes)
+			ts.origins = append(ts.origins, Origin{Dim: d, Axes: p.slab.copyOf(p.caxes), From: p.source(n, nf, t, fs, row)})
 		}
 		if grew && !slices.Contains(changed, id) {
 			changed = append(changed, id)
@@ -840,37 +846,53 @@ func (p *propagator) fits(ts *tensorState, d int, axes []axisRef) bool {
 	return true
 }
 
-func cloneDims(s sharding.Sharding) sharding.Sharding {
+// cloneDims is s with its dims copied (into p's slab), before writeBack changes one.
+func (p *propagator) cloneDims(s sharding.Sharding) sharding.Sharding {
 	out := s
-	out.Dims = slices.Clone(s.Dims)
+	if s.Dims != nil {
+		out.Dims = p.slab.dimsOf(len(s.Dims))
+		copy(out.Dims, s.Dims)
+	}
 	return out
 }
 
 // source describes where the new axes of a dim came from: the first other tensor of
-// the node that already had them on the factor that grew.
+// the node that already had them on the factor that grew. The text is built in one
+// buffer: every update of a large graph records one.
 func (p *propagator) source(n *node, nf, t int, fs []int, row []factorSharding) string {
-	var buf [4]string
-	parts := buf[:0]
+	b := p.srcBuf[:0]
 	for _, f := range fs {
 		if refsEqual(row[f].axes, p.base[t*nf+f]) {
 			continue
 		}
-		from := ""
+		from := -1 // the tensor position it came from
 		for q := range n.tensors {
 			if q == t || !p.proj[q*nf+f].present {
 				continue
 			}
-			if isPrefixOrEqual(row[f].axes, p.base[q*nf+f]) || (from == "" && len(p.base[q*nf+f]) > 0) {
-				from = p.gs.tensors[n.tensors[q]].name + " dim " + strconv.Itoa(p.proj[q*nf+f].dim)
+			if isPrefixOrEqual(row[f].axes, p.base[q*nf+f]) || (from < 0 && len(p.base[q*nf+f]) > 0) {
+				from = q
 				if isPrefixOrEqual(row[f].axes, p.base[q*nf+f]) {
 					break
 				}
 			}
 		}
-		if from == "" {
-			from = "op"
+		if len(b) > 0 {
+			b = append(b, "; "...)
 		}
-		parts = append(parts, from+" through "+n.name+" (factor "+FactorName(f)+")")
+		if from < 0 {
+			b = append(b, "op"...)
+		} else {
+			b = append(b, p.gs.tensors[n.tensors[from]].name...)
+			b = append(b, " dim "...)
+			b = strconv.AppendInt(b, int64(p.proj[from*nf+f].dim), 10)
+		}
+		b = append(b, " through "...)
+		b = append(b, n.name...)
+		b = append(b, " (factor "...)
+		b = append(b, FactorName(f)...)
+		b = append(b, ')')
 	}
-	return strings.Join(parts, "; ")
+	p.srcBuf = b
+	return string(b)
 }
