@@ -49,7 +49,7 @@ type tensorAnswers struct {
 	shardingIDs []string
 	shardings   []ShardingJSON
 	explainIDs  []string
-	explain     [][]ExplainEntry
+	explain     [][]propagation.Origin // rendered as explainEntries renders them
 }
 
 // Collective kinds of a graph.
@@ -341,7 +341,7 @@ func (ta *tensorAnswers) fill(resp *GraphResponse) *GraphResponse {
 	}
 	resp.Explain = make(map[string][]ExplainEntry, len(ta.explain))
 	for i, id := range ta.explainIDs {
-		resp.Explain[id] = ta.explain[i]
+		resp.Explain[id] = explainEntries(ta.explain[i])
 	}
 	return resp
 }
@@ -402,19 +402,19 @@ func renderTensors(res *propagation.Result, ids []string, sw *shardingWriter) *t
 		ids = slices.Sorted(maps.Keys(res.Shardings))
 	}
 	ta := &tensorAnswers{shardingIDs: ids, shardings: make([]ShardingJSON, len(ids)),
-		explainIDs: make([]string, 0, len(res.Explain)), explain: make([][]ExplainEntry, 0, len(res.Explain))}
+		explainIDs: make([]string, 0, len(res.Explain)), explain: make([][]propagation.Origin, 0, len(res.Explain))}
 	for i, id := range ids {
 		ta.shardings[i] = sw.closedJSON(res.Shardings[id])
 		if origins, ok := res.Explain[id]; ok {
 			ta.explainIDs = append(ta.explainIDs, id)
-			ta.explain = append(ta.explain, explainEntries(origins))
+			ta.explain = append(ta.explain, origins)
 		}
 	}
 	if len(ta.explainIDs) != len(res.Explain) { // an explained tensor without a sharding
 		ta.explainIDs = slices.Sorted(maps.Keys(res.Explain))
 		ta.explain = ta.explain[:0]
 		for _, id := range ta.explainIDs {
-			ta.explain = append(ta.explain, explainEntries(res.Explain[id]))
+			ta.explain = append(ta.explain, res.Explain[id])
 		}
 	}
 	return ta

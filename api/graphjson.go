@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/shardplan/shardplan/internal/propagation"
 )
 
 // The graph answer's encoder. A 10k-op answer is megabytes of a few types (a sharding
@@ -216,7 +218,7 @@ func (e *jsonAppender) graph(r *GraphResponse) {
 	e.ref(r.Summary)
 	e.key("explain", false)
 	if ta := e.tensors; ta != nil {
-		orderedMap(e, ta.explainIDs, ta.explain, func(es *[]ExplainEntry) { e.explanation(*es) })
+		orderedMap(e, ta.explainIDs, ta.explain, func(os *[]propagation.Origin) { e.origins(*os) })
 	} else {
 		sortedMap(e, r.Explain, e.explanation)
 	}
@@ -276,6 +278,29 @@ func (e *jsonAppender) explanation(es []ExplainEntry) {
 		e.strAt(`,"from":`, x.From)
 		e.b = append(e.b, '}')
 	})
+}
+
+// origins writes os as explanation writes explainEntries(os), without building those.
+func (e *jsonAppender) origins(os []propagation.Origin) {
+	e.b = append(e.b, '[')
+	for i := range os {
+		o := &os[i]
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.intAt(`{"dim":`, int64(o.Dim))
+		e.b = append(e.b, `,"axes":[`...)
+		for k, a := range o.Axes {
+			if k > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.str(a.String())
+		}
+		e.b = append(e.b, ']')
+		e.strAt(`,"from":`, o.From)
+		e.b = append(e.b, '}')
+	}
+	e.b = append(e.b, ']')
 }
 
 // sharding writes ShardingJSON.

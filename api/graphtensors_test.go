@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shardplan/shardplan/internal/propagation"
+	"github.com/shardplan/shardplan/internal/sharding"
 	"github.com/shardplan/shardplan/internal/testgen"
 )
 
@@ -41,4 +43,26 @@ func TestGraphTensorsEncoding(t *testing.T) {
 			require.Equal(t, string(want), string(got))
 		})
 	}
+}
+
+// TestGraphTensorsOrigins checks origins written straight from propagation (sub-axes,
+// escapes, empty lists) against encoding/json of their explainEntries.
+func TestGraphTensorsOrigins(t *testing.T) {
+	sub := sharding.AxisRef{Name: "x", Pre: 2, Size: 2, Of: 8}
+	whole := sharding.AxisRef{Name: "m<&>", Pre: 1, Size: 4, Of: 4}
+	ta := &tensorAnswers{
+		shardingIDs: []string{},
+		shardings:   []ShardingJSON{},
+		explainIDs:  []string{"a", "b\u2028"},
+		explain: [][]propagation.Origin{
+			{{Dim: 0, Axes: []sharding.AxisRef{sub, whole}, From: "x dim 0 through \"op\" (factor i)"}},
+			{{Dim: 1, Axes: nil, From: ""}, {Dim: 2, Axes: []sharding.AxisRef{}, From: "\x01"}},
+		},
+	}
+	resp := &GraphResponse{Refined: []string{}}
+	got, err := encodeGraphTensors(resp, ta)
+	require.NoError(t, err)
+	want, err := encodeJSON(ta.fill(&GraphResponse{Refined: []string{}}))
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
 }
