@@ -104,6 +104,8 @@ type preparer struct {
 	names       map[string]int // op name -> flat index of its op
 	states      []tensorState  // the tensors' states, allocated together
 	nodeChunk   []node         // newNode's current chunk
+	intChunk    []int          // intsOf's current chunk
+	prodBuf     []int          // topoOrder's scratch
 	// inShapes and outShapes are scratch for the rule cache's lookups.
 	inShapes, outShapes [][]int64
 	rules               ruleCache
@@ -246,7 +248,7 @@ func (p *preparer) linkGraphIO(g *Graph) {
 // ids resolves tensor names to ids; ok is false (and errors are recorded) when one is
 // unknown.
 func (p *preparer) ids(list []string, op int, what string) ([]int, bool) {
-	out := make([]int, len(list))
+	out := p.intsOf(len(list))
 	ok := true
 	for i, n := range list {
 		id, found := p.gs.byName[n]
@@ -370,7 +372,8 @@ func (p *preparer) topoOrder() ([]int, error) {
 		i := queue[0]
 		queue = queue[1:]
 		order = append(order, i)
-		for _, id := range p.produced(i) {
+		p.prodBuf = p.appendProduced(p.prodBuf[:0], i)
+		for _, id := range p.prodBuf {
 			for _, c := range consumers[id] {
 				indeg[c]--
 				if indeg[c] == 0 {
@@ -389,10 +392,10 @@ func (p *preparer) topoOrder() ([]int, error) {
 	return order, nil
 }
 
-// produced lists the tensors flat op i produces: its results and, for a while, its
-// region params.
-func (p *preparer) produced(i int) []int {
-	out := slices.Clone(p.opOut[i])
+// appendProduced appends to out the tensors flat op i produces: its results and, for
+// a while, its region params.
+func (p *preparer) appendProduced(out []int, i int) []int {
+	out = append(out, p.opOut[i]...)
 	if w := p.whiles[i]; w != nil {
 		out = append(append(out, w.cp...), w.bp...)
 	}
@@ -434,8 +437,9 @@ func (p *preparer) addNodes(order []int) {
 			continue
 		}
 		gs.opNodes[i] = len(gs.nodes)
+		tensors := append(append(p.intsOf(len(in) + len(out))[:0], in...), out...)
 		gs.nodes = append(gs.nodes, p.newNode(node{name: op.Name, kind: op.Kind, rule: rule, class: class,
-			tensors: slices.Concat(in, out), nOperands: len(in), opIndex: i}))
+			tensors: tensors, nOperands: len(in), opIndex: i}))
 	}
 }
 
@@ -451,6 +455,23 @@ func (p *preparer) newNode(n node) *node {
 
 // nodeChunkSize is how many nodes newNode allocates at once.
 const nodeChunkSize = 1024
+
+// intsOf returns n zeroed ints, like make([]int, n), cut from p's current chunk (capped:
+// appending to one never writes into the next).
+func (p *preparer) intsOf(n int) []int {
+	if n == 0 {
+		return []int{}
+	}
+	if len(p.intChunk) < n {
+		p.intChunk = make([]int, max(n, intChunkSize))
+	}
+	out := p.intChunk[:n:n]
+	p.intChunk = p.intChunk[n:]
+	return out
+}
+
+// intChunkSize is how many ints intsOf allocates at once.
+const intChunkSize = 16 << 10
 
 // rule builds the rule of flat op i, whose operand and result tensors are in and out,
 // or takes it from p.rules. Only a miss builds the op's path and shape lists.
