@@ -315,7 +315,10 @@ func (r *wireReader) tensors(req *GraphRequest) {
 		w.tensorsNotObject = true
 		return
 	}
-	req.Tensors = map[string]GraphTensor{}
+	// The tensors are collected first and the map is made at its size: growing a map
+	// of 100k tensors rehashes it a dozen times.
+	var ts chunks[GraphTensor]
+	var ids chunks[string]
 	r.object(func(id string) {
 		var t GraphTensor
 		switch r.peek() {
@@ -327,9 +330,49 @@ func (r *wireReader) tensors(req *GraphRequest) {
 			t.err = wrongType("", r.valueWord(), typeTensor)
 			r.skip()
 		}
-		req.Tensors[id] = t
-		w.order = append(w.order, id)
+		ts.add(t)
+		ids.add(id)
 	})
+	w.order = ids.all()
+	req.Tensors = make(map[string]GraphTensor, len(w.order))
+	for i, t := range ts.all() {
+		req.Tensors[w.order[i]] = t
+	}
+}
+
+// chunks collects values of unknown number in chunks (growing with the count, up to
+// maxChunk values), so that a long list is copied once (all) rather than at every
+// growth of one slice.
+type chunks[T any] struct {
+	full [][]T
+	cur  []T
+	n    int
+}
+
+// maxChunk is how many values a chunk holds at most.
+const maxChunk = 1024
+
+func (c *chunks[T]) add(v T) {
+	if len(c.cur) == cap(c.cur) {
+		if c.cur != nil {
+			c.full = append(c.full, c.cur)
+		}
+		c.cur = make([]T, 0, min(max(16, c.n), maxChunk))
+	}
+	c.cur = append(c.cur, v)
+	c.n++
+}
+
+// all returns the values in order in one slice (empty, not nil, when there are none).
+func (c *chunks[T]) all() []T {
+	if len(c.full) == 0 && c.cur != nil {
+		return c.cur
+	}
+	out := make([]T, 0, c.n)
+	for _, ch := range c.full {
+		out = append(out, ch...)
+	}
+	return append(out, c.cur...)
 }
 
 func (r *wireReader) tensorField(t *GraphTensor, key string) {
@@ -358,7 +401,7 @@ func (r *wireReader) ops(fe **fielderr.FieldError, path string) []GraphOp {
 	if !r.begin('[', fe, path, typeOps) {
 		return nil
 	}
-	out := []GraphOp{}
+	var out chunks[GraphOp]
 	r.array(func(int) {
 		var op GraphOp
 		switch r.peek() {
@@ -370,9 +413,9 @@ func (r *wireReader) ops(fe **fielderr.FieldError, path string) []GraphOp {
 			op.err = wrongType("", r.valueWord(), typeOp)
 			r.skip()
 		}
-		out = append(out, op)
+		out.add(op)
 	})
-	return out
+	return out.all()
 }
 
 func (r *wireReader) opField(op *GraphOp, key string) {
