@@ -71,6 +71,7 @@ func prepare(ctx context.Context, g *Graph, m *sharding.Mesh) (*graphState, erro
 	if p.addTensors(g); len(p.errs) > 0 {
 		return nil, p.errs
 	}
+	p.flat = make([]flatOp, 0, g.NumOps())
 	p.flatten(g.Ops, "ops", -1)
 	p.linkGraphIO(g)
 	if err := p.linkOps(ctx); err != nil {
