@@ -80,6 +80,59 @@ func keyNesting(body []byte, name string, limit int) (string, bool) {
 	})
 }
 
+// keyLevels records where the nesting of one key (objects on one path holding it)
+// first reached each level, during duplicateKeyAndLevels' scan: keyNesting(body, name,
+// limit) is then known without a scan of its own (a graph body's "ops").
+type keyLevels struct {
+	name   string
+	first  []string // first[k-1] is the wire path where the nesting first reached k
+	capped bool     // the nesting went past maxKeyLevels, which were not recorded
+}
+
+// maxKeyLevels bounds the levels keyLevels records (each costs a path).
+const maxKeyLevels = 256
+
+// observe notes a key event of lv.name with stack.
+func (lv *keyLevels) observe(stack []dupFrame) {
+	n := 0
+	for i := range stack {
+		if !stack[i].array && string(stack[i].key) == lv.name {
+			n++
+		}
+	}
+	// A key at level n follows one at every level below it on the same path, so n is
+	// at most one past the levels seen.
+	if n <= len(lv.first) {
+		return
+	}
+	if n > maxKeyLevels {
+		lv.capped = true
+		return
+	}
+	lv.first = append(lv.first, dupPath(stack))
+}
+
+// nesting is keyNesting(body, lv.name, limit) for the body lv was recorded on; known is
+// false when the levels recorded cannot tell.
+func (lv *keyLevels) nesting(limit int) (path string, deep, known bool) {
+	if limit < len(lv.first) {
+		return lv.first[limit], true, true
+	}
+	return "", false, !lv.capped
+}
+
+// duplicateKeyAndLevels is duplicateKey, recording lv's levels in the same scan (up to
+// the duplicate, if any).
+func duplicateKeyAndLevels(body []byte, lv *keyLevels) (string, bool) {
+	return scanKeys(body, func(stack []dupFrame) bool {
+		top := &stack[len(stack)-1]
+		if string(top.key) == lv.name {
+			lv.observe(stack)
+		}
+		return top.seen(top.key)
+	})
+}
+
 // scanKeys walks body's bytes once, calling onKey each time an object key is read (the
 // key is the top frame's key); when onKey returns true it stops and returns the wire
 // path of the stack there.

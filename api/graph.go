@@ -253,7 +253,7 @@ func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
 		// inside while regions: the top list, one per level, and one for a while's
 		// possibly empty regions at the last level), then let toGraph name the
 		// exact op.
-		if path, deep := keyNesting(body, "ops", s.limits.MaxGraphDepth+2); s.limits.MaxGraphDepth > 0 && deep {
+		if path, deep := opsNesting(req, body, s.limits.MaxGraphDepth+2); s.limits.MaxGraphDepth > 0 && deep {
 			return nil, limitExceeded(path, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", s.limits.MaxGraphDepth)
 		}
 		in.graph, in.opts, err = req.toGraph(m, s.limits.MaxGraphDepth)
@@ -279,6 +279,15 @@ func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
 	}
 	in.key, err = graphKey(in)
 	return in, err
+}
+
+// opsNesting is keyNesting(body, "ops", limit), from the levels readGraphRequest
+// recorded when they tell.
+func opsNesting(req *GraphRequest, body []byte, limit int) (string, bool) {
+	if path, deep, known := req.wire.opsLevels.nesting(limit); known {
+		return path, deep
+	}
+	return keyNesting(body, "ops", limit)
 }
 
 // validateGraphRequest checks the request-level rules (graph fields with or without

@@ -106,6 +106,8 @@ type graphWire struct {
 	// optionsErr is the first wrong type or unknown field in options (a module request
 	// reads options strictly).
 	optionsErr *fielderr.FieldError
+	// opsLevels is where "ops" lists first nest to each level (while regions).
+	opsLevels keyLevels
 }
 
 // Type names in "wrong JSON type" messages.
@@ -157,7 +159,8 @@ func readGraphRequest(body []byte) (*GraphRequest, error) {
 	if top != nil {
 		return nil, top
 	}
-	if path, dup := duplicateKey(body); dup {
+	req.wire.opsLevels = keyLevels{name: "ops"}
+	if path, dup := duplicateKeyAndLevels(body, &req.wire.opsLevels); dup {
 		return nil, Invalid(slugInvalidJSON, "Malformed JSON",
 			sharding.Fieldf(path, "is given more than once; give each key once (with duplicates it is unclear which value is meant)"))
 	}
