@@ -77,6 +77,9 @@ type propagator struct {
 	caxes  []axisRef
 	wbAxes []axisRef
 	srcBuf []byte // source's
+	// factorChunk and shardingChunk hold the OpShardings' lists (cut).
+	factorChunk   []FactorAxes
+	shardingChunk []sharding.Sharding
 
 	visits, updates, passes int
 }

@@ -193,13 +193,13 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 	if !n.edge {
 		os.Rule = p.ruleText(r)
 		if nf > 0 {
-			os.Factors = make([]FactorAxes, 0, nf)
+			os.Factors = cut(&p.factorChunk, nf)
 		}
 		if n.nOperands > 0 {
-			os.Operands = make([]sharding.Sharding, 0, n.nOperands)
+			os.Operands = cut(&p.shardingChunk, n.nOperands)
 		}
 		if nt > n.nOperands {
-			os.Results = make([]sharding.Sharding, 0, nt-n.nOperands)
+			os.Results = cut(&p.shardingChunk, nt-n.nOperands)
 		}
 		for f := range nf {
 			os.Factors = append(os.Factors, FactorAxes{Factor: FactorName(f), Size: r.FactorSizes[f], Type: r.Types[f], Axes: assign[f]})
@@ -259,6 +259,18 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 			res.Reshards = append(res.Reshards, Reshard{Op: n.name, Tensor: ts.name, From: after, To: final})
 		}
 	}
+}
+
+// cut returns an empty slice with room for n elements, cut from *chunk (refilled when
+// short): an op's factors, operands and results take a few large allocations for the
+// whole graph instead of three each.
+func cut[T any](chunk *[]T, n int) []T {
+	if cap(*chunk)-len(*chunk) < n {
+		*chunk = make([]T, 0, max(n, slabChunk))
+	}
+	start := len(*chunk)
+	*chunk = (*chunk)[:start+n]
+	return (*chunk)[start : start : start+n]
 }
 
 // computedDims is the dims tensor t of rule r is computed in under the factor axes
