@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -252,8 +251,14 @@ func sortedMap[V any](e *jsonAppender, m map[string]V, val func(V)) {
 		e.b = append(e.b, "null"...)
 		return
 	}
+	var buf [8]string // the keys of an op's attributes, without allocating
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	e.b = append(e.b, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	for i, k := range keys {
 		e.key(k, i == 0)
 		val(m[k])
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/internal/propagation"
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // graphKey hashes the canonical graph request: annotations by their canonical text, ops
@@ -37,11 +38,18 @@ func graphKey(in *graphInput) (string, error) {
 			e.b = e.b[:0]
 		}
 	}
+	// Tensors with one annotation share its value (annotations.parse): print it once.
+	bodies := map[*sharding.Sharding]string{}
 	for _, id := range in.tensorIDs() {
 		t := in.graph.Tensors[id]
 		ann := "-"
 		if t.Sharding != nil {
-			ann = t.Sharding.Body()
+			b, ok := bodies[t.Sharding]
+			if !ok {
+				b = t.Sharding.Body()
+				bodies[t.Sharding] = b
+			}
+			ann = b
 		}
 		e.tensorLine(id, t.Shape, t.ElemBits, ann)
 		flush()

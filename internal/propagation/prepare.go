@@ -112,6 +112,7 @@ type preparer struct {
 	rules               ruleCache
 	anns                map[string]*sharding.Sharding // parsed annotations by text and shape
 	annKey              []byte                        // scratch for their keys
+	bodies              map[*sharding.Sharding]string // printed annotations, by value
 }
 
 // whileInfo holds the tensor ids of a while's regions: cond params, body params, body
@@ -155,7 +156,7 @@ func (p *preparer) addTensors(g *Graph) {
 			continue
 		}
 		if t.Sharding != nil {
-			ann, err := p.annotation(t.Sharding.Body(), t.Shape, name)
+			ann, err := p.annotation(t.Sharding, t.Shape, name)
 			if err != nil {
 				p.addErr(err)
 				continue
@@ -167,11 +168,20 @@ func (p *preparer) addTensors(g *Graph) {
 	}
 }
 
-// annotation re-parses the printed form of a tensor's annotation (body) for tensor name
-// of the given shape: this checks every invariant of a sharding built in Go as
-// strictly as one sent as JSON. Tensors with the same annotation and shape (the weights
-// of every layer) share one parse; propagation only reads annotations.
-func (p *preparer) annotation(body string, shape []int64, name string) (*sharding.Sharding, error) {
+// annotation re-parses the printed form of tensor name's annotation sh, for its shape:
+// this checks every invariant of a sharding built in Go as strictly as one sent as
+// JSON. Tensors with the same annotation and shape (the weights of every layer) share
+// one parse; propagation only reads annotations. A value shared by several tensors (as
+// the API decodes them) is printed once.
+func (p *preparer) annotation(sh *sharding.Sharding, shape []int64, name string) (*sharding.Sharding, error) {
+	body, ok := p.bodies[sh]
+	if !ok {
+		body = sh.Body()
+		if p.bodies == nil {
+			p.bodies = map[*sharding.Sharding]string{}
+		}
+		p.bodies[sh] = body
+	}
 	key := append(binary.AppendUvarint(p.annKey[:0], uint64(len(body))), body...)
 	for _, n := range shape {
 		key = binary.AppendVarint(key, n)
@@ -180,15 +190,15 @@ func (p *preparer) annotation(body string, shape []int64, name string) (*shardin
 	if ann, ok := p.anns[string(key)]; ok {
 		return ann, nil
 	}
-	sh, err := sharding.ParseText(body, p.gs.mesh, shape, "tensors."+name+".sharding")
+	parsed, err := sharding.ParseText(body, p.gs.mesh, shape, "tensors."+name+".sharding")
 	if err != nil {
 		return nil, err
 	}
 	if p.anns == nil {
 		p.anns = map[string]*sharding.Sharding{}
 	}
-	p.anns[string(key)] = &sh
-	return &sh, nil
+	p.anns[string(key)] = &parsed
+	return &parsed, nil
 }
 
 // flatten appends ops (regions included) to p.flat; list is their list's path under
