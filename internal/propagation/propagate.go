@@ -128,7 +128,7 @@ func (p *propagator) run(ctx context.Context) error {
 			ts.sh = p.openSharding(len(ts.shape))
 			continue
 		}
-		ts.sh = ts.ann.Clone()
+		ts.sh = p.slab.clone(*ts.ann)
 		for d := range ts.sh.Dims {
 			ds := &ts.sh.Dims[d]
 			if len(ds.Axes) > 0 {
