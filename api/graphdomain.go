@@ -61,14 +61,15 @@ func (req *GraphRequest) toGraph(m *sharding.Mesh, maxDepth int) (*propagation.G
 		errs = append(errs, fielderr.New("tensors", "must be an object of tensor id -> {shape, dtype, sharding}"))
 	}
 	anns := annotations{m: m}
-	for _, id := range w.order {
+	values := make([]propagation.Tensor, len(w.order)) // the tensors, one allocation for all
+	for i, id := range w.order {
 		if id == "" {
 			errs = append(errs, fielderr.New("tensors", "a tensor id must not be empty"))
 			continue
 		}
 		wt := req.Tensors[id]
-		t, err := wt.toTensor(&anns, id)
-		if err != nil {
+		t := &values[i]
+		if err := wt.toTensor(t, &anns, id); err != nil {
 			errs = appendFieldErrors(errs, err)
 			continue
 		}
@@ -132,37 +133,38 @@ func (o *GraphOptions) toOptions() (propagation.Options, error) {
 	return opts, nil
 }
 
-// toTensor converts the tensor with the given id, parsing its annotation through anns.
-func (wt *GraphTensor) toTensor(anns *annotations, id string) (*propagation.Tensor, error) {
+// toTensor converts the tensor with the given id into t, parsing its annotation through
+// anns.
+func (wt *GraphTensor) toTensor(t *propagation.Tensor, anns *annotations, id string) error {
 	// field is the tensor's path, built only for an error.
 	field := func() string { return "tensors." + id }
 	if wt.err != nil {
-		return nil, under(field(), wt.err)
+		return under(field(), wt.err)
 	}
 	if wt.Shape == nil {
-		return nil, fielderr.New(field()+".shape", "is required: an array of dim sizes ([] for a scalar)")
+		return fielderr.New(field()+".shape", "is required: an array of dim sizes ([] for a scalar)")
 	}
 	for d, n := range wt.Shape {
 		if n < 0 {
-			return nil, fielderr.New(field()+".shape["+strconv.Itoa(d)+"]", "dim size %d is negative", n)
+			return fielderr.New(field()+".shape["+strconv.Itoa(d)+"]", "dim size %d is negative", n)
 		}
 	}
-	t := &propagation.Tensor{Shape: wt.Shape, ElemBits: 32}
+	*t = propagation.Tensor{Shape: wt.Shape, ElemBits: 32}
 	if wt.DType != "" {
 		bits, ok := sharding.DTypeBits(wt.DType)
 		if !ok {
-			return nil, fielderr.New(field()+".dtype", "unknown dtype %q; known: %s", wt.DType, sharding.KnownDTypes())
+			return fielderr.New(field()+".dtype", "unknown dtype %q; known: %s", wt.DType, sharding.KnownDTypes())
 		}
 		t.ElemBits = bits
 	}
 	if wt.Sharding != nil {
 		sh, err := anns.parse(wt.Sharding, wt.Shape, id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t.Sharding = sh
 	}
-	return t, nil
+	return nil
 }
 
 // annotations parses the annotations of one graph on mesh m. Tensors with the same
