@@ -122,6 +122,9 @@ var benchSetSize = 0
 //
 // SHARDPLAN_RANDOMSET_BODIES names a file for the same reshards as POST /v1/reshard
 // bodies, one per line (scripts/load/replay posts them to a running server).
+// SHARDPLAN_RANDOMSET_REFERENCE=1 plans them as the reference that plan quality is
+// measured against: every move in the exact pass and a budget of 20,000 expansions
+// (about 20 s for the set).
 func TestRandomSetDump(t *testing.T) {
 	if bodies := os.Getenv("SHARDPLAN_RANDOMSET_BODIES"); bodies != "" {
 		writeRandomSetBodies(t, bodies)
@@ -135,8 +138,12 @@ func TestRandomSetDump(t *testing.T) {
 	w, err := os.Create(out)
 	require.NoError(t, err)
 	defer w.Close()
+	reference := os.Getenv("SHARDPLAN_RANDOMSET_REFERENCE") == "1"
 	for i, pb := range randomSet(t) {
 		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		if reference {
+			r.MaxExpansions, r.allMoves = 20000, true
+		}
 		p, err := Reshard(context.Background(), r)
 		require.NoError(t, err)
 		exact := p.sp != nil && p.sp.searchExact
