@@ -225,34 +225,8 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			pre = append(pre, mv)
 			start = mv.after
 		}
-		// The plans that need no search first: their costs bound the search (a state
-		// whose cost plus heuristic exceeds the cheapest cannot lead to a cheaper plan),
-		// and the greedy plan stands in when the search runs out of budget. Only plans
-		// without a full rematerialization bound it (pickBest prefers those whatever
-		// their time). The greedy plan is priced move by move, as the search counts; the
-		// direct exchange is one move after the reduction.
-		ub := math.Inf(1)
-		if greedy := sp.construct(r, start, goal); greedy != nil {
-			t := sp.planCost(r, greedy)
-			greedy = mergeMoves(sp, r, greedy)
-			gp := &Plan{Request: r, sp: sp}
-			gp.Steps = sp.steps(r, append(slices.Clone(pre), greedy...))
-			cands = append(cands, gp.named("greedy"))
-			if gp.finishTotals(); !gp.Summary.FullRematerialization {
-				ub = t
-			}
-		}
-		direct := sp.directCandidates(r, pre, start, goal, reduce, between, !math.IsInf(ub, 1))
-		for _, c := range direct {
-			if c.finishTotals(); c.Summary.FullRematerialization {
-				continue
-			}
-			t := 0.0
-			for _, st := range c.Steps[len(pre):] {
-				t += st.Cost.TimeUS
-			}
-			ub = min(ub, t)
-		}
+		greedy, direct, ub := sp.incumbents(r, pre, start, goal, reduce, between)
+		cands = append(cands, greedy...)
 		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub)
 		if err != nil {
 			return nil, err
@@ -287,6 +261,40 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
 	}
 	return best, nil
+}
+
+// incumbents are the plans that need no search, after the reduction pre (start is the
+// state after it): the greedy plan (none, or one) and the direct candidates, and ub, the
+// cost the search must beat. Their costs bound the search (a state whose cost plus
+// heuristic exceeds the cheapest cannot lead to a cheaper plan), and the greedy plan
+// stands in when the search runs out of budget. Only plans without a full
+// rematerialization bound it (pickBest prefers those whatever their time). The greedy
+// plan is priced move by move, as the search counts; the direct exchange is one move
+// after the reduction.
+func (sp *space) incumbents(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between int64) (greedy, direct []*Plan, ub float64) {
+	ub = math.Inf(1)
+	if mv := sp.construct(r, start, goal); mv != nil {
+		t := sp.planCost(r, mv)
+		mv = mergeMoves(sp, r, mv)
+		gp := &Plan{Request: r, sp: sp}
+		gp.Steps = sp.steps(r, append(slices.Clone(pre), mv...))
+		greedy = append(greedy, gp.named("greedy"))
+		if gp.finishTotals(); !gp.Summary.FullRematerialization {
+			ub = t
+		}
+	}
+	direct = sp.directCandidates(r, pre, start, goal, reduce, between, !math.IsInf(ub, 1))
+	for _, c := range direct {
+		if c.finishTotals(); c.Summary.FullRematerialization {
+			continue
+		}
+		t := 0.0
+		for _, st := range c.Steps[len(pre):] {
+			t += st.Cost.TimeUS
+		}
+		ub = min(ub, t)
+	}
+	return greedy, direct, ub
 }
 
 // directCandidates are the plans that need no search, after the reduction pre (start is
