@@ -185,11 +185,11 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	}
 	// First weighted passes (f = g + w·h) on small budgets: they reach the goal in few
 	// expansions, and their best plan, at most w times the optimum, bounds the exact
-	// pass. The first moves strictly toward the goal (a quarter of the budget); the
+	// pass. The first moves strictly toward the goal (an eighth of the budget); the
 	// second also fills dims to their goal counts with other atoms for a later permute
 	// (relax, as XLA's slice-then-permute): when the first reached the goal, as an
-	// anytime search (an eighth) that looks only for strictly cheaper plans than the best
-	// so far and goes on after each, else greedier (w = 16, a quarter).
+	// anytime search (a sixteenth) that looks only for strictly cheaper plans than the best
+	// so far and goes on after each, else greedier (w = 16, an eighth).
 	var first []move
 	var firstG float64
 	spent := 0
@@ -205,9 +205,9 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 				// looking after each until its budget or its open list runs out.
 				s.weight, s.ub, s.anytime = weightedPassWeights[0], ub*(1-1e-9), true
 			}
-			budget := r.MaxExpansions / 4
+			budget := r.MaxExpansions / 8
 			if s.anytime {
-				budget = r.MaxExpansions / 8 // it only improves on a plan
+				budget = r.MaxExpansions / 16 // it only improves on a plan
 			}
 			mv, n, found, err := run(budget)
 			spent += n
