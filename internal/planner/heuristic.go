@@ -131,17 +131,24 @@ func newBound(sp *space, r *Request, goal state) *bound {
 	in := sp.bytes(minElems)
 	const probe = 1 << 30
 	inj, lat, est := 0.0, math.Inf(1), math.Inf(1)
-	ids := make([]uint8, 0, n)
+	// Every group's atoms in the order the search prices them (sortedAtoms), from one
+	// sort of all atoms, and its refs in one reused buffer: 2^n - 1 groups per request.
+	order := make([]uint8, n)
+	for a := range order {
+		order[a] = uint8(a)
+	}
+	order = sortedAtoms(sp, order)
+	refs := make([]sharding.AxisRef, 0, n)
 	for g := uint64(1); g < 1<<n; g++ {
-		ids = ids[:0]
+		refs = refs[:0]
 		k := int64(1)
-		for a := range n {
+		for _, a := range order {
 			if g&(1<<a) != 0 {
-				ids = append(ids, uint8(a))
+				refs = append(refs, sp.atoms[a])
 				k *= int64(sp.atoms[a].Size)
 			}
 		}
-		c := cost.Collective{Mesh: r.Mesh, Axes: sp.refs(sortedAtoms(sp, ids))}
+		c := cost.Collective{Mesh: r.Mesh, Axes: sharding.MergeAdjacent(refs)}
 		if isLB {
 			c.Kind, c.Bytes = cost.CollectivePermute, probe
 			e := lb.LowerBound(c)
