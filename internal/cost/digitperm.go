@@ -506,13 +506,7 @@ func (rm *routeMax) term(j int) float64 {
 // it, started just below eliminate's maximum so that it prunes every branch that
 // cannot reach it, and returns the same sum it did when it started from nothing.
 func (rm *routeMax) run(perHop func(axis int) float64) float64 {
-	n := len(rm.axes)
-	rm.weight, rm.most = make([]float64, n), make([]float64, n)
-	integral := true
-	for j, i := range rm.axes {
-		rm.weight[j] = perHop(i)
-		integral = integral && rm.weight[j] == math.Trunc(rm.weight[j])
-	}
+	integral := rm.setWeights(perHop)
 	top := -1.0
 	if assignments(rm.p.Digits, rm.digits) > eliminateAbove {
 		top = rm.eliminate()
@@ -520,6 +514,27 @@ func (rm *routeMax) run(perHop func(axis int) float64) float64 {
 			return top
 		}
 	}
+	if top > 0 {
+		return rm.branchFrom(top * (1 - 1e-9))
+	}
+	return rm.branchFrom(-1)
+}
+
+// setWeights sets each axis' per-hop weight and reports whether all are integers.
+func (rm *routeMax) setWeights(perHop func(axis int) float64) (integral bool) {
+	n := len(rm.axes)
+	rm.weight, rm.most = make([]float64, n), make([]float64, n)
+	integral = true
+	for j, i := range rm.axes {
+		rm.weight[j] = perHop(i)
+		integral = integral && rm.weight[j] == math.Trunc(rm.weight[j])
+	}
+	return integral
+}
+
+// branchFrom is the branch and bound's largest sum, pruning every branch that cannot
+// exceed best (-1: none).
+func (rm *routeMax) branchFrom(best float64) float64 {
 	for j := range rm.axes {
 		// The axis' own largest term: every assignment of its digits.
 		eachAssignment(rm.p.Digits, rm.axisDigits[j], rm.val, func() {
@@ -533,10 +548,7 @@ func (rm *routeMax) run(perHop func(axis int) float64) float64 {
 			rm.open[l] += rm.most[j]
 		}
 	}
-	rm.best = -1
-	if top > 0 {
-		rm.best = top * (1 - 1e-9)
-	}
+	rm.best = best
 	rm.branch(0, 0)
 	return rm.best
 }

@@ -14,24 +14,8 @@ import (
 // plainBranch is routeMax.run as it was before eliminate: the branch and bound from
 // nothing, which is the largest sum over every assignment, added in level order.
 func plainBranch(rm *routeMax, perHop func(axis int) float64) float64 {
-	n := len(rm.axes)
-	rm.weight, rm.most = make([]float64, n), make([]float64, n)
-	for j, i := range rm.axes {
-		rm.weight[j] = perHop(i)
-		eachAssignment(rm.p.Digits, rm.axisDigits[j], rm.val, func() {
-			rm.most[j] = max(rm.most[j], rm.term(j))
-		})
-	}
-	rm.open = make([]float64, len(rm.digits)+1)
-	for l := len(rm.digits) - 1; l >= 0; l-- {
-		rm.open[l] = rm.open[l+1]
-		for _, j := range rm.readyAt[l] {
-			rm.open[l] += rm.most[j]
-		}
-	}
-	rm.best = -1
-	rm.branch(0, 0)
-	return rm.best
+	rm.setWeights(perHop)
+	return rm.branchFrom(-1)
 }
 
 // randomDigits splits each axis of m into digits (sizes multiplying to the axis',
