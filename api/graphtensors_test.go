@@ -18,18 +18,7 @@ import (
 // answer planGraph gives, byte for byte.
 func TestGraphTensorsEncoding(t *testing.T) {
 	s := newTestServer(t, nil)
-	files, err := filepath.Glob(filepath.Join("..", "examples", "graph-*.json"))
-	require.NoError(t, err)
-	bodies := map[string]string{"api-graph": apiGraph, "tp-graph": tpGraph}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		bodies[filepath.Base(f)] = string(b)
-	}
-	for _, layers := range []int{1, 3, 48} {
-		bodies[fmt.Sprintf("transformer-%d", layers)] = testgen.TransformerGraphJSON(layers)
-	}
-	for name, body := range bodies {
+	for name, body := range graphBodies(t) {
 		t.Run(name, func(t *testing.T) {
 			in, err := s.prepareGraph([]byte(body))
 			require.NoError(t, err)
@@ -65,4 +54,23 @@ func TestGraphTensorsOrigins(t *testing.T) {
 	want, err := encodeJSON(ta.fill(&GraphResponse{Refined: []string{}}))
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(got))
+}
+
+// graphBodies are the graph requests the encoder and plan-id tests run over: API.md's
+// and the tensor-parallel example, every examples/graph-*.json file, and transformer
+// graphs of 1, 3 and 48 layers.
+func graphBodies(t *testing.T) map[string]string {
+	files, err := filepath.Glob(filepath.Join("..", "examples", "graph-*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	bodies := map[string]string{"api-graph": apiGraph, "tp-graph": tpGraph}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		bodies[filepath.Base(f)] = string(b)
+	}
+	for _, layers := range []int{1, 3, 48} {
+		bodies[fmt.Sprintf("transformer-%d", layers)] = testgen.TransformerGraphJSON(layers)
+	}
+	return bodies
 }
