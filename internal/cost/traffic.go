@@ -654,6 +654,50 @@ func (f *Fabric) HalfCut(m *sharding.Mesh, i int) (bw float64, ok bool) {
 	return links * lines * rt.bw, true
 }
 
+// AxisHop is how one mesh axis counts in a latency bound: LatencyUS per physical hop
+// of a transfer along it (0: the axis is not routed as a ring or a line, and counts
+// nothing), its Size, and how far apart two coordinates are on it (Distance).
+type AxisHop struct {
+	LatencyUS float64
+	Size      int
+	Wrapped   bool // a ring: counted the short way round
+}
+
+// Distance is the fewest hops between coordinates from and to along the axis: on a
+// line their difference, on a ring the short way round (a one-way ring counts as a
+// ring: its forward route is never shorter, and the all-gather formula's (n-1) x stride
+// steps on a strided sub-axis need not cover the forward route).
+func (h AxisHop) Distance(from, to int) int {
+	d := to - from
+	if h.Wrapped {
+		d = ((d % h.Size) + h.Size) % h.Size
+		return min(d, h.Size-d)
+	}
+	return max(d, -d)
+}
+
+// AxisHops describes every mesh axis of m for a latency bound. The contract the planner's
+// heuristic relies on (TestLatencyCoversHops holds every kind to it): whenever a
+// collective Estimate prices (all_gather, all_to_all, reduce_scatter, all_reduce) or a
+// Traffic Router.Price prices moves data from device u to device v, its LatencyUS is
+// at least the sum over axes of LatencyUS x Distance(u_i, v_i). A chain of steps that
+// carries a byte from u to v therefore pays at least that sum in latency (the distance
+// obeys the triangle inequality on every axis). Switched axes and the axes of a GPU
+// model (one latency per switch crossed, not per hop) have LatencyUS 0.
+func (f *Fabric) AxisHops(m *sharding.Mesh) []AxisHop {
+	rts := f.routes(m)
+	out := make([]AxisHop, len(rts))
+	for i, rt := range rts {
+		out[i] = AxisHop{Size: max(rt.n, 1)}
+		if rt.n < 2 || rt.topo == switched || f.gpusPerNode > 0 && !rt.override {
+			continue
+		}
+		out[i].LatencyUS = rt.lat
+		out[i].Wrapped = rt.topo == ringBidi || rt.topo == ringUni
+	}
+	return out
+}
+
 // PeakDeviceIngress is the most bytes per µs one device can receive when it alone is
 // receiving: PeakIngress, except that on a GPU model a device may borrow every NIC of
 // its node.

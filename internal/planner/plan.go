@@ -15,8 +15,9 @@ import (
 // Version identifies the planner's algorithm and prices; it is part of every cache key
 // (planner/3: point-to-point steps priced by their routed traffic; planner/4: the search
 // bounded by torus cuts and by the direct candidates, which can change plans; planner/5:
-// a heuristic that adds latencies and bytes on additive models, likewise).
-const Version = "planner/5"
+// a heuristic that adds latencies and bytes on additive models, likewise; planner/6: the
+// heuristic's hop bound and a smaller anytime pass, likewise).
+const Version = "planner/6"
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
@@ -104,7 +105,7 @@ const maxDirectTransfers = 1 << 20
 
 // DefaultMaxExpansions bounds the number of states the search's exact pass expands;
 // its weighted passes take an eighth (the first, or the greedier second) and a
-// sixteenth (the anytime second). At 2,000, 2 of issue 12's 250 random reshards stopped
+// thirty-second (the anytime second). At 2,000, 2 of issue 12's 250 random reshards stopped
 // at the budget; both finish within 4,000 (about 20 ms each), and the others expand
 // the same states as before (BENCHMARKS.md).
 const DefaultMaxExpansions = 4000

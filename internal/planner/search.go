@@ -188,7 +188,7 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	// pass. The first moves strictly toward the goal (an eighth of the budget); the
 	// second also fills dims to their goal counts with other atoms for a later permute
 	// (relax, as XLA's slice-then-permute): when the first reached the goal, as an
-	// anytime search (a sixteenth) that looks only for strictly cheaper plans than the best
+	// anytime search (a thirty-second) that looks only for strictly cheaper plans than the best
 	// so far and goes on after each, else greedier (w = 16, an eighth).
 	var first []move
 	var firstG float64
@@ -207,7 +207,7 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 			}
 			budget := r.MaxExpansions / 8
 			if s.anytime {
-				budget = r.MaxExpansions / 16 // it only improves on a plan
+				budget = r.MaxExpansions / 32 // it only improves on a plan
 			}
 			mv, n, found, err := run(budget)
 			spent += n
