@@ -123,12 +123,8 @@ func TestHopBoundMatchesDefinition(t *testing.T) {
 	}
 	exact, positive := 0, 0
 	for i := range n {
-		m := mustMesh(t, meshes[rng.IntN(len(meshes))])
-		rank := 1 + rng.IntN(2)
-		shape := make([]int64, rank)
-		for d := range shape {
-			shape[d] = []int64{4, 8, 16, 6, 3, 12}[rng.IntN(6)]
-		}
+		m, shape := randomMeshShape(t, rng, meshes, 2, []int64{4, 8, 16, 6, 3, 12})
+		rank := len(shape)
 		if m.NumDevices() > 16 && rank == 2 {
 			shape[1] = 4 // keep the brute force small on 64 devices
 		}

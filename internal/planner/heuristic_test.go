@@ -116,12 +116,8 @@ func TestPropertyCutBoundPerStep(t *testing.T) {
 	}
 	checked, cutting := 0, 0
 	for i := range n {
-		m := mustMesh(t, meshes[rng.IntN(len(meshes))])
-		rank := 1 + rng.IntN(3)
-		shape := make([]int64, rank)
-		for d := range shape {
-			shape[d] = []int64{64, 96, 100, 256, 1024, 12, 9, 7}[rng.IntN(8)]
-		}
+		m, shape := randomMeshShape(t, rng, meshes, 3, []int64{64, 96, 100, 256, 1024, 12, 9, 7})
+		rank := len(shape)
 		src := randomSharding(rng, m, rank, randomPieces(rng, m), false)
 		tgt := randomSharding(rng, m, rank, randomPieces(rng, m), false)
 		for name, model := range models {
@@ -179,6 +175,17 @@ func TestPropertyCutBoundPerStep(t *testing.T) {
 	}
 	t.Logf("steps checked %d, cut bounds that bite %d", checked, cutting)
 	require.Greater(t, cutting, checked/10, "the cut bound must bite on a good share of the steps")
+}
+
+// randomMeshShape draws one of meshes and a shape of rank 1 to maxRank whose dims are
+// drawn from dims.
+func randomMeshShape(t testing.TB, rng *rand.Rand, meshes []string, maxRank int, dims []int64) (*sharding.Mesh, []int64) {
+	m := mustMesh(t, meshes[rng.IntN(len(meshes))])
+	shape := make([]int64, 1+rng.IntN(maxRank))
+	for d := range shape {
+		shape[d] = dims[rng.IntN(len(dims))]
+	}
+	return m, shape
 }
 
 func prodAtoms(sp *space) int {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -107,6 +108,26 @@ func BenchmarkRandomSet(b *testing.B) {
 		xs := byRank[rank]
 		slices.Sort(xs)
 		b.ReportMetric(pct(xs, 0.5), fmt.Sprintf("rank%d-p50-µs", rank))
+	}
+}
+
+// BenchmarkRandomSetCase plans one reshard of the random set, the one
+// SHARDPLAN_RANDOMSET_CASE numbers (skipped without it): run for run, one case's time
+// shows what a change does to it without the set's spread (profile it with -cpuprofile).
+//
+//	SHARDPLAN_RANDOMSET_CASE=160 go test -run '^$' -bench BenchmarkRandomSetCase -benchtime 30x ./internal/planner/
+func BenchmarkRandomSetCase(b *testing.B) {
+	i, err := strconv.Atoi(os.Getenv("SHARDPLAN_RANDOMSET_CASE"))
+	if err != nil {
+		b.Skip("set SHARDPLAN_RANDOMSET_CASE to a case number of the random set (0-249)")
+	}
+	f, _ := cost.Profile("tpu-v5p")
+	pb := randomSet(b)[i]
+	for b.Loop() {
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		if _, err := Reshard(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
