@@ -99,8 +99,10 @@ type SummaryJSON struct {
 	// TimeLowerBoundUS is the least time any schedule can take on the cost model's links
 	// to move the data this reshard must move (the busiest device's missing bytes over
 	// all it can receive at once, or the data a half of a torus axis needs over the
-	// links into it, plus partial-sum reductions, plus one step's latency); 0 when the
-	// model does not describe its links. TimeEfficiency is time_lower_bound_us / time_us.
+	// links into it, plus partial-sum reductions, plus one step's latency or, on torus
+	// links, the hops some missing byte must travel from its nearest holder, whichever
+	// is larger); 0 when the model does not describe its links. TimeEfficiency is
+	// time_lower_bound_us / time_us.
 	TimeLowerBoundUS      float64 `json:"time_lower_bound_us"`
 	TimeEfficiency        float64 `json:"time_efficiency"`
 	PeakBytesPerDevice    int64   `json:"peak_bytes_per_device"`

@@ -173,8 +173,9 @@ const cutBoundDevices = 1024
 // device's missing bytes over everything that can flow into one device, or, on each
 // torus axis, the distinct data one half of the ring needs and does not hold over the
 // links that cross into it, whichever is larger; plus the partial sums' reduction bytes
-// over the device's ingress; plus the least per-step latency when anything moves. ok is
-// false for models that do not describe their links.
+// over the device's ingress; plus, when anything moves, the least per-step latency or,
+// on models that count hops, the hop latency some lacking byte must travel (hopBound),
+// whichever is larger. ok is false for models that do not describe their links.
 func TimeLowerBound(r *Request) (float64, bool) {
 	between := LowerBoundBetween(r, r.Source, r.Target)
 	return timeLowerBound(r, between, lowerBoundWith(r, between))
@@ -217,7 +218,26 @@ func timeLowerBound(r *Request, between, total int64) (float64, bool) {
 	if bw <= 0 {
 		return 0, true
 	}
-	return tb.Combine(tb.MinLatency(m), bw), true
+	return tb.Combine(max(tb.MinLatency(m), hopLowerBound(r)), bw), true
+}
+
+// hopLowerBound is the hop bound (hopBound) of r's source against its target: the hop
+// latency some byte a device lacks must travel, on models that count hops (0 otherwise,
+// and when the source holds partial sums or the refs fit no common factorisation).
+func hopLowerBound(r *Request) float64 {
+	if len(r.Source.Unreduced) > 0 {
+		return 0
+	}
+	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+	if !ok {
+		return 0
+	}
+	goal := sp.stateOf(r.Target)
+	hb := newHopBound(sp, r, goal)
+	if hb == nil {
+		return 0
+	}
+	return hb.dist(sp.stateOf(r.Source))
 }
 
 // cutNeeds is, for the halves [0, n/2) and [n/2, n) of mesh axis i, the bytes of target
