@@ -295,7 +295,7 @@ func (hb *hopBound) prepare(k int) {
 	ax.tab = t
 }
 
-// buildTable computes axis k's table (see table): for each assignment of the inputs, the
+// buildTable computes axis k's table (see prepare): for each assignment of the inputs, the
 // largest over its other q digits and its E holder digits of the smallest over its F
 // holder digits of the axis' hop latency between holder and q.
 func (hb *hopBound) buildTable(k int) []float64 {

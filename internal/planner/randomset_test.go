@@ -121,8 +121,12 @@ func BenchmarkRandomSetCase(b *testing.B) {
 	if err != nil {
 		b.Skip("set SHARDPLAN_RANDOMSET_CASE to a case number of the random set (0-249)")
 	}
+	set := randomSet(b)
+	if i < 0 || i >= len(set) {
+		b.Fatalf("SHARDPLAN_RANDOMSET_CASE=%d: the random set has cases 0-%d", i, len(set)-1)
+	}
 	f, _ := cost.Profile("tpu-v5p")
-	pb := randomSet(b)[i]
+	pb := set[i]
 	for b.Loop() {
 		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
 		if _, err := Reshard(context.Background(), r); err != nil {
