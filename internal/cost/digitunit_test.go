@@ -25,12 +25,7 @@ func TestDigitUnitScalingIsExact(t *testing.T) {
 		}
 		m, err := sharding.NewMesh("m", axes, nil)
 		require.NoError(t, err)
-		var p DigitPermutation
-		for i, a := range axes {
-			for w := 1; w < a.Size; w *= 2 { // digits of size 2
-				p.Digits = append(p.Digits, Digit{Axis: i, Size: 2, Weight: w})
-			}
-		}
+		p := DigitPermutation{Digits: binaryDigits(m)}
 		p.Src = rng.Perm(len(p.Digits))
 		r := f.NewRouter(m)
 		for _, b := range []int64{0, 1, 3, 4096, 1 << 20, 123456789, 1 << 33, 1 << 40, 1<<52 + 1} {

@@ -3,6 +3,7 @@ package cost
 import (
 	"math"
 	"regexp"
+	"sync"
 
 	"github.com/shardplan/shardplan/internal/fielderr"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -102,6 +103,9 @@ type Fabric struct {
 	gpusPerNode int
 	maxMode     bool
 	overlapped  bool
+
+	keyOnce sync.Once // poolKey's fabric part, computed once
+	key     string
 }
 
 var _ Model = (*Fabric)(nil)

@@ -70,3 +70,15 @@ func randomCase(r *rand.Rand, t testing.TB) Collective {
 		Hops:  r.IntN(10),
 	}
 }
+
+// binaryDigits splits every axis of m (power-of-two sizes) into digits of size 2, minor
+// first: the digits of a DigitPermutation that may move any bit of any coordinate.
+func binaryDigits(m *sharding.Mesh) []Digit {
+	var ds []Digit
+	for i, a := range m.Axes {
+		for w := 1; w < a.Size; w *= 2 {
+			ds = append(ds, Digit{Axis: i, Size: 2, Weight: w})
+		}
+	}
+	return ds
+}

@@ -131,6 +131,8 @@ type Router struct {
 	dSSet      []uint64
 	dKey       []byte
 	digitUnits map[string]*digitUnit
+
+	poolKey string // AcquireRouter's key ("": not pooled)
 }
 
 // ringLoads are one axis' link loads: per touched line, difference arrays of both

@@ -27,10 +27,16 @@
 // routed by cost.Router), permutes lazily (a lower bound when pushed, the routed price
 // when popped). The plans that need no search (the greedy plan of construct.go in
 // Shardy's order, the direct all_to_all_v, gather-then-slice), when they have no full
-// rematerialization, and two weighted passes bound the exact pass: f = g + 4h on
-// strict goal-directed moves (a quarter of the budget), then the relaxed fills as an
-// anytime pass that keeps looking for strictly cheaper plans (an eighth; f = g + 16h
-// on a quarter when the first reached no goal). The exact pass leaves out the relaxed
+// rematerialization, and a weighted pass bound the exact pass: f = g + 4h on strict
+// goal-directed moves (an eighth of the budget). When it reaches the goal, an anytime
+// pass with the relaxed fills keeps looking for strictly cheaper plans (a thirty-second)
+// while the exact pass runs beside it, on another goroutine; when it does not, a
+// greedier pass (f = g + 16h, the relaxed fills, an eighth) and then the exact pass run
+// in turn. The direct candidates and the plan's time bound are computed beside the
+// search too, on a fork of the space; the search waits for them only where it needs
+// them (the exact pass's bound), so what a request returns does not depend on timing.
+// Routers (their memos of permute prices) and the heuristic's group bounds are kept
+// across requests on the same model and mesh. The exact pass leaves out the relaxed
 // fills and the single-atom swap and replace permutes the weighted passes try. Moves
 // are goal-directed (slices and all-to-alls into the dim that ends with the atom, or,
 // relaxed, that they fill to its goal count for a permute; a dim's common prefix with

@@ -1,8 +1,11 @@
 package planner
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -132,43 +135,24 @@ func newBound(sp *space, r *Request, goal state) *bound {
 		minElems *= sharding.CeilDiv(D, all)
 	}
 	in := sp.bytes(minElems)
-	const probe = 1 << 30
 	inj, lat, est := 0.0, math.Inf(1), math.Inf(1)
-	// Every group's atoms in the order the search prices them (sortedAtoms), from one
-	// sort of all atoms, and its refs in one reused buffer: 2^n - 1 groups per request.
-	order := make([]uint8, n)
-	for a := range order {
-		order[a] = uint8(a)
-	}
-	order = sortedAtoms(sp, order)
-	refs := make([]sharding.AxisRef, 0, n)
-	for g := uint64(1); g < 1<<n; g++ {
-		refs = refs[:0]
-		k := int64(1)
-		for _, a := range order {
-			if g&(1<<a) != 0 {
-				refs = append(refs, sp.atoms[a])
-				k *= int64(sp.atoms[a].Size)
+	if isLB {
+		var ok bool
+		if inj, lat, ok = groupBounds(sp, r, lb); !ok {
+			return nil // no finite injection bandwidth: no useful bound
+		}
+	} else {
+		eachGroup(sp, func(k int64, refs []sharding.AxisRef) bool {
+			c := cost.Collective{Mesh: r.Mesh, Axes: refs}
+			for _, kb := range [...]struct {
+				kind  cost.Kind
+				bytes int64
+			}{{cost.AllGather, k * in}, {cost.AllToAll, k * in}, {cost.CollectivePermute, in}} {
+				c.Kind, c.Bytes = kb.kind, kb.bytes
+				est = min(est, r.Model.Estimate(c).TimeUS)
 			}
-		}
-		c := cost.Collective{Mesh: r.Mesh, Axes: sharding.MergeAdjacent(refs)}
-		if isLB {
-			c.Kind, c.Bytes = cost.CollectivePermute, probe
-			e := lb.LowerBound(c)
-			if e.BandwidthUS <= 0 || math.IsNaN(e.BandwidthUS) {
-				return nil // no finite injection bandwidth: no useful bound
-			}
-			inj = max(inj, probe/e.BandwidthUS)
-			lat = min(lat, e.LatencyUS)
-			continue
-		}
-		for _, kb := range [...]struct {
-			kind  cost.Kind
-			bytes int64
-		}{{cost.AllGather, k * in}, {cost.AllToAll, k * in}, {cost.CollectivePermute, in}} {
-			c.Kind, c.Bytes = kb.kind, kb.bytes
-			est = min(est, r.Model.Estimate(c).TimeUS)
-		}
+			return true
+		})
 	}
 	if pi, ok := r.Model.(interface{ PeakIngress(*sharding.Mesh) float64 }); ok {
 		// Point-to-point steps are priced by their traffic, which may use every link
@@ -191,6 +175,91 @@ func newBound(sp *space, r *Request, goal state) *bound {
 	}
 	return b
 }
+
+// eachGroup calls fn with every nonempty group of sp's atoms: its size and its refs
+// (merged where adjacent, in the order the search prices them: sortedAtoms), in one
+// reused buffer; 2^n - 1 groups. It stops when fn returns false.
+func eachGroup(sp *space, fn func(k int64, refs []sharding.AxisRef) bool) {
+	n := len(sp.atoms)
+	order := make([]uint8, n)
+	for a := range order {
+		order[a] = uint8(a)
+	}
+	order = sortedAtoms(sp, order)
+	refs := make([]sharding.AxisRef, 0, n)
+	for g := uint64(1); g < 1<<n; g++ {
+		refs = refs[:0]
+		k := int64(1)
+		for _, a := range order {
+			if g&(1<<a) != 0 {
+				refs = append(refs, sp.atoms[a])
+				k *= int64(sp.atoms[a].Size)
+			}
+		}
+		if !fn(k, sharding.MergeAdjacent(refs)) {
+			return
+		}
+	}
+}
+
+// groupBounds is, over every group of sp's atoms, the largest injection bandwidth
+// (bytes per µs) of a collective_permute and its smallest latency, as lb bounds them;
+// ok is false when some group has no finite injection bandwidth. It depends on the
+// model, the mesh and the atoms only, and a request scans 2^n - 1 groups (a tenth of a
+// median request of issue 12's random set, once per searcher): on models that name
+// what their prices depend on (cost.Fabric.MeshKey) it is memoized across requests.
+func groupBounds(sp *space, r *Request, lb lowerBounder) (inj, lat float64, ok bool) {
+	var key string
+	if mk, isKeyed := r.Model.(interface{ MeshKey(*sharding.Mesh) string }); isKeyed {
+		var b strings.Builder
+		b.WriteString(mk.MeshKey(r.Mesh))
+		for _, a := range sp.atoms {
+			fmt.Fprintf(&b, "|%s:%d:%d", a.Name, a.Pre, a.Size)
+		}
+		key = b.String()
+		groupMemo.Lock()
+		v, hit := groupMemo.m[key]
+		groupMemo.Unlock()
+		if hit {
+			return v.inj, v.lat, v.ok
+		}
+	}
+	const probe = 1 << 30
+	inj, lat, ok = 0, math.Inf(1), true
+	eachGroup(sp, func(_ int64, refs []sharding.AxisRef) bool {
+		e := lb.LowerBound(cost.Collective{Mesh: r.Mesh, Axes: refs, Kind: cost.CollectivePermute, Bytes: probe})
+		if e.BandwidthUS <= 0 || math.IsNaN(e.BandwidthUS) {
+			ok = false
+			return false
+		}
+		inj = max(inj, probe/e.BandwidthUS)
+		lat = min(lat, e.LatencyUS)
+		return true
+	})
+	if key != "" {
+		groupMemo.Lock()
+		if groupMemo.m == nil || len(groupMemo.m) >= maxGroupMemo {
+			groupMemo.m = map[string]groupBound{} // start over rather than grow
+		}
+		groupMemo.m[key] = groupBound{inj, lat, ok}
+		groupMemo.Unlock()
+	}
+	return inj, lat, ok
+}
+
+// groupBound is a memoized groupBounds.
+type groupBound struct {
+	inj, lat float64
+	ok       bool
+}
+
+// groupMemo holds groupBounds by model, mesh and atoms (at most maxGroupMemo entries).
+var groupMemo struct {
+	sync.Mutex
+	m map[string]groupBound
+}
+
+const maxGroupMemo = 1 << 12
 
 // hopShare: time leaves the hop bound out where the bandwidth bound is over hopShare
 // times the largest hop bound the mesh allows (hopBound.most), which could then add at

@@ -395,7 +395,7 @@ func (p *pattern) traffic(kind cost.Kind) *cost.Traffic {
 // trafficModel is implemented by cost models that price point-to-point steps by the
 // load of their transfers on the links (cost.Fabric).
 type trafficModel interface {
-	NewRouter(m *sharding.Mesh) *cost.Router
+	AcquireRouter(m *sharding.Mesh) *cost.Router
 }
 
 func (sp *space) canRoute(r *Request) bool {
@@ -404,14 +404,17 @@ func (sp *space) canRoute(r *Request) bool {
 }
 
 // routed prices the point-to-point step from before to after by its traffic, when the
-// model routes (ok false otherwise). The router is kept per space (one request).
+// model routes (ok false otherwise). The router is kept per space (one request) and
+// comes from the model's pool, with the prices of earlier requests on the mesh
+// (releaseRouter gives it back).
 func (sp *space) routed(r *Request, before, after state, permute bool, inBytes int64) (cost.Estimate, bool) {
 	tm, ok := r.Model.(trafficModel)
 	if !ok {
 		return cost.Estimate{}, false
 	}
 	if sp.router == nil || sp.routerModel != r.Model {
-		sp.router, sp.routerModel = tm.NewRouter(sp.mesh), r.Model
+		sp.releaseRouter()
+		sp.router, sp.routerModel = tm.AcquireRouter(sp.mesh), r.Model
 	}
 	kind := cost.AllToAllV
 	if permute {
@@ -467,6 +470,15 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	}
 	sp.routes[key] = est
 	return est, true
+}
+
+// releaseRouter gives the space's router back to its pool (routed acquires another if
+// the space prices again).
+func (sp *space) releaseRouter() {
+	if sp.router != nil {
+		sp.router.Release()
+		sp.router, sp.routerModel = nil, nil
+	}
 }
 
 // digitPermutation is the digit permutation src (digitSrc's) of in bytes per device:

@@ -16,8 +16,9 @@ import (
 // (planner/3: point-to-point steps priced by their routed traffic; planner/4: the search
 // bounded by torus cuts and by the direct candidates, which can change plans; planner/5:
 // a heuristic that adds latencies and bytes on additive models, likewise; planner/6: the
-// heuristic's hop bound and a smaller anytime pass, likewise).
-const Version = "planner/6"
+// heuristic's hop bound and a smaller anytime pass, likewise; planner/7: the exact pass
+// beside the anytime pass, each bounded without the other's plans, likewise).
+const Version = "planner/7"
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
@@ -209,8 +210,12 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		return nil, err
 	}
 	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, src, tgt)
+	if sp != nil {
+		defer sp.releaseRouter()
+	}
 	p := &Plan{Request: r, sp: sp}
 	var cands []*Plan
+	var side *sideWork // the direct candidates and the time bound, beside the search
 	var between, lb int64
 	if r.bounds != nil {
 		between, lb = r.bounds.between, r.bounds.lb
@@ -230,9 +235,14 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			pre = append(pre, mv)
 			start = mv.after
 		}
-		greedy, direct, ub := sp.incumbents(r, pre, start, goal, reduce, between)
+		greedy, ub := sp.greedyIncumbent(r, pre, start, goal)
 		cands = append(cands, greedy...)
-		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub)
+		side = sp.startSideWork(r, pre, start, goal, reduce, between, lb, !math.IsInf(ub, 1))
+		defer side.wait()
+		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub, func() float64 {
+			side.wait()
+			return side.ub
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +257,8 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			sc.Summary.SearchExpansions = expansions
 			cands = append(cands, sc.named("search"))
 		}
-		cands = append(cands, direct...)
+		side.wait()
+		cands = append(cands, side.direct...)
 	} else if r.allowed(OpAllToAllV) && len(reduce) == 0 {
 		// Refs that fit no common factorisation: only the direct exchange expresses it.
 		av := &Plan{Request: r}
@@ -260,7 +271,11 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	best := pickBest(cands)
 	best.candidates = cands
 	best.Summary.SearchExpansions = p.Summary.SearchExpansions
-	best.finish(between, lb)
+	if side != nil {
+		best.finishWith(side.bounds)
+	} else {
+		best.finish(between, lb)
+	}
 	for _, c := range cands {
 		c.finishTotals()
 		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
@@ -268,15 +283,12 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	return best, nil
 }
 
-// incumbents are the plans that need no search, after the reduction pre (start is the
-// state after it): the greedy plan (none, or one) and the direct candidates, and ub, the
-// cost the search must beat. Their costs bound the search (a state whose cost plus
-// heuristic exceeds the cheapest cannot lead to a cheaper plan), and the greedy plan
-// stands in when the search runs out of budget. Only plans without a full
-// rematerialization bound it (pickBest prefers those whatever their time). The greedy
-// plan is priced move by move, as the search counts; the direct exchange is one move
-// after the reduction.
-func (sp *space) incumbents(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between int64) (greedy, direct []*Plan, ub float64) {
+// greedyIncumbent is the greedy plan after the reduction pre (start is the state after
+// it; none, or one) and ub, the cost the search must beat: the plan's cost when it has
+// no full rematerialization (pickBest prefers those whatever their time), priced move by
+// move as the search counts, else +Inf. The direct candidates bound the search too
+// (startSideWork). The greedy plan stands in when the search runs out of budget.
+func (sp *space) greedyIncumbent(r *Request, pre []move, start, goal state) (greedy []*Plan, ub float64) {
 	ub = math.Inf(1)
 	if mv := sp.construct(r, start, goal); mv != nil {
 		t := sp.planCost(r, mv)
@@ -288,18 +300,55 @@ func (sp *space) incumbents(r *Request, pre []move, start, goal state, reduce []
 			ub = t
 		}
 	}
-	direct = sp.directCandidates(r, pre, start, goal, reduce, between, !math.IsInf(ub, 1))
-	for _, c := range direct {
-		if c.finishTotals(); c.Summary.FullRematerialization {
-			continue
+	return greedy, ub
+}
+
+// sideWork is what a request computes beside its search, on another goroutine: the
+// direct candidates (the all_to_all_v exchange routes every transfer: a sixth of a
+// median request of issue 12's random set) with ub, the cheapest of them without a full
+// rematerialization (+Inf: none), and the plan's bounds. The search needs ub only after
+// its first pass, which runs unbounded (search), so it waits for it there: plans and
+// expansions are those of computing it first.
+type sideWork struct {
+	done   chan struct{}
+	direct []*Plan
+	ub     float64
+	bounds reshardBounds
+}
+
+// wait blocks until the side work is done (any number of calls).
+func (w *sideWork) wait() { <-w.done }
+
+// startSideWork starts the side work of a request after the reduction pre (start: the
+// state before it). It prices on a fork of the space (its own router and memos), so
+// the search's space is the main goroutine's alone; the candidates then point at sp.
+func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between, lb int64, greedy bool) *sideWork {
+	w := &sideWork{done: make(chan struct{}), ub: math.Inf(1)}
+	pre = slices.Clone(pre)
+	go func() {
+		defer close(w.done)
+		fork := sp.fork()
+		w.direct = fork.directCandidates(r, pre, start, goal, reduce, between, greedy)
+		fork.releaseRouter()
+		for _, c := range w.direct {
+			c.sp = sp
+			if c.finishTotals(); c.Summary.FullRematerialization {
+				continue
+			}
+			t := 0.0
+			for _, st := range c.Steps[len(pre):] {
+				t += st.Cost.TimeUS
+			}
+			w.ub = min(w.ub, t)
 		}
-		t := 0.0
-		for _, st := range c.Steps[len(pre):] {
-			t += st.Cost.TimeUS
+		if b := r.bounds; b != nil && b.between == between && b.lb == lb {
+			w.bounds = *b
+		} else {
+			t, ok := timeLowerBound(r, between, lb)
+			w.bounds = reshardBounds{between: between, lb: lb, time: t, ok: ok}
 		}
-		ub = min(ub, t)
-	}
-	return greedy, direct, ub
+	}()
+	return w
 }
 
 // directCandidates are the plans that need no search, after the reduction pre (start is

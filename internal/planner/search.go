@@ -169,20 +169,18 @@ type searchMemo[K searchKey] struct {
 // expansions, and whether the goal was reached within the budget.
 //
 // ub is the cost of a plan already known (math.Inf(1): none): states whose cost plus
-// heuristic exceeds it cannot lead to a cheaper plan and are not pushed.
-func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64) ([]move, int, bool, error) {
+// heuristic exceeds it cannot lead to a cheaper plan and are not pushed. later, when not
+// nil, gives the cost of another known plan (math.Inf(1): none), which bounds the exact
+// pass only (it may wait for it: Reshard computes it beside the search).
+func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64, later func() float64) ([]move, int, bool, error) {
+	if later == nil {
+		later = func() float64 { return math.Inf(1) }
+	}
 	if start.equal(goal) {
 		return nil, 0, true, nil
 	}
 	s := newSearcher(sp, r, start, goal, unr)
 	defer s.release()
-	run := func(budget int) ([]move, int, bool, error) {
-		s.budget = budget
-		if packable(sp, len(goal)) {
-			return runSearch(ctx, s, start, func(st state) packedKey { return packKey(st) })
-		}
-		return runSearch(ctx, s, start, func(st state) stringKey { return stringKey(st.key()) })
-	}
 	// First weighted passes (f = g + w·h) on small budgets: they reach the goal in few
 	// expansions, and their best plan, at most w times the optimum, bounds the exact
 	// pass. The first moves strictly toward the goal (an eighth of the budget); the
@@ -196,46 +194,34 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	weighted := s.h != nil && !r.noHeuristic && r.MaxExpansions >= 64
 	if weighted {
 		s.ub, s.swaps = math.Inf(1), true
-		reached := false
-		for i, w := range weightedPassWeights {
-			s.weight, s.relax = w, i > 0
-			s.wholeGathers = !s.relax && s.goalDirected // as the exact pass, below
-			if reached {
-				// Only strictly cheaper plans are worth finding, and the pass keeps
-				// looking after each until its budget or its open list runs out.
-				s.weight, s.ub, s.anytime = weightedPassWeights[0], ub*(1-1e-9), true
-			}
-			budget := r.MaxExpansions / 8
-			if s.anytime {
-				budget = r.MaxExpansions / 32 // it only improves on a plan
-			}
-			mv, n, found, err := run(budget)
-			spent += n
-			if err != nil {
-				return nil, spent, false, err
-			}
-			reached = reached || found
-			if found && s.goalG < ub { // search costs (move by move), as the exact pass counts
-				ub, first, firstG = s.goalG, mv, s.goalG
-			}
+		s.weight, s.relax = weightedPassWeights[0], false
+		s.wholeGathers = s.goalDirected // as the exact pass, below
+		mv, n, found, err := s.run(ctx, start, r.MaxExpansions/8)
+		spent += n
+		if err != nil {
+			return nil, spent, false, err
+		}
+		if found && s.goalG < ub { // search costs (move by move), as the exact pass counts
+			ub, first, firstG = s.goalG, mv, s.goalG
+		}
+		if found {
+			return sp.anytimeAndExact(ctx, s, start, ub, later, first, firstG, spent)
+		}
+		// Not reached: a greedier pass with the relaxed moves, whose plan must beat
+		// every incumbent.
+		ub = min(ub, later())
+		s.weight, s.relax, s.wholeGathers = weightedPassWeights[1], true, false
+		mv, n, found, err = s.run(ctx, start, r.MaxExpansions/8)
+		spent += n
+		if err != nil {
+			return nil, spent, false, err
+		}
+		if found && s.goalG < ub {
+			ub, first, firstG = s.goalG, mv, s.goalG
 		}
 	}
-	// The exact pass moves strictly toward the goal and leaves out the permutes that
-	// swap or replace single atoms (towardGoal and the direct permute stay) and the
-	// gathers of part of a dim's suffix past its goal prefix (they leave the dim still to
-	// be fixed; the first weighted pass leaves them out too); the relaxed pass has those
-	// moves, and its plans stand as incumbents. Without the partial gathers, on the
-	// random set: 20% fewer expansions, 2 searches at the budget instead of 6, plans
-	// 1.5% cheaper on geomean as more searches finish (BENCHMARKS.md). Against an exact
-	// pass with the relaxed fills, earlier on the same set: 10 of 250 searches
-	// stop at the budget instead of 63, 25% less CPU, and plans cost 0.955 of theirs on
-	// average (1 slower, by 1.09x; BENCHMARKS.md). r.allMoves gives the exact pass every
-	// move (tests comparing A* with Dijkstra, which has them all).
-	s.weight, s.ub, s.capped, s.anytime = 1, ub*(1+1e-9), false, false
-	s.swaps = r.allMoves || !weighted
-	s.relax = s.swaps
-	s.wholeGathers = !s.swaps && s.goalDirected
-	mv, n, found, err := run(r.MaxExpansions)
+	s.exactPass(weighted, min(ub, later()))
+	mv, n, found, err := s.run(ctx, start, r.MaxExpansions)
 	sp.searchExact = !s.capped
 	if err != nil || found {
 		sp.searchCost = s.goalG
@@ -243,6 +229,89 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	}
 	sp.searchCost = firstG
 	return first, spent + n, first != nil, nil
+}
+
+// exactPass sets s up for the exact pass, bounded by the plan of cost ub. It moves
+// strictly toward the goal and leaves out the permutes that swap or replace single
+// atoms (towardGoal and the direct permute stay) and the gathers of part of a dim's
+// suffix past its goal prefix (they leave the dim still to be fixed; the first weighted
+// pass leaves them out too); the relaxed pass has those moves, and its plans stand as
+// incumbents. Without the partial gathers, on the random set: 20% fewer expansions, 2
+// searches at the budget instead of 6, plans 1.5% cheaper on geomean as more searches
+// finish (BENCHMARKS.md). Against an exact pass with the relaxed fills, earlier on the
+// same set: 10 of 250 searches stop at the budget instead of 63, 25% less CPU, and plans
+// cost 0.955 of theirs on average (1 slower, by 1.09x; BENCHMARKS.md). r.allMoves gives
+// the exact pass every move (tests comparing A* with Dijkstra, which has them all).
+func (s *searcher) exactPass(weighted bool, ub float64) {
+	s.weight, s.ub, s.capped, s.anytime = 1, ub*(1+1e-9), false, false
+	s.swaps = s.r.allMoves || !weighted
+	s.relax = s.swaps
+	s.wholeGathers = !s.swaps && s.goalDirected
+}
+
+// run runs one pass of s from start on a budget of expansions.
+func (s *searcher) run(ctx context.Context, start state, budget int) ([]move, int, bool, error) {
+	s.budget = budget
+	if packable(s.sp, len(s.goal)) {
+		return runSearch(ctx, s, start, func(st state) packedKey { return packKey(st) })
+	}
+	return runSearch(ctx, s, start, func(st state) stringKey { return stringKey(st.key()) })
+}
+
+// anytimeAndExact runs, once the first pass reached the goal (its plan first, of cost
+// ub or dearer than the incumbent that ub is), the anytime pass on s and the exact pass
+// at the same time, on another goroutine with a searcher of its own over a fork of the
+// space. The exact pass is bounded by ub and by later's plan, not by what the anytime
+// pass finds (on issue 12's random set that costs 1.5% more expansions and changes no
+// plan), so what both return does not depend on their timing. The exact pass's plan
+// is returned when it is at most the anytime pass's best, else that best.
+func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, ub float64, later func() float64, first []move, firstG float64, spent int) ([]move, int, bool, error) {
+	type result struct {
+		mv     []move
+		n      int
+		found  bool
+		err    error
+		capped bool
+		g      float64
+	}
+	done := make(chan result, 1)
+	exactUB := ub // ub goes on to follow the anytime pass
+	go func() {
+		fork := sp.fork()
+		defer fork.releaseRouter()
+		e := newSearcher(fork, s.r, start, s.goal, s.unr)
+		defer e.release()
+		e.exactPass(true, min(exactUB, later()))
+		mv, n, found, err := e.run(ctx, start, s.r.MaxExpansions)
+		done <- result{mv, n, found, err, e.capped, e.goalG}
+	}()
+	// Only strictly cheaper plans are worth finding, and the pass keeps looking after
+	// each until its budget or its open list runs out.
+	s.weight, s.relax, s.wholeGathers = weightedPassWeights[0], true, false
+	s.ub, s.anytime = ub*(1-1e-9), true
+	mv, n, found, err := s.run(ctx, start, s.r.MaxExpansions/32) // it only improves on a plan
+	spent += n
+	if found && s.goalG < ub {
+		ub, first, firstG = s.goalG, mv, s.goalG
+	}
+	ex := <-done
+	spent += ex.n
+	if err != nil {
+		return nil, spent, false, err
+	}
+	sp.searchExact = !ex.capped
+	if ex.err != nil {
+		return nil, spent, false, ex.err
+	}
+	if ex.found && ex.g <= ub*(1+1e-9) {
+		sp.searchCost = ex.g
+		return ex.mv, spent, true, nil
+	}
+	if first != nil && firstG >= later() {
+		first, firstG = nil, 0 // the weighted passes' best is no cheaper than later's plan
+	}
+	sp.searchCost = firstG
+	return first, spent, first != nil, nil
 }
 
 // weightedPassWeights are the weights w of the search's weighted passes: the second

@@ -99,6 +99,12 @@ type space struct {
 	searchCost  float64 // the search's plan as priced move by move, before merging
 }
 
+// fork is a space of the same atoms with its own pricing state (router, memos), for
+// pricing on another goroutine while sp is in use.
+func (sp *space) fork() *space {
+	return &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: sp.atoms}
+}
+
 // newSpace splits every axis that src or tgt uses into atoms: the common refinement of
 // all sub-axis boundaries, split into prime factors while the atom count stays small.
 // It reports false when two refs of one axis fit no common factorisation.

@@ -187,7 +187,9 @@ func directFromShardings(r *Request, between int64) Step {
 	st.GroupSize = sharding.Product(axes)
 	st.GroupCount = r.Mesh.NumDevices() / max(st.GroupSize, 1)
 	if tm, ok := r.Model.(trafficModel); ok {
-		st.Cost = tm.NewRouter(r.Mesh).Price(explicitTraffic(r, r.Source, r.Target)).Estimate
+		rt := tm.AcquireRouter(r.Mesh)
+		st.Cost = rt.Price(explicitTraffic(r, r.Source, r.Target)).Estimate
+		rt.Release()
 	} else {
 		st.Cost = r.Model.Estimate(cost.Collective{Kind: cost.AllToAllV, Bytes: st.BytesPerDevice, Mesh: r.Mesh, Axes: axes})
 	}

@@ -1,0 +1,116 @@
+package cost
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// A Router's memos (digitUnits, axisLoads) hold what a digit permutation costs on its
+// fabric and mesh whatever the tensor: they depend on the fabric's figures and the
+// mesh alone. A planner request starts with none and fills them as its search prices
+// permutes, and the next request on the same mesh would compute the same entries again
+// (issue 12's random set: about 28 cold digit units per median request, a tenth of its
+// time). The pool keeps routers with their memos warm between requests: a request
+// takes one for its fabric and mesh (AcquireRouter) and gives it back when done
+// (Release); a router is still used by one goroutine at a time.
+
+// Pool bounds. Memos past maxPooledMemo entries are cleared before a router goes back
+// (a digit unit is about 200 bytes with its key), and a router of a mesh larger than
+// maxPooledDevices drops its per-device arrays, so the pool holds at most a few MiB
+// whatever it has served.
+const (
+	maxPooledRouters = 32
+	maxPooledMemo    = 1 << 12
+	maxPooledDevices = 1 << 14
+)
+
+// routerPool holds idle routers by pool key (poolKey), most recently returned last;
+// order lists the keys that have some, by their last Release, oldest first, to evict
+// from (at most maxPooledRouters keys).
+var routerPool struct {
+	sync.Mutex
+	free  map[string][]*Router
+	order []string
+	n     int
+}
+
+// take pops an idle router of key (nil: none); the pool is locked.
+func takeRouter(key string) *Router {
+	p := &routerPool
+	rs := p.free[key]
+	if len(rs) == 0 {
+		return nil
+	}
+	r := rs[len(rs)-1]
+	rs[len(rs)-1] = nil
+	p.free[key] = rs[:len(rs)-1]
+	p.n--
+	if len(rs) == 1 {
+		delete(p.free, key)
+		p.order = slices.DeleteFunc(p.order, func(k string) bool { return k == key })
+	}
+	return r
+}
+
+// AcquireRouter returns an idle router for m on f from the pool, with the memos of the
+// requests it served, or a new one. Give it back with Release when done; a router that
+// is never released is simply collected.
+func (f *Fabric) AcquireRouter(m *sharding.Mesh) *Router {
+	key := f.poolKey(m)
+	routerPool.Lock()
+	r := takeRouter(key)
+	routerPool.Unlock()
+	if r == nil {
+		r = f.NewRouter(m)
+		r.poolKey = key
+	}
+	return r
+}
+
+// Release gives r back to the pool (AcquireRouter's routers only; others are left to
+// the collector). r must not be used after.
+func (r *Router) Release() {
+	key := r.poolKey
+	if key == "" {
+		return
+	}
+	if len(r.digitUnits) > maxPooledMemo || len(r.axisLoads) > maxPooledMemo {
+		clear(r.digitUnits)
+		clear(r.axisLoads)
+	}
+	if r.n > maxPooledDevices {
+		r.ring, r.devGen, r.devSlot, r.cnt, r.devs = nil, nil, nil, [2][]int32{}, nil
+	}
+	p := &routerPool
+	p.Lock()
+	defer p.Unlock()
+	if p.free == nil {
+		p.free = map[string][]*Router{}
+	}
+	if p.n >= maxPooledRouters && len(p.order) > 0 {
+		takeRouter(p.order[0]) // evict from the key released least recently
+	}
+	p.free[key] = append(p.free[key], r)
+	p.n++
+	p.order = slices.DeleteFunc(p.order, func(k string) bool { return k == key })
+	p.order = append(p.order, key)
+}
+
+// MeshKey names what f's prices on m depend on: equal keys price every collective and
+// every transfer alike, so what is computed from those prices alone can be memoized by
+// it across requests.
+func (f *Fabric) MeshKey(m *sharding.Mesh) string { return f.poolKey(m) }
+
+// poolKey names what a router's prices depend on: the fabric's figures (its validated
+// profile: links, mode, hierarchy, nodes, axis links) and the mesh's axes. Equal keys
+// price every transfer alike, so their routers' memos are interchangeable.
+func (f *Fabric) poolKey(m *sharding.Mesh) string {
+	f.keyOnce.Do(func() {
+		i := f.info
+		f.key = fmt.Sprintf("%s|%s|%g|%d|%v|%v", i.Mode, i.Hierarchy, i.Efficiency, i.GPUsPerNode, i.AxisLinks, i.Links)
+	})
+	return f.key + "|" + m.String()
+}

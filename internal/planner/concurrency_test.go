@@ -1,0 +1,117 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/cost"
+)
+
+// TestPlansDoNotDependOnTimingOrHistory: a request's plan, expansions and candidates
+// are the same whether it is planned first or after others (pooled routers and memos
+// are warm), alone or beside other requests on other goroutines (the pools are
+// shared), and whatever the timing of its own goroutines (the direct candidates and the
+// time bound beside the search, the exact pass beside the anytime pass). Each
+// request runs once cold and sequentially, then four times more, shuffled, from four
+// goroutines; every answer must equal the first.
+func TestPlansDoNotDependOnTimingOrHistory(t *testing.T) {
+	set := randomSet(t)[:40]
+	f, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	fingerprint := func(i int) string {
+		pb := set[i]
+		p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
+		require.NoError(t, err)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d %.9g %.9g %d %v|", p.Summary.SearchExpansions, p.Summary.TimeUS, p.Summary.TimeLowerBoundUS, p.Summary.Collectives, p.Summary.FullRematerialization)
+		for _, c := range p.Summary.Candidates {
+			fmt.Fprintf(&b, "%s %.9g %v|", c.Name, c.TimeUS, c.Chosen)
+		}
+		for _, st := range p.Steps {
+			fmt.Fprintf(&b, "%s %v->%v|", st.Op, st.Before, st.After)
+		}
+		return b.String()
+	}
+	want := make([]string, len(set))
+	for i := range set {
+		want[i] = fingerprint(i)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[int][]string{}
+	for g := range 4 {
+		order := rand.New(rand.NewPCG(uint64(g), 9)).Perm(len(set))
+		wg.Go(func() {
+			for _, i := range order {
+				fp := fingerprint(i)
+				mu.Lock()
+				got[i] = append(got[i], fp)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i := range set {
+		for _, fp := range got[i] {
+			assert.Equal(t, want[i], fp, "case %d", i)
+		}
+	}
+}
+
+// TestGroupBoundsMemoIsExact: groupBounds memoized across requests (by model, mesh and
+// atoms) answers what a fresh scan of the groups answers, for models that differ only
+// in their figures and for meshes that share axis names, so a key that left one of
+// them out would serve another's bounds.
+func TestGroupBoundsMemoIsExact(t *testing.T) {
+	v5p, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	slow, err := cost.Resolve([]byte(`{"base":"tpu-v5p","links":{"ici":{"bandwidth_gbps":45,"latency_us":3,"topology":"torus","wrap":"cube"}}}`), "cost_model")
+	require.NoError(t, err)
+	h100, ok := cost.Profile("h100")
+	require.True(t, ok)
+	type probe struct {
+		r  *Request
+		sp *space
+	}
+	var probes []probe
+	for _, model := range []cost.Model{v5p, slow, h100} {
+		for _, spec := range []struct{ mesh, src, tgt string }{
+			{"x=4,y=4", `["x", "y"]`, `["y", null]`},
+			{"x=4,y=8", `["x", "y"]`, `["y", null]`},
+			{"x=4,y=4,z=4", `["x", "y"]`, `[["z", "y"], "x"]`},
+		} {
+			m := mustMesh(t, spec.mesh)
+			shape := []int64{64, 64}
+			r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: mustSharding(t, m, shape, spec.src), Target: mustSharding(t, m, shape, spec.tgt), Model: model}
+			sp, ok := newSpace(m, shape, 16, r.Source, r.Target)
+			require.True(t, ok)
+			probes = append(probes, probe{r, sp})
+		}
+	}
+	type bounds struct {
+		inj, lat float64
+		ok       bool
+	}
+	fresh := make([]bounds, len(probes))
+	for i, p := range probes {
+		groupMemo.Lock()
+		groupMemo.m = nil
+		groupMemo.Unlock()
+		inj, lat, ok := groupBounds(p.sp, p.r, p.r.Model.(lowerBounder))
+		fresh[i] = bounds{inj, lat, ok}
+	}
+	for range 2 { // the first round fills the memo, the second reads it
+		for i, p := range probes {
+			inj, lat, ok := groupBounds(p.sp, p.r, p.r.Model.(lowerBounder))
+			assert.Equal(t, fresh[i], bounds{inj, lat, ok}, "probe %d", i)
+		}
+	}
+	assert.NotEqual(t, fresh[0], fresh[3], "the slower model's bounds differ")
+}
