@@ -1,6 +1,10 @@
 package planner
 
 import (
+	"fmt"
+	"strings"
+	"sync"
+
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
@@ -48,6 +52,7 @@ type hopBound struct {
 	atomPos  []uint8              // per atom: position in its axis' atoms
 	tables   map[uint64][]float64 // per axis signature (prepare)
 	memo     map[uint64]float64   // dist by the packed labels
+	family   uint32               // hopMemo's family of these atoms, mesh and model (0: none)
 	most     float64              // µs: no state's bound exceeds it (every axis' diameter)
 	// per-state scratch
 	label  []uint8 // per atom: labelF, labelE, or labelQ + v
@@ -118,6 +123,7 @@ func newHopBound(sp *space, r *Request, goal state) *hopBound {
 	if len(hb.axes) == 0 || len(hb.axes) > 15 {
 		return nil
 	}
+	hb.family = hopFamily(sp, r)
 	for _, ax := range hb.axes {
 		far := 0
 		for c := range ax.hop.Size {
@@ -129,15 +135,86 @@ func newHopBound(sp *space, r *Request, goal state) *hopBound {
 }
 
 // dist is the hop bound of st in µs, memoized by the atoms' labels (states that label
-// them alike have the same bound).
+// them alike have the same bound): per search, then across requests (hopMemo).
 func (hb *hopBound) dist(st state) float64 {
 	key := hb.labelAtoms(st)
 	if v, ok := hb.memo[key]; ok {
 		return v
 	}
+	shared := hopKey{hb.family, key}
+	if hb.family != 0 {
+		hopMemo.Lock()
+		v, ok := hopMemo.m[shared]
+		hopMemo.Unlock()
+		if ok {
+			hb.memo[key] = v
+			return v
+		}
+	}
 	v := hb.compute()
 	hb.memo[key] = v
+	if hb.family != 0 {
+		hopMemo.Lock()
+		if len(hopMemo.m) >= maxHopMemo {
+			clear(hopMemo.m) // start over rather than grow
+		}
+		hopMemo.m[shared] = v
+		hopMemo.Unlock()
+	}
 	return v
+}
+
+// The hop bound of a labelling depends on the labels, the atoms (their axes, sizes and
+// weights) and the model's hop latencies on the mesh, not on the tensor: requests on
+// one mesh and model whose spaces split the axes alike share one family of bounds.
+// hopMemo keeps them across requests (a tenth of a median request of issue 12's random
+// set went to computing them again), by family number (hopFamilies) and packed labels.
+var hopMemo = struct {
+	sync.Mutex
+	m        map[hopKey]float64
+	families map[string]uint32
+	next     uint32
+}{m: map[hopKey]float64{}, families: map[string]uint32{}}
+
+// maxHopMemo bounds hopMemo's bounds (16 bytes of key and 8 of value each, plus the
+// map's overhead: a few MiB), and maxHopFamilies its families.
+const (
+	maxHopMemo     = 1 << 16
+	maxHopFamilies = 1 << 12
+)
+
+// hopKey is a memoized hop bound: its family and its packed labels.
+type hopKey struct {
+	family uint32
+	labels uint64
+}
+
+// hopFamily numbers the family of sp's atoms on r's mesh and model (0: the model does
+// not name what its prices depend on, and nothing is shared).
+func hopFamily(sp *space, r *Request) uint32 {
+	mk, ok := r.Model.(interface{ MeshKey(*sharding.Mesh) string })
+	if !ok {
+		return 0
+	}
+	var b strings.Builder
+	b.WriteString(mk.MeshKey(r.Mesh))
+	for _, a := range sp.atoms {
+		fmt.Fprintf(&b, "|%s:%d:%d", a.Name, a.Pre, a.Size)
+	}
+	name := b.String()
+	hopMemo.Lock()
+	defer hopMemo.Unlock()
+	if id, ok := hopMemo.families[name]; ok {
+		return id
+	}
+	if len(hopMemo.families) >= maxHopFamilies {
+		clear(hopMemo.families) // their bounds go with the next clear of m
+	}
+	// Numbers are never reused (a search in flight keeps its family's), so a number
+	// names one family for as long as the process runs.
+	hopMemo.next++
+	hopMemo.families[name] = hopMemo.next
+	return hopMemo.next
 }
 
 // compute is dist from the labels labelAtoms set.

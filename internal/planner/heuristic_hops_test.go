@@ -109,7 +109,9 @@ func clean(sp *space, st, goal state) bool {
 // TestHopBoundMatchesDefinition holds the hop bound to its definition (bruteHops) on
 // random states of small meshes, lines and wrapped rings (x=4,y=4,z=4 is whole cubes on
 // tpu-v5p): never above it (the heuristic must stay a lower bound), and equal to it where
-// the labels are exact.
+// the labels are exact. Both models plan on the same meshes and atoms, and hopMemo
+// keeps bounds across requests: a family that left the model out would answer one's
+// bounds for the other (the test fails so).
 func TestHopBoundMatchesDefinition(t *testing.T) {
 	rng := rand.New(rand.NewPCG(24, 11))
 	tpu, ok := cost.Profile("tpu-v5p")
