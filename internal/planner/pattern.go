@@ -482,8 +482,8 @@ func (sp *space) releaseRouter() {
 }
 
 // digitPermutation is the digit permutation src (digitSrc's) of in bytes per device:
-// what pattern.digitPermutation builds for the same two states, whose used atoms are
-// the same (so no atom is replaced). Its Src is scratch, valid until the next call.
+// what pattern.digitPermutation builds for the same two states (replacements
+// included). Its Src is scratch, valid until the next call.
 func (sp *space) digitPermutation(src []byte, in int64) cost.DigitPermutation {
 	if sp.digits == nil {
 		sp.digits, sp.srcInts = make([]cost.Digit, 0, len(sp.atoms)), make([]int, 0, len(sp.atoms))
@@ -523,12 +523,11 @@ func (sp *space) digitKeyOf(src []byte, in int64) digitKey {
 
 // digitSrc is the digit permutation from before to after as pattern.digitPermutation
 // builds it (byte a: the atom whose digit atom a's digit takes), without building the
-// pattern; ok is false when the move is not one (different used atoms, lengths or
-// sizes).
+// pattern; ok is false when the move is not one (lengths or sizes differ, or a
+// replacement leaves an atom unpaired). A replacement pairs each atom that after uses
+// and before does not with an atom released by the move, as pattern.pairAtoms does
+// (equal sizes, the same mesh axis first).
 func (sp *space) digitSrc(before, after state) ([]byte, bool) {
-	if before.used() != after.used() {
-		return nil, false
-	}
 	src := sp.srcBuf[:0]
 	for a := range sp.atoms {
 		src = append(src, byte(a))
@@ -545,6 +544,36 @@ func (sp *space) digitSrc(before, after state) ([]byte, bool) {
 			}
 			src[b[i]] = a[i]
 		}
+	}
+	ub, ua := before.used(), after.used()
+	if ub == ua {
+		return src, true
+	}
+	added, released := ua&^ub, ub&^ua
+	var partners uint64
+	for pass := range 2 {
+		for u := range sp.atoms {
+			if added&(1<<u) == 0 || src[u] != byte(u) {
+				continue
+			}
+			for v := range sp.atoms {
+				if released&(1<<v) == 0 || partners&(1<<v) != 0 || sp.atoms[v].Size != sp.atoms[u].Size ||
+					(pass == 0 && sp.atoms[v].Name != sp.atoms[u].Name) {
+					continue
+				}
+				partners |= 1 << v
+				src[u] = byte(v)
+				break
+			}
+		}
+	}
+	for u := range sp.atoms {
+		if added&(1<<u) != 0 && src[u] == byte(u) {
+			return nil, false // unpaired
+		}
+	}
+	if partners != released {
+		return nil, false
 	}
 	return src, true
 }

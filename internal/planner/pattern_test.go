@@ -417,3 +417,92 @@ func TestLowerBoundBetweenFastPath(t *testing.T) {
 	t.Logf("fast path answered %d of 1500", fast)
 	require.Greater(t, fast, 50)
 }
+
+// TestDigitSrcMatchesPattern: the search's digit permutation of a permute, computed from
+// the two states alone (digitSrc, which keys its price memo), is the one the pattern
+// builds (pattern.digitPermutation, which the lists and the exactness test use), and
+// each finds one exactly when the other does: on random permutes that reorder atoms,
+// swap them between dims and replace some by unused atoms of the same size.
+func TestDigitSrcMatchesPattern(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 77))
+	both, replacements := 0, 0
+	for i := range 600 {
+		m, shape, src, _ := randomReshard(t, rng, 2, 256, []int64{1, 16})
+		sp, ok := newSpace(m, shape, 32, src, sharding.Replicated(len(shape)))
+		if !ok || len(sp.atoms) == 0 {
+			continue
+		}
+		b := sp.stateOf(src)
+		// after: the same count per dim, each position refilled by an atom of the same
+		// size, drawn from all atoms (so some come from outside before: replacements).
+		a := make(state, len(b))
+		var taken uint64
+		ok = true
+		for d := range b {
+			for _, x := range b[d] {
+				// Half the time only atoms before does not use, when there are some.
+				var pick, fresh []uint8
+				for y := range sp.atoms {
+					if taken&(1<<y) == 0 && sp.atoms[y].Size == sp.atoms[x].Size {
+						pick = append(pick, uint8(y))
+						if b.used()&(1<<y) == 0 {
+							fresh = append(fresh, uint8(y))
+						}
+					}
+				}
+				if len(fresh) > 0 && rng.IntN(2) == 0 {
+					pick = fresh
+				}
+				if len(pick) == 0 {
+					ok = false
+					break
+				}
+				y := pick[rng.IntN(len(pick))]
+				taken |= 1 << y
+				a[d] = append(a[d], y)
+			}
+		}
+		if !ok {
+			continue
+		}
+		name := fmt.Sprintf("%d %s %v %v -> %v", i, m, shape, b, a)
+		dp, okP := newPattern(sp, b, a, true, 4096).digitPermutation()
+		s, okS := sp.digitSrc(b, a)
+		require.Equal(t, okP, okS, name)
+		if !okP {
+			continue
+		}
+		both++
+		if b.used() != a.used() {
+			replacements++
+		}
+		require.Equal(t, dp, sp.digitPermutation(s, 4096), name)
+	}
+	t.Logf("digit permutations %d, with replacements %d", both, replacements)
+	require.Greater(t, replacements, 30)
+
+	// A replacement with a choice of partners: c:(1)2 pairs with c:(2)2 (same axis)
+	// though a comes first, and e:(1)2 then takes a.
+	m := mustMesh(t, "a=2,c=4,e=4")
+	shape := []int64{16, 16}
+	src := mustSharding(t, m, shape, `[["a", "e:(2)2"], "c:(2)2"]`)
+	tgt := mustSharding(t, m, shape, `[["c:(1)2", "e:(1)2"], "e:(2)2"]`)
+	sp, ok := newSpace(m, shape, 32, src, tgt)
+	require.True(t, ok)
+	b, a := sp.stateOf(src), sp.stateOf(tgt)
+	dp, okP := newPattern(sp, b, a, true, 4096).digitPermutation()
+	sd, okS := sp.digitSrc(b, a)
+	require.True(t, okP && okS)
+	require.Equal(t, dp, sp.digitPermutation(sd, 4096))
+	atom := func(name string, pre int) int {
+		for i, r := range sp.atoms {
+			if r.Name == name && r.Pre == pre {
+				return i
+			}
+		}
+		t.Fatalf("no atom %s:%d in %v", name, pre, sp.atoms)
+		return -1
+	}
+	assert.Equal(t, atom("c", 2), dp.Src[atom("c", 1)], "same axis first")
+	assert.Equal(t, atom("a", 1), dp.Src[atom("e", 1)])
+}

@@ -85,6 +85,7 @@ type space struct {
 	shape    []int64
 	elemBits int
 	atoms    []sharding.AxisRef
+	binary   bool // every atom has size 2 (power-of-two meshes): count is a shift
 
 	router      *cost.Router // prices point-to-point steps (routed)
 	routerModel cost.Model
@@ -102,7 +103,7 @@ type space struct {
 // fork is a space of the same atoms with its own pricing state (router, memos), for
 // pricing on another goroutine while sp is in use.
 func (sp *space) fork() *space {
-	return &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: sp.atoms}
+	return &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: sp.atoms, binary: sp.binary}
 }
 
 // newSpace splits every axis that src or tgt uses into atoms: the common refinement of
@@ -155,7 +156,16 @@ func newSpace(m *sharding.Mesh, shape []int64, elemBits int, shardings ...shardi
 	if len(sp.atoms) > 60 {
 		return nil, false
 	}
+	sp.setBinary()
 	return sp, true
+}
+
+// setBinary records whether every atom has size 2 (count's fast path).
+func (sp *space) setBinary() {
+	sp.binary = true
+	for _, a := range sp.atoms {
+		sp.binary = sp.binary && a.Size == 2
+	}
 }
 
 func primeFactors(n int) []int {
@@ -215,6 +225,9 @@ func (sp *space) sharding(st state, unreduced []sharding.AxisRef) sharding.Shard
 
 // counts returns the shard count per dim.
 func (sp *space) count(ids []uint8) int {
+	if sp.binary {
+		return 1 << len(ids)
+	}
 	n := 1
 	for _, id := range ids {
 		n *= sp.atoms[id].Size

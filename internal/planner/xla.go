@@ -168,6 +168,7 @@ func xlaSpace(m *sharding.Mesh, shape []int64, elemBits int, shs ...sharding.Sha
 			}
 		}
 	}
+	sp.setBinary()
 	return sp, len(sp.atoms) <= 60
 }
 
