@@ -252,6 +252,9 @@ func (s *searcher) exactPass(weighted bool, ub float64) {
 // run runs one pass of s from start on a budget of expansions.
 func (s *searcher) run(ctx context.Context, start state, budget int) ([]move, int, bool, error) {
 	s.budget = budget
+	if smallPackable(s.sp, len(s.goal)) {
+		return runSearch(ctx, s, start, func(st state) smallKey { return packSmall(st) })
+	}
 	if packable(s.sp, len(s.goal)) {
 		return runSearch(ctx, s, start, func(st state) packedKey { return packKey(st) })
 	}
@@ -319,7 +322,8 @@ func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, 
 // w is greedier: it reaches the goal in fewer expansions, with a weaker guarantee).
 var weightedPassWeights = [...]float64{4, 16}
 
-// memoPool recycles the searchMemos of finished searches (release): a search's tables
+// memoPool recycles the searchMemos of finished searches keyed by packedKey (release;
+// smallMemoPool those keyed by smallKey): a search's tables
 // and queue grow to thousands of entries, and growing them anew every request (hashing
 // every entry again at each doubling, copying the queue) costs more than clearing them.
 var memoPool sync.Pool
@@ -331,26 +335,41 @@ const maxPooledStates = 1 << 14
 // release returns the search's memo to memoPool, cleared (nothing the search returns
 // refers to it: reachGoal builds its moves from fresh states).
 func (s *searcher) release() {
-	m, ok := s.memo.(*searchMemo[packedKey])
-	if ok && len(m.best) <= maxPooledStates && len(m.perm) <= maxPooledStates && cap(m.q.nodes) <= 4*maxPooledStates {
-		clear(m.best)
-		clear(m.perm)
-		m.q.nodes, m.q.idx, m.pass = m.q.nodes[:0], m.q.idx[:0], 0
-		memoPool.Put(m)
+	switch m := s.memo.(type) {
+	case *searchMemo[smallKey]:
+		m.recycle(&smallMemoPool)
+	case *searchMemo[packedKey]:
+		m.recycle(&memoPool)
 	}
 	s.memo = nil
 }
 
-// runSearch is the search loop over a state key type K: packedKey when every state fits
-// one (no allocation per lookup), the string key otherwise.
+// smallMemoPool is memoPool for searches keyed by smallKey.
+var smallMemoPool sync.Pool
+
+// recycle puts m, cleared, into pool unless its tables grew past maxPooledStates.
+func (m *searchMemo[K]) recycle(pool *sync.Pool) {
+	if len(m.best) <= maxPooledStates && len(m.perm) <= maxPooledStates && cap(m.q.nodes) <= 4*maxPooledStates {
+		clear(m.best)
+		clear(m.perm)
+		m.q.nodes, m.q.idx, m.pass = m.q.nodes[:0], m.q.idx[:0], 0
+		pool.Put(m)
+	}
+}
+
+// runSearch is the search loop over a state key type K: smallKey or packedKey when every
+// state fits one (no allocation per lookup), the string key otherwise.
 func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf func(state) K) ([]move, int, bool, error) {
 	m, _ := s.memo.(*searchMemo[K])
 	if m == nil {
-		x := memoPool.Get()
+		var x any
+		switch any(m).(type) {
+		case *searchMemo[smallKey]:
+			x = smallMemoPool.Get()
+		case *searchMemo[packedKey]:
+			x = memoPool.Get()
+		}
 		if m, _ = x.(*searchMemo[K]); m == nil {
-			if x != nil {
-				memoPool.Put(x) // a memo of the other key type
-			}
 			m = &searchMemo[K]{best: map[K]seen{}, perm: map[[2]K]float64{}}
 		}
 		s.memo = m

@@ -453,3 +453,51 @@ func (k packedKey) decode(dst state) state {
 	}
 	return dst
 }
+
+// smallKey is packedKey in one word when the state fits: four bits a symbol (atom ids
+// plus one, 1-14, and the separator 15), sixteen symbols. Maps keyed by a word hash and
+// compare faster than by four (the search's tables are most of its map work).
+type smallKey uint64
+
+const smallSymbols = 16
+
+// smallPackable reports whether every state of sp with the given rank fits a smallKey:
+// atom ids below 14 and at most sixteen symbols.
+func smallPackable(sp *space, rank int) bool {
+	return len(sp.atoms) <= 14 && rank+len(sp.atoms) <= smallSymbols
+}
+
+// packSmall encodes s (see smallPackable), as packKey does with four-bit symbols.
+func packSmall(s state) smallKey {
+	var k smallKey
+	off := 0
+	for _, d := range s {
+		for _, a := range d {
+			k |= smallKey(a+1) << off
+			off += 4
+		}
+		k |= 15 << off
+		off += 4
+	}
+	return k
+}
+
+// decode rewrites dst as the state k encodes (dst has the state's rank).
+func (k smallKey) decode(dst state) state {
+	if len(dst) == 0 {
+		return dst
+	}
+	d := 0
+	dst[0] = dst[0][:0]
+	for ; k != 0; k >>= 4 {
+		switch v := uint8(k & 15); v {
+		case 15:
+			if d++; d < len(dst) {
+				dst[d] = dst[d][:0]
+			}
+		default:
+			dst[d] = append(dst[d], v-1)
+		}
+	}
+	return dst
+}
