@@ -115,3 +115,30 @@ func TestGroupBoundsMemoIsExact(t *testing.T) {
 	}
 	assert.NotEqual(t, fresh[0], fresh[3], "the slower model's bounds differ")
 }
+
+// TestSideWorkPanicReachesTheCaller: a panic in the work Reshard runs on another
+// goroutine is raised on the caller's goroutine, where the server's recovery turns it
+// into a 500 for that request (on the worker's own goroutine it would end the
+// process), and the next request plans normally.
+func TestSideWorkPanicReachesTheCaller(t *testing.T) {
+	f, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	pb := randomSet(t)[0]
+	req := func() *Request {
+		return &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+	}
+	sideWorkHook = func() { panic("injected") }
+	got := func() (rec any) {
+		defer func() { rec = recover() }()
+		_, _ = Reshard(context.Background(), req())
+		return nil
+	}()
+	sideWorkHook = nil
+	require.NotNil(t, got, "the panic reaches the caller")
+	wp, ok := got.(*workerPanic)
+	require.True(t, ok, "%T", got)
+	assert.Equal(t, "injected", wp.value)
+	assert.Contains(t, wp.Error(), "planner goroutine")
+	_, err := Reshard(context.Background(), req())
+	require.NoError(t, err)
+}

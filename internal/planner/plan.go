@@ -310,23 +310,26 @@ func (sp *space) greedyIncumbent(r *Request, pre []move, start, goal state) (gre
 // its first pass, which runs unbounded (search), so it waits for it there: plans and
 // expansions are those of computing it first.
 type sideWork struct {
-	done   chan struct{}
+	run    *worker
 	direct []*Plan
 	ub     float64
 	bounds reshardBounds
 }
 
-// wait blocks until the side work is done (any number of calls).
-func (w *sideWork) wait() { <-w.done }
+// wait blocks until the side work is done (any number of calls; a panic of the side
+// work is raised on the first).
+func (w *sideWork) wait() { w.run.wait() }
 
 // startSideWork starts the side work of a request after the reduction pre (start: the
 // state before it). It prices on a fork of the space (its own router and memos), so
 // the search's space is the main goroutine's alone; the candidates then point at sp.
 func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between, lb int64, greedy bool) *sideWork {
-	w := &sideWork{done: make(chan struct{}), ub: math.Inf(1)}
+	w := &sideWork{ub: math.Inf(1)}
 	pre = slices.Clone(pre)
-	go func() {
-		defer close(w.done)
+	w.run = goWorker(func() {
+		if sideWorkHook != nil {
+			sideWorkHook()
+		}
 		fork := sp.fork()
 		w.direct = fork.directCandidates(r, pre, start, goal, reduce, between, greedy)
 		fork.releaseRouter()
@@ -347,9 +350,12 @@ func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce
 			t, ok := timeLowerBound(r, between, lb)
 			w.bounds = reshardBounds{between: between, lb: lb, time: t, ok: ok}
 		}
-	}()
+	})
 	return w
 }
+
+// sideWorkHook, when set (tests), runs first in every side work.
+var sideWorkHook func()
 
 // directCandidates are the plans that need no search, after the reduction pre (start is
 // the state before it): the direct all_to_all_v exchange and gather-then-slice, where

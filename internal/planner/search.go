@@ -277,17 +277,17 @@ func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, 
 		capped bool
 		g      float64
 	}
-	done := make(chan result, 1)
+	var ex result
 	exactUB := ub // ub goes on to follow the anytime pass
-	go func() {
+	exact := goWorker(func() {
 		fork := sp.fork()
 		defer fork.releaseRouter()
 		e := newSearcher(fork, s.r, start, s.goal, s.unr)
 		defer e.release()
 		e.exactPass(true, min(exactUB, later()))
 		mv, n, found, err := e.run(ctx, start, s.r.MaxExpansions)
-		done <- result{mv, n, found, err, e.capped, e.goalG}
-	}()
+		ex = result{mv, n, found, err, e.capped, e.goalG}
+	})
 	// Only strictly cheaper plans are worth finding, and the pass keeps looking after
 	// each until its budget or its open list runs out.
 	s.weight, s.relax, s.wholeGathers = weightedPassWeights[0], true, false
@@ -297,7 +297,7 @@ func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, 
 	if found && s.goalG < ub {
 		ub, first, firstG = s.goalG, mv, s.goalG
 	}
-	ex := <-done
+	exact.wait()
 	spent += ex.n
 	if err != nil {
 		return nil, spent, false, err
