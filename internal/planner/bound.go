@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/shardplan/shardplan/internal/sharding"
 )
@@ -163,9 +165,10 @@ type timeBounder interface {
 }
 
 // cutBoundDevices caps the coordinates the cut and node bounds enumerate (1.2 ms for a
-// torus, 2.3 ms for a GPU mesh at the cap; the product of the
-// sizes of the axes the shardings use); above it the time bound is the injection bound
-// alone (still a bound, less tight).
+// torus, 2.3 ms for a GPU mesh at the cap; the product of the sizes of the axes the
+// shardings use); above it the time bound leaves out what it would enumerate (still a
+// bound, less tight). Torus cuts whose half is a digit of the axis' major atom are
+// computed in closed form instead (cutNeedsClosed), on any mesh.
 const cutBoundDevices = 1024
 
 // TimeLowerBound is the least time, in µs, any schedule can take on r's model to move
@@ -192,17 +195,30 @@ func timeLowerBound(r *Request, between, total int64) (float64, bool) {
 		return 0, false
 	}
 	bw := float64(between) / peak
+	sp, spOK := newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+	var start, goal state
+	if spOK {
+		start, goal = sp.stateOf(r.Source), sp.stateOf(r.Target)
+	}
 	if between > 0 {
+		enumerate := true // cutNeeds' enumeration stays within cutBoundDevices
 		for i := range m.Axes {
 			cut, ok := tb.HalfCut(m, i)
 			if !ok || cut <= 0 {
 				continue
 			}
-			lo, hi, ok := cutNeeds(r, i)
-			if !ok {
-				break
+			need, ok := int64(0), false
+			if spOK {
+				need, ok = cutNeedsClosed(r, sp, start, goal, i)
 			}
-			bw = max(bw, float64(max(lo, hi))/cut)
+			if !ok && enumerate {
+				var lo, hi int64
+				lo, hi, enumerate = cutNeeds(r, i)
+				need, ok = max(lo, hi), enumerate
+			}
+			if ok {
+				bw = max(bw, float64(need)/cut)
+			}
 		}
 		// On a GPU model, what a node lacks comes in through its NICs only.
 		if g, nic, ok := tb.NodeIngress(m); ok {
@@ -218,26 +234,66 @@ func timeLowerBound(r *Request, between, total int64) (float64, bool) {
 	if bw <= 0 {
 		return 0, true
 	}
-	return tb.Combine(max(tb.MinLatency(m), hopLowerBound(r)), bw), true
+	hops := 0.0
+	if spOK {
+		hops = hopLowerBound(r, sp, start, goal)
+	}
+	return tb.Combine(max(tb.MinLatency(m), hops), bw), true
 }
 
-// hopLowerBound is the hop bound (hopBound) of r's source against its target: the hop
-// latency some byte a device lacks must travel, on models that count hops (0 otherwise,
-// and when the source holds partial sums or the refs fit no common factorisation).
-func hopLowerBound(r *Request) float64 {
+// hopLowerBound is the hop bound (hopBound) of r's source (start in sp) against its
+// target (goal): the hop latency some byte a device lacks must travel, on models that
+// count hops (0 otherwise, and when the source holds partial sums).
+func hopLowerBound(r *Request, sp *space, start, goal state) float64 {
 	if len(r.Source.Unreduced) > 0 {
 		return 0
 	}
-	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
-	if !ok {
-		return 0
-	}
-	goal := sp.stateOf(r.Target)
 	hb := newHopBound(sp, r, goal)
 	if hb == nil {
 		return 0
 	}
-	return hb.dist(sp.stateOf(r.Source))
+	return hb.dist(start)
+}
+
+// cutNeedsClosed is the larger of cutNeeds' two figures in closed form, from the atoms
+// (sp; start and goal: the source and target states): the cut bound's fractions
+// (heuristic_cut.go) of the tensor's elements that one half of the axis needs and does
+// not hold, counted once whatever the devices outside the space (which cutNeeds' tiles
+// do not tell apart either). It needs the half to be a digit of the axis' major atom
+// (of even size; ok false otherwise, and cutNeeds enumerates), and costs the same on
+// any mesh, where the enumeration stops at cutBoundDevices.
+func cutNeedsClosed(r *Request, sp *space, start, goal state, axis int) (int64, bool) {
+	name := r.Mesh.Axes[axis].Name
+	major := -1
+	for a, ref := range sp.atoms {
+		if ref.Name == name && ref.Pre == 1 {
+			major = a
+		}
+	}
+	if major < 0 {
+		return 0, true // neither sharding splits the axis: each half holds what it needs
+	}
+	if sp.atoms[major].Size%2 != 0 {
+		return 0, false
+	}
+	elems := 1.0
+	for _, D := range sp.shape {
+		elems *= float64(D)
+	}
+	b := &bound{sp: sp, goal: goal, cross: map[string][2]float64{}, totalBytes: elems}
+	c := halfCut{atom: uint8(major), goalDim: -1}
+	for d, ids := range goal {
+		if i := slices.Index(ids, uint8(major)); i >= 0 {
+			c.goalDim, c.goalPos, c.goalLow = d, i, b.lowFraction(d, ids, i)
+		}
+	}
+	x := b.cutBytes(start, &c) // elements: the fractions times the tensor's
+	if elems < 1<<50 {
+		x = math.Round(x) // the fractions are ratios of the tiles' integer lengths
+	} else {
+		x = math.Floor(x * (1 - 1e-9)) // never above the true count
+	}
+	return sharding.BufferBytes(int64(x), r.ElemBits), true
 }
 
 // cutNeeds is, for the halves [0, n/2) and [n/2, n) of mesh axis i, the bytes of target
