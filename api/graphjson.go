@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/internal/propagation"
 )
 
@@ -372,16 +373,7 @@ func (e *jsonAppender) plan(p *GraphPlan) {
 	e.summary(&p.Summary)
 	if len(p.SuggestedConstraints) > 0 {
 		e.b = append(e.b, `,"suggested_constraints":`...)
-		list(e, p.SuggestedConstraints, func(sg *Suggestion) {
-			e.b = append(e.b, '{')
-			if sg.PartitionSpec != "" {
-				e.strAt(`"partition_spec":`, sg.PartitionSpec)
-				e.b = append(e.b, ',')
-			}
-			e.b = append(e.b, `"sharding":`...)
-			e.sharding(&sg.Sharding)
-			e.b = append(e.b, '}')
-		})
+		list(e, p.SuggestedConstraints, e.suggestion)
 	}
 	e.optStr(`,"suggestion_note":`, p.SuggestionNote)
 	e.optStr(`,"xla_warning":`, p.XLAWarning)
@@ -432,15 +424,29 @@ func (e *jsonAppender) step(s *StepJSON) {
 	}
 	if len(s.Transfers) > 0 {
 		e.b = append(e.b, `,"transfers":`...)
-		e.ref(s.Transfers)
+		list(e, s.Transfers, e.transfer)
 	}
 	if len(s.PairRuns) > 0 {
 		e.b = append(e.b, `,"pair_runs":`...)
-		e.ref(s.PairRuns)
+		list(e, s.PairRuns, func(r *planner.PairRun) {
+			e.intAt(`{"from":`, int64(r.From))
+			e.intAt(`,"to":`, int64(r.To))
+			e.intAt(`,"from_step":`, int64(r.FromStep))
+			e.intAt(`,"to_step":`, int64(r.ToStep))
+			e.intAt(`,"count":`, int64(r.Count))
+			e.b = append(e.b, '}')
+		})
 	}
 	if len(s.TransferRuns) > 0 {
 		e.b = append(e.b, `,"transfer_runs":`...)
-		e.ref(s.TransferRuns)
+		list(e, s.TransferRuns, func(r *planner.TransferRun) {
+			e.b = append(e.b, `{"first":`...)
+			e.transfer(&r.First)
+			e.b = append(e.b, `,"step":`...)
+			e.transfer(&r.Step)
+			e.intAt(`,"count":`, int64(r.Count))
+			e.b = append(e.b, '}')
+		})
 	}
 	e.b = append(e.b, `,"before":`...)
 	e.sharding(&s.Before)
@@ -458,6 +464,91 @@ func (e *jsonAppender) step(s *StepJSON) {
 	e.floatAt(`,"latency_us":`, s.LatencyUS)
 	e.floatAt(`,"bandwidth_us":`, s.BandwidthUS)
 	e.b = append(e.b, '}')
+}
+
+// transfer writes planner.Transfer: the lists of an all_to_all_v step are most of a
+// large reshard answer (thousands of transfers on 256 devices).
+func (e *jsonAppender) transfer(t *planner.Transfer) {
+	e.intAt(`{"from":`, int64(t.From))
+	e.intAt(`,"to":`, int64(t.To))
+	e.b = append(e.b, `,"ranges":`...)
+	e.ranges(t.Ranges)
+	e.b = append(e.b, `,"source_local":`...)
+	e.ranges(t.SourceLocal)
+	e.b = append(e.b, `,"target_local":`...)
+	e.ranges(t.TargetLocal)
+	e.intAt(`,"bytes":`, t.Bytes)
+	e.b = append(e.b, '}')
+}
+
+func (e *jsonAppender) ranges(r planner.Range) {
+	list(e, r, func(p *[2]int64) { ints(e, p[:]) })
+}
+
+// reshard writes ReshardResponse, member by member in the struct's order.
+func (e *jsonAppender) reshard(r *ReshardResponse) {
+	e.b = append(e.b, '{')
+	e.key("plan_id", true)
+	e.str(r.PlanID)
+	e.key("mesh", false)
+	e.ref(r.Mesh)
+	e.key("shape", false)
+	ints(e, r.Shape)
+	e.key("source", false)
+	e.sharding(&r.Source)
+	e.key("target", false)
+	e.sharding(&r.Target)
+	e.key("steps", false)
+	list(e, r.Steps, e.step)
+	e.key("summary", false)
+	e.summary(&r.Summary)
+	e.key("suggested_constraints", false)
+	list(e, r.SuggestedConstraints, e.suggestion)
+	e.optStr(`,"suggestion_note":`, r.SuggestionNote)
+	e.optStr(`,"xla_warning":`, r.XLAWarning)
+	if len(r.XLAPath) > 0 {
+		e.strsAt(`,"xla_path":`, r.XLAPath)
+	}
+	e.optStr(`,"source_hlo":`, r.SourceHlo)
+	e.optStr(`,"target_hlo":`, r.TargetHlo)
+	if r.Tiles != nil {
+		e.b = append(e.b, `,"tiles":`...)
+		e.ref(r.Tiles)
+	}
+	if len(r.Transfers) > 0 {
+		e.b = append(e.b, `,"transfers":`...)
+		list(e, r.Transfers, e.transfer)
+	}
+	e.optStr(`,"diagram":`, r.Diagram)
+	if r.ListsOmitted {
+		e.b = append(e.b, `,"lists_omitted":true`...)
+	}
+	e.optStr(`,"note":`, r.Note)
+	e.b = append(e.b, '}')
+}
+
+// suggestion writes Suggestion.
+func (e *jsonAppender) suggestion(sg *Suggestion) {
+	e.b = append(e.b, '{')
+	if sg.PartitionSpec != "" {
+		e.strAt(`"partition_spec":`, sg.PartitionSpec)
+		e.b = append(e.b, ',')
+	}
+	e.b = append(e.b, `"sharding":`...)
+	e.sharding(&sg.Sharding)
+	e.b = append(e.b, '}')
+}
+
+// encodeReshardJSON encodes r exactly as encodeJSON does (TestReshardJSONMatchesEncodingJSON),
+// by hand: encoding/json's reflection over the per-device lists was most of a large
+// answer's encoding. What the appender cannot write (NaN) goes to encodeJSON.
+func encodeReshardJSON(r *ReshardResponse) ([]byte, error) {
+	e := jsonAppender{b: make([]byte, 0, 4<<10)}
+	e.reshard(r)
+	if e.err != nil {
+		return encodeJSON(r)
+	}
+	return e.b, nil
 }
 
 // appendJSONString appends s as a JSON string the way encoding/json does: `"` and `\`

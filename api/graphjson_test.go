@@ -104,8 +104,9 @@ func TestGraphJSONFloats(t *testing.T) {
 	require.ErrorAs(t, err, &uv)
 }
 
-// TestGraphJSONKnowsEveryField fails when a hand-written type gains, loses or renames a
-// member: graphjson.go must then be changed with it.
+// TestGraphJSONKnowsEveryField fails when a hand-written type (of the graph and the
+// reshard answers) gains, loses or renames a member: graphjson.go must then be changed
+// with it.
 func TestGraphJSONKnowsEveryField(t *testing.T) {
 	for _, tc := range []struct {
 		v    any
@@ -119,6 +120,10 @@ func TestGraphJSONKnowsEveryField(t *testing.T) {
 		{GraphPlan{}, "source target steps summary suggested_constraints,omitempty suggestion_note,omitempty xla_warning,omitempty xla_path,omitempty"},
 		{Suggestion{}, "partition_spec,omitempty sharding"},
 		{SummaryJSON{}, "strategy cost_model collectives time_us bytes_per_device lower_bound_bytes_per_device efficiency time_lower_bound_us time_efficiency peak_bytes_per_device full_rematerialization xla_fallback,omitempty search_expansions candidates,omitempty"},
+		{ReshardResponse{}, "plan_id mesh shape source target steps summary suggested_constraints suggestion_note,omitempty xla_warning,omitempty xla_path,omitempty source_hlo,omitempty target_hlo,omitempty tiles,omitempty transfers,omitempty diagram,omitempty lists_omitted,omitempty note,omitempty"},
+		{planner.Transfer{}, "from to ranges source_local target_local bytes"},
+		{planner.PairRun{}, "from to from_step to_step count"},
+		{planner.TransferRun{}, "first step count"},
 		{StepJSON{}, "op dims,omitempty dim,omitempty split_dim,omitempty concat_dim,omitempty mesh_axes pairs,omitempty transfers,omitempty pair_runs,omitempty transfer_runs,omitempty before after local_shape_before local_shape_after group_size group_count bytes_per_device link,omitempty time_us latency_us bandwidth_us"},
 	} {
 		typ := reflect.TypeOf(tc.v)
@@ -208,11 +213,41 @@ func randomSteps(rng *rand.Rand) []StepJSON {
 			BytesPerDevice: rng.Int64(), Link: randomString(rng), TimeUS: randomFloat(rng), LatencyUS: randomFloat(rng), BandwidthUS: randomFloat(rng)}
 		if rng.IntN(3) == 0 {
 			s.Pairs = [][2]int{{0, 1}, {rng.IntN(9), rng.IntN(9)}}
-			s.Transfers = []planner.Transfer{{From: 1, To: 2, Bytes: 3}}
-			s.PairRuns = []planner.PairRun{{From: 1, Count: 2}}
+			s.Transfers = randomTransfers(rng)
+			s.PairRuns = []planner.PairRun{{From: 1, Count: 2}, {From: rng.IntN(9), To: rng.IntN(9), FromStep: rng.IntN(9) - 4, ToStep: rng.IntN(9), Count: rng.IntN(99)}}
 			s.TransferRuns = []planner.TransferRun{{Count: 4}}
+			if ts := randomTransfers(rng); len(ts) > 1 {
+				s.TransferRuns = append(s.TransferRuns, planner.TransferRun{First: ts[0], Step: ts[1], Count: rng.IntN(99)})
+			}
 		}
 		out[i] = s
+	}
+	return out
+}
+
+// randomRange is nil, empty, or a few [lo, hi) pairs.
+func randomRange(rng *rand.Rand) planner.Range {
+	switch rng.IntN(4) {
+	case 0:
+		return nil
+	case 1:
+		return planner.Range{}
+	}
+	out := make(planner.Range, 1+rng.IntN(3))
+	for i := range out {
+		out[i] = [2]int64{rng.Int64N(1 << 40), rng.Int64N(1<<41) - 1<<40}
+	}
+	return out
+}
+
+func randomTransfers(rng *rand.Rand) []planner.Transfer {
+	if rng.IntN(5) == 0 {
+		return nil
+	}
+	out := make([]planner.Transfer, rng.IntN(4))
+	for i := range out {
+		out[i] = planner.Transfer{From: rng.IntN(1 << 16), To: rng.IntN(1<<16) - 1, Ranges: randomRange(rng),
+			SourceLocal: randomRange(rng), TargetLocal: randomRange(rng), Bytes: rng.Int64() - 1<<62}
 	}
 	return out
 }
@@ -265,4 +300,68 @@ func randomGraph(rng *rand.Rand) *GraphResponse {
 		g.OpaqueOps = []OpaqueOpJSON{{Op: randomString(rng), Results: randomStrings(rng), Line: 3}}
 	}
 	return g
+}
+
+// requireReshardSameAsEncodingJSON checks that the reshard encoder writes r byte for
+// byte as encoding/json does.
+func requireReshardSameAsEncodingJSON(t *testing.T, r *ReshardResponse) {
+	t.Helper()
+	want, err := encodeJSON(r)
+	require.NoError(t, err)
+	got, err := encodeReshardJSON(r)
+	require.NoError(t, err)
+	if string(got) != string(want) {
+		i := 0
+		for i < len(want) && i < len(got) && want[i] == got[i] {
+			i++
+		}
+		lo := max(i-80, 0)
+		t.Fatalf("differs at byte %d of %d:\n got  %.200q\n want %.200q", i, len(want), got[lo:min(i+80, len(got))], want[lo:min(i+80, len(want))])
+	}
+}
+
+// TestReshardJSONMatchesEncodingJSON: the hand-written reshard encoder equals
+// encoding/json on random answers (every member, the per-device lists with nil and empty
+// ranges, strings that need escaping, floats across the exponent cutoffs) and on the
+// planned answers of real requests (permute pairs, all_to_all_v transfers, runs above
+// the list limit, tiles, strategy xla's members); a NaN falls back to encoding/json.
+func TestReshardJSONMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 7))
+	for i := range 300 {
+		r := &ReshardResponse{PlanID: randomString(rng), Mesh: MeshObject{Name: randomString(rng), Axes: []MeshAxis{{Name: randomString(rng), Size: 2}}},
+			Shape: randomInts[int64](rng), Source: randomSharding(rng), Target: randomSharding(rng), Steps: randomSteps(rng),
+			Summary:        SummaryJSON{Strategy: randomString(rng), CostModel: randomString(rng), TimeUS: randomFloat(rng), Efficiency: randomFloat(rng), TimeLowerBoundUS: randomFloat(rng), TimeEfficiency: randomFloat(rng), XLAFallback: rng.IntN(2) == 0},
+			SuggestionNote: randomString(rng), XLAWarning: randomString(rng), XLAPath: randomStrings(rng), SourceHlo: randomString(rng), TargetHlo: randomString(rng),
+			Transfers: randomTransfers(rng), Diagram: randomString(rng), ListsOmitted: rng.IntN(2) == 0, Note: randomString(rng)}
+		if rng.IntN(4) > 0 {
+			r.SuggestedConstraints = []Suggestion{}
+			for range rng.IntN(3) {
+				r.SuggestedConstraints = append(r.SuggestedConstraints, Suggestion{PartitionSpec: randomString(rng), Sharding: randomSharding(rng)})
+			}
+		}
+		if rng.IntN(3) == 0 {
+			r.Summary.Candidates = []planner.Candidate{{Name: randomString(rng), TimeUS: randomFloat(rng)}}
+		}
+		t.Run(fmt.Sprint("random/", i), func(t *testing.T) { requireReshardSameAsEncodingJSON(t, r) })
+	}
+	s := newTestServer(t, nil)
+	for _, body := range []string{
+		`{"mesh":"x=4,y=4","shape":[64,64],"dtype":"bf16","source":[["x"],["y"]],"target":[["y"],["x"]]}`,
+		`{"mesh":"x=4,y=4","shape":[64,96],"dtype":"bf16","source":[["x"],null],"target":[null,["x","y"]],"allowed_ops":["all_to_all_v"]}`,
+		`{"mesh":"x=4,y=4","shape":[64,64],"dtype":"f32","source":[["x"],["y"]],"target":[["y"],null],"include":["tiles","transfers","diagram"]}`,
+		`{"mesh":"x=32,y=64","shape":[4096,4096],"dtype":"bf16","source":[["x"],["y"]],"target":[["y"],["x"]]}`,
+		`{"mesh":"x=2,y=2","shape":[6,6],"dtype":"bf16","source":[["x"],null],"target":[["x","y"],null],"strategy":"xla"}`,
+		`{"mesh":"x=4,y=2","shape":[64,64],"dtype":"bf16","source":[["x"],null],"target":[null,["x"]],"strategy":"xla"}`,
+	} {
+		in := &reshardInput{include: map[string]bool{}}
+		require.NoError(t, decodeBytes([]byte(body), &in.req), body)
+		require.NoError(t, s.prepareReshard(in), body)
+		resp, err := s.planReshard(context.Background(), in)
+		require.NoError(t, err, body)
+		requireReshardSameAsEncodingJSON(t, resp)
+	}
+	// A NaN anywhere makes the answer encoding/json's (and its error).
+	_, err := encodeReshardJSON(&ReshardResponse{Summary: SummaryJSON{TimeUS: math.NaN()}})
+	var uv *json.UnsupportedValueError
+	require.ErrorAs(t, err, &uv)
 }

@@ -180,7 +180,13 @@ func rawJSON(v any) (json.RawMessage, error) {
 
 // encodePlanned encodes answer once; verdict gives its verdict from the value.
 func encodePlanned(answer any, verdict func() (*verdict, error)) (*planned, error) {
-	body, err := encodeJSON(answer)
+	var body []byte
+	var err error
+	if r, ok := answer.(*ReshardResponse); ok {
+		body, err = encodeReshardJSON(r)
+	} else {
+		body, err = encodeJSON(answer)
+	}
 	if err != nil {
 		return nil, err
 	}
