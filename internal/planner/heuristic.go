@@ -281,25 +281,52 @@ const hopShare = 50
 // torus meshes, where small reshards are all latency, this is the heuristic's strength:
 // on the random set it takes the expansions from 109,779 to 80,575 (BENCHMARKS.md).
 func (b *bound) time(st state) float64 {
+	h, _ := b.timeOver(st, 0, math.Inf(1))
+	return h
+}
+
+// timeOver is time and whether g plus it exceeds ub (over), computed cheapest part
+// first and stopping as soon as g plus what is computed exceeds ub (h is then that
+// part, not the bound): the
+// search prunes such states without their bound, a third of the new states of the
+// anytime pass. Each part is a lower bound of the whole (the missing bytes of the cut
+// bound's, and the latency without the hop bound of the latency with it), so the states
+// pruned are exactly those the whole bound prunes.
+func (b *bound) timeOver(st state, g, ub float64) (h float64, over bool) {
 	steps := b.steps(st)
-	h := float64(steps) * b.perStep
+	h = float64(steps) * b.perStep
+	lat := float64(max(steps, 1)) * b.latMin
 	bw := 0.0
 	if b.perByte > 0 {
 		if m := b.missing(st); m > 0 {
 			bw = m * b.elemBytes * b.perByte
 		}
 	}
-	for i := range b.cuts {
-		if x := b.cutBytes(st, &b.cuts[i]); x > 0 {
-			bw = max(bw, x/b.cuts[i].bw)
+	if len(b.cuts) > 0 {
+		if part := b.combineParts(h, lat, bw); g+part > ub {
+			return part, true
+		}
+		for i := range b.cuts {
+			if x := b.cutBytes(st, &b.cuts[i]); x > 0 {
+				bw = max(bw, x/b.cuts[i].bw)
+			}
 		}
 	}
-	lat := float64(max(steps, 1)) * b.latMin
 	if b.hops != nil && bw < hopShare*b.hops.most {
+		if part := b.combineParts(h, lat, bw); g+part > ub {
+			return part, true
+		}
 		d := b.hops.dist(st)
 		lat = max(lat, d)
 		h = max(h, d)
 	}
+	h = b.combineParts(h, lat, bw)
+	return h, g+h > ub
+}
+
+// combineParts is the bound from its parts: h the steps' (and hops') latency, lat the
+// latency a path pays at least, bw the bandwidth term.
+func (b *bound) combineParts(h, lat, bw float64) float64 {
 	if bw <= 0 {
 		return h
 	}

@@ -252,3 +252,50 @@ func TestCrossClosedFormMatchesWalk(t *testing.T) {
 	t.Logf("closed form applied to %d of 5000", closed)
 	require.Greater(t, closed, 1000)
 }
+
+// TestTimeOverPrunesAsTime: the heuristic computed part by part (timeOver) prunes a state
+// exactly when the whole bound does (g + time > ub), and gives the whole bound when it
+// does not, on random states and incumbents of random reshards under models with cuts,
+// hops, both modes and none.
+func TestTimeOverPrunesAsTime(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 31))
+	models := []cost.Model{testModel{}}
+	for _, name := range []string{"tpu-v5p", "h100", "tpu-v4"} {
+		f, ok := cost.Profile(name)
+		require.True(t, ok)
+		models = append(models, f)
+	}
+	maxMode, err := cost.Resolve([]byte(`{"base":"tpu-v5p","mode":"max"}`), "cost_model")
+	require.NoError(t, err)
+	models = append(models, maxMode)
+	pruned, kept := 0, 0
+	for i := range 300 {
+		m, shape, src, tgt := randomReshard(t, rng, 2, 256, []int64{1, 16, 128})
+		r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: models[rng.IntN(len(models))]}
+		sp, ok := newSpace(m, shape, 16, src, tgt)
+		if !ok {
+			continue
+		}
+		b := newBound(sp, r, sp.stateOf(tgt))
+		if b == nil {
+			continue
+		}
+		for _, st := range []state{sp.stateOf(src), sp.stateOf(randomSharding(rng, m, len(shape), randomPieces(rng, m), false))} {
+			whole := b.time(st)
+			g := rng.Float64() * 10
+			for _, ub := range []float64{g + whole*0.5, g + whole*0.999, g + whole, g + whole*1.001, g + whole*2, math.Inf(1)} {
+				h, over := b.timeOver(st, g, ub)
+				require.Equal(t, g+whole > ub, over, "%d %s %v %s -> %s: g %v ub %v whole %v", i, m, shape, src, tgt, g, ub, whole)
+				if over {
+					pruned++
+					require.LessOrEqual(t, h, whole)
+				} else {
+					kept++
+					require.Equal(t, whole, h)
+				}
+			}
+		}
+	}
+	t.Logf("pruned %d, kept %d", pruned, kept)
+	require.Greater(t, pruned, 100)
+}

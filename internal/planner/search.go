@@ -525,10 +525,11 @@ func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) 
 		return
 	}
 	h := old.h
+	over := g+h > s.ub
 	if !known {
-		h = s.heuristic(nx)
+		h, over = s.heuristicOver(nx, g)
 	}
-	if g+h > s.ub {
+	if over {
 		return // cannot beat the incumbent
 	}
 	if lazy {
@@ -674,6 +675,16 @@ func (s *searcher) heuristic(st state) float64 {
 		return 0
 	}
 	return s.h.time(st)
+}
+
+// heuristicOver is the heuristic of st reached at cost g and whether g plus it exceeds
+// s.ub (the state cannot beat the incumbent), which part of it may tell alone
+// (bound.timeOver).
+func (s *searcher) heuristicOver(st state, g float64) (float64, bool) {
+	if s.h == nil {
+		return 0, g > s.ub
+	}
+	return s.h.timeOver(st, g, s.ub)
 }
 
 // price is the search cost of a move: the model's time for the collective op over the
