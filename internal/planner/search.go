@@ -54,7 +54,7 @@ type node[K searchKey] struct {
 	prev      int32
 	dim, dim2 int16
 	op        opCode
-	// lazy marks a collective_permute edge priced optimistically (searcher.permLB); its
+	// lazy marks a collective_permute edge priced optimistically (permFloor, moveTime); its
 	// exact price is computed when the node is popped.
 	lazy bool
 }
@@ -511,7 +511,7 @@ func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) 
 	lazy := op == OpCollectivePermute && s.routed
 	var g float64
 	if lazy {
-		g = n.g + s.permLB(s.inBytes, st, nx)
+		g = n.g + s.permFloor(s.inBytes) // the cut part below, only if needed
 	} else {
 		g = n.g + s.price(op, group, s.inBytes, st, nx)
 	}
@@ -520,6 +520,12 @@ func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) 
 	ok := known && old.pass == rs.pass // a cost of this pass
 	if ok && old.g <= g {
 		return
+	}
+	if lazy && s.h != nil && len(s.h.cuts) > 0 {
+		g = max(g, n.g+s.h.moveTime(st, nx))
+		if ok && old.g <= g {
+			return
+		}
 	}
 	if op != OpCollectivePermute && !s.feasible(st, nx, group) {
 		return
@@ -570,7 +576,8 @@ type searcher struct {
 	noRep    bool // prune fully replicated intermediate states
 
 	prices map[priceKey]float64
-	routed bool // the model prices point-to-point steps by their traffic
+	refsOf map[uint64][]sharding.AxisRef // groupRefs' memo
+	routed bool                          // the model prices point-to-point steps by their traffic
 	// goalDirected restricts the moves to those that make progress: slices and
 	// all-to-alls only into the dim the goal puts the (first) atom in, and no dim's
 	// common prefix with its goal is gathered or moved. goalDim is that dim per atom
@@ -658,16 +665,16 @@ func (s *searcher) scratchState() state {
 	return st
 }
 
-// permLB is a lower bound on the routed price of a collective_permute of in bytes per
-// device from st to nx: the device that receives its tile takes at least in over
-// everything that can flow into one device, after at least one step of the cheapest
-// link; and the data each torus half lacks crosses into it (bound.moveTime).
-func (s *searcher) permLB(in int64, st, nx state) float64 {
-	t := s.tb.Combine(s.minLat, float64(in)/s.peakIn)
-	if s.h != nil && len(s.h.cuts) > 0 {
-		t = max(t, s.h.moveTime(st, nx))
-	}
-	return t
+// A lazy permute's lower bound (its price until it is popped) is the larger of
+// permFloor and, on torus models, the cut part bound.moveTime: the data each torus half
+// lacks crosses into it. successor adds the cut part only for states no cheaper path
+// has reached already.
+
+// permFloor is the cheap part of a lazy permute's lower bound for in bytes per device:
+// the device that receives its tile takes at least in over everything that can flow
+// into one device, after at least one step of the cheapest link.
+func (s *searcher) permFloor(in int64) float64 {
+	return s.tb.Combine(s.minLat, float64(in)/s.peakIn)
 }
 
 func (s *searcher) heuristic(st state) float64 {
@@ -723,16 +730,31 @@ func (s *searcher) price(op Op, group uint64, in int64, before, after state) flo
 	if t, ok := s.prices[key]; ok {
 		return t
 	}
+	c.Axes = s.groupRefs(group)
+	t := s.r.Model.Estimate(c).TimeUS
+	s.prices[key] = t
+	return t
+}
+
+// groupRefs is the mesh axes of the atoms in group, as (*space).price names a
+// collective's (sorted, merged), memoized per group: a group recurs on many buffer
+// sizes, and building its refs was a fifth of pricing the search's collectives.
+func (s *searcher) groupRefs(group uint64) []sharding.AxisRef {
+	if refs, ok := s.refsOf[group]; ok {
+		return refs
+	}
 	var ids []uint8
 	for a := range s.sp.atoms {
 		if group&(1<<a) != 0 {
 			ids = append(ids, uint8(a))
 		}
 	}
-	c.Axes = s.sp.refs(sortedAtoms(s.sp, ids))
-	t := s.r.Model.Estimate(c).TimeUS
-	s.prices[key] = t
-	return t
+	refs := s.sp.refs(sortedAtoms(s.sp, ids))
+	if s.refsOf == nil {
+		s.refsOf = map[uint64][]sharding.AxisRef{}
+	}
+	s.refsOf[group] = refs
+	return refs
 }
 
 // feasible is (*space).feasible with the per-dim answers memoized: a dim's answer
