@@ -1,9 +1,13 @@
-// Command replay posts request bodies (JSON lines) to a running server one after
-// another and reports the latency percentiles it saw, the status codes, and how many
-// answers were cache hits (X-Cache). BENCHMARKS.md's random-set load run:
+// Command replay posts request bodies (JSON lines) to a running server and reports the
+// latency percentiles it saw, the throughput, the status codes, and how many answers
+// were cache hits (X-Cache). BENCHMARKS.md's random-set load runs:
 //
 //	SHARDPLAN_RANDOMSET_BODIES=/tmp/rs.jsonl go test -run TestRandomSetDump ./internal/planner/
 //	go run ./scripts/load/replay -url http://127.0.0.1:8080/v1/reshard -bodies /tmp/rs.jsonl
+//
+// -concurrency N posts from N clients at once (each body once per pass, in file order
+// across the clients); -dtypes bf16,f32 posts every body once per dtype (its "dtype"
+// member replaced), which makes distinct plans of the same reshards.
 package main
 
 import (
@@ -15,6 +19,8 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,36 +28,92 @@ func main() {
 	url := flag.String("url", "http://127.0.0.1:8080/v1/reshard", "endpoint to POST to")
 	path := flag.String("bodies", "", "file of request bodies, one JSON document per line")
 	passes := flag.Int("passes", 1, "times to post the whole file")
+	conc := flag.Int("concurrency", 1, "clients posting at once")
+	dtypes := flag.String("dtypes", "", `comma-separated dtypes: post every body once with each (replacing its "dtype")`)
 	flag.Parse()
 	bodies, err := readLines(*path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if *dtypes != "" {
+		bodies = withDtypes(bodies, strings.Split(*dtypes, ","))
+	}
 	client := &http.Client{Timeout: 2 * time.Minute}
 	for pass := range *passes {
-		var lat []time.Duration
-		codes, hits := map[int]int{}, 0
-		for _, b := range bodies {
-			t0 := time.Now()
-			resp, err := client.Post(*url, "application/json", bytes.NewReader(b))
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			lat = append(lat, time.Since(t0))
-			codes[resp.StatusCode]++
-			if resp.Header.Get("X-Cache") == "hit" {
-				hits++
+		var (
+			mu         sync.Mutex
+			lat        []time.Duration
+			codes      = map[int]int{}
+			hits, next int
+			failed     error
+		)
+		work := func() {
+			for {
+				mu.Lock()
+				if next >= len(bodies) || failed != nil {
+					mu.Unlock()
+					return
+				}
+				b := bodies[next]
+				next++
+				mu.Unlock()
+				t0 := time.Now()
+				resp, err := client.Post(*url, "application/json", bytes.NewReader(b))
+				if err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				d := time.Since(t0)
+				mu.Lock()
+				lat = append(lat, d)
+				codes[resp.StatusCode]++
+				if resp.Header.Get("X-Cache") == "hit" {
+					hits++
+				}
+				mu.Unlock()
 			}
 		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range max(*conc, 1) {
+			wg.Go(work)
+		}
+		wg.Wait()
+		if failed != nil {
+			fmt.Fprintln(os.Stderr, failed)
+			os.Exit(1)
+		}
+		elapsed := time.Since(start)
 		slices.Sort(lat)
 		pct := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
-		fmt.Printf("pass %d: %d requests, p50 %v, p90 %v, p99 %v, max %v; status %v; cache hits %d\n",
-			pass+1, len(lat), pct(0.5), pct(0.9), pct(0.99), lat[len(lat)-1], codes, hits)
+		fmt.Printf("pass %d: %d requests, p50 %v, p90 %v, p99 %v, max %v; %.0f req/s; status %v; cache hits %d\n",
+			pass+1, len(lat), pct(0.5), pct(0.9), pct(0.99), lat[len(lat)-1], float64(len(lat))/elapsed.Seconds(), codes, hits)
 	}
+}
+
+// withDtypes is every body once per dtype, its "dtype" member set to it (bodies
+// without one are kept once).
+func withDtypes(bodies [][]byte, dtypes []string) [][]byte {
+	var out [][]byte
+	for _, b := range bodies {
+		i := bytes.Index(b, []byte(`"dtype":"`))
+		if i < 0 {
+			out = append(out, b)
+			continue
+		}
+		j := i + len(`"dtype":"`)
+		k := bytes.IndexByte(b[j:], '"')
+		for _, dt := range dtypes {
+			v := slices.Concat(b[:j], []byte(strings.TrimSpace(dt)), b[j+k:])
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func readLines(path string) ([][]byte, error) {
