@@ -25,8 +25,8 @@ type Traffic struct {
 	Mesh    *sharding.Mesh
 	Offsets [][]int
 	// Each calls yield for every representative transfer: from and to are mesh
-	// coordinates (valid during the call only), bytes > 0. It stops when yield returns
-	// false.
+	// coordinates (read-only, valid during the call only), bytes > 0. It stops when
+	// yield returns false.
 	Each func(yield func(from, to []int, bytes int64) bool)
 }
 

@@ -45,6 +45,7 @@ type pattern struct {
 	curMine    bool
 	withOwn    bool
 	scratch    []int
+	recvSeq    int // each's receiver count: it changes when the receiver does
 	// mixU take, as one mixed-radix number, the receiver's digits of mixV (the atoms
 	// left unpaired by size).
 	mixU, mixV []uint8
@@ -233,6 +234,7 @@ func (p *pattern) each(all bool, yield func(rd, hd []int, bytes int64) bool) {
 			return
 		}
 		// Next receiver.
+		p.recvSeq++
 		k := len(vary) - 1
 		for ; k >= 0; k-- {
 			a := vary[k]
@@ -383,8 +385,12 @@ func (p *pattern) traffic(kind cost.Kind) *cost.Traffic {
 		Mesh:    m,
 		Offsets: p.offsets(),
 		Each: func(yield func(from, to []int, bytes int64) bool) {
+			seq := -1
 			p.each(false, func(rd, hd []int, bytes int64) bool {
-				p.coords(rd, to)
+				if p.recvSeq != seq { // the receiver's coordinates, once per receiver
+					p.coords(rd, to)
+					seq = p.recvSeq
+				}
 				p.coords(hd, from)
 				return yield(from, to, bytes)
 			})
