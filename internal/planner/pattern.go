@@ -259,14 +259,17 @@ type patternWalk struct {
 	lo, hi, s  []int64
 	tb, ta, cb []int64
 	tIdx, sOwn []int64
+	ov         []int64 // per dim: the current source tile's overlap with the target (holderFrom)
+	own        []bool  // per dim: the current source tile is the receiver's own
 }
 
 func newPatternWalk(p *pattern) *patternWalk {
 	sp, n, rank := p.sp, len(p.sp.atoms), len(p.before)
 	w := &patternWalk{p: p, rd: make([]int, n), hd: make([]int, n)}
-	for _, x := range []*[]int64{&w.lo, &w.hi, &w.s, &w.tb, &w.ta, &w.cb, &w.tIdx, &w.sOwn} {
+	for _, x := range []*[]int64{&w.lo, &w.hi, &w.s, &w.tb, &w.ta, &w.cb, &w.tIdx, &w.sOwn, &w.ov} {
 		*x = make([]int64, rank)
 	}
+	w.own = make([]bool, rank)
 	for d := range rank {
 		w.cb[d] = int64(sp.count(p.before[d]))
 		w.tb[d] = sharding.CeilDiv(sp.shape[d], w.cb[d])
@@ -314,8 +317,9 @@ func (w *patternWalk) sources(yield func(rd, hd []int, bytes int64) bool) bool {
 		w.hd[a] = w.rd[p.holderOf[a]]
 	}
 	p.mix(w.rd, w.hd)
+	from := 0 // the first dim whose source tile changed since the last holderFrom
 	for {
-		bytes, mine := w.holder()
+		bytes, mine := w.holderFrom(from)
 		if p.permute && !mine {
 			p.skipKeepers(w.rd, w.hd)
 		}
@@ -334,17 +338,18 @@ func (w *patternWalk) sources(yield func(rd, hd []int, bytes int64) bool) bool {
 		if d < 0 {
 			return true
 		}
+		from = d
 	}
 }
 
-// holder sets the holder's digits of the atoms before uses from the current source
+// holderFrom sets the holder's digits of the atoms before uses from the current source
 // tile, and returns the transfer's bytes and whether the receiver holds that source
-// tile itself (nothing moves).
-func (w *patternWalk) holder() (bytes int64, mine bool) {
+// tile itself (nothing moves). Only the dims from d0 on are read again: the source
+// tiles of one receiver come in odometer order, so the dims before the one that
+// advanced keep their digits, overlaps and ownership (ov, own).
+func (w *patternWalk) holderFrom(d0 int) (bytes int64, mine bool) {
 	p, sp := w.p, w.p.sp
-	elems := int64(1)
-	mine = true
-	for d := range p.before {
+	for d := d0; d < len(p.before); d++ {
 		// Holder digits of the atoms before[d] uses: s[d] in mixed radix.
 		v := w.s[d]
 		for k := len(p.before[d]) - 1; k >= 0; k-- {
@@ -356,9 +361,15 @@ func (w *patternWalk) holder() (bytes int64, mine bool) {
 		if !p.permute {
 			st, en := w.s[d]*w.tb[d], min((w.s[d]+1)*w.tb[d], sp.shape[d])
 			ts, te := w.tIdx[d]*w.ta[d], min((w.tIdx[d]+1)*w.ta[d], sp.shape[d])
-			elems *= max(0, min(en, te)-max(st, ts))
+			w.ov[d] = max(0, min(en, te)-max(st, ts))
 		}
-		mine = mine && w.s[d] == w.sOwn[d]
+		w.own[d] = w.s[d] == w.sOwn[d]
+	}
+	elems := int64(1)
+	mine = true
+	for d := range p.before {
+		elems *= w.ov[d]
+		mine = mine && w.own[d]
 	}
 	if p.permute {
 		return p.perBytes, mine
