@@ -375,12 +375,18 @@ func (e *jsonAppender) plan(p *GraphPlan) {
 		e.b = append(e.b, `,"suggested_constraints":`...)
 		list(e, p.SuggestedConstraints, e.suggestion)
 	}
-	e.optStr(`,"suggestion_note":`, p.SuggestionNote)
-	e.optStr(`,"xla_warning":`, p.XLAWarning)
-	if len(p.XLAPath) > 0 {
-		e.strsAt(`,"xla_path":`, p.XLAPath)
-	}
+	e.xlaNotes(p.SuggestionNote, p.XLAWarning, p.XLAPath)
 	e.b = append(e.b, '}')
+}
+
+// xlaNotes writes the omitempty members strategy xla adds to a plan: suggestion_note,
+// xla_warning, xla_path.
+func (e *jsonAppender) xlaNotes(note, warning string, path []string) {
+	e.optStr(`,"suggestion_note":`, note)
+	e.optStr(`,"xla_warning":`, warning)
+	if len(path) > 0 {
+		e.strsAt(`,"xla_path":`, path)
+	}
 }
 
 // summary writes SummaryJSON.
@@ -504,11 +510,7 @@ func (e *jsonAppender) reshard(r *ReshardResponse) {
 	e.summary(&r.Summary)
 	e.key("suggested_constraints", false)
 	list(e, r.SuggestedConstraints, e.suggestion)
-	e.optStr(`,"suggestion_note":`, r.SuggestionNote)
-	e.optStr(`,"xla_warning":`, r.XLAWarning)
-	if len(r.XLAPath) > 0 {
-		e.strsAt(`,"xla_path":`, r.XLAPath)
-	}
+	e.xlaNotes(r.SuggestionNote, r.XLAWarning, r.XLAPath)
 	e.optStr(`,"source_hlo":`, r.SourceHlo)
 	e.optStr(`,"target_hlo":`, r.TargetHlo)
 	if r.Tiles != nil {

@@ -115,24 +115,22 @@ func TestStateKeysRoundTrip(t *testing.T) {
 				st[d] = append(st[d], uint8(a))
 			}
 		}
-		name := st.key()
-		dst := make(state, rank)
 		if smallPackable(sp, rank) {
-			k := packSmall(st)
-			require.True(t, k.decode(dst).equal(st), "%v", st)
-			if prev, ok := small[k]; ok {
-				require.Equal(t, prev, name, "two states share a small key")
-			}
-			small[k] = name
+			checkStateKey(t, small, packSmall(st), st)
 		}
 		if packable(sp, rank) {
-			k := packKey(st)
-			require.True(t, k.decode(dst).equal(st), "%v", st)
-			if prev, ok := packed[k]; ok {
-				require.Equal(t, prev, name, "two states share a packed key")
-			}
-			packed[k] = name
+			checkStateKey(t, packed, packKey(st), st)
 		}
 	}
 	require.Greater(t, len(small), 1000)
+}
+
+// checkStateKey checks that k decodes to st and that no other state seen (by key) had k.
+func checkStateKey[K searchKey](t *testing.T, seen map[K]string, k K, st state) {
+	t.Helper()
+	require.True(t, k.decode(make(state, len(st))).equal(st), "%v", st)
+	if prev, ok := seen[k]; ok {
+		require.Equal(t, prev, st.key(), "two states share a key")
+	}
+	seen[k] = st.key()
 }
