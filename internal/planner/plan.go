@@ -306,9 +306,10 @@ func (sp *space) greedyIncumbent(r *Request, pre []move, start, goal state) (gre
 // sideWork is what a request computes beside its search, on another goroutine: the
 // direct candidates (the all_to_all_v exchange routes every transfer: a sixth of a
 // median request of issue 12's random set) with ub, the cheapest of them without a full
-// rematerialization (+Inf: none), and the plan's bounds. The search needs ub only after
-// its first pass, which runs unbounded (search), so it waits for it there: plans and
-// expansions are those of computing it first.
+// rematerialization (+Inf: none), and the plan's bounds. The search reads ub only where
+// it bounds the exact pass (or, when the first pass reaches no goal, the greedier
+// pass's plan) and waits for it there; the anytime pass never sees it, so nothing the
+// search returns depends on when the side work ends.
 type sideWork struct {
 	run    *worker
 	direct []*Plan
@@ -320,9 +321,9 @@ type sideWork struct {
 // work is raised on the first).
 func (w *sideWork) wait() { w.run.wait() }
 
-// startSideWork starts the side work of a request after the reduction pre (start: the
-// state before it). It prices on a fork of the space (its own router and memos), so
-// the search's space is the main goroutine's alone; the candidates then point at sp.
+// startSideWork starts the side work of a request, with the arguments directCandidates
+// takes. It prices on a fork of the space (its own router and memos), so the search's
+// space is the main goroutine's alone; the candidates then point at sp.
 func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between, lb int64, greedy bool) *sideWork {
 	w := &sideWork{ub: math.Inf(1)}
 	pre = slices.Clone(pre)
