@@ -1,10 +1,9 @@
 package planner
 
 import (
-	"fmt"
 	"math"
 	"slices"
-	"strings"
+	"strconv"
 	"sync"
 
 	"github.com/shardplan/shardplan/internal/cost"
@@ -209,14 +208,8 @@ func eachGroup(sp *space, fn func(k int64, refs []sharding.AxisRef) bool) {
 // median request of issue 12's random set, once per searcher): on models that name
 // what their prices depend on (cost.Fabric.MeshKey) it is memoized across requests.
 func groupBounds(sp *space, r *Request, lb lowerBounder) (inj, lat float64, ok bool) {
-	var key string
-	if mk, isKeyed := r.Model.(interface{ MeshKey(*sharding.Mesh) string }); isKeyed {
-		var b strings.Builder
-		b.WriteString(mk.MeshKey(r.Mesh))
-		for _, a := range sp.atoms {
-			fmt.Fprintf(&b, "|%s:%d:%d", a.Name, a.Pre, a.Size)
-		}
-		key = b.String()
+	key, keyed := atomsKey(sp, r)
+	if keyed {
 		groupMemo.Lock()
 		v, hit := groupMemo.m[key]
 		groupMemo.Unlock()
@@ -245,6 +238,23 @@ func groupBounds(sp *space, r *Request, lb lowerBounder) (inj, lat float64, ok b
 		groupMemo.Unlock()
 	}
 	return inj, lat, ok
+}
+
+// atomsKey names what the heuristic's model-and-mesh memos (groupBounds, hopFamily)
+// depend on: the model's prices on the mesh (cost.Fabric.MeshKey) and sp's atoms. ok is
+// false for models that do not name their prices.
+func atomsKey(sp *space, r *Request) (string, bool) {
+	mk, ok := r.Model.(interface{ MeshKey(*sharding.Mesh) string })
+	if !ok {
+		return "", false
+	}
+	b := []byte(mk.MeshKey(r.Mesh))
+	for _, a := range sp.atoms {
+		b = append(append(append(b, '|'), a.Name...), ':')
+		b = append(strconv.AppendInt(b, int64(a.Pre), 10), ':')
+		b = strconv.AppendInt(b, int64(a.Size), 10)
+	}
+	return string(b), true
 }
 
 // groupBound is a memoized groupBounds.

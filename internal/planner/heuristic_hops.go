@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/shardplan/shardplan/internal/cost"
@@ -192,16 +190,10 @@ type hopKey struct {
 // hopFamily numbers the family of sp's atoms on r's mesh and model (0: the model does
 // not name what its prices depend on, and nothing is shared).
 func hopFamily(sp *space, r *Request) uint32 {
-	mk, ok := r.Model.(interface{ MeshKey(*sharding.Mesh) string })
+	name, ok := atomsKey(sp, r)
 	if !ok {
 		return 0
 	}
-	var b strings.Builder
-	b.WriteString(mk.MeshKey(r.Mesh))
-	for _, a := range sp.atoms {
-		fmt.Fprintf(&b, "|%s:%d:%d", a.Name, a.Pre, a.Size)
-	}
-	name := b.String()
 	hopMemo.Lock()
 	defer hopMemo.Unlock()
 	if id, ok := hopMemo.families[name]; ok {
