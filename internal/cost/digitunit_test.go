@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // TestDigitUnitScalingIsExact prices random digit permutations on one router at many
@@ -19,12 +17,7 @@ func TestDigitUnitScalingIsExact(t *testing.T) {
 	require.True(t, ok)
 	compared := 0
 	for range 200 {
-		var axes []sharding.Axis
-		for i := range 1 + rng.IntN(4) {
-			axes = append(axes, sharding.Axis{Name: string(rune('a' + i)), Size: []int{2, 4, 8, 16}[rng.IntN(4)]})
-		}
-		m, err := sharding.NewMesh("m", axes, nil)
-		require.NoError(t, err)
+		m := randomMeshOf(t, rng, 1, 4, []int{2, 4, 8, 16})
 		p := DigitPermutation{Digits: binaryDigits(m)}
 		p.Src = rng.Perm(len(p.Digits))
 		r := f.NewRouter(m)

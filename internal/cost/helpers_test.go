@@ -39,16 +39,23 @@ func randomModels(t testing.TB) []Model {
 
 var sizes = []int{1, 2, 3, 4, 5, 8, 16}
 
-// randomCase draws a mesh of up to 4 axes and a group of some of its axes or sub-axes.
-func randomCase(r *rand.Rand, t testing.TB) Collective {
+// randomMeshOf draws a mesh of least to most axes named a0, a1, ..., each of a size from
+// sizes.
+func randomMeshOf(t testing.TB, r *rand.Rand, least, most int, sizes []int) *sharding.Mesh {
 	var axes []sharding.Axis
-	for i := range 1 + r.IntN(4) {
+	for i := range least + r.IntN(most-least+1) {
 		axes = append(axes, sharding.Axis{Name: fmt.Sprintf("a%d", i), Size: sizes[r.IntN(len(sizes))]})
 	}
 	m, err := sharding.NewMesh("m", axes, nil)
 	require.NoError(t, err)
+	return m
+}
+
+// randomCase draws a mesh of up to 4 axes and a group of some of its axes or sub-axes.
+func randomCase(r *rand.Rand, t testing.TB) Collective {
+	m := randomMeshOf(t, r, 1, 4, sizes)
 	var refs []sharding.AxisRef
-	for _, a := range axes {
+	for _, a := range m.Axes {
 		if r.IntN(3) == 0 {
 			continue
 		}

@@ -75,12 +75,7 @@ func TestRouteMaxEliminationIsExact(t *testing.T) {
 	axisSizes := []int{2, 3, 4, 6, 8, 12, 16}
 	checked := 0
 	for i := range 400 {
-		var axes []sharding.Axis
-		for a := range 2 + rng.IntN(3) {
-			axes = append(axes, sharding.Axis{Name: fmt.Sprintf("a%d", a), Size: axisSizes[rng.IntN(len(axisSizes))]})
-		}
-		m, err := sharding.NewMesh("m", axes, nil)
-		require.NoError(t, err)
+		m := randomMeshOf(t, rng, 2, 4, axisSizes)
 		p := randomDigits(rng, m)
 		f := fabrics[i%len(fabrics)]
 		r := f.NewRouter(m)
@@ -134,12 +129,7 @@ func TestDigitPermutationMemoIsExact(t *testing.T) {
 	axisSizes := []int{2, 4, 6, 8, 16}
 	hits := 0
 	for i := range 60 {
-		var axes []sharding.Axis
-		for a := range 2 + rng.IntN(3) {
-			axes = append(axes, sharding.Axis{Name: fmt.Sprintf("a%d", a), Size: axisSizes[rng.IntN(len(axisSizes))]})
-		}
-		m, err := sharding.NewMesh("m", axes, nil)
-		require.NoError(t, err)
+		m := randomMeshOf(t, rng, 2, 4, axisSizes)
 		f := fabrics[i%len(fabrics)]
 		shared := f.NewRouter(m)
 		p := randomDigits(rng, m)
