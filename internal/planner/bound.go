@@ -185,6 +185,12 @@ func TimeLowerBound(r *Request) (float64, bool) {
 }
 
 func timeLowerBound(r *Request, between, total int64) (float64, bool) {
+	return timeLowerBoundIn(r, nil, between, total)
+}
+
+// timeLowerBoundIn is timeLowerBound given r's space (sp: the atoms of r.Source and
+// r.Target, as Reshard builds them; nil: built here).
+func timeLowerBoundIn(r *Request, sp *space, between, total int64) (float64, bool) {
 	tb, ok := r.Model.(timeBounder)
 	if !ok {
 		return 0, false
@@ -195,7 +201,10 @@ func timeLowerBound(r *Request, between, total int64) (float64, bool) {
 		return 0, false
 	}
 	bw := float64(between) / peak
-	sp, spOK := newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+	spOK := sp != nil
+	if !spOK {
+		sp, spOK = newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+	}
 	var start, goal state
 	if spOK {
 		start, goal = sp.stateOf(r.Source), sp.stateOf(r.Target)

@@ -27,8 +27,12 @@ func TestPlansDoNotDependOnTimingOrHistory(t *testing.T) {
 	require.True(t, ok)
 	fingerprint := func(i int) string {
 		pb := set[i]
-		p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		p, err := Reshard(context.Background(), r)
 		require.NoError(t, err)
+		// The bound the side work computes on its fork of the space is the request's.
+		tb, _ := TimeLowerBound(r)
+		require.Equal(t, tb, p.Summary.TimeLowerBoundUS, "case %d", i)
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d %.9g %.9g %d %v|", p.Summary.SearchExpansions, p.Summary.TimeUS, p.Summary.TimeLowerBoundUS, p.Summary.Collectives, p.Summary.FullRematerialization)
 		for _, c := range p.Summary.Candidates {

@@ -35,8 +35,8 @@
 // in turn. The direct candidates and the plan's time bound are computed beside the
 // search too, on a fork of the space; the search waits for them only where it needs
 // them (the exact pass's bound), so what a request returns does not depend on timing.
-// Routers (their memos of permute prices) and the heuristic's group bounds are kept
-// across requests on the same model and mesh. The exact pass leaves out the relaxed
+// Routers (their memos of permute prices) and the heuristic's group and hop bounds are
+// kept across requests on the same model and mesh. The exact pass leaves out the relaxed
 // fills and the single-atom swap and replace permutes the weighted passes try. Moves
 // are goal-directed (slices and all-to-alls into the dim that ends with the atom, or,
 // relaxed, that they fill to its goal count for a permute; a dim's common prefix with

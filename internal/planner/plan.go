@@ -348,7 +348,7 @@ func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce
 		if b := r.bounds; b != nil && b.between == between && b.lb == lb {
 			w.bounds = *b
 		} else {
-			t, ok := timeLowerBound(r, between, lb)
+			t, ok := timeLowerBoundIn(r, fork, between, lb)
 			w.bounds = reshardBounds{between: between, lb: lb, time: t, ok: ok}
 		}
 	})
