@@ -17,8 +17,9 @@ import (
 // bounded by torus cuts and by the direct candidates, which can change plans; planner/5:
 // a heuristic that adds latencies and bytes on additive models, likewise; planner/6: the
 // heuristic's hop bound and a smaller anytime pass, likewise; planner/7: the exact pass
-// beside the anytime pass, each bounded without the other's plans, likewise).
-const Version = "planner/7"
+// beside the anytime pass, each bounded without the other's plans, likewise; planner/8:
+// strategy xla's suggestions are the best chain over every list of candidate states).
+const Version = "planner/8"
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).

@@ -155,3 +155,56 @@ func TestXLASuggestsThroughRematPlanStates(t *testing.T) {
 	require.Len(t, info.Suggested, 1)
 	assert.Equal(t, "P(None, None, None, 'm')", info.Suggested[0].PartitionSpec)
 }
+
+// TestXLASuggestionsTakeTheBestChain: the suggestions are the best chain over every
+// list of candidate states (betterChain: one P() can name when the ends can, then the
+// fastest XLA plan through it); no list's chain beats the one returned, on the corpus's
+// fallbacks and a slice of the random ones.
+func TestXLASuggestionsTakeTheBestChain(t *testing.T) {
+	n := 40
+	if testing.Short() {
+		n = 12
+	}
+	f, _ := cost.Profile("tpu-v5p")
+	for i, pb := range append(corpusFallbacks(t), xlaFallbackSet(t, n)...) {
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		b := boundsOf(r)
+		out, chain, _ := suggestXLAWith(context.Background(), r, b)
+		tried := 0
+		for _, states := range suggestionStates(context.Background(), r, &b) {
+			o, c := chainThrough(context.Background(), r, states, b)
+			if c == nil {
+				continue
+			}
+			tried++
+			require.NotNil(t, chain, "case %d: list gives a chain, the search none", i)
+			assert.False(t, betterChain(r, o, c, out, chain), "case %d %s %v %s -> %s: a list's chain (%.4f µs) beats the one returned (%.4f µs)",
+				i, pb.mesh, pb.shape, pb.src, pb.tgt, c.Summary.TimeUS, chain.Summary.TimeUS)
+		}
+		if tried == 0 {
+			assert.Nil(t, chain, "case %d: a chain from no list", i)
+		}
+	}
+}
+
+// TestXLASuggestionFromAGreedyListWhenFaster: [a][b] -> [b][a] on a=2,b=3, 6x6 (a
+// pricing-corpus case). The optimal plan's states suggest {b, a} on dim 0 (XLA's plan
+// through it: 5.0 µs on tpu-v5p); a greedy one-collective-per-hop list suggests {b} on
+// dim 1, through which XLA's plan is 3.0 µs, and wins. The first list's chain used to.
+func TestXLASuggestionFromAGreedyListWhenFaster(t *testing.T) {
+	m := mustMesh(t, "a=2,b=3")
+	shape := []int64{6, 6}
+	f, _ := cost.Profile("tpu-v5p")
+	r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: mustSharding(t, m, shape, `["a","b"]`), Target: mustSharding(t, m, shape, `["b","a"]`), Model: f}
+	p, info, err := ReshardXLA(context.Background(), r)
+	require.NoError(t, err)
+	checkXLA(t, p, info)
+	require.True(t, info.Fallback)
+	require.Len(t, info.Suggested, 1)
+	assert.Equal(t, "P(None, 'b')", info.Suggested[0].PartitionSpec)
+	first, firstChain := chainThrough(context.Background(), r, suggestionStates(context.Background(), r, new(boundsOf(r)))[0], boundsOf(r))
+	require.NotNil(t, firstChain)
+	require.Len(t, first, 1)
+	assert.Equal(t, "P(('b','a'), None)", first[0].PartitionSpec, "the optimal plan's list")
+	assert.Less(t, info.Chain.Summary.TimeUS, firstChain.Summary.TimeUS)
+}
