@@ -1,7 +1,6 @@
 package api
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -524,8 +523,7 @@ func renderSteps(ctx context.Context, sw *shardingWriter, shape []int64, bits in
 				return nil, false, err
 			}
 			// Sorted by sender, as XLA prints source_target_pairs and API.md lists them.
-			sj.Pairs = planner.Pairs(m, shape, st.Before, st.After)
-			slices.SortFunc(sj.Pairs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+			sj.Pairs = planner.ByColumn(planner.Pairs(m, shape, st.Before, st.After), 0)
 		case planner.OpAllToAllV:
 			if !lists {
 				if planner.TransferCount(m, shape, st.Before, st.After) > maxRunTransfers {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -26,13 +27,21 @@ type Transfer struct {
 // per dim), the [from, to] device pairs: every device receives its new tile from one
 // holder ([id, id] when it holds it already), and no device sends twice. The holders
 // are the pattern's (pattern.go), so these are the transfers the cost model routes.
-// Cost: O(devices x rank).
+// Sorted by receiver. Cost: O(devices x rank).
 func Pairs(m *sharding.Mesh, shape []int64, before, after sharding.Sharding) [][2]int {
 	sp, ok := newSpace(m, shape, 8, before, after)
 	if !ok {
 		return pairsByScan(m, shape, before, after)
 	}
 	p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), true, 1)
+	if dp, ok := p.digitPermutation(); ok {
+		return pairsByDigits(m, dp)
+	}
+	return pairsByPattern(m, p)
+}
+
+// pairsByPattern is Pairs from the pattern's walk, every device's transfer in turn.
+func pairsByPattern(m *sharding.Mesh, p *pattern) [][2]int {
 	p.withOwn = true
 	out := make([][2]int, 0, m.NumDevices())
 	p.eachDevice(func(from, to int, _ int64) bool {
@@ -42,8 +51,49 @@ func Pairs(m *sharding.Mesh, shape []int64, before, after sharding.Sharding) [][
 		out = append(out, [2]int{m.DeviceAt(from), m.DeviceAt(to)})
 		return true
 	})
-	slices.SortFunc(out, func(a, b [2]int) int { return cmp.Compare(a[1], b[1]) })
+	return ByColumn(out, 1)
+}
+
+// pairsByDigits is Pairs when the pattern is the digit permutation dp
+// (pattern.digitPermutation): the holder of every receiver is the receiver with digit k
+// replaced by its digit Src[k], without walking tiles (TestPairsByDigitsMatchThePattern).
+func pairsByDigits(m *sharding.Mesh, dp cost.DigitPermutation) [][2]int {
+	n := m.NumDevices()
+	out := make([][2]int, n)
+	coords := make([]int, len(m.Axes))
+	digit := make([]int, len(dp.Digits))
+	for pos := range n {
+		m.Coords(pos, coords)
+		for k, dg := range dp.Digits {
+			digit[k] = coords[dg.Axis] / dg.Weight % dg.Size
+		}
+		for k, dg := range dp.Digits {
+			coords[dg.Axis] += (digit[dp.Src[k]] - digit[k]) * dg.Weight
+		}
+		to := m.DeviceAt(pos)
+		out[to] = [2]int{m.DeviceAt(m.PositionOfCoords(coords)), to}
+	}
 	return out
+}
+
+// ByColumn orders pairs by their column c (0 the sender, 1 the receiver). When that
+// column is a permutation of 0..len-1 (every device once, as in a collective_permute's
+// pairs) each pair is put in place in one pass; otherwise they are sorted, stably. The
+// result may reuse pairs' array.
+func ByColumn(pairs [][2]int, c int) [][2]int {
+	n := len(pairs)
+	placed := make([][2]int, n)
+	seen := make([]bool, n)
+	for _, pr := range pairs {
+		k := pr[c]
+		if k < 0 || k >= n || seen[k] {
+			slices.SortStableFunc(pairs, func(a, b [2]int) int { return cmp.Compare(a[c], b[c]) })
+			return pairs
+		}
+		seen[k] = true
+		placed[k] = pr
+	}
+	return placed
 }
 
 // pairsByScan is Pairs for shardings that fit no common atom space: holders in device

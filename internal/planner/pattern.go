@@ -622,27 +622,35 @@ func (p *pattern) eachDevice(yield func(fromPos, toPos int, bytes int64) bool) {
 	for a := range p.sp.atoms {
 		hasAtoms[p.axis[a]] = true
 	}
+	// The axes no atom covers: every transfer repeats along them, with the same
+	// coordinate at both ends (an odometer over them, major first).
+	var free []int
+	for i, ok := range hasAtoms {
+		if !ok {
+			free = append(free, i)
+		}
+	}
 	p.each(true, func(rd, hd []int, bytes int64) bool {
 		p.coords(rd, to)
 		p.coords(hd, from)
-		var rec func(i int) bool
-		rec = func(i int) bool {
-			if i == len(m.Axes) {
-				return yield(m.PositionOfCoords(from), m.PositionOfCoords(to), bytes)
+		for {
+			if !yield(m.PositionOfCoords(from), m.PositionOfCoords(to), bytes) {
+				return false
 			}
-			if hasAtoms[i] {
-				return rec(i + 1)
-			}
-			for c := range m.Axes[i].Size {
-				from[i], to[i] = c, c
-				if !rec(i + 1) {
-					return false
+			k := len(free) - 1
+			for ; k >= 0; k-- {
+				i := free[k]
+				from[i]++
+				to[i] = from[i]
+				if from[i] < m.Axes[i].Size {
+					break
 				}
+				from[i], to[i] = 0, 0
 			}
-			from[i], to[i] = 0, 0
-			return true
+			if k < 0 {
+				return true
+			}
 		}
-		return rec(0)
 	})
 }
 

@@ -103,9 +103,10 @@ func TestPropertyPatternPricingIsExact(t *testing.T) {
 			if permute {
 				pairs := Pairs(m, shape, src, tgt)
 				senders := map[int]bool{}
-				for _, pr := range pairs {
+				for i, pr := range pairs {
 					require.False(t, senders[pr[0]], "%s: device %d sends twice", name, pr[0])
 					senders[pr[0]] = true
+					require.Equal(t, i, pr[1], "%s: pairs by receiver, each device once", name)
 				}
 			}
 		}
