@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -145,4 +147,59 @@ func TestSideWorkPanicReachesTheCaller(t *testing.T) {
 	assert.Contains(t, wp.Error(), "planner goroutine")
 	_, err := Reshard(context.Background(), req())
 	require.NoError(t, err)
+}
+
+// TestWorkerRunsOnceWhereverItRuns: a worker's fn runs exactly once, on the goroutine
+// started for it or, when that one has not begun, on the goroutine that waits; drop
+// gives up an unstarted fn; a panic is raised on the first wait only, wherever it ran.
+func TestWorkerRunsOnceWhereverItRuns(t *testing.T) {
+	t.Run("unstarted: wait runs it", func(t *testing.T) {
+		runs := 0
+		w := newWorker(func() { runs++ })
+		w.wait()
+		w.wait()
+		go w.run() // a late goroutine finds it claimed
+		w.wait()
+		assert.Equal(t, 1, runs)
+	})
+	t.Run("started: wait waits", func(t *testing.T) {
+		var runs atomic.Int32
+		begun, release := make(chan struct{}), make(chan struct{})
+		w := goWorker(func() {
+			runs.Add(1)
+			close(begun)
+			<-release
+		})
+		<-begun
+		waited := make(chan struct{})
+		go func() { w.wait(); close(waited) }()
+		select {
+		case <-waited:
+			t.Fatal("wait returned before fn did")
+		case <-time.After(20 * time.Millisecond):
+		}
+		close(release)
+		<-waited
+		assert.Equal(t, int32(1), runs.Load())
+	})
+	t.Run("drop gives up an unstarted fn", func(t *testing.T) {
+		runs := 0
+		w := newWorker(func() { runs++ })
+		w.drop()
+		w.run()
+		w.wait()
+		assert.Zero(t, runs)
+	})
+	t.Run("a panic inline is raised once", func(t *testing.T) {
+		w := newWorker(func() { panic("boom") })
+		got := func() (rec any) {
+			defer func() { rec = recover() }()
+			w.wait()
+			return nil
+		}()
+		wp, ok := got.(*workerPanic)
+		require.True(t, ok, "%T", got)
+		assert.Equal(t, "boom", wp.value)
+		assert.NotPanics(t, w.wait)
+	})
 }

@@ -34,7 +34,8 @@
 // greedier pass (f = g + 16h, the relaxed fills, an eighth) and then the exact pass run
 // in turn. The direct candidates and the plan's time bound are computed beside the
 // search too, on a fork of the space; the search waits for them only where it needs
-// them (the exact pass's bound), so what a request returns does not depend on timing.
+// them (the exact pass's bound), so what a request returns does not depend on timing;
+// work whose goroutine has not begun when it is needed is done by the request itself.
 // Routers (their memos of permute prices) and the heuristic's group and hop bounds are
 // kept across requests on the same model and mesh. The exact pass leaves out the relaxed
 // fills and the single-atom swap and replace permutes the weighted passes try. Moves

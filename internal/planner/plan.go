@@ -239,7 +239,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		greedy, ub := sp.greedyIncumbent(r, pre, start, goal)
 		cands = append(cands, greedy...)
 		side = sp.startSideWork(r, pre, start, goal, reduce, between, lb, !math.IsInf(ub, 1))
-		defer side.wait()
+		defer side.run.drop()
 		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub, func() float64 {
 			side.wait()
 			return side.ub
@@ -310,7 +310,9 @@ func (sp *space) greedyIncumbent(r *Request, pre []move, start, goal state) (gre
 // rematerialization (+Inf: none), and the plan's bounds. The search reads ub only where
 // it bounds the exact pass (or, when the first pass reaches no goal, the greedier
 // pass's plan) and waits for it there; the anytime pass never sees it, so nothing the
-// search returns depends on when the side work ends.
+// search returns depends on when the side work ends. It is a worker: when the request
+// needs it before its goroutine has begun (a second core waking from idle can take
+// hundreds of µs), the request computes it itself.
 type sideWork struct {
 	run    *worker
 	direct []*Plan

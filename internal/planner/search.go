@@ -267,7 +267,9 @@ func (s *searcher) run(ctx context.Context, start state, budget int) ([]move, in
 // space. The exact pass is bounded by ub and by later's plan, not by what the anytime
 // pass finds (on issue 12's random set that costs 1.5% more expansions and changes no
 // plan), so what both return does not depend on their timing. The exact pass's plan
-// is returned when it is at most the anytime pass's best, else that best.
+// is returned when it is at most the anytime pass's best, else that best. When the
+// anytime pass ends before the exact pass's goroutine has begun, the request runs the
+// exact pass itself (worker).
 func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, ub float64, later func() float64, first []move, firstG float64, spent int) ([]move, int, bool, error) {
 	type result struct {
 		mv     []move
@@ -297,11 +299,12 @@ func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, 
 	if found && s.goalG < ub {
 		ub, first, firstG = s.goalG, mv, s.goalG
 	}
-	exact.wait()
-	spent += ex.n
 	if err != nil {
+		exact.drop()
 		return nil, spent, false, err
 	}
+	exact.wait()
+	spent += ex.n
 	sp.searchExact = !ex.capped
 	if ex.err != nil {
 		return nil, spent, false, ex.err

@@ -6,12 +6,18 @@ import (
 	"sync/atomic"
 )
 
-// worker is work a request runs on a goroutine of its own (the side work of Reshard,
-// the exact pass beside the anytime pass). A panic there would end the process, where
-// the same panic on the request's goroutine reaches the server's recovery (a 500 for
-// that request); so the worker recovers it and wait raises it again on the goroutine
-// that waits, once, with the worker's stack.
+// worker is work a request may run on a goroutine of its own (the side work of Reshard,
+// the exact pass beside the anytime pass). Whoever comes to it first runs it: the
+// goroutine goWorker starts, or the request's goroutine when it waits for the result
+// before that goroutine has been scheduled (after an idle spell a second core can take
+// hundreds of µs to wake; the request then does the work itself rather than wait).
+// What it computes does not depend on where it runs. A panic there would end the
+// process, where the same panic on the request's goroutine reaches the server's
+// recovery (a 500 for that request); so the worker recovers it and wait raises it again
+// on the goroutine that waits, once, with the worker's stack.
 type worker struct {
+	fn       func()
+	claimed  atomic.Bool
 	done     chan struct{}
 	panicked *workerPanic
 	raised   atomic.Bool
@@ -27,30 +33,53 @@ func (p *workerPanic) Error() string {
 	return fmt.Sprintf("%v (on a planner goroutine)\n%s", p.value, p.stack)
 }
 
-// goWorker runs fn on a new goroutine.
+// goWorker offers fn to a new goroutine (wait runs it if that goroutine has not begun).
 func goWorker(fn func()) *worker {
-	w := &worker{done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		defer func() {
-			switch p := recover().(type) {
-			case nil:
-			case *workerPanic:
-				w.panicked = p // another worker's, raised where this one waited for it
-			default:
-				w.panicked = &workerPanic{value: p, stack: debug.Stack()}
-			}
-		}()
-		fn()
-	}()
+	w := newWorker(fn)
+	go w.run()
 	return w
 }
 
-// wait blocks until the worker's fn has returned; the first wait after it panicked
-// panics with a *workerPanic (any number of calls, from any goroutine).
+// newWorker is a worker no goroutine has been started for: wait runs it.
+func newWorker(fn func()) *worker {
+	return &worker{fn: fn, done: make(chan struct{})}
+}
+
+// run runs fn unless it has been claimed already, recovering a panic for wait.
+func (w *worker) run() {
+	if !w.claimed.CompareAndSwap(false, true) {
+		return
+	}
+	defer close(w.done)
+	defer func() {
+		switch p := recover().(type) {
+		case nil:
+		case *workerPanic:
+			w.panicked = p // another worker's, raised where this one waited for it
+		default:
+			w.panicked = &workerPanic{value: p, stack: debug.Stack()}
+		}
+	}()
+	w.fn()
+}
+
+// wait runs fn on the calling goroutine if no goroutine has begun it, else blocks until
+// it has returned; the first wait after it panicked panics with a *workerPanic (any
+// number of calls, from any goroutine).
 func (w *worker) wait() {
+	w.run()
 	<-w.done
 	if w.panicked != nil && w.raised.CompareAndSwap(false, true) {
 		panic(w.panicked)
 	}
+}
+
+// drop gives up fn if no goroutine has begun it, then waits for one that has (a request
+// that ends early, with an error, leaves nothing running behind it). A panic is not
+// raised again.
+func (w *worker) drop() {
+	if w.claimed.CompareAndSwap(false, true) {
+		close(w.done)
+	}
+	<-w.done
 }
