@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,4 +208,33 @@ func TestXLASuggestionFromAGreedyListWhenFaster(t *testing.T) {
 	require.Len(t, first, 1)
 	assert.Equal(t, "P(('b','a'), None)", first[0].PartitionSpec, "the optimal plan's list")
 	assert.Less(t, info.Chain.Summary.TimeUS, firstChain.Summary.TimeUS)
+}
+
+// TestXLASuggestionDump writes, for the pricing corpus's fallbacks and 200 random ones,
+// one tab-separated line per fallback: its number, the time of XLA's plan through the
+// suggestions (0: none), how many there are, their Shardy texts joined by " | ", and
+// whether a note stands in. scripts/compare_suggestions.py compares two dumps.
+//
+//	SHARDPLAN_SUGGEST_OUT=/tmp/after.txt go test -run TestXLASuggestionDump ./internal/planner/
+func TestXLASuggestionDump(t *testing.T) {
+	out := os.Getenv("SHARDPLAN_SUGGEST_OUT")
+	if out == "" {
+		t.Skip("set SHARDPLAN_SUGGEST_OUT to write the fallbacks' suggestions")
+	}
+	f, _ := cost.Profile("tpu-v5p")
+	var sb strings.Builder
+	for i, pb := range append(corpusFallbacks(t), xlaFallbackSet(t, 200)...) {
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		sugg, chain, note := suggestXLA(context.Background(), r)
+		texts := make([]string, len(sugg))
+		for k, s := range sugg {
+			texts[k] = s.Shardy
+		}
+		tm := 0.0
+		if chain != nil {
+			tm = chain.Summary.TimeUS
+		}
+		fmt.Fprintf(&sb, "%d\t%.4f\t%d\t%s\t%v\n", i, tm, len(sugg), strings.Join(texts, " | "), note != "")
+	}
+	require.NoError(t, os.WriteFile(out, []byte(sb.String()), 0o644))
 }

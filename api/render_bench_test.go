@@ -1,0 +1,85 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardplan/shardplan/internal/cache"
+	"github.com/shardplan/shardplan/internal/planner"
+)
+
+// BenchmarkReshardRender times what a reshard miss costs the server after the planner:
+// rendering the plan's steps (pairs, transfers, shardings) and encoding the answer, per
+// request, over the request bodies in SHARDPLAN_RANDOMSET_BODIES (skipped without;
+// planner's TestRandomSetDump writes issue 12's random set there). Each body is planned
+// once before the timer starts; the percentiles are per answer, in µs.
+//
+//	SHARDPLAN_RANDOMSET_BODIES=/tmp/rs.jsonl go test -run TestRandomSetDump ./internal/planner/
+//	SHARDPLAN_RANDOMSET_BODIES=/tmp/rs.jsonl go test -run '^$' -bench BenchmarkReshardRender -benchtime 20x ./api/
+func BenchmarkReshardRender(b *testing.B) {
+	path := os.Getenv("SHARDPLAN_RANDOMSET_BODIES")
+	if path == "" {
+		b.Skip("set SHARDPLAN_RANDOMSET_BODIES to a file of reshard request bodies, one per line")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	c, err := cache.Open(cache.Config{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	s, err := New(Deps{Memo: c})
+	if err != nil {
+		b.Fatal(err)
+	}
+	type planned struct {
+		in *reshardInput
+		p  *planner.Plan
+	}
+	var set []planned
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		in := &reshardInput{include: map[string]bool{}}
+		if err := decodeBytes(sc.Bytes(), &in.req); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.prepareReshard(in); err != nil {
+			b.Fatal(err)
+		}
+		preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops}
+		p, err := planner.Reshard(context.Background(), preq)
+		if err != nil {
+			b.Fatal(err)
+		}
+		set = append(set, planned{in, p})
+	}
+	var lat []float64
+	for b.Loop() {
+		for _, x := range set {
+			t0 := time.Now()
+			resp, err := s.renderPlan(context.Background(), x.in, x.p, nil, s.newBudget())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := encodePlanned(resp, resp.verdict); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, float64(time.Since(t0).Nanoseconds())/1e3)
+		}
+	}
+	slices.Sort(lat)
+	for _, q := range []struct {
+		name string
+		at   float64
+	}{{"p30", 0.3}, {"p50", 0.5}, {"p70", 0.7}, {"p90", 0.9}} {
+		b.ReportMetric(lat[int(q.at*float64(len(lat)))], q.name+"-µs")
+	}
+}
