@@ -83,7 +83,7 @@ type bound struct {
 	goalElems float64   // E|T|: average goal tile elements (exact: sum of tiles / N)
 	goalPad   []float64 // padded goal tile length per dim
 	ov        map[string]float64
-	ovPacked  map[uint64]float64 // ov's entries whose key packs into a word
+	ovCache   *[ovCacheSize]ovEntry // ov's entries whose key packs into a word, direct-mapped
 	buf       []byte
 
 	// The cut bound (models that know their links): cuts lists the torus half-cuts
@@ -116,7 +116,7 @@ func newBound(sp *space, r *Request, goal state) *bound {
 		return nil
 	}
 	b := &bound{sp: sp, goal: goal, goalCount: make([]int, len(goal)), elemBytes: float64(r.ElemBits) / 8,
-		goalElems: 1, goalPad: make([]float64, len(goal)), ov: map[string]float64{}, ovPacked: map[uint64]float64{}}
+		goalElems: 1, goalPad: make([]float64, len(goal)), ov: map[string]float64{}, ovCache: new([ovCacheSize]ovEntry)}
 	for d, ids := range goal {
 		c := int64(sp.count(ids))
 		b.goalCount[d] = int(c)
@@ -409,6 +409,20 @@ func (b *bound) missing(st state) float64 {
 	return b.goalElems - inter
 }
 
+// ovCacheBits sizes the heuristic's overlap cache: a direct-mapped table of the
+// overlaps whose key packs into a word (a miss, or a slot another key took, computes the
+// overlap again, so the values are exact; a table lookup costs a fifth of a map's).
+const (
+	ovCacheBits = 9
+	ovCacheSize = 1 << ovCacheBits
+)
+
+// ovEntry is a slot of the overlap cache: the packed key (0: empty) and its overlap.
+type ovEntry struct {
+	key uint64
+	v   float64
+}
+
 // overlap is E[ov_d]: the average over devices of the overlap, along dim d, of a
 // device's range under atoms ids and under the goal's atoms.
 func (b *bound) overlap(d int, ids []uint8) float64 {
@@ -425,12 +439,11 @@ func (b *bound) overlap(d int, ids []uint8) float64 {
 		for i, a := range ids {
 			k |= uint64(a+1) << (6 * i)
 		}
-		v, ok := b.ovPacked[k]
-		if !ok {
-			v = b.computeOverlap(D, ids, g)
-			b.ovPacked[k] = v
+		e := &b.ovCache[(k*0x9E3779B97F4A7C15)>>(64-ovCacheBits)]
+		if e.key != k || k == 0 {
+			e.key, e.v = k, b.computeOverlap(D, ids, g)
 		}
-		return v
+		return e.v
 	}
 	b.buf = append(append(b.buf[:0], byte(d)), ids...)
 	if v, ok := b.ov[string(b.buf)]; ok {

@@ -139,7 +139,7 @@ func (hb *hopBound) dist(st state) float64 {
 	if v, ok := hb.memo[key]; ok {
 		return v
 	}
-	shared := hopKey{hb.family, key}
+	shared := hopKey{uint64(hb.family), key}
 	if hb.family != 0 {
 		hopMemo.Lock()
 		v, ok := hopMemo.m[shared]
@@ -181,9 +181,10 @@ const (
 	maxHopFamilies = 1 << 12
 )
 
-// hopKey is a memoized hop bound: its family and its packed labels.
+// hopKey is a memoized hop bound: its family and its packed labels (two words without
+// padding: the map hashes them as memory).
 type hopKey struct {
-	family uint32
+	family uint64
 	labels uint64
 }
 

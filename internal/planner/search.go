@@ -156,7 +156,7 @@ type seen struct {
 // searchMemo is what the passes of one search share: the states seen, with their
 // heuristics (computed once per search, not once per pass), and the queue's buffers.
 type searchMemo[K searchKey] struct {
-	best map[K]seen
+	best *stateTable[K]
 	q    openQueue[K]
 	pass int32
 	// perm memoizes the routed price of a collective_permute by its two states (the
@@ -352,8 +352,8 @@ var smallMemoPool sync.Pool
 
 // recycle puts m, cleared, into pool unless its tables grew past maxPooledStates.
 func (m *searchMemo[K]) recycle(pool *sync.Pool) {
-	if len(m.best) <= maxPooledStates && len(m.perm) <= maxPooledStates && cap(m.q.nodes) <= 4*maxPooledStates {
-		clear(m.best)
+	if m.best.len() <= maxPooledStates && len(m.perm) <= maxPooledStates && cap(m.q.nodes) <= 4*maxPooledStates {
+		m.best.clear()
 		clear(m.perm)
 		m.q.nodes, m.q.idx, m.pass = m.q.nodes[:0], m.q.idx[:0], 0
 		pool.Put(m)
@@ -373,7 +373,7 @@ func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf
 			x = memoPool.Get()
 		}
 		if m, _ = x.(*searchMemo[K]); m == nil {
-			m = &searchMemo[K]{best: map[K]seen{}, perm: map[[2]K]float64{}}
+			m = &searchMemo[K]{best: newStateTable[K](), perm: map[[2]K]float64{}}
 		}
 		s.memo = m
 	}
@@ -382,12 +382,12 @@ func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf
 	rs := &searchRun[K]{s: s, q: &m.q, best: m.best, perm: m.perm, pass: m.pass, keyOf: keyOf}
 	rs.cur, rs.curSt, rs.parentSt = &rs.curNode, s.scratchState(), s.scratchState()
 	startKey := keyOf(start)
-	e, ok := m.best[startKey]
+	e, ok := m.best.get(startKey)
 	h0 := e.h
 	if !ok {
 		h0 = s.heuristic(start)
 	}
-	rs.best[startKey] = seen{0, h0, rs.pass}
+	rs.best.put(startKey, seen{0, h0, rs.pass})
 	rs.push(startKey, 0, h0, 0, -1, 0, 0, 0, false)
 	goalKey := keyOf(s.goal)
 	q := rs.q
@@ -400,7 +400,7 @@ func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf
 			rs.priceLazy(n)
 			continue
 		}
-		if b := rs.best[n.key]; b.g < n.g {
+		if b, _ := rs.best.get(n.key); b.g < n.g {
 			continue // a cheaper path to this state was pushed after this one
 		} else if n.g+b.h > s.ub {
 			continue // an anytime pass found a plan this node cannot beat since it was queued
@@ -437,7 +437,7 @@ func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf
 type searchRun[K searchKey] struct {
 	s               *searcher
 	q               *openQueue[K]
-	best            map[K]seen // entries of earlier passes count for their h only
+	best            *stateTable[K] // entries of earlier passes count for their h only
 	perm            map[[2]K]float64
 	pass            int32
 	keyOf           func(state) K
@@ -470,11 +470,12 @@ func (rs *searchRun[K]) priceLazy(n *node[K]) {
 		rs.perm[[2]K{parent.key, n.key}] = t
 	}
 	g := parent.g + t
-	if b, ok := rs.best[n.key]; ok && b.g <= g {
+	b, ok := rs.best.get(n.key)
+	if ok && b.g <= g {
 		return
 	}
-	h := rs.best[n.key].h
-	rs.best[n.key] = seen{g, h, rs.pass}
+	h := b.h
+	rs.best.put(n.key, seen{g, h, rs.pass})
 	if g+h > s.ub {
 		return
 	}
@@ -519,7 +520,7 @@ func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) 
 		g = n.g + s.price(op, group, s.inBytes, st, nx)
 	}
 	k := rs.keyOf(nx)
-	old, known := rs.best[k]
+	old, known := rs.best.get(k)
 	ok := known && old.pass == rs.pass // a cost of this pass
 	if ok && old.g <= g {
 		return
@@ -543,12 +544,12 @@ func (rs *searchRun[K]) successor(nx state, op Op, dim, dim2 int, group uint64) 
 	}
 	if lazy {
 		if !ok {
-			rs.best[k] = seen{math.Inf(1), h, rs.pass} // remember h; no exact cost yet
+			rs.best.put(k, seen{math.Inf(1), h, rs.pass}) // remember h; no exact cost yet
 		}
 		rs.push(k, g, h, n.steps+1, rs.curIdx, codeOf(op), dim, dim2, true)
 		return
 	}
-	rs.best[k] = seen{g, h, rs.pass}
+	rs.best.put(k, seen{g, h, rs.pass})
 	rs.push(k, g, h, n.steps+1, rs.curIdx, codeOf(op), dim, dim2, false)
 }
 
