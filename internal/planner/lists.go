@@ -168,6 +168,9 @@ func Transfers(m *sharding.Mesh, shape []int64, elemBits int, before, after shar
 	return out
 }
 
+// transferSlab is how many transfers' range lists eachTransfer allocates at once.
+const transferSlab = 256
+
 // ctxCheckEvery is how many transfers are built between two checks of the context.
 const ctxCheckEvery = 1024
 
@@ -175,11 +178,17 @@ const ctxCheckEvery = 1024
 // every ctxCheckEvery transfers, and per device).
 func TransfersContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) ([]Transfer, error) {
 	var out []Transfer
+	if n := TransferCount(m, shape, before, after); n > 0 {
+		out = make([]Transfer, 0, min(n, 1<<21)) // at most a few too many: the kept tiles
+	}
 	if err := eachTransfer(ctx, m, shape, elemBits, before, after, func(t Transfer) bool {
 		out = append(out, t)
 		return true
 	}); err != nil {
 		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	slices.SortFunc(out, func(a, b Transfer) int {
 		if c := cmp.Compare(a.To, b.To); c != 0 {
@@ -218,13 +227,21 @@ func eachTransfer(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits
 	p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), false, 0)
 	var err error
 	n := 0
+	var slab Range // the three range lists of transfers to come, carved in turn
+	next := 8      // transfers in the next slab: doubling up to transferSlab
 	p.eachDevice(func(from, to int, bytes int64) bool {
 		if n++; n%ctxCheckEvery == 0 {
 			if err = ctx.Err(); err != nil {
 				return false
 			}
 		}
-		t := Transfer{From: m.DeviceAt(from), To: m.DeviceAt(to), Bytes: bytes, Ranges: make(Range, rank), SourceLocal: make(Range, rank), TargetLocal: make(Range, rank)}
+		if len(slab) < 3*rank {
+			slab = make(Range, 3*rank*next)
+			next = min(2*next, transferSlab)
+		}
+		t := Transfer{From: m.DeviceAt(from), To: m.DeviceAt(to), Bytes: bytes,
+			Ranges: slab[:rank:rank], SourceLocal: slab[rank : 2*rank : 2*rank], TargetLocal: slab[2*rank : 3*rank : 3*rank]}
+		slab = slab[3*rank:]
 		for d := range rank {
 			ss, se := lb.Range(d, int(p.curS[d]))
 			ts, te := la.Range(d, int(p.curT[d]))
