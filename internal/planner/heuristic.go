@@ -411,7 +411,8 @@ func (b *bound) missing(st state) float64 {
 
 // ovCacheBits sizes the heuristic's overlap cache: a direct-mapped table of the
 // overlaps whose key packs into a word (a miss, or a slot another key took, computes the
-// overlap again, so the values are exact; a table lookup costs a fifth of a map's).
+// overlap again, so the values are exact). The map it replaces took about 6% of a
+// median request's search on issue 12's random set, in hashing and probing.
 const (
 	ovCacheBits = 9
 	ovCacheSize = 1 << ovCacheBits
