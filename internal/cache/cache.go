@@ -258,11 +258,22 @@ func (c *Cache) set(ctx context.Context, key string, value []byte) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	err := c.store.Set(wctx, key, seal(key, value), c.cfg.TTL)
+	var err error
+	if k, ok := c.store.(keeper); ok {
+		err = k.Keep(wctx, key, seal(key, value), c.cfg.TTL) // a fresh entry: nobody else holds it
+	} else {
+		err = c.store.Set(wctx, key, seal(key, value), c.cfg.TTL)
+	}
 	c.m.duration.WithLabelValues(opSet).Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.m.errors.WithLabelValues(opSet).Inc()
 	}
+}
+
+// keeper is a Store that can keep a value without copying it (LRU, Near): the caller
+// hands the value over and does not modify it afterwards.
+type keeper interface {
+	Keep(ctx context.Context, key string, value []byte, ttl time.Duration) error
 }
 
 // Status is the cache's readiness, for /readyz.

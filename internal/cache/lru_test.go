@@ -109,6 +109,11 @@ func TestLRUOversizeAndReplace(t *testing.T) {
 	v, _, _ := l.Get(ctx, "copy")
 	assert.Equal(t, "abcd", string(v), "Set copies the value")
 
+	kept := []byte("wxyz")
+	require.NoError(t, l.Keep(ctx, "kept", kept, 0))
+	v, _, _ = l.Get(ctx, "kept")
+	assert.Same(t, &kept[0], &v[0], "Keep stores the value handed over, without a copy")
+
 	require.NoError(t, l.Close())
 	assert.Equal(t, 0, l.Len())
 	assert.Equal(t, int64(0), l.Bytes())

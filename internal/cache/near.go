@@ -96,6 +96,13 @@ func (n *Near) Set(ctx context.Context, key string, value []byte, ttl time.Durat
 	return n.far.Set(ctx, key, value, ttl)
 }
 
+// Keep is Set with value handed over to the near copy (LRU.Keep); the shared store
+// only reads it.
+func (n *Near) Keep(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	_ = n.near.Keep(ctx, key, value, ttl)
+	return n.far.Set(ctx, key, value, ttl)
+}
+
 // Ping implements Store.
 func (n *Near) Ping(ctx context.Context) error { return n.far.Ping(ctx) }
 

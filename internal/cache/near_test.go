@@ -76,6 +76,15 @@ func TestNearStore(t *testing.T) {
 		}
 		assert.Equal(t, before, far.reads(), "no round trip for a near hit")
 	})
+	t.Run("a kept value lands in both levels, the near one without a copy", func(t *testing.T) {
+		kept := []byte("plan k")
+		require.NoError(t, n.Keep(ctx, "k", kept, time.Hour))
+		assert.Equal(t, "plan k", string(far.m["k"]))
+		v, ok, err := n.Get(ctx, "k")
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Same(t, &kept[0], &v[0])
+	})
 	t.Run("another replica's write is read once from the shared store", func(t *testing.T) {
 		far.m["b"] = []byte("plan b")
 		before := far.reads()
