@@ -205,7 +205,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	if wantsMLIR(r) {
 		return s.graphMLIR(w, r, body)
 	}
-	return s.respondExact(w, r, "graph", body, false, func(ctx context.Context, _ bool) ([]byte, bool, error) {
+	return s.respondExact(w, r, "graph", body, false, func(ctx context.Context, _ bool, ref *string) ([]byte, bool, error) {
 		in, err := s.prepareGraph(body)
 		if err != nil {
 			return nil, false, err
@@ -220,7 +220,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 				return nil, err
 			}
 			return &planned{body: body, verdict: resp.verdict}, nil
-		}, readGraphVerdict)
+		}, readGraphVerdict, ref)
 	})
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -89,35 +90,69 @@ func exactKey(route string, text bool, body []byte) string {
 // which returns the 200 body and whether the canonical plan was a hit. offersText says
 // whether the route answers text/plain to an Accept asking for it; compute is told which
 // to produce. X-Cache is hit when either memo answered.
+//
+// When compute's body is the plan memo's entry itself (compute sets ref to its plan id)
+// and the memo can look plans up, the exact-request memo stores a reference to the plan
+// instead of a second copy of the body (refPrefix, then the plan id): a large answer is
+// sealed and kept once, not twice. A reference whose plan is gone (evicted, expired, or
+// its store unreachable) is answered by the full path.
 func (s *Server) respondExact(w http.ResponseWriter, r *http.Request, route string, body []byte, offersText bool,
-	compute func(ctx context.Context, text bool) (out []byte, planHit bool, err error)) error {
+	compute func(ctx context.Context, text bool, ref *string) (out []byte, planHit bool, err error)) error {
 	text := offersText && wantsText(r)
-	var planHit bool
-	stored, hit, err := s.memo.Do(r.Context(), exactKey(route, text, body), func(ctx context.Context) ([]byte, error) {
+	lookup, canRef := s.memo.(PlanLookup)
+	full := func(ctx context.Context) (out []byte, planHit bool, ref string, err error) {
 		// Only work that is not answered from the memo takes slots (admission.go).
 		release, err := s.admit(ctx)
 		if err != nil {
-			return nil, err
+			return nil, false, "", err
 		}
 		defer release()
-		out, h, err := compute(ctx, text)
+		out, planHit, err = compute(ctx, text, &ref)
+		return out, planHit, ref, err
+	}
+	var fresh []byte
+	var planHit bool
+	stored, hit, err := s.memo.Do(r.Context(), exactKey(route, text, body), func(ctx context.Context) ([]byte, error) {
+		out, h, ref, err := full(ctx)
 		if err != nil {
 			return nil, err
 		}
-		planHit = h
+		fresh, planHit = out, h
+		if canRef && ref != "" {
+			return append([]byte(refPrefix), ref...), nil
+		}
 		return out, nil
 	})
 	if err != nil {
 		return err
+	}
+	answer := stored
+	switch id, isRef := bytes.CutPrefix(stored, []byte(refPrefix)); {
+	case fresh != nil:
+		answer = fresh // this request computed it
+	case isRef:
+		b, ok, lerr := lookup.Lookup(r.Context(), string(id))
+		if lerr != nil || !ok {
+			var ferr error
+			if b, planHit, _, ferr = full(r.Context()); ferr != nil {
+				return ferr
+			}
+			hit = false
+		}
+		answer = b
 	}
 	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit || planHit])
 	ct := "application/json"
 	if text {
 		ct = "text/plain; charset=utf-8"
 	}
-	writeBody(w, http.StatusOK, ct, stored)
+	writeBody(w, http.StatusOK, ct, answer)
 	return nil
 }
+
+// refPrefix starts an exact-request memo entry that refers to a plan memo entry; no
+// answer (JSON or a diagram) starts with a NUL byte.
+const refPrefix = "\x00plan:"
 
 // readBody reads r's body (capped by limitBody), mapping the cap to 413.
 func readBody(r *http.Request) ([]byte, error) {

@@ -66,7 +66,7 @@ type planned struct {
 // reads the verdict of an answer memoized without one. planHit says whether the memo
 // answered.
 func (s *Server) answerPlanned(ctx context.Context, key string, policy *Policy, text bool,
-	plan func(context.Context) (*planned, error), readVerdict func(body []byte) (*verdict, error)) (out []byte, planHit bool, err error) {
+	plan func(context.Context) (*planned, error), readVerdict func(body []byte) (*verdict, error), ref *string) (out []byte, planHit bool, err error) {
 	var fresh *planned
 	body, hit, err := s.memo.Do(ctx, key, func(ctx context.Context) ([]byte, error) {
 		p, err := plan(ctx)
@@ -81,6 +81,7 @@ func (s *Server) answerPlanned(ctx context.Context, key string, policy *Policy, 
 	}
 	checks := policy.forbidsRemat()
 	if !checks && !text {
+		setRef(ref, key)
 		return body, hit, nil
 	}
 	v, err := s.verdictFor(ctx, key, body, fresh, readVerdict)
@@ -93,7 +94,15 @@ func (s *Server) answerPlanned(ctx context.Context, key string, policy *Policy, 
 	if text {
 		return []byte(v.Diagram), hit, nil
 	}
+	setRef(ref, key)
 	return body, hit, nil
+}
+
+// setRef records in ref (when not nil) that the answer is the plan memo's entry under key.
+func setRef(ref *string, key string) {
+	if ref != nil {
+		*ref = key
+	}
 }
 
 // verdictFor returns the verdict of body: fresh's when this request planned it (and then

@@ -104,7 +104,7 @@ func TestAnswerPlannedVerdicts(t *testing.T) {
 				assert.Equal(t, body, b)
 				return violating("read"), nil
 			}
-			out, hit, err := s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read)
+			out, hit, err := s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read, nil)
 			if p, ok := err.(*Problem); ok {
 				assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
 				assert.Equal(t, tc.want, p.Detail)
@@ -121,12 +121,12 @@ func TestAnswerPlannedVerdicts(t *testing.T) {
 			// again reads nothing.
 			switch {
 			case tc.garbled:
-				_, _, _ = s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read)
+				_, _, _ = s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read, nil)
 				assert.Equal(t, 2*tc.wantReads, reads, "reads of the bytes, again")
 			case tc.policy.forbidsRemat() || tc.text:
 				var v verdict
 				require.NoError(t, json.Unmarshal(mm.m[vkey], &v))
-				_, _, _ = s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read)
+				_, _, _ = s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read, nil)
 				assert.Equal(t, tc.wantReads, reads, "reads of the bytes, again")
 			default:
 				assert.NotContains(t, mm.m, vkey, "no verdict kept when none is asked for")

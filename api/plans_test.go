@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +76,55 @@ func TestPlanPermalinkStoreUnavailable(t *testing.T) {
 	assert.Equal(t, "2", rec.Header().Get("Retry-After"))
 	assert.Contains(t, p.Detail, "cannot be read now")
 	assert.NotContains(t, rec.Body.String(), "10.0.0.7", "the store error is logged, not sent")
+}
+
+// TestExactMemoRefersToThePlan: with a memo that looks plans up, the exact-request memo
+// keeps a reference to the plan memo's entry, not a second copy of the answer; a hit
+// follows it; when the plan is gone or its store cannot be read, the full path answers
+// the same bytes (and puts the plan back). Diagrams, which are not the plan's entry, and
+// a memo that cannot look plans up keep the answer itself.
+func TestExactMemoRefersToThePlan(t *testing.T) {
+	memo := &lookupMemo{fakeMemo: fakeMemo{store: map[string][]byte{}}}
+	s := newTestServer(t, func(d *Deps) { d.Memo = memo })
+	first := do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
+	require.Equal(t, http.StatusOK, first.Code, first.Body.String())
+	var r struct {
+		PlanID string `json:"plan_id"`
+	}
+	require.NoError(t, json.Unmarshal(first.Body.Bytes(), &r))
+	exact := exactKey("reshard", false, []byte(planReq))
+	assert.Equal(t, refPrefix+r.PlanID, string(memo.store[exact]), "the exact entry refers to the plan")
+	assert.Equal(t, first.Body.String(), string(memo.store[r.PlanID]))
+
+	hit := do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
+	require.Equal(t, http.StatusOK, hit.Code)
+	assert.Equal(t, "hit", hit.Header().Get("X-Cache"))
+	assert.Equal(t, first.Body.String(), hit.Body.String())
+
+	delete(memo.store, r.PlanID) // evicted
+	again := do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
+	require.Equal(t, http.StatusOK, again.Code, again.Body.String())
+	assert.Equal(t, "miss", again.Header().Get("X-Cache"))
+	assert.Equal(t, first.Body.String(), again.Body.String())
+	assert.Equal(t, first.Body.String(), string(memo.store[r.PlanID]), "the full path puts the plan back")
+
+	memo.down = errors.New("redis get: i/o timeout")
+	down := do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
+	require.Equal(t, http.StatusOK, down.Code, down.Body.String())
+	assert.Equal(t, first.Body.String(), down.Body.String())
+	memo.down = nil
+
+	req := httptest.NewRequest(http.MethodPost, "/v1/reshard", strings.NewReader(planReq))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/plain")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, rec.Body.String(), string(memo.store[exactKey("reshard", true, []byte(planReq))]), "a diagram is kept as it is")
+
+	plain := &fakeMemo{store: map[string][]byte{}}
+	s = newTestServer(t, func(d *Deps) { d.Memo = plain })
+	first = do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
+	require.Equal(t, http.StatusOK, first.Code)
+	assert.Equal(t, first.Body.String(), string(plain.store[exact]), "without lookups the exact entry is the answer")
 }

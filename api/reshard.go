@@ -271,7 +271,7 @@ func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.respondExact(w, r, "reshard", raw, true, func(ctx context.Context, text bool) ([]byte, bool, error) {
+	return s.respondExact(w, r, "reshard", raw, true, func(ctx context.Context, text bool, ref *string) ([]byte, bool, error) {
 		in := &reshardInput{include: map[string]bool{}}
 		if err := decodeBytes(raw, &in.req); err != nil {
 			return nil, false, err
@@ -291,7 +291,7 @@ func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
 				return nil, err
 			}
 			return encodePlanned(resp, resp.verdict)
-		}, readReshardVerdict)
+		}, readReshardVerdict, ref)
 	})
 }
 
