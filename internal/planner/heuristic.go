@@ -85,6 +85,9 @@ type bound struct {
 	ov        map[string]float64
 	ovCache   *[ovCacheSize]ovEntry // ov's entries whose key packs into a word, direct-mapped
 	buf       []byte
+	// inSt, inNx: where the atoms of the state (and of a move's successor) sit, for the
+	// cut terms.
+	inSt, inNx atomPlaces
 
 	// The cut bound (models that know their links): cuts lists the torus half-cuts
 	// whose major atom some state can use; totalBytes is the tensor's size times the
@@ -117,6 +120,9 @@ func newBound(sp *space, r *Request, goal state) *bound {
 	}
 	b := &bound{sp: sp, goal: goal, goalCount: make([]int, len(goal)), elemBytes: float64(r.ElemBits) / 8,
 		goalElems: 1, goalPad: make([]float64, len(goal)), ov: map[string]float64{}, ovCache: new([ovCacheSize]ovEntry)}
+	na := len(sp.atoms)
+	b.inSt = atomPlaces{dim: make([]int8, na), pos: make([]int8, na)}
+	b.inNx = atomPlaces{dim: make([]int8, na), pos: make([]int8, na)}
 	for d, ids := range goal {
 		c := int64(sp.count(ids))
 		b.goalCount[d] = int(c)
@@ -316,9 +322,12 @@ func (b *bound) timeOver(st state, g, ub float64) (h float64, over bool) {
 		if part := b.combineParts(h, lat, bw); g+part > ub {
 			return part, true
 		}
+		b.inSt.set(st)
 		for i := range b.cuts {
-			if x := b.cutBytes(st, &b.cuts[i]); x > 0 {
-				bw = max(bw, x/b.cuts[i].bw)
+			c := &b.cuts[i]
+			d, pos := b.inSt.at(c.atom)
+			if x := b.crossAt(st, c, b.goal, c.goalDim, c.goalPos, true, d, pos); x > 0 {
+				bw = max(bw, x/c.bw)
 			}
 		}
 	}

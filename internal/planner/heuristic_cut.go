@@ -81,10 +81,13 @@ func (b *bound) cutBytes(st state, c *halfCut) float64 {
 // search prices lazy permutes from below with it.
 func (b *bound) moveTime(st, nx state) float64 {
 	t := 0.0
+	b.inSt.set(st)
+	b.inNx.set(nx)
 	for i := range b.cuts {
 		c := &b.cuts[i]
-		e, epos := atomAt(nx, c.atom)
-		if x := b.crossBytes(st, c, nx, e, epos, false); x > 0 {
+		e, epos := b.inNx.at(c.atom)
+		d, pos := b.inSt.at(c.atom)
+		if x := b.crossAt(st, c, nx, e, epos, false, d, pos); x > 0 {
 			t = max(t, b.combine(b.latMin, x/c.bw))
 		}
 	}
@@ -96,6 +99,11 @@ func (b *bound) moveTime(st, nx state) float64 {
 // goal says tgt is the goal (whose fractions addCuts computed once).
 func (b *bound) crossBytes(st state, c *halfCut, tgt state, e, epos int, goal bool) float64 {
 	d, pos := atomAt(st, c.atom)
+	return b.crossAt(st, c, tgt, e, epos, goal, d, pos)
+}
+
+// crossAt is crossBytes with c's atom at position pos of st's dim d (d < 0: unused).
+func (b *bound) crossAt(st state, c *halfCut, tgt state, e, epos int, goal bool, d, pos int) float64 {
 	if d < 0 {
 		return 0 // both halves hold everything
 	}
@@ -115,6 +123,31 @@ func (b *bound) crossBytes(st state, c *halfCut, tgt state, e, epos int, goal bo
 		toLow, toHigh = f[0], f[1]
 	}
 	return max(toLow, toHigh) * b.totalBytes
+}
+
+// atomPlaces is where each atom of a state sits, filled once per state for the cuts'
+// lookups (one pass over the state instead of a scan per cut).
+type atomPlaces struct {
+	dim, pos []int8 // per atom: its dim (-1: unused) and position there
+}
+
+func (p *atomPlaces) set(st state) {
+	for i := range p.dim {
+		p.dim[i] = -1
+	}
+	for d, ids := range st {
+		for i, a := range ids {
+			p.dim[a], p.pos[a] = int8(d), int8(i)
+		}
+	}
+}
+
+// at is atomAt from the places set.
+func (p *atomPlaces) at(a uint8) (int, int) {
+	if d := p.dim[a]; d >= 0 {
+		return int(d), int(p.pos[a])
+	}
+	return -1, 0
 }
 
 // atomAt is the dim and position of atom a in st (-1, 0: unused).
