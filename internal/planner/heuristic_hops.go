@@ -2,6 +2,7 @@ package planner
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -50,7 +51,7 @@ type hopBound struct {
 	atomPos  []uint8              // per atom: position in its axis' atoms
 	tables   map[uint64][]float64 // per axis signature (prepare)
 	memo     map[uint64]float64   // dist by the packed labels
-	family   uint32               // hopMemo's family of these atoms, mesh and model (0: none)
+	family   *hopFamilyMemo       // hopMemo's family of these atoms, mesh and model (nil: none)
 	most     float64              // µs: no state's bound exceeds it (every axis' diameter)
 	// per-state scratch
 	label  []uint8 // per atom: labelF, labelE, or labelQ + v
@@ -139,11 +140,11 @@ func (hb *hopBound) dist(st state) float64 {
 	if v, ok := hb.memo[key]; ok {
 		return v
 	}
-	shared := hopKey{uint64(hb.family), key}
-	if hb.family != 0 {
-		hopMemo.Lock()
-		v, ok := hopMemo.m[shared]
-		hopMemo.Unlock()
+	f := hb.family
+	if f != nil {
+		f.mu.Lock()
+		v, ok := f.m[key]
+		f.mu.Unlock()
 		if ok {
 			hb.memo[key] = v
 			return v
@@ -151,13 +152,17 @@ func (hb *hopBound) dist(st state) float64 {
 	}
 	v := hb.compute()
 	hb.memo[key] = v
-	if hb.family != 0 {
-		hopMemo.Lock()
-		if len(hopMemo.m) >= maxHopMemo {
-			clear(hopMemo.m) // start over rather than grow
+	if f != nil {
+		f.mu.Lock()
+		if hopMemo.total.Load() >= maxHopMemo {
+			hopMemo.total.Add(-int64(len(f.m)))
+			clear(f.m) // start this family over rather than grow
 		}
-		hopMemo.m[shared] = v
-		hopMemo.Unlock()
+		if _, ok := f.m[key]; !ok {
+			f.m[key] = v
+			hopMemo.total.Add(1)
+		}
+		f.mu.Unlock()
 	}
 	return v
 }
@@ -166,48 +171,49 @@ func (hb *hopBound) dist(st state) float64 {
 // weights) and the model's hop latencies on the mesh, not on the tensor: requests on
 // one mesh and model whose spaces split the axes alike share one family of bounds.
 // hopMemo keeps them across requests (a tenth of a median request of issue 12's random
-// set went to computing them again), by family number (hopFamilies) and packed labels.
+// set went to computing them again): a map of packed labels per family, each under its
+// own lock (one map keyed by family and labels spent 4% of a median request's search
+// hashing its two-word keys under one lock).
 var hopMemo = struct {
 	sync.Mutex
-	m        map[hopKey]float64
-	families map[string]uint32
-	next     uint32
-}{m: map[hopKey]float64{}, families: map[string]uint32{}}
+	families map[string]*hopFamilyMemo
+	total    atomic.Int64 // bounds in the families' maps
+}{families: map[string]*hopFamilyMemo{}}
 
-// maxHopMemo bounds hopMemo's bounds (16 bytes of key and 8 of value each, plus the
-// map's overhead: a few MiB), and maxHopFamilies its families.
+// hopFamilyMemo is one family's memoized hop bounds, by packed labels.
+type hopFamilyMemo struct {
+	mu sync.Mutex
+	m  map[uint64]float64
+}
+
+// maxHopMemo bounds the bounds hopMemo keeps (16 bytes of key and value each, plus the
+// maps' overhead: a few MiB; a family that finds the bound reached starts over), and
+// maxHopFamilies its families.
 const (
 	maxHopMemo     = 1 << 16
 	maxHopFamilies = 1 << 12
 )
 
-// hopKey is a memoized hop bound: its family and its packed labels (two words without
-// padding: the map hashes them as memory).
-type hopKey struct {
-	family uint64
-	labels uint64
-}
-
-// hopFamily numbers the family of sp's atoms on r's mesh and model (0: the model does
-// not name what its prices depend on, and nothing is shared).
-func hopFamily(sp *space, r *Request) uint32 {
+// hopFamily is the memo of the family of sp's atoms on r's mesh and model (nil: the
+// model does not name what its prices depend on, and nothing is shared).
+func hopFamily(sp *space, r *Request) *hopFamilyMemo {
 	name, ok := atomsKey(sp, r)
 	if !ok {
-		return 0
+		return nil
 	}
 	hopMemo.Lock()
 	defer hopMemo.Unlock()
-	if id, ok := hopMemo.families[name]; ok {
-		return id
+	if f, ok := hopMemo.families[name]; ok {
+		return f
 	}
 	if len(hopMemo.families) >= maxHopFamilies {
-		clear(hopMemo.families) // their bounds go with the next clear of m
+		// Searches in flight keep theirs; the others go with their bounds.
+		clear(hopMemo.families)
+		hopMemo.total.Store(0)
 	}
-	// Numbers are never reused (a search in flight keeps its family's), so a number
-	// names one family for as long as the process runs.
-	hopMemo.next++
-	hopMemo.families[name] = hopMemo.next
-	return hopMemo.next
+	f := &hopFamilyMemo{m: map[uint64]float64{}}
+	hopMemo.families[name] = f
+	return f
 }
 
 // compute is dist from the labels labelAtoms set.
