@@ -121,8 +121,8 @@ func newBound(sp *space, r *Request, goal state) *bound {
 	b := &bound{sp: sp, goal: goal, goalCount: make([]int, len(goal)), elemBytes: float64(r.ElemBits) / 8,
 		goalElems: 1, goalPad: make([]float64, len(goal)), ov: map[string]float64{}, ovCache: new([ovCacheSize]ovEntry)}
 	na := len(sp.atoms)
-	b.inSt = atomPlaces{dim: make([]int8, na), pos: make([]int8, na)}
-	b.inNx = atomPlaces{dim: make([]int8, na), pos: make([]int8, na)}
+	b.inSt = atomPlaces{dim: make([]uint8, na), pos: make([]uint8, na)}
+	b.inNx = atomPlaces{dim: make([]uint8, na), pos: make([]uint8, na)}
 	for d, ids := range goal {
 		c := int64(sp.count(ids))
 		b.goalCount[d] = int(c)

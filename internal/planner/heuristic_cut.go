@@ -128,24 +128,22 @@ func (b *bound) crossAt(st state, c *halfCut, tgt state, e, epos int, goal bool,
 // atomPlaces is where each atom of a state sits, filled once per state for the cuts'
 // lookups (one pass over the state instead of a scan per cut).
 type atomPlaces struct {
-	dim, pos []int8 // per atom: its dim (-1: unused) and position there
+	dim, pos []uint8 // per atom: its dim plus one (0: unused) and position there
 }
 
 func (p *atomPlaces) set(st state) {
-	for i := range p.dim {
-		p.dim[i] = -1
-	}
+	clear(p.dim)
 	for d, ids := range st {
 		for i, a := range ids {
-			p.dim[a], p.pos[a] = int8(d), int8(i)
+			p.dim[a], p.pos[a] = uint8(d+1), uint8(i)
 		}
 	}
 }
 
 // at is atomAt from the places set.
 func (p *atomPlaces) at(a uint8) (int, int) {
-	if d := p.dim[a]; d >= 0 {
-		return int(d), int(p.pos[a])
+	if d := p.dim[a]; d > 0 {
+		return int(d) - 1, int(p.pos[a])
 	}
 	return -1, 0
 }
