@@ -73,6 +73,44 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 	return out, true
 }
 
+// PriceDigitExchange prices an all_to_all_v whose transfers are a digit map with free
+// digits: p's digits on axis -1 are free (every value of them is a transfer of its own,
+// each p.Bytes), and the holder's digit k is the value of digit Src[k]. A transfer
+// whose holder is its receiver moves nothing. The caller gives what the map's structure
+// says of the transfers that move: how many (moving) and the most one device sends or
+// receives (maxPeers). It prices exactly as Price would price the transfers listed one
+// by one (TestPriceDigitExchangeIsExact), and ok is false where PriceDigitPermutation
+// does not apply.
+func (r *Router) PriceDigitExchange(p DigitPermutation, maxPeers int, moving int64) (TrafficEstimate, bool) {
+	if r.f.gpusPerNode > 0 || moving <= 0 {
+		return TrafficEstimate{}, false
+	}
+	u := r.digitUnitOf(p)
+	if !u.loadOK || !u.used || !u.routeOK {
+		return TrafficEstimate{}, false
+	}
+	w := u.worst(r, p)
+	alpha := math.Inf(1)
+	for _, a := range u.axes {
+		alpha = min(alpha, r.f.links[r.rt[a.axis].class].lat)
+	}
+	var out TrafficEstimate
+	out.Bytes = moving * p.Bytes
+	out.MaxPeers = maxPeers
+	out.MaxHops = u.hops
+	out.MaxLinkBytes = w.load
+	out.BandwidthUS = w.time
+	out.worst, out.router = w, r
+	lat := u.lat
+	if maxPeers > 1 && !math.IsInf(alpha, 0) {
+		lat += float64(maxPeers-1) * alpha
+	}
+	out.LatencyUS = u.base + lat
+	out.TimeUS = r.f.combine(out.LatencyUS, out.BandwidthUS)
+	out.Link = w.class.String()
+	return out, true
+}
+
 // digitUnit is what PriceDigitPermutation finds of a permutation whatever its bytes:
 // whether it applies, the base latency, the longest route, the sends per byte, and per
 // loaded axis its busiest link for one byte per device. A search prices one
@@ -166,7 +204,9 @@ func (r *Router) digitUnitOf(p DigitPermutation) *digitUnit {
 // digits is switched or its digits do not cover it.
 func (r *Router) digitsOnAxes(p DigitPermutation, onAxis [][]int) bool {
 	for k, d := range p.Digits {
-		onAxis[d.Axis] = append(onAxis[d.Axis], k)
+		if d.Axis >= 0 { // a free digit (PriceDigitExchange) is on no axis
+			onAxis[d.Axis] = append(onAxis[d.Axis], k)
+		}
 	}
 	for i := range onAxis {
 		if len(onAxis[i]) > 0 && (r.rt[i].topo == switched || r.rt[i].n != coverage(p.Digits, onAxis[i])) {
@@ -362,25 +402,22 @@ func busiestLink(w *worstRes, axis int, rt axisRoute, buf []float64, routed floa
 // group has too many assignments to enumerate.
 func (r *Router) digitLongestRoute(p DigitPermutation, onAxis [][]int, sSet []uint64) (lat float64, hops int, ok bool) {
 	na := len(onAxis)
-	comp := make(unionFind, na)
-	for i := range comp {
-		comp[i] = i
-	}
+	comp := NewUnionFind(na)
 	for i := range na {
 		for j := i + 1; j < na; j++ {
 			if sSet[i]&sSet[j] != 0 {
-				comp[comp.find(i)] = comp.find(j)
+				comp.Union(i, j)
 			}
 		}
 	}
 	for root := range na {
-		if comp.find(root) != root {
+		if comp.Find(root) != root {
 			continue
 		}
 		var union uint64
 		var axes []int
 		for i := range na {
-			if comp.find(i) == root && sSet[i] != 0 {
+			if comp.Find(i) == root && sSet[i] != 0 {
 				union |= sSet[i]
 				axes = append(axes, i)
 			}
@@ -398,16 +435,35 @@ func (r *Router) digitLongestRoute(p DigitPermutation, onAxis [][]int, sSet []ui
 	return lat, hops, true
 }
 
-// unionFind is a disjoint-set forest over indices: each entry's parent.
-type unionFind []int
+// UnionFind is a disjoint-set forest over indices 0..n-1: each entry's parent.
+type UnionFind []int
 
-// find is the root of x's set, halving the path on the way.
-func (u unionFind) find(x int) int {
+// NewUnionFind is n singletons.
+func NewUnionFind(n int) UnionFind {
+	u := make(UnionFind, n)
+	for i := range u {
+		u[i] = i
+	}
+	return u
+}
+
+// Find is the root of x's set, halving the path on the way.
+func (u UnionFind) Find(x int) int {
 	for u[x] != x {
 		u[x] = u[u[x]]
 		x = u[x]
 	}
 	return x
+}
+
+// Union joins the sets of x and y and reports whether they were apart.
+func (u UnionFind) Union(x, y int) bool {
+	x, y = u.Find(x), u.Find(y)
+	if x == y {
+		return false
+	}
+	u[x] = y
+	return true
 }
 
 // groupLongestRoute is the largest latency and hops, over every assignment of the

@@ -466,6 +466,15 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	if sp.routes == nil {
 		sp.routes = map[routeKey]cost.Estimate{}
 	}
+	if !permute {
+		// The direct exchange as a digit map, priced without listing its transfers.
+		if dp, peers, moving, ok := sp.digitExchange(before, after); ok {
+			if te, ok := sp.router.PriceDigitExchange(dp, peers, moving); ok {
+				sp.routes[key] = te.Estimate
+				return te.Estimate, true
+			}
+		}
+	}
 	pat := newPattern(sp, before, after, permute, inBytes)
 	var est cost.Estimate
 	if dp, ok := pat.digitPermutation(); ok {
