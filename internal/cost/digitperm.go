@@ -22,6 +22,10 @@ type DigitPermutation struct {
 	Digits []Digit
 	Src    []int
 	Bytes  int64
+	// Same, when set (PriceDigitExchange only), leaves out the transfers whose digits
+	// k and Same[k] are equal for every k with Same[k] >= 0: those move nothing (a
+	// receiver's own tile, which the exchange does not send).
+	Same []int
 }
 
 // maxDigitEnum caps the digit assignments PriceDigitPermutation enumerates per axis or
@@ -178,6 +182,9 @@ func (r *Router) digitUnitOf(p DigitPermutation) *digitUnit {
 		b = binary.AppendUvarint(b, uint64(d.Size))
 		b = binary.AppendUvarint(b, uint64(d.Weight))
 		b = binary.AppendUvarint(b, uint64(p.Src[k]))
+		if p.Same != nil {
+			b = binary.AppendUvarint(b, uint64(p.Same[k]+1))
+		}
 	}
 	r.dKey = b
 	if u, ok := r.digitUnits[string(b)]; ok {
@@ -267,7 +274,15 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 			}
 		}
 		rt := r.rt[i]
-		al := r.axisLoad(i, p, onAxis[i], S, lSet, bytes*mult)
+		var al axisLoadRes
+		if p.Same != nil {
+			var ok bool
+			if al, ok = r.axisLoadExcluding(i, p, onAxis[i], S, lSet, bytes, mult); !ok {
+				return w, 0, false, false
+			}
+		} else {
+			al = r.axisLoad(i, p, onAxis[i], S, lSet, bytes*mult)
+		}
 		if al.w.time > w.time {
 			w = al.w // the first busiest over the axes, as one scan of them all keeps
 		}
@@ -401,31 +416,13 @@ func busiestLink(w *worstRes, axis int, rt axisRoute, buf []float64, routed floa
 // shared digits are maximised together, the groups independently. ok is false when a
 // group has too many assignments to enumerate.
 func (r *Router) digitLongestRoute(p DigitPermutation, onAxis [][]int, sSet []uint64) (lat float64, hops int, ok bool) {
-	na := len(onAxis)
-	comp := NewUnionFind(na)
-	for i := range na {
-		for j := i + 1; j < na; j++ {
-			if sSet[i]&sSet[j] != 0 {
-				comp.Union(i, j)
-			}
+	if p.Same != nil {
+		if lat, hops, ok, done := r.digitLongestRouteExcluding(p, onAxis, sSet); done {
+			return lat, hops, ok
 		}
 	}
-	for root := range na {
-		if comp.Find(root) != root {
-			continue
-		}
-		var union uint64
-		var axes []int
-		for i := range na {
-			if comp.Find(i) == root && sSet[i] != 0 {
-				union |= sSet[i]
-				axes = append(axes, i)
-			}
-		}
-		if len(axes) == 0 {
-			continue
-		}
-		l, h, ok := r.groupLongestRoute(p, onAxis, axes, union)
+	for _, g := range routeGroups(sSet, coupledAxes(sSet)) {
+		l, h, ok := r.groupLongestRoute(p, onAxis, g.axes, g.union)
 		if !ok {
 			return 0, 0, false
 		}
@@ -433,6 +430,46 @@ func (r *Router) digitLongestRoute(p DigitPermutation, onAxis [][]int, sSet []ui
 		hops += h
 	}
 	return lat, hops, true
+}
+
+// coupledAxes joins the axes whose segment digits share a digit.
+func coupledAxes(sSet []uint64) UnionFind {
+	comp := NewUnionFind(len(sSet))
+	for i := range sSet {
+		for j := i + 1; j < len(sSet); j++ {
+			if sSet[i]&sSet[j] != 0 {
+				comp.Union(i, j)
+			}
+		}
+	}
+	return comp
+}
+
+// routeGroup is a set of coupled axes with segment digits and the union of those digits.
+type routeGroup struct {
+	axes  []int
+	union uint64
+}
+
+// routeGroups lists comp's sets of axes that have segment digits.
+func routeGroups(sSet []uint64, comp UnionFind) []routeGroup {
+	var out []routeGroup
+	for root := range sSet {
+		if comp.Find(root) != root {
+			continue
+		}
+		var g routeGroup
+		for i := range sSet {
+			if comp.Find(i) == root && sSet[i] != 0 {
+				g.union |= sSet[i]
+				g.axes = append(g.axes, i)
+			}
+		}
+		if len(g.axes) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // UnionFind is a disjoint-set forest over indices 0..n-1: each entry's parent.
@@ -469,12 +506,18 @@ func (u UnionFind) Union(x, y int) bool {
 // groupLongestRoute is the largest latency and hops, over every assignment of the
 // digits in union, of the route across axes (each maximised on its own, by routeMax).
 func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []int, union uint64) (float64, int, bool) {
+	return r.groupLongestRouteOf(p, onAxis, axes, union, nil)
+}
+
+// groupLongestRouteOf is groupLongestRoute over the assignments accept takes (nil:
+// all); -1 hops when it takes none.
+func (r *Router) groupLongestRouteOf(p DigitPermutation, onAxis [][]int, axes []int, union uint64, accept func([]int) bool) (float64, int, bool) {
 	nd := len(p.Digits)
 	D := bitsOf(union, nd)
 	if assignments(p.Digits, D) > maxDigitEnum {
 		return 0, 0, false
 	}
-	rm := routeMax{r: r, p: p, onAxis: onAxis, axes: axes, digits: D, val: make([]int, nd)}
+	rm := routeMax{r: r, p: p, onAxis: onAxis, axes: axes, digits: D, val: make([]int, nd), accept: accept}
 	rm.prepare()
 	hops := rm.run(func(int) float64 { return 1 })
 	// One latency per hop on every axis (one link class): the longest route in hops is
@@ -482,6 +525,9 @@ func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []in
 	same := true
 	for _, i := range axes {
 		same = same && r.rt[i].lat == r.rt[axes[0]].lat
+	}
+	if hops < 0 {
+		return -1, -1, true
 	}
 	if same {
 		return hops * r.rt[axes[0]].lat, int(math.Round(hops)), true
@@ -517,6 +563,9 @@ type routeMax struct {
 	most   []float64
 	open   []float64
 	best   float64
+	// accept, when set, limits the maximum to the assignments it takes (the others
+	// still bound it from above, so the pruning stays sound).
+	accept func(val []int) bool
 }
 
 func (rm *routeMax) prepare() {
@@ -563,6 +612,9 @@ func (rm *routeMax) term(j int) float64 {
 // cannot reach it, and returns the same sum it did when it started from nothing.
 func (rm *routeMax) run(perHop func(axis int) float64) float64 {
 	integral := rm.setWeights(perHop)
+	if rm.accept != nil {
+		return rm.branchFrom(-1) // elimination cannot leave assignments out
+	}
 	top := -1.0
 	if assignments(rm.p.Digits, rm.digits) > eliminateAbove {
 		top = rm.eliminate()
@@ -612,7 +664,9 @@ func (rm *routeMax) branchFrom(best float64) float64 {
 // branch assigns the digit at level l (sum: the terms of the axes already complete).
 func (rm *routeMax) branch(l int, sum float64) {
 	if l == len(rm.digits) {
-		rm.best = max(rm.best, sum)
+		if rm.accept == nil || rm.accept(rm.val) {
+			rm.best = max(rm.best, sum)
+		}
 		return
 	}
 	if sum+rm.open[l] <= rm.best {

@@ -22,22 +22,17 @@ import (
 // whose unread ones are anything, one fewer when it is one of them.
 func (sp *space) digitExchange(before, after state) (dp cost.DigitPermutation, maxPeers int, moving int64, ok bool) {
 	n := len(sp.atoms)
-	ub, ua := before.used(), after.used()
-	for u := range n {
-		if ub&(1<<u) != 0 || ua&(1<<u) == 0 {
-			continue
-		}
-		for v := range n {
-			if ub&(1<<v) != 0 && ua&(1<<v) == 0 && sp.atoms[u].Size == sp.atoms[v].Size {
-				return dp, 0, 0, false // paired: holders spread by the pairing rule
-			}
-		}
+	holderOf := newPattern(sp, before, after, false, 0).holderOf
+	paired := false
+	for u, v := range holderOf {
+		paired = paired || int(v) != u
 	}
 	elems := int64(1)
 	src := make([]int, n, 2*n)
+	same := make([]int, n, 2*n)
 	digits := make([]cost.Digit, n, 2*n)
 	for a, ref := range sp.atoms {
-		src[a] = a
+		src[a], same[a] = int(holderOf[a]), -1
 		digits[a] = cost.Digit{Axis: sp.mesh.AxisIndex(ref.Name), Size: ref.Size, Weight: ref.Minor()}
 	}
 	for d := range before {
@@ -54,16 +49,91 @@ func (sp *space) digitExchange(before, after state) (dp cost.DigitPermutation, m
 					return dp, 0, 0, false
 				}
 				src[k] = int(a[i])
-				continue
+			} else {
+				src[k] = len(digits) // a free digit
+				src = append(src, len(digits))
+				same = append(same, -1)
+				digits = append(digits, cost.Digit{Axis: -1, Size: sp.atoms[k].Size})
 			}
-			src[k] = len(digits) // a free digit
-			src = append(src, len(digits))
-			digits = append(digits, cost.Digit{Axis: -1, Size: sp.atoms[k].Size})
+			same[k] = src[k] // the receiver's own tile: every such digit equal
 		}
 	}
 	if len(digits) > 64 {
 		return dp, 0, 0, false // the router's digit sets are one word
 	}
+	dp = cost.DigitPermutation{Digits: digits, Src: src, Bytes: sp.bytes(elems)}
+	if paired {
+		// A paired atom takes its partner's digit, so the transfers from a receiver's
+		// own tile have another holder: the router leaves them out (Same).
+		dp.Same = same
+		maxPeers, moving, ok = exchangeCounts(sp, digits, src, same)
+		return dp, maxPeers, moving, ok
+	}
+	maxPeers, moving = unpairedExchangeCounts(sp, n, digits, src)
+	return dp, maxPeers, moving, true
+}
+
+// maxExchangeCount bounds the (receiver, free digits) assignments exchangeCounts
+// enumerates.
+const maxExchangeCount = 1 << 16
+
+// exchangeCounts counts, when atoms are paired, the transfers that move and the most one
+// device sends or receives, by enumerating the digits (at most maxExchangeCount
+// assignments; ok false past it): a transfer is left out when every digit k with
+// same[k] >= 0 equals digit same[k] (the receiver's own tile).
+func exchangeCounts(sp *space, digits []cost.Digit, src, same []int) (maxPeers int, moving int64, ok bool) {
+	n := len(sp.atoms)
+	total := 1
+	for _, dg := range digits {
+		if total *= dg.Size; total > maxExchangeCount {
+			return 0, 0, false
+		}
+	}
+	devices := 1
+	for _, dg := range digits[:n] {
+		devices *= dg.Size
+	}
+	recv := make([]int32, devices)
+	send := make([]int32, devices)
+	val := make([]int, len(digits))
+	for {
+		left := true
+		for k, j := range same {
+			if j >= 0 && val[k] != val[j] {
+				left = false
+				break
+			}
+		}
+		if !left {
+			r, h := 0, 0
+			for k := range n {
+				r = r*digits[k].Size + val[k]
+				h = h*digits[k].Size + val[src[k]]
+			}
+			recv[r]++
+			send[h]++
+			moving++
+		}
+		i := len(val) - 1
+		for ; i >= 0; i-- {
+			if val[i]++; val[i] < digits[i].Size {
+				break
+			}
+			val[i] = 0
+		}
+		if i < 0 {
+			break
+		}
+	}
+	for i := range recv {
+		maxPeers = max(maxPeers, int(recv[i]), int(send[i]))
+	}
+	return maxPeers, moving * int64(sp.mesh.NumDevices()/devices), true
+}
+
+// unpairedExchangeCounts is exchangeCounts in closed form when no atom is paired (the
+// first n digits are the atoms, the others free).
+func unpairedExchangeCounts(sp *space, n int, digits []cost.Digit, src []int) (maxPeers int, moving int64) {
 	free := int64(1)
 	for _, dg := range digits[n:] {
 		free *= int64(dg.Size)
@@ -122,7 +192,5 @@ func (sp *space) digitExchange(before, after state) (dp cost.DigitPermutation, m
 	if implied {
 		served--
 	}
-	maxPeers = max(recv, int(served))
-	dp = cost.DigitPermutation{Digits: digits, Src: src, Bytes: sp.bytes(elems)}
-	return dp, maxPeers, moving, true
+	return max(recv, int(served)), moving
 }

@@ -14,7 +14,8 @@ import (
 // digits (digitExchange), pricing it from the map equals routing every transfer the
 // pattern lists (time, latency and bandwidth within 1e-9, bytes, the busiest device's
 // peers and the longest route's hops exactly), on random reshards up to 4,096 devices
-// and both torus profiles; and there are such reshards to check.
+// and both torus profiles, with and without paired atoms (whose transfers from a
+// receiver's own tile the router leaves out); and there are such reshards to check.
 func TestPriceDigitExchangeIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 8))
 	var models []*cost.Fabric
@@ -22,7 +23,7 @@ func TestPriceDigitExchangeIsExact(t *testing.T) {
 		f, _ := cost.Profile(name)
 		models = append(models, f)
 	}
-	checked, big := 0, 0
+	checked, big, paired := 0, 0, 0
 	for i := range 600 {
 		minDev, maxDev := 2, 256
 		if i%10 == 0 {
@@ -58,12 +59,16 @@ func TestPriceDigitExchangeIsExact(t *testing.T) {
 			require.Equal(t, want.MaxHops, got.MaxHops, msg)
 			require.Equal(t, want.Link, got.Link, msg)
 			checked++
+			if dp.Same != nil {
+				paired++
+			}
 			if m.NumDevices() > 1024 {
 				big++
 			}
 		}
 	}
-	t.Logf("%d exchanges checked, %d on more than 1,024 devices", checked, big)
+	t.Logf("%d exchanges checked, %d with paired atoms, %d on more than 1,024 devices", checked, paired, big)
 	require.Greater(t, checked, 100)
+	require.Greater(t, paired, 30)
 	require.Greater(t, big, 5)
 }
