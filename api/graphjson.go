@@ -567,8 +567,13 @@ func reshardJSONSizeHint(r *ReshardResponse) int {
 	for _, st := range r.Steps {
 		n += 2<<10 + len(st.Transfers)*transfer + len(st.Pairs)*24 + len(st.PairRuns)*96 + len(st.TransferRuns)*(2*transfer+16)
 	}
-	return min(n, 256<<20)
+	return min(n, maxSizeHint)
 }
+
+// maxSizeHint caps the buffer an answer's encoding starts with: the estimate runs above
+// the answer (up to about twice on long transfer lists), and a larger answer grows from
+// there rather than reserve memory it may not use.
+const maxSizeHint = 16 << 20
 
 // appendJSONString appends s as a JSON string the way encoding/json does: `"` and `\`
 // escaped, \b \f \n \r \t by name, other control bytes as \u00XX, invalid UTF-8 bytes

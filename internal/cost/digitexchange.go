@@ -31,8 +31,7 @@ func (c sameClasses) tied(k int) bool { return len(c.members[c.root[k]]) > 1 }
 // the completions of the digits outside S and L (mult of them), those left out number
 // the product of the sizes of the classes wholly outside S and L, when the assignment
 // keeps every class it touches equal, and none otherwise.
-func (r *Router) axisLoadExcluding(axis int, p DigitPermutation, digits, S []int, lSet uint64, bytes, mult float64) (axisLoadRes, bool) {
-	cls := classesOf(p)
+func (r *Router) axisLoadExcluding(axis int, p DigitPermutation, cls sameClasses, digits, S []int, lSet uint64, bytes, mult float64) (axisLoadRes, bool) {
 	var inS uint64
 	for _, k := range S {
 		inS |= 1 << k

@@ -17,7 +17,9 @@ type Digit struct {
 // DigitPermutation is a collective_permute in which device r receives Bytes from the
 // device whose digit k is r's digit Src[k] (Src a permutation of the digits, sizes
 // preserved); mesh axes no digit covers are not involved. Devices with Src-image equal to
-// themselves keep their buffer.
+// themselves keep their buffer. PriceDigitExchange reads it as an all_to_all_v: Src
+// need not be a permutation there, and digits on axis -1 are free (every value of them
+// is a transfer of its own).
 type DigitPermutation struct {
 	Digits []Digit
 	Src    []int
@@ -258,6 +260,10 @@ func lineSet(p DigitPermutation, onAxis [][]int, i int) uint64 {
 // loaded axis' busiest link (the first of equals) and the bound on the partial sums.
 func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64, bytes float64, u *digitUnit) (w worstRes, base float64, used, ok bool) {
 	nd := len(p.Digits)
+	var cls sameClasses
+	if p.Same != nil {
+		cls = classesOf(p)
+	}
 	for i := range onAxis {
 		if len(onAxis[i]) == 0 || sSet[i] == 0 {
 			continue
@@ -277,7 +283,7 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 		var al axisLoadRes
 		if p.Same != nil {
 			var ok bool
-			if al, ok = r.axisLoadExcluding(i, p, onAxis[i], S, lSet, bytes, mult); !ok {
+			if al, ok = r.axisLoadExcluding(i, p, cls, onAxis[i], S, lSet, bytes, mult); !ok {
 				return w, 0, false, false
 			}
 		} else {

@@ -6,20 +6,20 @@ import (
 
 // digitExchange is the direct all_to_all_v from before to after as a digit map with free
 // digits (cost.Router.PriceDigitExchange), when its transfers are one: every dim tiled
-// evenly in both states with the atom sizes equal position by position, and no atom
-// paired (pattern.pairAtoms: an atom only after uses takes the digit of one only before
-// uses, of equal size; there is none). Then a receiver's source tiles are those whose
-// index shares its target index's digits: before's atom at position i of a dim copies
-// the receiver's digit of after's atom at i, before's atoms past after's list are free
-// (one transfer each), every other atom is the receiver's own, and every transfer moves
-// the smaller of the two tiles. A transfer from the receiver's own tile is one whose
-// holder is the receiver (nothing moves), as the pattern leaves it out.
+// evenly in both states with the atom sizes equal position by position. Then a
+// receiver's source tiles are those whose index shares its target index's digits:
+// before's atom at position i of a dim copies the receiver's digit of after's atom at i,
+// before's atoms past after's list are free (one transfer each), a paired atom
+// (pattern.pairAtoms: one only after uses, given the digit of one only before uses)
+// copies its partner's digit, every other atom is the receiver's own, and every
+// transfer moves the smaller of the two tiles. The pattern leaves out the transfer from
+// the receiver's own tile (every one of before's digits equal to the receiver's):
+// without a pairing its holder is the receiver, so it moves nothing; with one, the
+// router is told to leave it out (DigitPermutation.Same).
 //
-// It also returns the transfers that move and the most one device sends or receives,
-// counted from the map: a receiver gets one transfer per free assignment but the one
-// from its own tile, which it holds when its digits meet every copy (digit k equal to
-// digit Src[k]); a holder serves the receivers whose read digits are its own and
-// whose unread ones are anything, one fewer when it is one of them.
+// It also returns the transfers that move and the most one device sends or receives:
+// counted in closed form without a pairing (unpairedExchangeCounts), by enumerating
+// the digits with one (exchangeCounts).
 func (sp *space) digitExchange(before, after state) (dp cost.DigitPermutation, maxPeers int, moving int64, ok bool) {
 	n := len(sp.atoms)
 	holderOf := newPattern(sp, before, after, false, 0).holderOf
