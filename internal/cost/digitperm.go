@@ -34,6 +34,12 @@ type DigitPermutation struct {
 // per coupled group of axes.
 const maxDigitEnum = 1 << 16
 
+// maxExchangeRouteEnum caps the assignments of a coupled group of axes whose longest
+// route PriceDigitExchange finds (maxDigitEnum, or four per moving transfer when that
+// is more: the branch and bound visits each at a fraction of the cost of routing one
+// transfer, which is what the caller would do instead).
+const maxExchangeRouteEnum = 1 << 22
+
 // PriceDigitPermutation prices p exactly as Price would price its transfers listed one
 // by one, in time that depends on the digits of each axis and their images (at most
 // n_axis² assignments per axis) rather than on the device count. ok is false when it
@@ -91,7 +97,9 @@ func (r *Router) PriceDigitExchange(p DigitPermutation, maxPeers int, moving int
 	if r.f.gpusPerNode > 0 || moving <= 0 {
 		return TrafficEstimate{}, false
 	}
+	r.routeEnum = int(min(max(maxDigitEnum, 4*moving), maxExchangeRouteEnum))
 	u := r.digitUnitOf(p)
+	r.routeEnum = 0
 	if !u.loadOK || !u.used || !u.routeOK {
 		return TrafficEstimate{}, false
 	}
@@ -125,6 +133,7 @@ type digitUnit struct {
 	loadOK, used, routeOK bool
 	base, lat             float64
 	hops                  int
+	routeCap              int     // the cap the longest route was looked for under
 	sent                  float64 // (devices - keepers) x others (digitBytes)
 	axes                  []unitAxis
 	// bound is at least every partial sum of the load arrays, per byte: while bound x
@@ -189,17 +198,26 @@ func (r *Router) digitUnitOf(p DigitPermutation) *digitUnit {
 		}
 	}
 	r.dKey = b
-	if u, ok := r.digitUnits[string(b)]; ok {
+	limit := r.routeLimit()
+	u, ok := r.digitUnits[string(b)]
+	if ok && (u.routeOK || !u.loadOK || !u.used || u.routeCap >= limit) {
 		return u
 	}
-	u := &digitUnit{}
 	onAxis, sSet := r.digitScratch()
-	if r.digitsOnAxes(p, onAxis) {
+	if !ok {
+		u = &digitUnit{}
+		if r.digitsOnAxes(p, onAxis) {
+			segmentSets(p, onAxis, sSet)
+			_, u.base, u.used, u.loadOK = r.digitLinkLoad(p, onAxis, sSet, 1, u)
+		}
+	} else {
+		// Known, but its longest route was past a smaller cap than this call's.
+		r.digitsOnAxes(p, onAxis)
 		segmentSets(p, onAxis, sSet)
-		_, u.base, u.used, u.loadOK = r.digitLinkLoad(p, onAxis, sSet, 1, u)
 	}
 	if u.loadOK && u.used {
 		u.lat, u.hops, u.routeOK = r.digitLongestRoute(p, onAxis, sSet)
+		u.routeCap = limit
 		u.sent = digitSent(p, r.m.NumDevices())
 	}
 	if r.digitUnits == nil {
@@ -207,6 +225,15 @@ func (r *Router) digitUnitOf(p DigitPermutation) *digitUnit {
 	}
 	r.digitUnits[string(b)] = u
 	return u
+}
+
+// routeLimit is the cap on the assignments a coupled group of axes' longest route may
+// enumerate in this call.
+func (r *Router) routeLimit() int {
+	if r.routeEnum > 0 {
+		return r.routeEnum
+	}
+	return maxDigitEnum
 }
 
 // digitsOnAxes lists in onAxis the digits of each mesh axis; false when an axis with
@@ -520,7 +547,7 @@ func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []in
 func (r *Router) groupLongestRouteOf(p DigitPermutation, onAxis [][]int, axes []int, union uint64, accept func([]int) bool) (float64, int, bool) {
 	nd := len(p.Digits)
 	D := bitsOf(union, nd)
-	if assignments(p.Digits, D) > maxDigitEnum {
+	if assignmentsUpTo(p.Digits, D, r.routeLimit()) > r.routeLimit() {
 		return 0, 0, false
 	}
 	rm := routeMax{r: r, p: p, onAxis: onAxis, axes: axes, digits: D, val: make([]int, nd), accept: accept}
@@ -733,11 +760,15 @@ func bitsOf(set uint64, n int) []int {
 	return out
 }
 
-func assignments(ds []Digit, ks []int) int {
+func assignments(ds []Digit, ks []int) int { return assignmentsUpTo(ds, ks, maxDigitEnum) }
+
+// assignmentsUpTo is the number of assignments of the digits ks, or some number past
+// limit when there are more.
+func assignmentsUpTo(ds []Digit, ks []int, limit int) int {
 	n := 1
 	for _, k := range ks {
 		n *= ds[k].Size
-		if n > maxDigitEnum {
+		if n > limit {
 			return n
 		}
 	}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // digitExchange is the direct all_to_all_v from before to after as a digit map with free
@@ -71,6 +72,61 @@ func (sp *space) digitExchange(before, after state) (dp cost.DigitPermutation, m
 	}
 	maxPeers, moving = unpairedExchangeCounts(sp, n, digits, src)
 	return dp, maxPeers, moving, true
+}
+
+// exchangeDigits is digitExchange, also where sp's atoms are coarser than prime (big
+// meshes: newSpace keeps whole axes past maxPrimeAtoms) and position by position sizes
+// differ only for that: then the exchange is tried in the space of prime atoms, where
+// a dim sharded [x] (64) against [y, z] (32, 32) lines up as 2s. Tile geometry alone
+// decides which source tiles a receiver asks for, so the transfers are the same in
+// both spaces; the holders are too when no atom is paired (before and after use the
+// same atoms: a holder's digits past before's atoms are the receiver's in both), which
+// is the only case tried there.
+func (sp *space) exchangeDigits(before, after state) (dp cost.DigitPermutation, maxPeers int, moving int64, ok bool) {
+	if dp, maxPeers, moving, ok = sp.digitExchange(before, after); ok || before.used() != after.used() {
+		return dp, maxPeers, moving, ok
+	}
+	fine, parts := sp.primeSpace()
+	if fine == nil {
+		return dp, maxPeers, moving, false
+	}
+	return fine.digitExchange(refineState(before, parts), refineState(after, parts))
+}
+
+// primeSpace is sp with every atom split into its prime factors, major first, and each
+// of sp's atoms as its run of the new ones (nil when sp's atoms are prime already, or
+// when there would be more than 60). It prices; the search never sees it.
+func (sp *space) primeSpace() (*space, [][]uint8) {
+	n := 0
+	for _, a := range sp.atoms {
+		n += len(primeFactors(a.Size))
+	}
+	if n == len(sp.atoms) || n > 60 {
+		return nil, nil
+	}
+	fine := &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: make([]sharding.AxisRef, 0, n)}
+	parts := make([][]uint8, len(sp.atoms))
+	for i, a := range sp.atoms {
+		pre := a.Pre
+		for _, p := range primeFactors(a.Size) {
+			parts[i] = append(parts[i], uint8(len(fine.atoms)))
+			fine.atoms = append(fine.atoms, a.Sub(pre, p))
+			pre *= p
+		}
+	}
+	fine.setBinary()
+	return fine, parts
+}
+
+// refineState is st with each atom replaced by its run parts[atom].
+func refineState(st state, parts [][]uint8) state {
+	out := make(state, len(st))
+	for d, ids := range st {
+		for _, a := range ids {
+			out[d] = append(out[d], parts[a]...)
+		}
+	}
+	return out
 }
 
 // maxExchangeCount bounds the (receiver, free digits) assignments exchangeCounts

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // TestPriceDigitExchangeIsExact: where the direct all_to_all_v is a digit map with free
@@ -18,11 +20,7 @@ import (
 // receiver's own tile the router leaves out); and there are such reshards to check.
 func TestPriceDigitExchangeIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 8))
-	var models []*cost.Fabric
-	for _, name := range []string{"tpu-v5p", "tpu-v5e"} {
-		f, _ := cost.Profile(name)
-		models = append(models, f)
-	}
+	models := torusProfiles()
 	checked, big, paired := 0, 0, 0
 	for i := range 600 {
 		minDev, maxDev := 2, 256
@@ -41,8 +39,7 @@ func TestPriceDigitExchangeIsExact(t *testing.T) {
 		}
 		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
 		for _, f := range models {
-			want := f.NewRouter(m).Price(newPattern(sp, b, a, false, 0).traffic(cost.AllToAllV))
-			got, ok := f.NewRouter(m).PriceDigitExchange(dp, peers, moving)
+			want, got, ok := exchangePrices(f, sp, b, a, dp, peers, moving)
 			if want.Bytes == 0 {
 				require.False(t, ok, "%s: nothing moves", name)
 				continue
@@ -50,14 +47,7 @@ func TestPriceDigitExchangeIsExact(t *testing.T) {
 			if !ok {
 				continue // more assignments than the router enumerates
 			}
-			msg := name + " " + f.Name()
-			require.InDelta(t, want.TimeUS, got.TimeUS, 1e-9*want.TimeUS, msg)
-			require.InDelta(t, want.LatencyUS, got.LatencyUS, 1e-9*want.LatencyUS, msg)
-			require.InDelta(t, want.BandwidthUS, got.BandwidthUS, 1e-9*max(1, want.BandwidthUS), msg)
-			require.Equal(t, want.Bytes, got.Bytes, msg)
-			require.Equal(t, want.MaxPeers, got.MaxPeers, msg)
-			require.Equal(t, want.MaxHops, got.MaxHops, msg)
-			require.Equal(t, want.Link, got.Link, msg)
+			requireSamePrice(t, want, got, name+" "+f.Name())
 			checked++
 			if dp.Same != nil {
 				paired++
@@ -71,4 +61,163 @@ func TestPriceDigitExchangeIsExact(t *testing.T) {
 	require.Greater(t, checked, 100)
 	require.Greater(t, paired, 30)
 	require.Greater(t, big, 5)
+}
+
+// torusProfiles are the two torus profiles the exchange pricer is held to.
+func torusProfiles() []*cost.Fabric {
+	var models []*cost.Fabric
+	for _, name := range []string{"tpu-v5p", "tpu-v5e"} {
+		f, _ := cost.Profile(name)
+		models = append(models, f)
+	}
+	return models
+}
+
+// exchangePrices prices the direct all_to_all_v from b to a on f twice, on fresh
+// routers: by routing every transfer (want), and from its digits (got, ok).
+func exchangePrices(f *cost.Fabric, sp *space, b, a state, dp cost.DigitPermutation, peers int, moving int64) (want, got cost.TrafficEstimate, ok bool) {
+	want = f.NewRouter(sp.mesh).Price(newPattern(sp, b, a, false, 0).traffic(cost.AllToAllV))
+	got, ok = f.NewRouter(sp.mesh).PriceDigitExchange(dp, peers, moving)
+	return want, got, ok
+}
+
+// requireSamePrice holds a price from the digits to routing every transfer: time,
+// latency and bandwidth within 1e-9, bytes, the busiest device's peers, the longest
+// route's hops and the busiest link's class exactly.
+func requireSamePrice(t *testing.T, want, got cost.TrafficEstimate, msg string) {
+	t.Helper()
+	require.InDelta(t, want.TimeUS, got.TimeUS, 1e-9*want.TimeUS, msg)
+	require.InDelta(t, want.LatencyUS, got.LatencyUS, 1e-9*want.LatencyUS, msg)
+	require.InDelta(t, want.BandwidthUS, got.BandwidthUS, 1e-9*max(1, want.BandwidthUS), msg)
+	require.Equal(t, want.Bytes, got.Bytes, msg)
+	require.Equal(t, want.MaxPeers, got.MaxPeers, msg)
+	require.Equal(t, want.MaxHops, got.MaxHops, msg)
+	require.Equal(t, want.Link, got.Link, msg)
+}
+
+// TestPriceCoarseExchangeIsExact: on meshes with more prime factors than newSpace splits
+// (its atoms are then whole axes, and [x] (64) against [y, z] (32, 32) fails
+// digitExchange's sizes position by position), exchangeDigits prices the direct
+// all_to_all_v in the space of prime atoms, and that price equals routing every
+// transfer of the coarse space's pattern, on both torus profiles; the exchanges it
+// reaches there are ones digitExchange alone does not.
+func TestPriceCoarseExchangeIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 96))
+	models := torusProfiles()
+	sizes := []int{2, 4, 6, 8, 16, 32, 64}
+	checked, reached := 0, 0
+	for i := 0; checked < 60 && i < 4000; i++ {
+		n := 2 + rng.IntN(3)
+		axes := make([]sharding.Axis, n)
+		devices, primes := 1, 0
+		for k := range axes {
+			axes[k] = sharding.Axis{Name: fmt.Sprintf("a%d", k), Size: sizes[rng.IntN(len(sizes))]}
+			devices *= axes[k].Size
+			primes += len(primeFactors(axes[k].Size))
+		}
+		if primes <= maxPrimeAtoms || devices > 8192 {
+			continue
+		}
+		m, err := sharding.NewMesh("mesh", axes, nil)
+		require.NoError(t, err)
+		rank := 2 + rng.IntN(2)
+		// Mostly every axis on some dim, so that both use the same atoms; else each
+		// leaves an axis out now and then (paired atoms, which exchangeDigits leaves
+		// to the coarse space).
+		full := rng.IntN(4) != 0
+		place := func() sharding.Sharding {
+			s := sharding.Replicated(rank)
+			for _, k := range rng.Perm(n) {
+				d := rng.IntN(rank + 1)
+				if full {
+					d = rng.IntN(rank)
+				}
+				if d == rank {
+					continue
+				}
+				s.Dims[d].Axes = append(s.Dims[d].Axes, sharding.FullAxis(axes[k]))
+			}
+			s.Canonicalize(m)
+			return s
+		}
+		src, tgt := place(), place()
+		shape := make([]int64, rank)
+		for d := range shape {
+			shape[d] = int64(devices) * int64(1+rng.IntN(3))
+		}
+		sp, ok := newSpace(m, shape, 16, src, tgt)
+		if !ok {
+			continue
+		}
+		require.Less(t, len(sp.atoms), primes, "coarse atoms")
+		b, a := sp.stateOf(src), sp.stateOf(tgt)
+		if newPattern(sp, b, a, false, 0).transfersAtMost() > 1<<17 {
+			continue // routing them all would make the test slow
+		}
+		dp, peers, moving, ok := sp.exchangeDigits(b, a)
+		if !ok {
+			continue
+		}
+		if _, _, _, coarse := sp.digitExchange(b, a); !coarse {
+			reached++
+		}
+		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
+		for _, f := range models {
+			want, got, ok := exchangePrices(f, sp, b, a, dp, peers, moving)
+			if want.Bytes == 0 {
+				require.False(t, ok, "%s: nothing moves", name)
+				continue
+			}
+			require.True(t, ok, name+" "+f.Name())
+			requireSamePrice(t, want, got, name+" "+f.Name())
+		}
+		checked++
+	}
+	t.Logf("%d coarse exchanges checked, %d that only the prime atoms price", checked, reached)
+	require.GreaterOrEqual(t, checked, 60)
+	require.Greater(t, reached, 15)
+}
+
+// TestExchangeOn65536DevicesIsPriced: [x][z,y] -> [y,z][x] on x=64,y=32,z=32 (65,536
+// devices, whole-axis atoms) moves 16 tiles into every device, about a million transfers,
+// past what the planner routes one by one. Priced from its digits in the prime atoms'
+// space (its longest route a group of 2^20 assignments, past the permutes' cap but
+// within the exchange's), it is the plan, at a twelfth of gather-then-slice and without
+// its full rematerialization; the price equals routing every transfer; and a router that
+// first failed the same digits under the permutes' cap prices them under the exchange's.
+func TestExchangeOn65536DevicesIsPriced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("routes a million transfers")
+	}
+	m := mustMesh(t, "x=64,y=32,z=32")
+	shape := []int64{50176, 4096}
+	f, _ := cost.Profile("tpu-v5p")
+	src, tgt := mustSharding(t, m, shape, `[["x"],["z","y"]]`), mustSharding(t, m, shape, `[["y","z"],["x"]]`)
+	p, err := Reshard(context.Background(), &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f})
+	require.NoError(t, err)
+	require.Len(t, p.Steps, 1)
+	require.Equal(t, OpAllToAllV, p.Steps[0].Op)
+	require.False(t, p.Summary.FullRematerialization)
+	var gather float64
+	for _, c := range p.Summary.Candidates {
+		if c.Name == "gather_then_slice" {
+			gather = c.TimeUS
+		}
+	}
+	require.Greater(t, gather, 10*p.Summary.TimeUS)
+
+	sp, _ := newSpace(m, shape, 16, src, tgt)
+	b, a := sp.stateOf(src), sp.stateOf(tgt)
+	_, _, _, ok := sp.digitExchange(b, a)
+	require.False(t, ok, "whole-axis atoms: [x] against [y, z]")
+	dp, peers, moving, ok := sp.exchangeDigits(b, a)
+	require.True(t, ok)
+	want := f.NewRouter(m).Price(newPattern(sp, b, a, false, 0).traffic(cost.AllToAllV))
+	r := f.NewRouter(m)
+	_, ok = r.PriceDigitPermutation(dp)
+	require.False(t, ok, "the longest route's group is past the permutes' cap")
+	got, ok := r.PriceDigitExchange(dp, peers, moving)
+	require.True(t, ok)
+	requireSamePrice(t, want, got, "65,536 devices")
+	require.InDelta(t, want.TimeUS, p.Steps[0].Cost.TimeUS, 1e-9*want.TimeUS)
 }

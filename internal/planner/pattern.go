@@ -420,18 +420,62 @@ func (sp *space) canRoute(r *Request) bool {
 	return ok
 }
 
+// acquireRouter makes sure sp holds a router of r's model, when the model routes (false
+// otherwise).
+func (sp *space) acquireRouter(r *Request) bool {
+	tm, ok := r.Model.(trafficModel)
+	if !ok {
+		return false
+	}
+	if sp.router == nil || sp.routerModel != r.Model {
+		sp.releaseRouter()
+		sp.router, sp.routerModel = tm.AcquireRouter(sp.mesh), r.Model
+	}
+	return true
+}
+
+// exchangeByDigits prices the direct all_to_all_v from before to after in closed form,
+// when it is a digit map (digitExchange) the router can price, and memoizes the price
+// under key (ok false otherwise: only routing its transfers one by one prices it). Its
+// cost does not grow with the number of transfers. sp holds a router.
+func (sp *space) exchangeByDigits(key routeKey, before, after state) (cost.Estimate, bool) {
+	dp, peers, moving, ok := sp.exchangeDigits(before, after)
+	if !ok {
+		return cost.Estimate{}, false
+	}
+	te, ok := sp.router.PriceDigitExchange(dp, peers, moving)
+	if !ok {
+		return cost.Estimate{}, false
+	}
+	if sp.routes == nil {
+		sp.routes = map[routeKey]cost.Estimate{}
+	}
+	sp.routes[key] = te.Estimate
+	return te.Estimate, true
+}
+
+// exchangeInClosedForm reports whether the direct all_to_all_v from before to after
+// costs nothing more to price, whatever its transfers: priced already, or priced now
+// from its digits (exchangeByDigits, memoized for routed).
+func (sp *space) exchangeInClosedForm(r *Request, before, after state) bool {
+	if !sp.acquireRouter(r) {
+		return false
+	}
+	key := sp.routeKeyOf(before, after, false, 0)
+	if _, ok := sp.routes[key]; ok {
+		return true
+	}
+	_, ok := sp.exchangeByDigits(key, before, after)
+	return ok
+}
+
 // routed prices the point-to-point step from before to after by its traffic, when the
 // model routes (ok false otherwise). The router is kept per space (one request) and
 // comes from the model's pool, with the prices of earlier requests on the mesh
 // (releaseRouter gives it back).
 func (sp *space) routed(r *Request, before, after state, permute bool, inBytes int64) (cost.Estimate, bool) {
-	tm, ok := r.Model.(trafficModel)
-	if !ok {
+	if !sp.acquireRouter(r) {
 		return cost.Estimate{}, false
-	}
-	if sp.router == nil || sp.routerModel != r.Model {
-		sp.releaseRouter()
-		sp.router, sp.routerModel = tm.AcquireRouter(sp.mesh), r.Model
 	}
 	kind := cost.AllToAllV
 	if permute {
@@ -468,11 +512,8 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	}
 	if !permute {
 		// The direct exchange as a digit map, priced without listing its transfers.
-		if dp, peers, moving, ok := sp.digitExchange(before, after); ok {
-			if te, ok := sp.router.PriceDigitExchange(dp, peers, moving); ok {
-				sp.routes[key] = te.Estimate
-				return te.Estimate, true
-			}
+		if est, ok := sp.exchangeByDigits(key, before, after); ok {
+			return est, true
 		}
 	}
 	pat := newPattern(sp, before, after, permute, inBytes)

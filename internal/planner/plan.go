@@ -18,8 +18,10 @@ import (
 // a heuristic that adds latencies and bytes on additive models, likewise; planner/6: the
 // heuristic's hop bound and a smaller anytime pass, likewise; planner/7: the exact pass
 // beside the anytime pass, each bounded without the other's plans, likewise; planner/8:
-// strategy xla's suggestions are the best chain over every list of candidate states).
-const Version = "planner/8"
+// strategy xla's suggestions are the best chain over every list of candidate states;
+// planner/9: the direct all_to_all_v priced from its digits however many transfers it
+// has, also where the space's atoms are whole axes, which can change plans).
+const Version = "planner/9"
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
@@ -368,14 +370,16 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 	var out []*Plan
 	from := afterOf(pre, start)
 	tgt := r.Target
-	// The direct exchange is priced by routing its transfers. When it has more transfers
-	// than maxOptionalTransfers (65,536 devices each asking many holders) and another
-	// plan without a full rematerialization exists (greedy: the greedy plan is one), it is
+	// The direct exchange is priced by routing its transfers, unless it is a digit map
+	// (exchangeInClosedForm: every dim tiled evenly, the atom sizes equal position by
+	// position), whose price does not grow with them. When it has more transfers than
+	// maxOptionalTransfers (65,536 devices each asking many holders) and another plan
+	// without a full rematerialization exists (greedy: the greedy plan is one), it is
 	// left out rather than routed; past maxDirectTransfers it is left out whenever
 	// gather-then-slice stands in.
 	others := r.allowed(OpAllGather) && r.allowed(OpSlice)
 	optional := false
-	if sp.canRoute(r) && (greedy || others) {
+	if r.allowed(OpAllToAllV) && sp.canRoute(r) && (greedy || others) && !sp.exchangeInClosedForm(r, from, goal) {
 		n := newPattern(sp, from, goal, false, 0).transfersAtMost()
 		optional = greedy && n > maxOptionalTransfers || others && n > maxDirectTransfers
 	}
