@@ -181,7 +181,7 @@ func TransfersContext(ctx context.Context, m *sharding.Mesh, shape []int64, elem
 	if n := TransferCount(m, shape, before, after); n > 0 {
 		out = make([]Transfer, 0, min(n, 1<<21)) // at most a few too many: the kept tiles
 	}
-	if err := eachTransfer(ctx, m, shape, elemBits, before, after, func(t Transfer) bool {
+	if err := eachTransfer(ctx, m, shape, elemBits, before, after, true, func(t Transfer) bool {
 		out = append(out, t)
 		return true
 	}); err != nil {
@@ -206,8 +206,10 @@ func TransfersContext(ctx context.Context, m *sharding.Mesh, shape []int64, elem
 
 // eachTransfer calls fn with every transfer of the exchange from before to after, in
 // the pattern's order (receivers by atom digits), until fn returns false; it stops with
-// ctx's error once ctx is done. fn may keep the transfer.
-func eachTransfer(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, fn func(Transfer) bool) error {
+// ctx's error once ctx is done. fn may keep the transfer when keep is set; otherwise
+// its range lists are reused for the next one (a consumer that keeps few of millions,
+// TransferRunsContext, clones those).
+func eachTransfer(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, keep bool, fn func(Transfer) bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -241,7 +243,9 @@ func eachTransfer(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits
 		}
 		t := Transfer{From: m.DeviceAt(from), To: m.DeviceAt(to), Bytes: bytes,
 			Ranges: slab[:rank:rank], SourceLocal: slab[rank : 2*rank : 2*rank], TargetLocal: slab[2*rank : 3*rank : 3*rank]}
-		slab = slab[3*rank:]
+		if keep {
+			slab = slab[3*rank:]
+		}
 		for d := range rank {
 			ss, se := lb.Range(d, int(p.curS[d]))
 			ts, te := la.Range(d, int(p.curT[d]))

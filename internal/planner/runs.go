@@ -96,29 +96,33 @@ func (b *pairRuns) result() ([]PairRun, bool) {
 	return b.runs, true
 }
 
-// transferRuns builds TransferRuns from transfers in order, up to max runs.
+// transferRuns builds TransferRuns from transfers in order, up to max runs. It keeps
+// none of the transfers it is given (a run's first is a copy), and its buffers are
+// reused from one to the next: a million transfers cost no allocation each.
 type transferRuns struct {
 	runs       []TransferRun
 	max        int
 	over       bool
 	last, step []int64 // the current run's last transfer and step, flattened
+	cur, diff  []int64 // scratch: the transfer being added, and its step from last
 }
 
 // add extends the last run with t or starts a new one; false once over max.
 func (b *transferRuns) add(t Transfer) bool {
-	v := flatten(t, nil)
+	b.cur = flatten(t, b.cur[:0])
 	if n := len(b.runs); n > 0 {
 		r := &b.runs[n-1]
-		d := make([]int64, len(v))
-		for i := range v {
-			d[i] = v[i] - b.last[i]
+		b.diff = b.diff[:0]
+		for i, x := range b.cur {
+			b.diff = append(b.diff, x-b.last[i])
 		}
-		if r.Count == 1 || slices.Equal(d, b.step) {
+		if r.Count == 1 || slices.Equal(b.diff, b.step) {
 			if r.Count == 1 {
-				r.Step, b.step = unflatten(d, len(t.Ranges)), d
+				r.Step = unflatten(b.diff, len(t.Ranges))
+				b.step = append(b.step[:0], b.diff...)
 			}
 			r.Count++
-			b.last = v
+			b.last, b.cur = b.cur, b.last
 			return true
 		}
 	}
@@ -126,8 +130,8 @@ func (b *transferRuns) add(t Transfer) bool {
 		b.over = true
 		return false
 	}
-	b.runs = append(b.runs, TransferRun{First: t, Step: zeroTransfer(len(t.Ranges)), Count: 1})
-	b.last, b.step = v, nil
+	b.runs = append(b.runs, TransferRun{First: unflatten(b.cur, len(t.Ranges)), Step: zeroTransfer(len(t.Ranges)), Count: 1})
+	b.last, b.cur = b.cur, b.last
 	return true
 }
 
@@ -143,7 +147,7 @@ func (b *transferRuns) result() ([]TransferRun, bool) {
 // ctx is done.
 func TransferRunsContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, maxRuns int) (runs []TransferRun, complete bool, err error) {
 	b := transferRuns{max: maxRuns}
-	if err = eachTransfer(ctx, m, shape, elemBits, before, after, b.add); err != nil {
+	if err = eachTransfer(ctx, m, shape, elemBits, before, after, false, b.add); err != nil {
 		return nil, !b.over, err
 	}
 	runs, complete = b.result()
