@@ -35,10 +35,21 @@ type DigitPermutation struct {
 const maxDigitEnum = 1 << 16
 
 // maxExchangeRouteEnum caps the assignments of a coupled group of axes whose longest
-// route PriceDigitExchange finds (maxDigitEnum, or four per moving transfer when that
-// is more: the branch and bound visits each at a fraction of the cost of routing one
-// transfer, which is what the caller would do instead).
+// route PriceDigitExchange finds: maxDigitEnum, or up to this many when the exchange
+// lists more transfers (every digit's assignment is one, moving or not). A group's
+// digits are some of the exchange's, so the branch and bound never visits more
+// assignments than there are transfers, each at a fraction of the cost of routing one,
+// which is what the caller would do instead.
 const maxExchangeRouteEnum = 1 << 22
+
+// allDigits is 0..n-1.
+func allDigits(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
 
 // PriceDigitPermutation prices p exactly as Price would price its transfers listed one
 // by one, in time that depends on the digits of each axis and their images (at most
@@ -97,7 +108,7 @@ func (r *Router) PriceDigitExchange(p DigitPermutation, maxPeers int, moving int
 	if r.f.gpusPerNode > 0 || moving <= 0 {
 		return TrafficEstimate{}, false
 	}
-	r.routeEnum = int(min(max(maxDigitEnum, 4*moving), maxExchangeRouteEnum))
+	r.routeEnum = max(maxDigitEnum, assignmentsUpTo(p.Digits, allDigits(len(p.Digits)), maxExchangeRouteEnum))
 	u := r.digitUnitOf(p)
 	r.routeEnum = 0
 	if !u.loadOK || !u.used || !u.routeOK {
