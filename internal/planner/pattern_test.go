@@ -117,7 +117,7 @@ func TestPropertyPatternPricingIsExact(t *testing.T) {
 
 // randomMeshPow draws meshes of power-of-two and small odd axes (sub-axes need
 // factors).
-func randomMeshPow(t *testing.T, rng *rand.Rand, minDevices, maxDevices int) *sharding.Mesh {
+func randomMeshPow(t testing.TB, rng *rand.Rand, minDevices, maxDevices int) *sharding.Mesh {
 	sizes := []int{1, 2, 3, 4, 6, 8, 16}
 	for {
 		n := 1 + rng.IntN(4)
@@ -262,7 +262,7 @@ func TestPartialReduceScatter(t *testing.T) {
 
 // randomReshard draws a mesh of minDev..maxDev devices (randomMeshPow), a rank 1-3 shape
 // whose dims are 1-40 times one of scales, and two shardings over the same axis pieces.
-func randomReshard(t *testing.T, rng *rand.Rand, minDev, maxDev int, scales []int64) (*sharding.Mesh, []int64, sharding.Sharding, sharding.Sharding) {
+func randomReshard(t testing.TB, rng *rand.Rand, minDev, maxDev int, scales []int64) (*sharding.Mesh, []int64, sharding.Sharding, sharding.Sharding) {
 	m := randomMeshPow(t, rng, minDev, maxDev)
 	rank := 1 + rng.IntN(3)
 	shape := make([]int64, rank)

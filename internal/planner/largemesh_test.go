@@ -1,0 +1,54 @@
+package planner
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardplan/shardplan/internal/cost"
+)
+
+// BenchmarkLargeMeshes plans 150 seeded random reshards on meshes of 4,096 to 65,536
+// devices (up to four axes of 1-16 devices, so newSpace's atoms are often whole axes)
+// per profile, and reports the latency quantiles, the plans that go through a full
+// rematerialization while neither end is replicated (fullremat), and how many of those
+// had no all_to_all_v candidate to weigh (it was left out: too many transfers to route).
+func BenchmarkLargeMeshes(b *testing.B) {
+	for _, name := range []string{"tpu-v5p", "h100"} {
+		f, _ := cost.Profile(name)
+		b.Run(name, func(b *testing.B) {
+			var lat []float64
+			remat, without := 0, 0
+			for b.Loop() {
+				lat, remat, without = lat[:0], 0, 0
+				rng := rand.New(rand.NewPCG(7, 7))
+				for range 150 {
+					m, shape, src, tgt := randomReshard(b, rng, 4096, 65536, []int64{1, 16, 64, 1024})
+					if src.IsFullyReplicated() || tgt.IsFullyReplicated() {
+						continue
+					}
+					t0 := time.Now()
+					p, err := Reshard(context.Background(), &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f})
+					lat = append(lat, float64(time.Since(t0).Microseconds()))
+					if err != nil || !p.Summary.FullRematerialization {
+						continue
+					}
+					remat++
+					if !slices.ContainsFunc(p.Summary.Candidates, func(c Candidate) bool { return c.Name == string(OpAllToAllV) }) {
+						without++
+					}
+				}
+			}
+			slices.Sort(lat)
+			pct := func(q float64) float64 { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+			b.ReportMetric(float64(len(lat)), "reshards")
+			b.ReportMetric(pct(0.5), "p50-µs")
+			b.ReportMetric(pct(0.9), "p90-µs")
+			b.ReportMetric(lat[len(lat)-1], "max-µs")
+			b.ReportMetric(float64(remat), "fullremat")
+			b.ReportMetric(float64(without), "fullremat-without-a2av")
+		})
+	}
+}
