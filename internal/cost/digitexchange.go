@@ -160,7 +160,7 @@ func breaksClass(cls sameClasses, set uint64, val []int) bool {
 // transfer is kept when some group's assignment breaks one of its classes: the longest
 // is the best, over the groups with classes, of that group's longest breaking route
 // plus every other group's longest route.
-func (r *Router) digitLongestRouteExcluding(p DigitPermutation, onAxis [][]int, sSet []uint64) (lat float64, hops int, ok, done bool) {
+func (r *Router) digitLongestRouteExcluding(p DigitPermutation, onAxis [][]int, sSet []uint64, limit int) (lat float64, hops int, ok, done bool) {
 	cls := classesOf(p)
 	var onRoutes uint64
 	for _, set := range sSet {
@@ -201,11 +201,11 @@ func (r *Router) digitLongestRouteExcluding(p DigitPermutation, onAxis [][]int, 
 	var groups []groupRoute
 	for _, rg := range routeGroups(sSet, comp) {
 		var g groupRoute
-		if g.lat, g.hops, ok = r.groupLongestRoute(p, onAxis, rg.axes, rg.union); !ok {
+		if g.lat, g.hops, ok = r.groupLongestRoute(p, onAxis, rg.axes, rg.union, limit); !ok {
 			return 0, 0, false, true
 		}
 		union := rg.union
-		bl, bh, ok := r.groupLongestRouteOf(p, onAxis, rg.axes, union, func(val []int) bool { return breaksClass(cls, union, val) })
+		bl, bh, ok := r.groupLongestRouteOf(p, onAxis, rg.axes, union, limit, func(val []int) bool { return breaksClass(cls, union, val) })
 		if !ok {
 			return 0, 0, false, true
 		}

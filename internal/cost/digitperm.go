@@ -42,15 +42,6 @@ const maxDigitEnum = 1 << 16
 // which is what the caller would do instead.
 const maxExchangeRouteEnum = 1 << 22
 
-// allDigits is 0..n-1.
-func allDigits(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
 // PriceDigitPermutation prices p exactly as Price would price its transfers listed one
 // by one, in time that depends on the digits of each axis and their images (at most
 // n_axis² assignments per axis) rather than on the device count. ok is false when it
@@ -72,7 +63,7 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 	if r.f.gpusPerNode > 0 {
 		return TrafficEstimate{}, false
 	}
-	u := r.digitUnitOf(p)
+	u := r.digitUnitOf(p, maxDigitEnum)
 	if !u.loadOK {
 		return TrafficEstimate{}, false
 	}
@@ -108,9 +99,14 @@ func (r *Router) PriceDigitExchange(p DigitPermutation, maxPeers int, moving int
 	if r.f.gpusPerNode > 0 || moving <= 0 {
 		return TrafficEstimate{}, false
 	}
-	r.routeEnum = max(maxDigitEnum, assignmentsUpTo(p.Digits, allDigits(len(p.Digits)), maxExchangeRouteEnum))
-	u := r.digitUnitOf(p)
-	r.routeEnum = 0
+	transfers := 1 // every assignment of the digits is a transfer, moving or not
+	for _, d := range p.Digits {
+		if transfers *= d.Size; transfers > maxExchangeRouteEnum {
+			transfers = maxExchangeRouteEnum
+			break
+		}
+	}
+	u := r.digitUnitOf(p, max(maxDigitEnum, transfers))
 	if !u.loadOK || !u.used || !u.routeOK {
 		return TrafficEstimate{}, false
 	}
@@ -196,8 +192,9 @@ func (r *Router) digitScratch() ([][]int, []uint64) {
 	return r.dOnAxis, r.dSSet
 }
 
-// digitUnitOf is p's digitUnit, memoized by p's digits and Src.
-func (r *Router) digitUnitOf(p DigitPermutation) *digitUnit {
+// digitUnitOf is p's digitUnit, memoized by p's digits and Src, its longest route looked
+// for over at most limit assignments per coupled group of axes.
+func (r *Router) digitUnitOf(p DigitPermutation, limit int) *digitUnit {
 	b := r.dKey[:0]
 	for k, d := range p.Digits {
 		b = binary.AppendUvarint(b, uint64(d.Axis))
@@ -209,25 +206,24 @@ func (r *Router) digitUnitOf(p DigitPermutation) *digitUnit {
 		}
 	}
 	r.dKey = b
-	limit := r.routeLimit()
 	u, ok := r.digitUnits[string(b)]
 	if ok && (u.routeOK || !u.loadOK || !u.used || u.routeCap >= limit) {
 		return u
 	}
+	// New, or known with a longest route past a smaller cap than this call's: the loads
+	// are computed once, the route again.
 	onAxis, sSet := r.digitScratch()
-	if !ok {
-		u = &digitUnit{}
-		if r.digitsOnAxes(p, onAxis) {
-			segmentSets(p, onAxis, sSet)
+	if r.digitsOnAxes(p, onAxis) {
+		segmentSets(p, onAxis, sSet)
+		if !ok {
+			u = &digitUnit{}
 			_, u.base, u.used, u.loadOK = r.digitLinkLoad(p, onAxis, sSet, 1, u)
 		}
-	} else {
-		// Known, but its longest route was past a smaller cap than this call's.
-		r.digitsOnAxes(p, onAxis)
-		segmentSets(p, onAxis, sSet)
+	} else if !ok {
+		u = &digitUnit{}
 	}
 	if u.loadOK && u.used {
-		u.lat, u.hops, u.routeOK = r.digitLongestRoute(p, onAxis, sSet)
+		u.lat, u.hops, u.routeOK = r.digitLongestRoute(p, onAxis, sSet, limit)
 		u.routeCap = limit
 		u.sent = digitSent(p, r.m.NumDevices())
 	}
@@ -236,15 +232,6 @@ func (r *Router) digitUnitOf(p DigitPermutation) *digitUnit {
 	}
 	r.digitUnits[string(b)] = u
 	return u
-}
-
-// routeLimit is the cap on the assignments a coupled group of axes' longest route may
-// enumerate in this call.
-func (r *Router) routeLimit() int {
-	if r.routeEnum > 0 {
-		return r.routeEnum
-	}
-	return maxDigitEnum
 }
 
 // digitsOnAxes lists in onAxis the digits of each mesh axis; false when an axis with
@@ -459,14 +446,14 @@ func busiestLink(w *worstRes, axis int, rt axisRoute, buf []float64, routed floa
 // digitLongestRoute is the latency and hops of the longest route: axes coupled through
 // shared digits are maximised together, the groups independently. ok is false when a
 // group has too many assignments to enumerate.
-func (r *Router) digitLongestRoute(p DigitPermutation, onAxis [][]int, sSet []uint64) (lat float64, hops int, ok bool) {
+func (r *Router) digitLongestRoute(p DigitPermutation, onAxis [][]int, sSet []uint64, limit int) (lat float64, hops int, ok bool) {
 	if p.Same != nil {
-		if lat, hops, ok, done := r.digitLongestRouteExcluding(p, onAxis, sSet); done {
+		if lat, hops, ok, done := r.digitLongestRouteExcluding(p, onAxis, sSet, limit); done {
 			return lat, hops, ok
 		}
 	}
 	for _, g := range routeGroups(sSet, coupledAxes(sSet)) {
-		l, h, ok := r.groupLongestRoute(p, onAxis, g.axes, g.union)
+		l, h, ok := r.groupLongestRoute(p, onAxis, g.axes, g.union, limit)
 		if !ok {
 			return 0, 0, false
 		}
@@ -549,16 +536,16 @@ func (u UnionFind) Union(x, y int) bool {
 
 // groupLongestRoute is the largest latency and hops, over every assignment of the
 // digits in union, of the route across axes (each maximised on its own, by routeMax).
-func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []int, union uint64) (float64, int, bool) {
-	return r.groupLongestRouteOf(p, onAxis, axes, union, nil)
+func (r *Router) groupLongestRoute(p DigitPermutation, onAxis [][]int, axes []int, union uint64, limit int) (float64, int, bool) {
+	return r.groupLongestRouteOf(p, onAxis, axes, union, limit, nil)
 }
 
 // groupLongestRouteOf is groupLongestRoute over the assignments accept takes (nil:
 // all); -1 hops when it takes none.
-func (r *Router) groupLongestRouteOf(p DigitPermutation, onAxis [][]int, axes []int, union uint64, accept func([]int) bool) (float64, int, bool) {
+func (r *Router) groupLongestRouteOf(p DigitPermutation, onAxis [][]int, axes []int, union uint64, limit int, accept func([]int) bool) (float64, int, bool) {
 	nd := len(p.Digits)
 	D := bitsOf(union, nd)
-	if assignmentsUpTo(p.Digits, D, r.routeLimit()) > r.routeLimit() {
+	if assignmentsUpTo(p.Digits, D, limit) > limit {
 		return 0, 0, false
 	}
 	rm := routeMax{r: r, p: p, onAxis: onAxis, axes: axes, digits: D, val: make([]int, nd), accept: accept}

@@ -34,7 +34,7 @@ func TestDigitUnitScalingIsExact(t *testing.T) {
 				continue
 			}
 			compared++
-			lat, hops, _ := ref.digitLongestRoute(p, onAxis, sSet)
+			lat, hops, _ := ref.digitLongestRoute(p, onAxis, sSet, maxDigitEnum)
 			require.Equal(t, w.time, got.BandwidthUS, "bytes %d", b)
 			if b < 1<<40 {
 				// Past it sums round, and which of the lines of equal time the

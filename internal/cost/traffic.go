@@ -131,9 +131,6 @@ type Router struct {
 	dSSet      []uint64
 	dKey       []byte
 	digitUnits map[string]*digitUnit
-	// routeEnum caps the assignments of a coupled group of axes that the longest route
-	// enumerates (0: maxDigitEnum); PriceDigitExchange raises it for one call.
-	routeEnum int
 
 	poolKey string // AcquireRouter's key ("": not pooled)
 }
