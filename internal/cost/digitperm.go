@@ -44,9 +44,11 @@ const maxExchangeRouteEnum = 1 << 22
 
 // PriceDigitPermutation prices p exactly as Price would price its transfers listed one
 // by one, in time that depends on the digits of each axis and their images (at most
-// n_axis² assignments per axis) rather than on the device count. ok is false when it
-// does not apply: a model with switched axes or nodes, or digit groups too large to
-// enumerate; the caller then routes the transfers.
+// n_axis² assignments per axis) rather than on the device count. On a GPU model it
+// counts port and NIC loads from the digits instead (digitswitch.go). ok is false when
+// it does not apply: a torus model with switched axes, a GPU model with axis_links on
+// the mesh or a node boundary inside a digit, or digit groups too large to enumerate;
+// the caller then routes the transfers.
 //
 // Why it is exact. Under dimension-ordered routing the segment a transfer rides on axis
 // μ runs from the holder's coordinate h_μ to the receiver's r_μ, on the line fixed by the
@@ -61,7 +63,11 @@ const maxExchangeRouteEnum = 1 << 22
 // together over the union of their digits, the groups independently.
 func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, bool) {
 	if r.f.gpusPerNode > 0 {
-		return TrafficEstimate{}, false
+		moving := int64(math.Round(digitSent(p, r.n)))
+		if moving == 0 {
+			return TrafficEstimate{}, r.switchApplies()
+		}
+		return r.priceDigitsSwitched(p, CollectivePermute, moving, 1)
 	}
 	u := r.digitUnitOf(p, maxDigitEnum)
 	if !u.loadOK {
@@ -93,11 +99,15 @@ func (r *Router) PriceDigitPermutation(p DigitPermutation) (TrafficEstimate, boo
 // whose holder is its receiver moves nothing. The caller gives what the map's structure
 // says of the transfers that move: how many (moving) and the most one device sends or
 // receives (maxPeers). It prices exactly as Price would price the transfers listed one
-// by one (TestPriceDigitExchangeIsExact), and ok is false where PriceDigitPermutation
-// does not apply.
+// by one (TestPriceDigitExchangeIsExact, TestSwitchedDigitPricingIsExact), and ok is
+// false where PriceDigitPermutation does not apply (or, on a GPU model, where a
+// transfer is left out (Same) and the digits have more than 2^16 assignments).
 func (r *Router) PriceDigitExchange(p DigitPermutation, maxPeers int, moving int64) (TrafficEstimate, bool) {
-	if r.f.gpusPerNode > 0 || moving <= 0 {
+	if moving <= 0 {
 		return TrafficEstimate{}, false
+	}
+	if r.f.gpusPerNode > 0 {
+		return r.priceDigitsSwitched(p, AllToAllV, moving, maxPeers)
 	}
 	transfers := 1 // every assignment of the digits is a transfer, moving or not
 	for _, d := range p.Digits {

@@ -568,10 +568,14 @@ func (w worstRes) describe(r *Router) string {
 		return ""
 	}
 	io := [2]string{"egress", "ingress"}[w.dir]
-	switch w.kind {
-	case resPort:
+	switch {
+	case w.kind == resPort && w.x < 0: // priced in closed form: a class of devices
+		return fmt.Sprintf("%s %s of the busiest devices", w.class, io)
+	case w.kind == resPort:
 		return fmt.Sprintf("%s %s of mesh position %d", w.class, io, w.x)
-	case resNode:
+	case w.kind == resNode && w.x < 0:
+		return fmt.Sprintf("%s %s of the busiest nodes (%d NICs each)", w.class, io, r.f.gpusPerNode)
+	case w.kind == resNode:
 		return fmt.Sprintf("%s %s of node %d (%d NICs)", w.class, io, w.x, r.f.gpusPerNode)
 	}
 	m := r.m

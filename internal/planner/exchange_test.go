@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -185,6 +186,8 @@ func TestPriceCoarseExchangeIsExact(t *testing.T) {
 // within the exchange's), it is the plan, at a twelfth of gather-then-slice and without
 // its full rematerialization; the price equals routing every transfer; and a router that
 // first failed the same digits under the permutes' cap prices them under the exchange's.
+// On h100 (8,192 nodes) the digits price by ports and NICs, and the all_to_all_v is the
+// plan there too (it was gather-then-slice, 11.2 ms, when only routing priced it).
 func TestExchangeOn65536DevicesIsPriced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("routes a million transfers")
@@ -220,4 +223,104 @@ func TestExchangeOn65536DevicesIsPriced(t *testing.T) {
 	require.True(t, ok)
 	requireSamePrice(t, want, got, "65,536 devices")
 	require.InDelta(t, want.TimeUS, p.Steps[0].Cost.TimeUS, 1e-9*want.TimeUS)
+
+	// On 65,536 GPUs (h100, 8,192 nodes) the same digits price by ports and NICs.
+	h100, _ := cost.Profile("h100")
+	p, err = Reshard(context.Background(), &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: h100})
+	require.NoError(t, err)
+	require.Len(t, p.Steps, 1)
+	require.Equal(t, OpAllToAllV, p.Steps[0].Op)
+	require.False(t, p.Summary.FullRematerialization)
+	want = h100.NewRouter(m).Price(newPattern(sp, b, a, false, 0).traffic(cost.AllToAllV))
+	got, ok = h100.NewRouter(m).PriceDigitExchange(dp, peers, moving)
+	require.True(t, ok)
+	requireSamePrice(t, want, got, "65,536 GPUs")
+	require.InDelta(t, want.TimeUS, p.Steps[0].Cost.TimeUS, 1e-9*want.TimeUS)
+	t.Logf("h100: %s at %.1f µs, %s", p.Steps[0].Op, p.Steps[0].Cost.TimeUS, got.Resource())
+}
+
+// switchProfiles are GPU models the switched digit pricer is held to: h100 (8 GPUs a
+// node), and h100 and b200 with 2 and 4 GPUs a node (many nodes on small meshes), one of
+// them in max mode.
+func switchProfiles(t testing.TB) []*cost.Fabric {
+	h100, _ := cost.Profile("h100")
+	out := []*cost.Fabric{h100}
+	for _, raw := range []string{`{"base":"h100","gpus_per_node":2}`, `{"base":"b200","gpus_per_node":4,"mode":"max"}`} {
+		m, err := cost.Resolve(json.RawMessage(raw), "cost_model")
+		require.NoError(t, err)
+		out = append(out, m.(*cost.Fabric))
+	}
+	return out
+}
+
+// TestSwitchedDigitPricingIsExact: on GPU models, pricing the direct all_to_all_v and
+// digit permutations from their digits (device ports inside a node, node NICs between
+// nodes) equals routing every transfer: on random exchanges (paired atoms included) and
+// permutes up to 4,096 devices, three GPU models; the busiest resource is a node's NICs
+// in some and a device's port in others.
+func TestSwitchedDigitPricingIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 13))
+	models := switchProfiles(t)
+	links := map[string]int{}
+	exchanges, paired, permutes, declined := 0, 0, 0, 0
+	for i := range 3000 {
+		minDev, maxDev := 2, 256
+		if i%10 == 0 {
+			minDev, maxDev = 1025, 4096
+		}
+		m, shape, src, tgt := randomReshard(t, rng, minDev, maxDev, []int64{1, 16, 64})
+		if i%2 == 1 {
+			tgt = shuffleAtoms(rng, m, src)
+		}
+		sp, ok := newSpace(m, shape, 16, src, tgt)
+		if !ok {
+			continue
+		}
+		b, a := sp.stateOf(src), sp.stateOf(tgt)
+		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
+		if dp, peers, moving, ok := sp.exchangeDigits(b, a); ok {
+			for _, f := range models {
+				want, got, ok := exchangePrices(f, sp, b, a, dp, peers, moving)
+				if want.Bytes == 0 {
+					require.False(t, ok, "%s: nothing moves", name)
+					continue
+				}
+				if !ok {
+					declined++ // paired past the enumeration's cap, or a node boundary inside a digit
+					continue
+				}
+				requireSamePrice(t, want, got, name+" "+f.Name())
+				links[got.Link]++
+				exchanges++
+				if dp.Same != nil {
+					paired++
+				}
+			}
+		}
+		p := newPattern(sp, b, a, true, 4096)
+		if dp, ok := p.digitPermutation(); ok && i%2 == 1 { // a permute: the atoms shuffled
+			for _, f := range models {
+				got, ok := f.NewRouter(m).PriceDigitPermutation(dp)
+				if !ok {
+					declined++ // a node boundary inside a digit
+					continue
+				}
+				want := f.NewRouter(m).Price(fullTraffic(p, cost.CollectivePermute))
+				if want.Bytes == 0 {
+					require.Zero(t, got.TimeUS, name)
+					continue
+				}
+				requireSamePrice(t, want, got, name+" "+f.Name()+" permute")
+				links[got.Link+" permute"]++
+				permutes++
+			}
+		}
+	}
+	t.Logf("%d exchanges (%d paired, %d declined), %d permutes; busiest: %v", exchanges, paired, declined, permutes, links)
+	require.Greater(t, exchanges, 600)
+	require.Greater(t, paired, 80)
+	require.Greater(t, permutes, 250)
+	for _, l := range []string{"nvlink", "ib", "nvlink permute", "ib permute"} {
+		require.Greater(t, links[l], 20, l)
+	}
 }

@@ -20,8 +20,9 @@ import (
 // beside the anytime pass, each bounded without the other's plans, likewise; planner/8:
 // strategy xla's suggestions are the best chain over every list of candidate states;
 // planner/9: the direct all_to_all_v priced from its digits however many transfers it
-// has, also where the space's atoms are whole axes, which can change plans).
-const Version = "planner/9"
+// has, also where the space's atoms are whole axes, which can change plans; planner/10:
+// on GPU models too, from port and NIC loads counted from the digits, likewise).
+const Version = "planner/10"
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
