@@ -23,9 +23,11 @@ type switchLoads struct {
 // nodeSplit places p's digits against the node boundary: high[k] when digit k lies
 // above it, and lowFill, the positions of a node no digit of p covers (each repeats the
 // same transfers, so a node's NICs carry lowFill copies). ok is false when the boundary
-// falls inside a digit, or when the digits of an axis do not lay out as a mixed radix
-// of it.
-func (r *Router) nodeSplit(p DigitPermutation) (high []bool, lowFill int64, ok bool) {
+// falls inside a digit (then straddle is that digit and f the part of its size below
+// the boundary, when f divides it; straddle is -1 otherwise), or when the digits of an
+// axis do not lay out as a mixed radix of it.
+func (r *Router) nodeSplit(p DigitPermutation) (high []bool, lowFill int64, straddle, f int, ok bool) {
+	straddle = -1
 	type place struct{ weight, size, k int } // k < 0: positions no digit covers
 	var places []place
 	var ks []int
@@ -41,7 +43,7 @@ func (r *Router) nodeSplit(p DigitPermutation) (high []bool, lowFill int64, ok b
 		for _, k := range ks {
 			d := p.Digits[k]
 			if d.Weight < cur || d.Weight%cur != 0 {
-				return nil, 0, false
+				return nil, 0, -1, 0, false
 			}
 			if d.Weight > cur {
 				places = append(places, place{cur * st, d.Weight / cur, -1})
@@ -50,7 +52,7 @@ func (r *Router) nodeSplit(p DigitPermutation) (high []bool, lowFill int64, ok b
 			cur = d.Weight * d.Size
 		}
 		if a.Size%cur != 0 {
-			return nil, 0, false
+			return nil, 0, -1, 0, false
 		}
 		if cur < a.Size {
 			places = append(places, place{cur * st, a.Size / cur, -1})
@@ -65,7 +67,7 @@ func (r *Router) nodeSplit(p DigitPermutation) (high []bool, lowFill int64, ok b
 	prod := 1
 	for _, pl := range places {
 		if pl.weight != prod {
-			return nil, 0, false
+			return nil, 0, -1, 0, false
 		}
 		switch {
 		case prod >= g:
@@ -73,10 +75,13 @@ func (r *Router) nodeSplit(p DigitPermutation) (high []bool, lowFill int64, ok b
 				high[pl.k] = true
 			}
 		case prod*pl.size > g:
-			// The boundary falls inside this place: a digit cannot be split, positions no
-			// digit covers can (the part below the boundary fills the node).
-			if pl.k >= 0 || g%prod != 0 || pl.size%(g/prod) != 0 {
-				return nil, 0, false
+			// The boundary falls inside this place: the part below it fills the node
+			// when no digit covers the place; a digit must be split (splitDigit).
+			if g%prod != 0 || pl.size%(g/prod) != 0 {
+				return nil, 0, -1, 0, false
+			}
+			if pl.k >= 0 {
+				return nil, 0, pl.k, g / prod, false
 			}
 			lowFill *= int64(g / prod)
 		case pl.k < 0:
@@ -84,7 +89,61 @@ func (r *Router) nodeSplit(p DigitPermutation) (high []bool, lowFill int64, ok b
 		}
 		prod *= pl.size
 	}
-	return high, lowFill, prod == r.n
+	return high, lowFill, -1, 0, prod == r.n
+}
+
+// splitDigit is p with digit k, and every digit its value is tied to (k's class under
+// Src and Same: they share its size), each split into a low digit of size f and a high
+// one of size/f (value = low + f x high, the low part at the digit's weight on a mesh
+// axis). The transfers are the same: a value equals another exactly when both parts do.
+func splitDigit(p DigitPermutation, k, f int) DigitPermutation {
+	n := len(p.Digits)
+	uf := NewUnionFind(n)
+	for x := range n {
+		uf.Union(x, p.Src[x])
+		if p.Same != nil && p.Same[x] >= 0 {
+			uf.Union(x, p.Same[x])
+		}
+	}
+	root := uf.Find(k)
+	// Digit x becomes lo[x] (and hi[x] when split), in order.
+	lo, hi := make([]int, n), make([]int, n)
+	var q DigitPermutation
+	q.Bytes = p.Bytes
+	for x, d := range p.Digits {
+		lo[x], hi[x] = len(q.Digits), -1
+		if uf.Find(x) != root {
+			q.Digits = append(q.Digits, d)
+			continue
+		}
+		q.Digits = append(q.Digits, Digit{Axis: d.Axis, Size: f, Weight: d.Weight}, Digit{Axis: d.Axis, Size: d.Size / f, Weight: d.Weight * f})
+		hi[x] = lo[x] + 1
+	}
+	q.Src = make([]int, len(q.Digits))
+	if p.Same != nil {
+		q.Same = make([]int, len(q.Digits))
+	}
+	for x := range n {
+		parts := [][2]int{{lo[x], lo[p.Src[x]]}}
+		if hi[x] >= 0 {
+			parts = append(parts, [2]int{hi[x], hi[p.Src[x]]})
+		}
+		for i, pt := range parts {
+			q.Src[pt[0]] = pt[1]
+			if p.Same == nil {
+				continue
+			}
+			switch j := p.Same[x]; {
+			case j < 0:
+				q.Same[pt[0]] = -1
+			case i == 0:
+				q.Same[pt[0]] = lo[j]
+			default:
+				q.Same[pt[0]] = hi[j]
+			}
+		}
+	}
+	return q
 }
 
 // switchApplies reports whether the router prices digit maps by switchLoads: a GPU
@@ -414,7 +473,13 @@ func (r *Router) priceDigitsSwitched(p DigitPermutation, kind Kind, moving int64
 	if !r.switchApplies() {
 		return TrafficEstimate{}, false
 	}
-	high, lowFill, ok := r.nodeSplit(p)
+	high, lowFill, k, f, ok := r.nodeSplit(p)
+	if !ok && k >= 0 {
+		// A digit across the boundary (a whole axis of 16 on 8 GPUs a node): its parts
+		// on either side are digits of their own.
+		p = splitDigit(p, k, f)
+		high, lowFill, _, _, ok = r.nodeSplit(p)
+	}
 	if !ok {
 		return TrafficEstimate{}, false
 	}
