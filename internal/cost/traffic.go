@@ -133,6 +133,8 @@ type Router struct {
 	digitUnits map[string]*digitUnit
 
 	poolKey string // AcquireRouter's key ("": not pooled)
+	deltas  []int  // routeSwitched's position shift per translate
+	generic bool   // route with add on every model (tests hold routeSwitched to it)
 }
 
 // ringLoads are one axis' link loads: per touched line, difference arrays of both
@@ -238,7 +240,11 @@ func (r *Router) Price(t *Traffic) TrafficEstimate {
 	r.reset()
 	var out TrafficEstimate
 	used := [numLinks]bool{}
-	r.routeAll(t, offsets, expand, &out, &used)
+	if expand && !r.generic && r.switchApplies() {
+		r.routeSwitched(t, offsets, &out, &used)
+	} else {
+		r.routeAll(t, offsets, expand, &out, &used)
+	}
 	if !expand {
 		// Each representative stands for every translate; bytes scale by the copies.
 		mult := int64(1)
@@ -343,6 +349,72 @@ func (r *Router) routeAll(t *Traffic, offsets [][]int, expand bool, out *Traffic
 		}
 		return true
 	})
+}
+
+// routeSwitched is routeAll on a GPU model whose axes all follow the nodes (add's
+// routes there, without the walk over axes): a transfer between devices of one node
+// crosses the sender's NVLink egress port and the receiver's ingress port, one between
+// nodes both nodes' NICs, one switch crossing either way. Each translate adds a fixed
+// number of positions to both ends, found once per call.
+func (r *Router) routeSwitched(t *Traffic, offsets [][]int, out *TrafficEstimate, used *[numLinks]bool) {
+	f := r.f
+	g := f.gpusPerNode
+	r.deltas = append(r.deltas[:0], 0)
+	for i := len(offsets) - 1; i >= 0; i-- {
+		if offsets[i] == nil {
+			continue
+		}
+		n := len(r.deltas)
+		for _, o := range offsets[i][1:] {
+			for _, d := range r.deltas[:n] {
+				r.deltas = append(r.deltas, d+o*r.stride[i])
+			}
+		}
+		if o := offsets[i][0]; o != 0 {
+			for k := range r.deltas[:n] {
+				r.deltas[k] += o * r.stride[i]
+			}
+		}
+	}
+	nv, ib := f.links[linkNVLink].lat, f.links[linkIB].lat
+	lat := 0.0
+	t.Each(func(from, to []int, bytes int64) bool {
+		if bytes <= 0 {
+			return true
+		}
+		src0, dst0 := 0, 0
+		for i := range from {
+			src0 += from[i] * r.stride[i]
+			dst0 += to[i] * r.stride[i]
+		}
+		if src0 == dst0 {
+			return true
+		}
+		w := float64(bytes)
+		for _, dl := range r.deltas {
+			src, dst := src0+dl, dst0+dl
+			out.Bytes += bytes
+			r.touch(src)
+			r.touch(dst)
+			r.cnt[0][src]++
+			r.cnt[1][dst]++
+			if sn, dn := src/g, dst/g; sn != dn {
+				used[linkIB] = true
+				lat = max(lat, ib)
+				r.node[0][sn] += w
+				r.node[1][dn] += w
+				continue
+			}
+			used[linkNVLink] = true
+			lat = max(lat, nv)
+			r.dev(src).port[linkNVLink][0] += w
+			r.dev(dst).port[linkNVLink][1] += w
+		}
+		return true
+	})
+	if out.Bytes > 0 {
+		out.MaxHops, out.LatencyUS = 1, lat
+	}
 }
 
 // worstRing raises w to the busiest ring or line link; without expand, each link's load

@@ -186,6 +186,7 @@ func routerModels(t testing.TB) []*Fabric {
 // prices exactly like the same transfers listed in full.
 func TestPropertyOffsetsAreExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
+	switched := 0
 	for i := range 300 {
 		m := randomMesh(t, rng, 512)
 		// Per axis: a digit split n = hi * lo; the pattern varies on one part, repeats
@@ -268,6 +269,48 @@ func TestPropertyOffsetsAreExact(t *testing.T) {
 			require.Equal(t, want.MaxPeers, got.MaxPeers, name)
 			require.Equal(t, want.MaxHops, got.MaxHops, name)
 		}
+		// On GPU models the translates are routed by position shifts (routeSwitched);
+		// routing every transfer through add, axis by axis, prices the same.
+		// Some translates left out, so that an axis' first offset is not 0.
+		shifted := *compact
+		shifted.Offsets = make([][]int, na)
+		for a, o := range offsets {
+			shifted.Offsets[a] = o
+			if len(o) > 1 && rng.IntN(2) == 0 {
+				shifted.Offsets[a] = o[1+rng.IntN(len(o)-1):]
+			}
+		}
+		for k, f := range switchedModels(t) {
+			tr := compact
+			if k%2 == 1 {
+				tr = &shifted
+			}
+			gen := f.NewRouter(m)
+			gen.generic = true
+			want := gen.Price(tr)
+			got := f.NewRouter(m).Price(tr)
+			name := fmt.Sprintf("%d %s %s offsets %v", i, f.Name(), m, offsets)
+			require.Equal(t, want.Estimate, got.Estimate, name)
+			require.Equal(t, want.MaxLinkBytes, got.MaxLinkBytes, name)
+			require.Equal(t, want.Bytes, got.Bytes, name)
+			require.Equal(t, want.MaxPeers, got.MaxPeers, name)
+			require.Equal(t, want.MaxHops, got.MaxHops, name)
+			require.Equal(t, want.Resource(), got.Resource(), name)
+			switched++
+		}
+	}
+	require.Greater(t, switched, 500)
+}
+
+// switchedModels are GPU models with 8, 4 and 2 GPUs a node (the last in max mode), and
+// one whose axis a0 rides IB whatever the nodes (not routed by routeSwitched).
+func switchedModels(t testing.TB) []*Fabric {
+	h100, _ := Profile("h100")
+	return []*Fabric{
+		h100,
+		mustResolve(t, `{"base":"b200","gpus_per_node":4}`).(*Fabric),
+		mustResolve(t, `{"base":"h100","gpus_per_node":2,"mode":"max"}`).(*Fabric),
+		mustResolve(t, `{"base":"h100","gpus_per_node":2,"axis_links":{"a0":"ib"}}`).(*Fabric),
 	}
 }
 
