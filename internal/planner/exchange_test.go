@@ -324,3 +324,67 @@ func TestSwitchedDigitPricingIsExact(t *testing.T) {
 		require.Greater(t, links[l], 20, l)
 	}
 }
+
+// TestLateExchangeAvoidsFullRematerialization: a reshard on 65,536 devices whose direct
+// all_to_all_v the side work leaves out (its pattern might have 1.8 M transfers; it has
+// 11,904), where the search finds nothing and gather-then-slice rematerializes: the
+// exchange is priced after the search (lateExchange), as routing its transfers prices
+// it, and it is the plan on both profiles (pickBest prefers plans without a full
+// rematerialization; on h100 it is also 56x faster). lateExchange stops with the
+// request's context, and declines an exchange of more than maxLateTransfers.
+func TestLateExchangeAvoidsFullRematerialization(t *testing.T) {
+	m := mustMesh(t, "a0=16,a1=16,a2=16,a3=16")
+	shape := []int64{30, 6, 31}
+	src := mustSharding(t, m, shape, `["a2:(1)4", ["a2:(4)4", "a1", "a0:(4)4"], "a3"]`)
+	tgt := mustSharding(t, m, shape, `["a0:(1)4", null, ["a1", "a3", "a2:(4)4"]]`)
+	sp, ok := newSpace(m, shape, 16, src, tgt)
+	require.True(t, ok)
+	b, a := sp.stateOf(src), sp.stateOf(tgt)
+	require.Greater(t, newPattern(sp, b, a, false, 0).transfersAtMost(), maxDirectTransfers, "the side work leaves it out")
+	require.Equal(t, int64(11904), TransferCount(m, shape, src, tgt))
+	for _, name := range []string{"tpu-v5p", "h100"} {
+		f, _ := cost.Profile(name)
+		r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f}
+		p, err := Reshard(context.Background(), r)
+		require.NoError(t, err)
+		require.False(t, p.Summary.FullRematerialization, name)
+		require.Len(t, p.Steps, 1, name)
+		require.Equal(t, OpAllToAllV, p.Steps[0].Op, name)
+		want := f.NewRouter(m).Price(newPattern(sp, b, a, false, 0).traffic(cost.AllToAllV))
+		require.InDelta(t, want.TimeUS, p.Steps[0].Cost.TimeUS, 1e-9*want.TimeUS, name)
+		var gather float64
+		for _, c := range p.Summary.Candidates {
+			if c.Name == "gather_then_slice" {
+				gather = c.TimeUS
+			}
+		}
+		require.Positive(t, gather, name)
+		t.Logf("%s: all_to_all_v %.1f µs, gather_then_slice %.1f µs", name, p.Summary.TimeUS, gather)
+		if name == "h100" {
+			require.Greater(t, gather, 50*p.Summary.TimeUS)
+		}
+	}
+	// The context ends: the routing stops and says why.
+	f, _ := cost.Profile("tpu-v5p")
+	r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	av, err := sp.lateExchange(ctx, r, nil, b, a, LowerBoundBetween(r, src, tgt))
+	require.ErrorIs(t, err, context.Canceled)
+	require.Nil(t, av)
+	av, err = sp.lateExchange(context.Background(), r, nil, b, a, LowerBoundBetween(r, src, tgt))
+	require.NoError(t, err)
+	require.NotNil(t, av)
+	sp.releaseRouter()
+	// 65,536 receivers each asking 65,536 holders: past maxLateTransfers, not routed.
+	shape = []int64{65536, 65536}
+	src = mustSharding(t, m, shape, `[["a0", "a1", "a2", "a3"], null]`)
+	tgt = mustSharding(t, m, shape, `[null, ["a0", "a1", "a2", "a3"]]`)
+	require.Greater(t, TransferCount(m, shape, src, tgt), int64(maxLateTransfers))
+	sp, ok = newSpace(m, shape, 16, src, tgt)
+	require.True(t, ok)
+	r = &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f}
+	av, err = sp.lateExchange(context.Background(), r, nil, sp.stateOf(src), sp.stateOf(tgt), LowerBoundBetween(r, src, tgt))
+	require.NoError(t, err)
+	require.Nil(t, av)
+}

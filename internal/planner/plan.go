@@ -21,7 +21,9 @@ import (
 // strategy xla's suggestions are the best chain over every list of candidate states;
 // planner/9: the direct all_to_all_v priced from its digits however many transfers it
 // has, also where the space's atoms are whole axes, which can change plans; planner/10:
-// on GPU models too, from port and NIC loads counted from the digits, likewise).
+// on GPU models too, from port and NIC loads counted from the digits, and the direct
+// all_to_all_v left out for its transfers priced after all when every other plan
+// rematerializes, likewise).
 const Version = "planner/10"
 
 // Op is a step op of API.md: a local slice or a collective (named by package
@@ -263,6 +265,15 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		}
 		side.wait()
 		cands = append(cands, side.direct...)
+		if side.omitted && allRematerialize(cands) {
+			av, err := sp.lateExchange(ctx, r, pre, start, goal, between)
+			if err != nil {
+				return nil, err
+			}
+			if av != nil {
+				cands = append(cands, av)
+			}
+		}
 	} else if r.allowed(OpAllToAllV) && len(reduce) == 0 {
 		// Refs that fit no common factorisation: only the direct exchange expresses it.
 		av := &Plan{Request: r}
@@ -317,10 +328,11 @@ func (sp *space) greedyIncumbent(r *Request, pre []move, start, goal state) (gre
 // needs it before its goroutine has begun (a second core waking from idle can take
 // hundreds of µs), the request computes it itself.
 type sideWork struct {
-	run    *worker
-	direct []*Plan
-	ub     float64
-	bounds reshardBounds
+	run     *worker
+	direct  []*Plan
+	omitted bool // the direct all_to_all_v was left out for its transfers
+	ub      float64
+	bounds  reshardBounds
 }
 
 // wait blocks until the side work is done (any number of calls; a panic of the side
@@ -338,7 +350,7 @@ func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce
 			sideWorkHook()
 		}
 		fork := sp.fork()
-		w.direct = fork.directCandidates(r, pre, start, goal, reduce, between, greedy)
+		w.direct, w.omitted = fork.directCandidates(r, pre, start, goal, reduce, between, greedy)
 		fork.releaseRouter()
 		for _, c := range w.direct {
 			c.sp = sp
@@ -366,9 +378,9 @@ var sideWorkHook func()
 
 // directCandidates are the plans that need no search, after the reduction pre (start is
 // the state before it): the direct all_to_all_v exchange and gather-then-slice, where
-// the request allows them.
-func (sp *space) directCandidates(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between int64, greedy bool) []*Plan {
-	var out []*Plan
+// the request allows them; omitted reports an exchange left out for its transfers
+// (lateExchange prices it when every plan would rematerialize).
+func (sp *space) directCandidates(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between int64, greedy bool) (out []*Plan, omitted bool) {
 	from := afterOf(pre, start)
 	tgt := r.Target
 	// The direct exchange is priced by routing its transfers, unless it is a digit map
@@ -401,7 +413,59 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 		gs.Steps = sp.steps(r, append(slices.Clone(pre), sp.gatherThenSlice(from, goal, tgt.Unreduced)...))
 		out = append(out, gs.named("gather_then_slice"))
 	}
-	return out
+	return out, optional && (len(reduce) == 0 || len(pre) > 0)
+}
+
+// maxLateTransfers bounds the transfers lateExchange routes: up to about a second of
+// routing on a torus (65,536 devices each asking 256 holders), where the alternative is
+// a full rematerialization.
+const maxLateTransfers = 1 << 24
+
+// allRematerialize reports whether every plan in cands goes through a full
+// rematerialization.
+func allRematerialize(cands []*Plan) bool {
+	for _, c := range cands {
+		if c.finishTotals(); !c.Summary.FullRematerialization {
+			return false
+		}
+	}
+	return true
+}
+
+// lateExchange is the direct all_to_all_v that directCandidates left out for the
+// transfers its pattern might have (a loose count), priced now that every other plan
+// goes through a full rematerialization: when its exact transfer count is at most
+// maxLateTransfers, by routing them, which stops when ctx ends (its error is returned).
+// nil when it has more.
+func (sp *space) lateExchange(ctx context.Context, r *Request, pre []move, start, goal state, between int64) (*Plan, error) {
+	from := afterOf(pre, start)
+	unr := r.Target.Unreduced
+	if TransferCount(r.Mesh, r.Shape, sp.sharding(from, unr), sp.sharding(goal, unr)) > maxLateTransfers || !sp.acquireRouter(r) {
+		return nil, nil
+	}
+	bytes := between
+	if len(pre) > 0 {
+		bytes = -1 // the exchange starts after the reduction
+	}
+	st := sp.directStepUnpriced(r, from, goal, unr, bytes)
+	tr := newPattern(sp, from, goal, false, 0).traffic(cost.AllToAllV)
+	each := tr.Each
+	tr.Each = func(yield func(from, to []int, bytes int64) bool) {
+		n := 0
+		each(func(from, to []int, bytes int64) bool {
+			if n++; n&(1<<14-1) == 0 && ctx.Err() != nil {
+				return false
+			}
+			return yield(from, to, bytes)
+		})
+	}
+	st.Cost = sp.router.Price(tr).Estimate
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	av := &Plan{Request: r, sp: sp}
+	av.Steps = append(sp.steps(r, pre), st)
+	return av.named(string(OpAllToAllV)), nil
 }
 
 func afterOf(pre []move, start state) state {

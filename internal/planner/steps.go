@@ -143,6 +143,17 @@ func (sp *space) directStep(r *Request, from, goal state, unr []sharding.AxisRef
 // directStepBytes is directStep given its bytes per device (LowerBoundBetween of the two
 // shardings; -1: compute them).
 func (sp *space) directStepBytes(r *Request, from, goal state, unr []sharding.AxisRef, bytes int64) Step {
+	st := sp.directStepUnpriced(r, from, goal, unr, bytes)
+	if est, ok := sp.routed(r, from, goal, false, 0); ok {
+		st.Cost = est
+	} else {
+		st.Cost = r.Model.Estimate(cost.Collective{Kind: cost.AllToAllV, Bytes: st.BytesPerDevice, Mesh: r.Mesh, Axes: st.MeshAxes})
+	}
+	return st
+}
+
+// directStepUnpriced is directStepBytes without its cost.
+func (sp *space) directStepUnpriced(r *Request, from, goal state, unr []sharding.AxisRef, bytes int64) Step {
 	before := sp.sharding(from, unr)
 	after := sp.sharding(goal, unr)
 	st := directBetweenBytes(r, before, after, bytes)
@@ -150,11 +161,6 @@ func (sp *space) directStepBytes(r *Request, from, goal state, unr []sharding.Ax
 	st.MeshAxes = sp.refs(sortedAtoms(sp, changedAtoms(from, goal)))
 	st.GroupSize = sharding.Product(st.MeshAxes)
 	st.GroupCount = r.Mesh.NumDevices() / max(st.GroupSize, 1)
-	if est, ok := sp.routed(r, from, goal, false, 0); ok {
-		st.Cost = est
-	} else {
-		st.Cost = r.Model.Estimate(cost.Collective{Kind: cost.AllToAllV, Bytes: st.BytesPerDevice, Mesh: r.Mesh, Axes: st.MeshAxes})
-	}
 	return st
 }
 
