@@ -71,7 +71,12 @@
 // past the first that the busiest device posts. Callers describe a pattern by its
 // representative transfers and the translates it repeats at (Traffic's Offsets), exact
 // for translation-invariant patterns. The uniform all-to-all routed this way is exactly
-// B.1's and B.2's formula. Estimate still prices a p2p collective given without its
+// B.1's and B.2's formula. Where the transfers are a digit map (every device's digits
+// permuted, with free digits for an exchange's several holders), PriceDigitPermutation
+// and PriceDigitExchange give the same price without listing them: on a torus from
+// per-axis line loads by digit classes (digitperm.go), on a GPU model from device port
+// and node NIC loads counted from the digits against the node boundary (digitswitch.go);
+// tests hold both to routing every transfer. Estimate still prices a p2p collective given without its
 // transfers (a fallback): the slowest level of the group bounds it, and a shift by Hops
 // on a ring loads each link Hops times.
 //
