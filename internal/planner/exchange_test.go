@@ -331,7 +331,8 @@ func TestSwitchedDigitPricingIsExact(t *testing.T) {
 // exchange is priced after the search (lateExchange), as routing its transfers prices
 // it, and it is the plan on both profiles (pickBest prefers plans without a full
 // rematerialization; on h100 it is also 56x faster). lateExchange stops with the
-// request's context, and declines an exchange of more than maxLateTransfers.
+// request's context, and declines an exchange of more than maxLateTransfers or one
+// its deadline leaves too little time to route.
 func TestLateExchangeAvoidsFullRematerialization(t *testing.T) {
 	m := mustMesh(t, "a0=16,a1=16,a2=16,a3=16")
 	shape := []int64{30, 6, 31}
@@ -375,6 +376,12 @@ func TestLateExchangeAvoidsFullRematerialization(t *testing.T) {
 	av, err = sp.lateExchange(context.Background(), r, nil, b, a, LowerBoundBetween(r, src, tgt))
 	require.NoError(t, err)
 	require.NotNil(t, av)
+	// A deadline too near for its 11,904 transfers: declined, not routed into a timeout.
+	ctx, cancel = context.WithTimeout(context.Background(), 11904*lateTransferCost/2)
+	defer cancel()
+	av, err = sp.lateExchange(ctx, r, nil, b, a, LowerBoundBetween(r, src, tgt))
+	require.NoError(t, err)
+	require.Nil(t, av)
 	sp.releaseRouter()
 	// 65,536 receivers each asking 65,536 holders: past maxLateTransfers, not routed.
 	shape = []int64{65536, 65536}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shardplan/shardplan/internal/collective"
 	"github.com/shardplan/shardplan/internal/cost"
@@ -421,6 +422,11 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 // a full rematerialization.
 const maxLateTransfers = 1 << 24
 
+// lateTransferCost is what lateExchange budgets per transfer against the request's
+// deadline: about the most a routed transfer took on a torus (8.7 M in 0.80 s,
+// BENCHMARKS.md), twice over.
+const lateTransferCost = 200 * time.Nanosecond
+
 // allRematerialize reports whether every plan in cands goes through a full
 // rematerialization.
 func allRematerialize(cands []*Plan) bool {
@@ -436,11 +442,17 @@ func allRematerialize(cands []*Plan) bool {
 // transfers its pattern might have (a loose count), priced now that every other plan
 // goes through a full rematerialization: when its exact transfer count is at most
 // maxLateTransfers, by routing them, which stops when ctx ends (its error is returned).
-// nil when it has more.
+// nil when it has more, or when ctx's deadline leaves less than lateTransferCost per
+// transfer (a graph plans many reshards under one deadline: the rematerializing plan
+// then stands rather than the request failing).
 func (sp *space) lateExchange(ctx context.Context, r *Request, pre []move, start, goal state, between int64) (*Plan, error) {
 	from := afterOf(pre, start)
 	unr := r.Target.Unreduced
-	if TransferCount(r.Mesh, r.Shape, sp.sharding(from, unr), sp.sharding(goal, unr)) > maxLateTransfers || !sp.acquireRouter(r) {
+	n := TransferCount(r.Mesh, r.Shape, sp.sharding(from, unr), sp.sharding(goal, unr))
+	if n > maxLateTransfers || !sp.acquireRouter(r) {
+		return nil, nil
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < time.Duration(n)*lateTransferCost {
 		return nil, nil
 	}
 	bytes := between
