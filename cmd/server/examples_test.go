@@ -91,6 +91,14 @@ var exampleCases = []exampleCase{
 	{"reshard-h100-keeps-nvlink.json", 200, map[string]any{
 		"steps.0.op": "all_to_all", "steps.0.link": "nvlink", "steps.1.op": "slice", "summary.cost_model": "h100",
 	}},
+	// 65,536 GPUs (8,192 nodes): the direct exchange, a million transfers priced from its
+	// digits (port and NIC loads), instead of gathering everything (11 ms, a full
+	// rematerialization). Its transfers do not compress into runs, so they are left out.
+	{"reshard-65536-gpus.json", 200, map[string]any{
+		"steps.#": 1, "steps.0.op": "all_to_all_v", "steps.0.link": "ib",
+		"summary.full_rematerialization": false, "lists_omitted": true,
+		"summary.candidates.#": 2, "summary.candidates.1.name": "gather_then_slice",
+	}},
 	// Every axis on InfiniBand: bytes are what costs, so the one exchange that moves only
 	// the lower bound wins.
 	{"reshard-custom-cost-model.json", 200, map[string]any{"summary.cost_model": "h100+custom", "steps.#": 1, "steps.0.op": "all_to_all_v", "steps.0.link": "ib", "summary.efficiency": 1.0}},
