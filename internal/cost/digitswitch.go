@@ -92,6 +92,19 @@ func (r *Router) nodeSplit(p DigitPermutation) (high []bool, lowFill int64, stra
 	return high, lowFill, -1, 0, prod == r.n
 }
 
+// nodeDigits is p placed against the node boundary (nodeSplit), with a digit across it
+// (a whole axis of 16 on 8 GPUs a node) split there first (split): its parts on either
+// side are digits of their own. ok is false when no split aligns p with the nodes.
+func (r *Router) nodeDigits(p DigitPermutation) (q DigitPermutation, high []bool, lowFill int64, split, ok bool) {
+	high, lowFill, k, f, ok := r.nodeSplit(p)
+	if ok || k < 0 {
+		return p, high, lowFill, false, ok
+	}
+	q = splitDigit(p, k, f)
+	high, lowFill, _, _, ok = r.nodeSplit(q)
+	return q, high, lowFill, true, ok
+}
+
 // splitDigit is p with digit k, and every digit its value is tied to (k's class under
 // Src and Same: they share its size), each split into a low digit of size f and a high
 // one of size/f (value = low + f x high, the low part at the digit's weight on a mesh
@@ -473,13 +486,7 @@ func (r *Router) priceDigitsSwitched(p DigitPermutation, kind Kind, moving int64
 	if !r.switchApplies() {
 		return TrafficEstimate{}, false
 	}
-	high, lowFill, k, f, ok := r.nodeSplit(p)
-	if !ok && k >= 0 {
-		// A digit across the boundary (a whole axis of 16 on 8 GPUs a node): its parts
-		// on either side are digits of their own.
-		p = splitDigit(p, k, f)
-		high, lowFill, _, _, ok = r.nodeSplit(p)
-	}
+	p, high, lowFill, _, ok := r.nodeDigits(p)
 	if !ok {
 		return TrafficEstimate{}, false
 	}

@@ -225,12 +225,8 @@ func TestSwitchedDigitsPriceAsRouted(t *testing.T) {
 		if !ok {
 			// Declined: the node boundary inside a mixed radix digit cannot be, so it is
 			// the enumeration's cap (a transfer left out, past 2^16 assignments).
-			q := p
-			if _, _, k, f, _ := f.NewRouter(m).nodeSplit(p); k >= 0 {
-				q = splitDigit(p, k, f)
-			}
-			_, _, _, _, split := f.NewRouter(m).nodeSplit(q)
-			require.True(t, split, name)
+			q, _, _, _, aligned := f.NewRouter(m).nodeDigits(p)
+			require.True(t, aligned, name)
 			total := 1
 			for _, d := range q.Digits {
 				total *= d.Size
@@ -246,11 +242,11 @@ func TestSwitchedDigitsPriceAsRouted(t *testing.T) {
 		require.Equal(t, want.MaxPeers, got.MaxPeers, name)
 		require.Equal(t, want.MaxHops, got.MaxHops, name)
 		require.Equal(t, want.Link, got.Link, name)
-		_, fill, k, _, _ := f.NewRouter(m).nodeSplit(p)
+		_, _, fill, split, _ := f.NewRouter(m).nodeDigits(p)
 		if fill > 1 {
 			filled++
 		}
-		if k >= 0 {
+		if split {
 			straddled++
 		}
 		checked++
