@@ -39,16 +39,8 @@ func TestPriceDigitExchangeIsExact(t *testing.T) {
 			continue
 		}
 		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
-		for _, f := range models {
-			want, got, ok := exchangePrices(f, sp, b, a, dp, peers, moving)
-			if want.Bytes == 0 {
-				require.False(t, ok, "%s: nothing moves", name)
-				continue
-			}
-			if !ok {
-				continue // more assignments than the router enumerates
-			}
-			requireSamePrice(t, want, got, name+" "+f.Name())
+		// Declined: more assignments than the router enumerates.
+		checkExchange(t, models, sp, b, a, dp, peers, moving, name, func(cost.TrafficEstimate) {
 			checked++
 			if dp.Same != nil {
 				paired++
@@ -56,7 +48,7 @@ func TestPriceDigitExchangeIsExact(t *testing.T) {
 			if m.NumDevices() > 1024 {
 				big++
 			}
-		}
+		})
 	}
 	t.Logf("%d exchanges checked, %d with paired atoms, %d on more than 1,024 devices", checked, paired, big)
 	require.Greater(t, checked, 100)
@@ -80,6 +72,28 @@ func exchangePrices(f *cost.Fabric, sp *space, b, a state, dp cost.DigitPermutat
 	want = f.NewRouter(sp.mesh).Price(newPattern(sp, b, a, false, 0).traffic(cost.AllToAllV))
 	got, ok = f.NewRouter(sp.mesh).PriceDigitExchange(dp, peers, moving)
 	return want, got, ok
+}
+
+// checkExchange holds the direct all_to_all_v from b to a, priced from its digits, to
+// routing every transfer on each model (requireSamePrice), and calls checked with each
+// price that held. A model that declines must be one where nothing moves, or is counted
+// in declined.
+func checkExchange(t *testing.T, models []*cost.Fabric, sp *space, b, a state, dp cost.DigitPermutation, peers int, moving int64, name string, checked func(got cost.TrafficEstimate)) (declined int) {
+	t.Helper()
+	for _, f := range models {
+		want, got, ok := exchangePrices(f, sp, b, a, dp, peers, moving)
+		if want.Bytes == 0 {
+			require.False(t, ok, "%s: nothing moves", name)
+			continue
+		}
+		if !ok {
+			declined++
+			continue
+		}
+		requireSamePrice(t, want, got, name+" "+f.Name())
+		checked(got)
+	}
+	return declined
 }
 
 // requireSamePrice holds a price from the digits to routing every transfer: time,
@@ -279,23 +293,14 @@ func TestSwitchedDigitPricingIsExact(t *testing.T) {
 		b, a := sp.stateOf(src), sp.stateOf(tgt)
 		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
 		if dp, peers, moving, ok := sp.exchangeDigits(b, a); ok {
-			for _, f := range models {
-				want, got, ok := exchangePrices(f, sp, b, a, dp, peers, moving)
-				if want.Bytes == 0 {
-					require.False(t, ok, "%s: nothing moves", name)
-					continue
-				}
-				if !ok {
-					declined++ // paired past the enumeration's cap, or a node boundary inside a digit
-					continue
-				}
-				requireSamePrice(t, want, got, name+" "+f.Name())
+			// Declined: paired past the enumeration's cap, or a node boundary inside a digit.
+			declined += checkExchange(t, models, sp, b, a, dp, peers, moving, name, func(got cost.TrafficEstimate) {
 				links[got.Link]++
 				exchanges++
 				if dp.Same != nil {
 					paired++
 				}
-			}
+			})
 		}
 		p := newPattern(sp, b, a, true, 4096)
 		if dp, ok := p.digitPermutation(); ok && i%2 == 1 { // a permute: the atoms shuffled
