@@ -3,9 +3,7 @@ package planner
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -13,55 +11,22 @@ import (
 	"time"
 
 	"github.com/shardplan/shardplan/internal/cost"
-	"github.com/shardplan/shardplan/internal/sharding"
+	"github.com/shardplan/shardplan/internal/testgen"
 	"github.com/stretchr/testify/require"
 )
 
-// randomSetMesh is the mesh of issue 12's latency goal: 256 devices in five axes.
-const randomSetMesh = "a=2,b=2,c=4,d=4,e=4"
+// randomSetMesh is the mesh of issue 12's latency goal (testgen.RandomSetMesh).
+const randomSetMesh = testgen.RandomSetMesh
 
-// randomSet draws the issue's 250 random reshards of rank 2-4 on randomSetMesh (seeded:
-// the same set on every run): every axis, or for c, d, e one of its two halves, goes to
-// a random dim or stays replicated, independently in the source and the target.
+// randomSet is issue 12's 250 random reshards (testgen.RandomSet: seeded, the same set
+// on every run).
 func randomSet(t testing.TB) []problem {
-	rng := rand.New(rand.NewPCG(2026, 12))
 	m := mustMesh(t, randomSetMesh)
-	out := make([]problem, 0, 250)
-	for len(out) < 250 {
-		rank := 2 + rng.IntN(3)
-		shape := make([]int64, rank)
-		for d := range shape {
-			shape[d] = []int64{128, 256, 512, 1024, 2048, 4096, 96, 384}[rng.IntN(8)]
-		}
-		src, tgt := randomSetSharding(rng, m, rank), randomSetSharding(rng, m, rank)
-		if src.SameLayout(tgt) {
-			continue
-		}
-		out = append(out, problem{m, shape, src, tgt})
+	var out []problem
+	for _, rs := range testgen.RandomSet(m) {
+		out = append(out, problem{m, rs.Shape, rs.Source, rs.Target})
 	}
 	return out
-}
-
-// randomSetSharding draws one sharding of randomSet: every axis, or for a size-4 axis
-// (one time in three) its two halves, goes to a random dim or stays replicated.
-func randomSetSharding(rng *rand.Rand, m *sharding.Mesh, rank int) sharding.Sharding {
-	s := sharding.Replicated(rank)
-	var pieces []sharding.AxisRef
-	for _, a := range m.Axes {
-		full := sharding.FullAxis(a)
-		if a.Size == 4 && rng.IntN(3) == 0 {
-			pieces = append(pieces, full.Sub(1, 2), full.Sub(2, 2))
-			continue
-		}
-		pieces = append(pieces, full)
-	}
-	for _, i := range rng.Perm(len(pieces)) {
-		if k := rng.IntN(rank + 1); k < rank {
-			s.Dims[k].Axes = append(s.Dims[k].Axes, pieces[i])
-		}
-	}
-	s.Canonicalize(m)
-	return s
 }
 
 // BenchmarkRandomSet plans the 250 reshards once per iteration on tpu-v5p and reports
@@ -183,12 +148,7 @@ func writeRandomSetBodies(t *testing.T, path string) {
 	w, err := os.Create(path)
 	require.NoError(t, err)
 	defer w.Close()
-	for _, pb := range randomSet(t) {
-		body, err := json.Marshal(map[string]any{
-			"mesh": randomSetMesh, "shape": pb.shape, "dtype": "bf16", "cost_model": "tpu-v5p",
-			"source": pb.src.String(), "target": pb.tgt.String(),
-		})
-		require.NoError(t, err)
+	for _, body := range testgen.RandomSetBodies(mustMesh(t, randomSetMesh)) {
 		_, err = fmt.Fprintf(w, "%s\n", body)
 		require.NoError(t, err)
 	}

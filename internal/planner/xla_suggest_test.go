@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/testgen"
 )
 
 // xlaFallbackSet draws seeded random reshards of rank 2-4 on randomSetMesh (each axis,
@@ -34,7 +35,7 @@ func xlaFallbackSet(t testing.TB, n int) []problem {
 				shape[d] += int64(1 + 2*rng.IntN(5))
 			}
 		}
-		src, tgt := randomSetSharding(rng, m, rank), randomSetSharding(rng, m, rank)
+		src, tgt := testgen.RandomSetSharding(rng, m, rank), testgen.RandomSetSharding(rng, m, rank)
 		if src.SameLayout(tgt) {
 			continue
 		}
