@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardplan/shardplan/internal/fielderr"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -106,6 +107,10 @@ type Fabric struct {
 
 	keyOnce sync.Once // poolKey's fabric part, computed once
 	key     string
+	// lastKey is the last mesh poolKey named, with its key: one request asks for the
+	// key of its mesh several times (a router per goroutine, the heuristic's memos).
+	lastKey    atomic.Pointer[meshKey]
+	lastRoutes atomic.Pointer[meshRoutes] // routes' last mesh
 }
 
 var _ Model = (*Fabric)(nil)

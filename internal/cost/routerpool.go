@@ -108,9 +108,21 @@ func (f *Fabric) MeshKey(m *sharding.Mesh) string { return f.poolKey(m) }
 // profile: links, mode, hierarchy, nodes, axis links) and the mesh's axes. Equal keys
 // price every transfer alike, so their routers' memos are interchangeable.
 func (f *Fabric) poolKey(m *sharding.Mesh) string {
+	if k := f.lastKey.Load(); k != nil && k.mesh == m {
+		return k.key
+	}
 	f.keyOnce.Do(func() {
 		i := f.info
 		f.key = fmt.Sprintf("%s|%s|%g|%d|%v|%v", i.Mode, i.Hierarchy, i.Efficiency, i.GPUsPerNode, i.AxisLinks, i.Links)
 	})
-	return f.key + "|" + m.String()
+	key := f.key + "|" + m.String()
+	f.lastKey.Store(&meshKey{m, key})
+	return key
+}
+
+// meshKey is a mesh's poolKey. Meshes are not changed once built, and the pointer keeps
+// the mesh alive, so a pointer match is the same mesh.
+type meshKey struct {
+	mesh *sharding.Mesh
+	key  string
 }

@@ -70,6 +70,24 @@ type axisRoute struct {
 // axis without an axis_links entry is decided per transfer: nvlink when both ends sit
 // in one node (row-major position / gpus_per_node), ib otherwise.
 func (f *Fabric) routes(m *sharding.Mesh) []axisRoute {
+	if r := f.lastRoutes.Load(); r != nil && r.mesh == m {
+		return r.routes
+	}
+	out := f.resolveRoutes(m)
+	f.lastRoutes.Store(&meshRoutes{m, out})
+	return out
+}
+
+// meshRoutes is a mesh's routes, kept for the next call on the same mesh (a request
+// asks for them from the router, the heuristic's bounds and the cut bound). Callers
+// only read them.
+type meshRoutes struct {
+	mesh   *sharding.Mesh
+	routes []axisRoute
+}
+
+// resolveRoutes is routes, computed.
+func (f *Fabric) resolveRoutes(m *sharding.Mesh) []axisRoute {
 	out := make([]axisRoute, len(m.Axes))
 	for i, a := range m.Axes {
 		r := axisRoute{n: a.Size}

@@ -119,7 +119,7 @@ func newBound(sp *space, r *Request, goal state) *bound {
 		return nil
 	}
 	b := &bound{sp: sp, goal: goal, goalCount: make([]int, len(goal)), elemBytes: float64(r.ElemBits) / 8,
-		goalElems: 1, goalPad: make([]float64, len(goal)), ov: map[string]float64{}, ovCache: new([ovCacheSize]ovEntry)}
+		goalElems: 1, goalPad: make([]float64, len(goal)), ov: overlapPool.get(), ovCache: overlapCachePool.Get().(*[ovCacheSize]ovEntry)}
 	na := len(sp.atoms)
 	b.inSt = atomPlaces{dim: make([]uint8, na), pos: make([]uint8, na)}
 	b.inNx = atomPlaces{dim: make([]uint8, na), pos: make([]uint8, na)}
@@ -250,6 +250,27 @@ func groupBounds(sp *space, r *Request, lb lowerBounder) (inj, lat float64, ok b
 // depend on: the model's prices on the mesh (cost.Fabric.MeshKey) and sp's atoms. ok is
 // false for models that do not name their prices.
 func atomsKey(sp *space, r *Request) (string, bool) {
+	if f := sp.family; f != nil {
+		return f.key, f.ok // a space serves one request (its model and mesh)
+	}
+	return computeAtomsKey(sp, r)
+}
+
+// familyKey is a space's atomsKey.
+type familyKey struct {
+	key string
+	ok  bool
+}
+
+// keyFamily computes sp's atomsKey for r once, for sp and the forks made after (a
+// request's searches each ask for it twice).
+func (sp *space) keyFamily(r *Request) {
+	k, ok := computeAtomsKey(sp, r)
+	sp.family = &familyKey{k, ok}
+}
+
+// computeAtomsKey is atomsKey, computed.
+func computeAtomsKey(sp *space, r *Request) (string, bool) {
 	mk, ok := r.Model.(interface{ MeshKey(*sharding.Mesh) string })
 	if !ok {
 		return "", false

@@ -67,7 +67,7 @@ func (b *bound) addCuts(r *Request) {
 	}
 	if len(b.cuts) > 0 {
 		b.combine = tb.Combine
-		b.cross = map[string][2]float64{}
+		b.cross = crossPool.get()
 	}
 }
 

@@ -96,9 +96,10 @@ func newHopBound(sp *space, r *Request, goal state) *hopBound {
 		return nil
 	}
 	hops := hm.AxisHops(r.Mesh)
-	hb := &hopBound{sp: sp, goal: goal, tables: map[uint64][]float64{}, memo: map[uint64]float64{},
+	hb := &hopBound{sp: sp, goal: goal, tables: hopTablePool.get(), memo: hopMemoPool.get(),
 		atomAxis: make([]int8, len(sp.atoms)), atomPos: make([]uint8, len(sp.atoms)),
 		label: make([]uint8, len(sp.atoms)), extRef: make([]int8, len(sp.atoms)), vals: make([]uint8, len(sp.atoms))}
+	hb.axes = make([]hopAxis, 0, len(hops))
 	slot := map[int]int{}
 	for a, ref := range sp.atoms {
 		hb.atomAxis[a] = -1

@@ -93,7 +93,10 @@ func sortedAtoms(sp *space, ids []uint8) []uint8 {
 
 // mergeMoves merges runs of slices and runs of collective-permutes into one step each.
 func mergeMoves(sp *space, r *Request, mv []move) []move {
-	var out []move
+	if len(mv) == 0 {
+		return nil
+	}
+	out := make([]move, 0, len(mv))
 	for _, m := range mv {
 		if n := len(out); n > 0 {
 			last := &out[n-1]

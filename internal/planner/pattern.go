@@ -448,7 +448,7 @@ func (sp *space) exchangeByDigits(key routeKey, before, after state) (cost.Estim
 		return cost.Estimate{}, false
 	}
 	if sp.routes == nil {
-		sp.routes = map[routeKey]cost.Estimate{}
+		sp.routes = routePool.get()
 	}
 	sp.routes[key] = te.Estimate
 	return te.Estimate, true
@@ -494,7 +494,7 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 			// The permutation pattern.digitPermutation would build, without the pattern.
 			if te, ok := sp.router.PriceDigitPermutation(sp.digitPermutation(src, inBytes)); ok {
 				if sp.digitRoutes == nil {
-					sp.digitRoutes = map[digitKey]cost.Estimate{}
+					sp.digitRoutes = digitRoutePool.get()
 				}
 				sp.digitRoutes[dkey] = te.Estimate
 				return te.Estimate, true
@@ -508,7 +508,7 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 		return est, true
 	}
 	if sp.routes == nil {
-		sp.routes = map[routeKey]cost.Estimate{}
+		sp.routes = routePool.get()
 	}
 	if !permute {
 		// The direct exchange as a digit map, priced without listing its transfers.
@@ -524,7 +524,7 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 			sp.routes[key] = est
 			if dkey.set {
 				if sp.digitRoutes == nil {
-					sp.digitRoutes = map[digitKey]cost.Estimate{}
+					sp.digitRoutes = digitRoutePool.get()
 				}
 				sp.digitRoutes[dkey] = est
 			}
@@ -533,7 +533,7 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	}
 	est = sp.router.Price(pat.traffic(kind)).Estimate
 	if sp.routes == nil {
-		sp.routes = map[routeKey]cost.Estimate{}
+		sp.routes = routePool.get()
 	}
 	sp.routes[key] = est
 	return est, true
@@ -546,6 +546,9 @@ func (sp *space) releaseRouter() {
 		sp.router.Release()
 		sp.router, sp.routerModel = nil, nil
 	}
+	routePool.put(sp.routes)
+	digitRoutePool.put(sp.digitRoutes)
+	sp.routes, sp.digitRoutes = nil, nil
 }
 
 // digitPermutation is the digit permutation src (digitSrc's) of in bytes per device:

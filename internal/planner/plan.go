@@ -219,6 +219,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, src, tgt)
 	if sp != nil {
 		defer sp.releaseRouter()
+		sp.keyFamily(r)
 	}
 	p := &Plan{Request: r, sp: sp}
 	var cands []*Plan

@@ -345,6 +345,14 @@ func (s *searcher) release() {
 		m.recycle(&memoPool)
 	}
 	s.memo = nil
+	pricePool.put(s.prices)
+	coverPool.put(s.covers)
+	refsPool.put(s.refsOf)
+	s.prices, s.covers, s.refsOf = nil, nil, nil
+	if s.h != nil {
+		s.h.release()
+		s.h = nil
+	}
 }
 
 // smallMemoPool is memoPool for searches keyed by smallKey.
@@ -379,7 +387,7 @@ func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf
 	}
 	m.pass++
 	m.q.nodes, m.q.idx = m.q.nodes[:0], m.q.idx[:0]
-	rs := &searchRun[K]{s: s, q: &m.q, best: m.best, perm: m.perm, pass: m.pass, keyOf: keyOf}
+	rs := &searchRun[K]{s: s, q: &m.q, best: m.best, perm: m.perm, pass: m.pass, keyOf: keyOf, bestNode: -1}
 	rs.cur, rs.curSt, rs.parentSt = &rs.curNode, s.scratchState(), s.scratchState()
 	startKey := keyOf(start)
 	e, ok := m.best.get(startKey)
@@ -424,9 +432,9 @@ func runSearch[K searchKey](ctx context.Context, s *searcher, start state, keyOf
 		rs.curIdx = ni
 		s.expand(n.key.decode(rs.curSt), successor)
 	}
-	if rs.bestMv != nil {
+	if rs.bestNode >= 0 {
 		s.goalG = rs.bestG
-		return mergeMoves(s.sp, s.r, rs.bestMv), rs.expansions, true, nil
+		return mergeMoves(s.sp, s.r, rs.movesTo(rs.bestNode)), rs.expansions, true, nil
 	}
 	return nil, rs.expansions, false, nil
 }
@@ -446,7 +454,7 @@ type searchRun[K searchKey] struct {
 	cur             *node[K] // &curNode
 	curIdx          int32
 	curSt, parentSt state // decoded states: the node expanded, a lazy node's parent
-	bestMv          []move
+	bestNode        int32 // anytime passes: the cheapest goal node so far (-1: none)
 	bestG           float64
 }
 
@@ -482,29 +490,37 @@ func (rs *searchRun[K]) priceLazy(n *node[K]) {
 	rs.push(n.key, g, h, n.steps, n.prev, n.op, int(n.dim), int(n.dim2), false)
 }
 
-// reachGoal rebuilds the path to goal node ni. It returns the merged moves, or nil when
-// the pass is anytime: the plan is then kept and only strictly cheaper ones are sought.
+// reachGoal handles the goal node ni: it returns the merged moves of its path, or nil
+// when the pass is anytime: the node is then kept (its path is rebuilt when the pass
+// ends) and only strictly cheaper plans are sought.
 func (rs *searchRun[K]) reachGoal(ni int32) []move {
+	s := rs.s
+	g := rs.q.nodes[ni].g
+	if !s.anytime {
+		s.goalG = g
+		return mergeMoves(s.sp, s.r, rs.movesTo(ni))
+	}
+	if rs.bestNode < 0 || g < rs.bestG {
+		rs.bestNode, rs.bestG = ni, g
+		s.ub = g * (1 - 1e-9)
+	}
+	return nil
+}
+
+// movesTo rebuilds the moves of the path to node ni (the pass's nodes stay in the queue's
+// node list until the next pass).
+func (rs *searchRun[K]) movesTo(ni int32) []move {
 	s, q := rs.s, rs.q
-	var mv []move
-	after := q.nodes[ni].key.decode(s.scratchState()).clone()
+	mv := make([]move, 0, q.nodes[ni].steps)
+	after := q.nodes[ni].key.decode(s.scratchState())
 	for x := ni; q.nodes[x].prev >= 0; x = q.nodes[x].prev {
 		nx := &q.nodes[x]
-		before := q.nodes[nx.prev].key.decode(s.scratchState()).clone()
+		before := q.nodes[nx.prev].key.decode(s.scratchState())
 		mv = append(mv, s.moveOf(before, &after, searchOps[nx.op], int(nx.dim), int(nx.dim2)))
 		after = before
 	}
 	slices.Reverse(mv)
-	g := q.nodes[ni].g
-	if !s.anytime {
-		s.goalG = g
-		return mergeMoves(s.sp, s.r, mv)
-	}
-	if rs.bestMv == nil || g < rs.bestG {
-		rs.bestMv, rs.bestG = mv, g
-		s.ub = g * (1 - 1e-9)
-	}
-	return nil
+	return mv
 }
 
 // successor prices the move from the node being expanded to nx and queues nx unless a
@@ -626,9 +642,9 @@ func newSearcher(sp *space, r *Request, start, goal state, unr []sharding.AxisRe
 		sp: sp, r: r, goal: goal, goalMask: goal.used(), unr: unr,
 		maxTile: max(sp.tileElems(start), sp.tileElems(goal)),
 		noRep:   !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && len(unr) == 0,
-		prices:  map[priceKey]float64{},
+		prices:  pricePool.get(),
 		routed:  sp.canRoute(r),
-		covers:  map[string]bool{},
+		covers:  coverPool.get(),
 		counts:  make([]int64, len(goal)),
 	}
 	s.nx = make(state, len(goal))
@@ -755,7 +771,7 @@ func (s *searcher) groupRefs(group uint64) []sharding.AxisRef {
 	}
 	refs := s.sp.refs(sortedAtoms(s.sp, ids))
 	if s.refsOf == nil {
-		s.refsOf = map[uint64][]sharding.AxisRef{}
+		s.refsOf = refsPool.get()
 	}
 	s.refsOf[group] = refs
 	return refs

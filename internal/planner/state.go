@@ -94,6 +94,9 @@ type space struct {
 	srcBuf      []byte
 	digits      []cost.Digit // per atom (digitPermutation)
 	srcInts     []int
+	// family is atomsKey of the request's mesh, model and these atoms, once computed
+	// (familyKey; forks share it).
+	family *familyKey
 	// searchExact is set when the search's exact pass ran to completion (no budget
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool
@@ -103,7 +106,7 @@ type space struct {
 // fork is a space of the same atoms with its own pricing state (router, memos), for
 // pricing on another goroutine while sp is in use.
 func (sp *space) fork() *space {
-	return &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: sp.atoms, binary: sp.binary}
+	return &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: sp.atoms, binary: sp.binary, family: sp.family}
 }
 
 // newSpace splits every axis that src or tgt uses into atoms: the common refinement of
