@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -399,4 +400,43 @@ func TestLateExchangeAvoidsFullRematerialization(t *testing.T) {
 	av, err = sp.lateExchange(context.Background(), r, nil, sp.stateOf(src), sp.stateOf(tgt), LowerBoundBetween(r, src, tgt))
 	require.NoError(t, err)
 	require.Nil(t, av)
+}
+
+// TestAllowFullRematPicksTheFastest: the reshard of
+// TestLateExchangeAvoidsFullRematerialization, where on tpu-v5p gather-then-slice
+// (a full rematerialization) is a little faster than the late all_to_all_v and on h100
+// far slower. By default the plan without the rematerialization wins on both; with
+// AllowFullRemat the fastest candidate wins: gather-then-slice on tpu-v5p, the
+// exchange on h100.
+func TestAllowFullRematPicksTheFastest(t *testing.T) {
+	m := mustMesh(t, "a0=16,a1=16,a2=16,a3=16")
+	shape := []int64{30, 6, 31}
+	src := mustSharding(t, m, shape, `["a2:(1)4", ["a2:(4)4", "a1", "a0:(4)4"], "a3"]`)
+	tgt := mustSharding(t, m, shape, `["a0:(1)4", null, ["a1", "a3", "a2:(4)4"]]`)
+	for _, tc := range []struct {
+		profile string
+		remat   bool // the fastest plan rematerializes
+	}{{"tpu-v5p", true}, {"h100", false}} {
+		f, _ := cost.Profile(tc.profile)
+		for _, allow := range []bool{false, true} {
+			r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f, AllowFullRemat: allow}
+			p, err := Reshard(context.Background(), r)
+			require.NoError(t, err)
+			name := fmt.Sprintf("%s allow=%v", tc.profile, allow)
+			fastest := math.Inf(1)
+			for _, c := range p.Summary.Candidates {
+				fastest = min(fastest, c.TimeUS)
+			}
+			require.GreaterOrEqual(t, len(p.Summary.Candidates), 2, name)
+			if allow {
+				require.Equal(t, tc.remat, p.Summary.FullRematerialization, name)
+				require.InDelta(t, fastest, p.Summary.TimeUS, 1e-9*fastest, name)
+			} else {
+				require.False(t, p.Summary.FullRematerialization, name)
+				if tc.remat {
+					require.Greater(t, p.Summary.TimeUS, fastest, name)
+				}
+			}
+		}
+	}
 }

@@ -67,6 +67,11 @@ type Request struct {
 	AllowedOps []Op
 	// MaxExpansions bounds the search (0: DefaultMaxExpansions).
 	MaxExpansions int
+	// AllowFullRemat lets a plan that goes through a full rematerialization win when
+	// it is the fastest. By default (false) a plan without one wins whatever the times
+	// (pickBest), the rule of a CI gate; a caller that does not gate on it can ask for
+	// the fastest plan instead.
+	AllowFullRemat bool
 
 	// noHeuristic makes the search plain Dijkstra (tests compare it with A*).
 	noHeuristic bool
@@ -285,7 +290,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	if len(cands) == 0 {
 		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
 	}
-	best := pickBest(cands)
+	best := pickBest(cands, r.AllowFullRemat)
 	best.candidates = cands
 	best.Summary.SearchExpansions = p.Summary.SearchExpansions
 	if side != nil {
@@ -313,7 +318,7 @@ func (sp *space) greedyIncumbent(r *Request, pre []move, start, goal state) (gre
 		gp := &Plan{Request: r, sp: sp}
 		gp.Steps = sp.steps(r, append(slices.Clone(pre), mv...))
 		greedy = append(greedy, gp.named("greedy"))
-		if gp.finishTotals(); !gp.Summary.FullRematerialization {
+		if gp.finishTotals(); !gp.Summary.FullRematerialization || r.AllowFullRemat {
 			ub = t
 		}
 	}
@@ -356,7 +361,7 @@ func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce
 		fork.releaseRouter()
 		for _, c := range w.direct {
 			c.sp = sp
-			if c.finishTotals(); c.Summary.FullRematerialization {
+			if c.finishTotals(); c.Summary.FullRematerialization && !r.AllowFullRemat {
 				continue
 			}
 			t := 0.0
@@ -445,7 +450,8 @@ func allRematerialize(cands []*Plan) bool {
 // maxLateTransfers, by routing them, which stops when ctx ends (its error is returned).
 // nil when it has more, or when ctx's deadline leaves less than lateTransferCost per
 // transfer (a graph plans many reshards under one deadline: the rematerializing plan
-// then stands rather than the request failing).
+// then stands rather than the request failing). A request that allows full
+// rematerialization (AllowFullRemat) runs it too: the exchange may be the faster plan.
 func (sp *space) lateExchange(ctx context.Context, r *Request, pre []move, start, goal state, between int64) (*Plan, error) {
 	from := afterOf(pre, start)
 	unr := r.Target.Unreduced
@@ -488,22 +494,22 @@ func afterOf(pre []move, start state) state {
 	return pre[len(pre)-1].after
 }
 
-// pickBest prefers plans without full rematerialization, then the lowest time, then
-// fewer steps.
-func pickBest(cands []*Plan) *Plan {
+// pickBest prefers plans without full rematerialization (unless allowRemat), then the
+// lowest time, then fewer steps.
+func pickBest(cands []*Plan, allowRemat bool) *Plan {
 	best := cands[0]
 	for _, c := range cands[1:] {
 		c.finishTotals()
 		best.finishTotals()
-		if better(c, best) {
+		if better(c, best, allowRemat) {
 			best = c
 		}
 	}
 	return best
 }
 
-func better(a, b *Plan) bool {
-	if a.Summary.FullRematerialization != b.Summary.FullRematerialization {
+func better(a, b *Plan, allowRemat bool) bool {
+	if !allowRemat && a.Summary.FullRematerialization != b.Summary.FullRematerialization {
 		return !a.Summary.FullRematerialization
 	}
 	const eps = 1e-9
