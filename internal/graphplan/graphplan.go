@@ -27,6 +27,9 @@ type Request struct {
 	Options  propagation.Options
 	Strategy planner.Strategy // planner.XLA predicts XLA's reshards; reductions are always planned optimally
 	Model    cost.Model
+	// AllowFullRemat lets the fastest plan of a reshard win even when it goes through a
+	// full rematerialization (planner.Request.AllowFullRemat; optimal strategy).
+	AllowFullRemat bool
 }
 
 // Kind says why a collective is there.
@@ -211,7 +214,7 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 	for i, k := range keys {
 		g.Go(func() error {
 			pr := problems[k]
-			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model}
+			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model, AllowFullRemat: r.AllowFullRemat}
 			var err error
 			if pr.xla {
 				out[i].plan, out[i].info, err = planner.ReshardXLA(gctx, req)

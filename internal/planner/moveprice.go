@@ -80,7 +80,13 @@ func (sp *space) countMask(group uint64) int64 {
 // sortedAtoms orders atoms by mesh axis and pre-size so adjacent pieces merge.
 func sortedAtoms(sp *space, ids []uint8) []uint8 {
 	out := slices.Clone(ids)
-	slices.SortFunc(out, func(a, b uint8) int {
+	sortAtoms(sp, out)
+	return out
+}
+
+// sortAtoms sorts ids in place as sortedAtoms orders them.
+func sortAtoms(sp *space, ids []uint8) {
+	slices.SortFunc(ids, func(a, b uint8) int {
 		ra, rb := sp.atoms[a], sp.atoms[b]
 		ia, ib := sp.mesh.AxisIndex(ra.Name), sp.mesh.AxisIndex(rb.Name)
 		if ia != ib {
@@ -88,7 +94,6 @@ func sortedAtoms(sp *space, ids []uint8) []uint8 {
 		}
 		return ra.Pre - rb.Pre
 	})
-	return out
 }
 
 // mergeMoves merges runs of slices and runs of collective-permutes into one step each.

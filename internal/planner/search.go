@@ -678,9 +678,11 @@ func newSearcher(sp *space, r *Request, start, goal state, unr []sharding.AxisRe
 // scratchState is an empty state of the goal's rank with room for every atom in each
 // dim (decode's destination).
 func (s *searcher) scratchState() state {
+	n := len(s.sp.atoms)
 	st := make(state, len(s.goal))
+	buf := make([]uint8, len(st)*n) // one array for every dim (each capped at n)
 	for d := range st {
-		st[d] = make([]uint8, 0, len(s.sp.atoms))
+		st[d] = buf[d*n : d*n : (d+1)*n]
 	}
 	return st
 }
@@ -763,13 +765,15 @@ func (s *searcher) groupRefs(group uint64) []sharding.AxisRef {
 	if refs, ok := s.refsOf[group]; ok {
 		return refs
 	}
-	var ids []uint8
+	var buf [64]uint8
+	ids := buf[:0]
 	for a := range s.sp.atoms {
 		if group&(1<<a) != 0 {
 			ids = append(ids, uint8(a))
 		}
 	}
-	refs := s.sp.refs(sortedAtoms(s.sp, ids))
+	sortAtoms(s.sp, ids)
+	refs := s.sp.refs(ids)
 	if s.refsOf == nil {
 		s.refsOf = refsPool.get()
 	}
