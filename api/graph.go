@@ -148,6 +148,7 @@ type graphInput struct {
 	model    cost.Model
 	strategy planner.Strategy
 	include  map[string]bool
+	remat    bool // full_rematerialization: allow
 	key      string
 	// imp is the imported module (module requests only).
 	imp *stablehlo.Import
@@ -277,6 +278,9 @@ func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
 	for _, i := range in.req.Include {
 		in.include[i] = true
 	}
+	if in.remat, err = allowRemat(in.req.FullRematerialization, in.req.Policy); err != nil {
+		return nil, err
+	}
 	in.key, err = graphKey(in)
 	return in, err
 }
@@ -358,7 +362,7 @@ func (ta *tensorAnswers) fill(resp *GraphResponse) *GraphResponse {
 // planGraphTensors is planGraph leaving the response's Shardings and Explain nil: they
 // are in ta, for encodeGraphTensors.
 func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *GraphResponse, ta *tensorAnswers, err error) {
-	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model})
+	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -223,13 +223,37 @@ func TestGraphPolicy(t *testing.T) {
 			assert.Equal(t, "a", v.Tensor)
 			assert.Contains(t, v.Message, "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}")
 			require.NotEmpty(t, v.Suggested)
-			assert.Equal(t, "P(None, ('X','Y','D'))", v.Suggested[0].PartitionSpec)
+			assert.Equal(t, "P('D', ('X','Y','T'))", v.Suggested[0].PartitionSpec)
 			assert.True(t, p.Plan.Summary.FullRematerialization)
 			assert.True(t, p.Plan.Summary.XLAFallback)
 			require.Len(t, p.Plan.Collectives, 1)
 			assert.Equal(t, int64(16515072), p.Plan.Collectives[0].Bytes, "XLA's 15.75 MiB")
 		})
 	}
+}
+
+// TestGraphFullRematerializationOption: the reshard of
+// TestReshardFullRematerializationOption as a sharding constraint. Its fastest plan on
+// tpu-v5p rematerializes: "allow" takes it, the default (and "avoid", the same plan id)
+// the exchange.
+func TestGraphFullRematerializationOption(t *testing.T) {
+	s := newTestServer(t, nil)
+	graph := func(extra string) string {
+		return `{"mesh": "a0=16,a1=16,a2=16,a3=16", "cost_model": "tpu-v5p",
+		  "tensors": {
+		    "a": {"shape": [30, 6, 31], "dtype": "bf16", "sharding": "[{\"a2\":(1)4}, {\"a2\":(4)4, \"a1\", \"a0\":(4)4}, {\"a3\"}]"},
+		    "b": {"shape": [30, 6, 31], "dtype": "bf16", "sharding": "[{\"a0\":(1)4}, {}, {\"a1\", \"a3\", \"a2\":(4)4}]"}
+		  },
+		  "ops": [{"name": "constrain", "op": "sharding_constraint", "operands": ["a"], "results": ["b"]}]` + extra + `}`
+	}
+	def := postGraph(t, s, graph(""))
+	avoid := postGraph(t, s, graph(`, "full_rematerialization": "avoid"`))
+	allow := postGraph(t, s, graph(`, "full_rematerialization": "allow"`))
+	assert.Equal(t, def.PlanID, avoid.PlanID)
+	assert.NotEqual(t, def.PlanID, allow.PlanID)
+	assert.False(t, def.Summary.FullRematerialization)
+	assert.True(t, allow.Summary.FullRematerialization)
+	assert.Less(t, allow.Summary.TimeUS, def.Summary.TimeUS)
 }
 
 func TestGraphPlanIDIgnoresInputForm(t *testing.T) {
@@ -313,6 +337,8 @@ func TestGraphBadInput(t *testing.T) {
 		{"tensors required", `{"mesh": "x=2"}`, 400, slugInvalidRequest, "tensors", ""},
 		{"unknown top-level field", `{"mesh": "x=2", "tensors": {}, "opz": []}`, 400, slugInvalidJSON, "", "opz"},
 		{"bad strategy", `{"mesh": "x=2", "tensors": {}, "strategy": "fast"}`, 400, slugInvalidRequest, "strategy", ""},
+		{"bad remat choice", `{"mesh": "x=2", "tensors": {}, "full_rematerialization": "sometimes"}`, 400, slugInvalidRequest, "full_rematerialization", ""},
+		{"remat allowed and forbidden", `{"mesh": "x=2", "tensors": {}, "full_rematerialization": "allow", "policy": {"forbid_full_rematerialization": true}}`, 400, slugInvalidRequest, "full_rematerialization", "policy.forbid_full_rematerialization"},
 		{"bad cost model", `{"mesh": "x=2", "tensors": {}, "cost_model": "abacus"}`, 400, slugInvalidRequest, "cost_model", "abacus"},
 		{"bad conflict resolution", `{"mesh": "x=2", "tensors": {}, "options": {"conflict_resolution": "polite"}}`, 400, slugInvalidRequest, "options.conflict_resolution", ""},
 		{"too many ops", `{"mesh": "x=2", "tensors": {"a": {"shape": [4]}, "b": {"shape": [4]}, "c": {"shape": [4]}, "d": {"shape": [4]}, "e": {"shape": [4]}},

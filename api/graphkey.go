@@ -23,8 +23,12 @@ func graphKey(in *graphInput) (string, error) {
 	inc := slices.Clone(in.req.Include)
 	slices.Sort(inc)
 	inc = slices.Compact(inc)
-	head, _ := json.Marshal([]any{planner.Version, "graph", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs,
-		model, string(in.strategy), inc, in.opts, in.graph.Inputs, in.graph.Outputs})
+	parts := []any{planner.Version, "graph", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs,
+		model, string(in.strategy), inc, in.opts, in.graph.Inputs, in.graph.Outputs}
+	if in.remat && in.strategy == planner.Optimal {
+		parts = append(parts, "allow_full_rematerialization") // absent by default: earlier keys stand
+	}
+	head, _ := json.Marshal(parts)
 	h.Write(head)
 	if in.imp != nil {
 		// The answer lists the opaque ops with their positions in the module text.

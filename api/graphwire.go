@@ -47,6 +47,10 @@ type GraphRequest struct {
 	// Policy: forbid_full_rematerialization turns a graph with a rematerializing reshard
 	// into a 422.
 	Policy *Policy `json:"policy,omitempty"`
+	// FullRematerialization applies to every reshard (strategy optimal): avoid (default)
+	// makes a plan without a full rematerialization win whatever the times; allow makes
+	// the fastest plan win (not with policy.forbid_full_rematerialization).
+	FullRematerialization string `json:"full_rematerialization,omitempty" validate:"omitempty,oneof=avoid allow" enums:"avoid,allow"`
 
 	wire graphWire // what the reader saw beyond the values
 } // @name GraphRequest
@@ -186,6 +190,8 @@ func (r *wireReader) topField(req *GraphRequest, key string) *Problem {
 		return r.topStrings(&req.Include, key)
 	case foldEq(key, "policy"):
 		return r.topPolicy(&req.Policy, key)
+	case foldEq(key, "full_rematerialization"):
+		return r.topString(&req.FullRematerialization, key)
 	case foldEq(key, "tensors"):
 		w.tensors = true
 		r.tensors(req)

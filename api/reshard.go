@@ -44,6 +44,10 @@ type ReshardRequest struct {
 	AllowedOps []string `json:"allowed_ops,omitempty" validate:"omitempty,max=7,dive,oneof=slice all_gather all_to_all collective_permute all_to_all_v reduce_scatter all_reduce" enums:"slice,all_gather,all_to_all,collective_permute,all_to_all_v,reduce_scatter,all_reduce"`
 	// Policy: forbid_full_rematerialization turns a plan that rematerializes into a 422.
 	Policy *Policy `json:"policy,omitempty"`
+	// FullRematerialization (strategy optimal): avoid (default) makes a plan without a
+	// full rematerialization win whatever the times; allow makes the fastest plan win
+	// even when it rematerializes (not with policy.forbid_full_rematerialization).
+	FullRematerialization string `json:"full_rematerialization,omitempty" validate:"omitempty,oneof=avoid allow" enums:"avoid,allow"`
 } // @name ReshardRequest
 
 // Policy is what a CI gate refuses.
@@ -165,6 +169,7 @@ type reshardInput struct {
 	strategy planner.Strategy
 	ops      []planner.Op
 	include  map[string]bool
+	remat    bool // full_rematerialization: allow
 	key      string
 }
 
@@ -205,8 +210,24 @@ func (s *Server) prepareReshard(in *reshardInput) error {
 	for _, i := range req.Include {
 		in.include[i] = true
 	}
+	if in.remat, err = allowRemat(req.FullRematerialization, req.Policy); err != nil {
+		return err
+	}
 	in.key = reshardKey(in)
 	return nil
+}
+
+// allowRemat reads a request's full_rematerialization (validated: "", avoid or allow):
+// allow, refused beside a policy that forbids the plans it asks for.
+func allowRemat(opt string, policy *Policy) (bool, error) {
+	if opt != "allow" {
+		return false, nil
+	}
+	if policy.forbidsRemat() {
+		return false, Invalid(slugInvalidRequest, "Contradictory options", sharding.Fieldf("full_rematerialization",
+			"allow lets the planner choose a plan that rematerializes, which policy.forbid_full_rematerialization refuses: leave one of them out"))
+	}
+	return true, nil
 }
 
 func appendFieldErrors(fes sharding.Errors, err error) sharding.Errors {
@@ -239,7 +260,8 @@ func reshardKey(in *reshardInput) string {
 		Strategy string   `json:"strategy"`
 		Ops      []string `json:"ops"`
 		Include  []string `json:"include"`
-	}{planner.Version, "reshard", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs, in.req.Shape, in.elemBits, in.src.Body(), in.tgt.Body(), model, string(in.strategy), ops, inc}
+		Remat    bool     `json:"remat,omitempty"` // absent by default: the keys of earlier versions stand
+	}{planner.Version, "reshard", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs, in.req.Shape, in.elemBits, in.src.Body(), in.tgt.Body(), model, string(in.strategy), ops, inc, in.remat && in.strategy == planner.Optimal}
 	b, _ := json.Marshal(canon)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -373,7 +395,7 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 	if err := s.chargeIncludes(in, budget); err != nil {
 		return nil, err
 	}
-	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops}
+	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops, AllowFullRemat: in.remat}
 	var p *planner.Plan
 	var info *planner.XLAInfo
 	var err error

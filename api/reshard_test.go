@@ -100,7 +100,7 @@ func TestReshardPolicy(t *testing.T) {
 		assert.Equal(t, int64(15.75*(1<<20)), p.Plan.Summary.BytesPerDevice)
 		assert.Equal(t, "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}", p.Plan.SourceHlo)
 		require.NotEmpty(t, p.Suggested)
-		assert.Equal(t, "P(None, ('X','Y','D'))", p.Suggested[0].PartitionSpec)
+		assert.Equal(t, "P('D', ('X','Y','T'))", p.Suggested[0].PartitionSpec)
 		assert.Equal(t, p.Suggested, p.Plan.SuggestedConstraints)
 	})
 	t.Run("optimal passes the same gate", func(t *testing.T) {
@@ -167,6 +167,8 @@ func TestReshardBadInput(t *testing.T) {
 		{"unknown op name", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": [null], "target": [null], "allowed_ops": ["teleport"]}`, slugInvalidRequest, "allowed_ops[0]"},
 		{"mesh name mismatch", `{"mesh": {"name": "m", "axes": [{"name": "x", "size": 2}]}, "shape": [4], "dtype": "f32", "source": "sharding<@other, [{\"x\"}]>", "target": [null]}`, slugInvalidSharding, "source"},
 		{"target creates partial sums", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": [null], "target": {"dims": [{"axes": []}], "unreduced": ["x"]}, "strategy": "xla"}`, slugInvalidSharding, "target.unreduced[0]"},
+		{"unknown remat choice", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "full_rematerialization": "sometimes"}`, slugInvalidRequest, "full_rematerialization"},
+		{"remat allowed and forbidden", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "full_rematerialization": "allow", "policy": {"forbid_full_rematerialization": true}}`, slugInvalidRequest, "full_rematerialization"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,5 +251,30 @@ func TestCompactLists(t *testing.T) {
 			}
 			assert.Equal(t, 1024*1023, n, "every transfer, in %d runs", len(st.TransferRuns))
 		})
+	}
+}
+
+// TestReshardFullRematerializationOption: on a 65,536-device reshard whose plans without
+// a full rematerialization are all slower than gather-then-slice on tpu-v5p (the
+// planner's TestAllowFullRematPicksTheFastest), the default answers the exchange and
+// "allow" the fastest plan, which rematerializes; "avoid" is the default (same plan id),
+// and "allow" is a plan id of its own.
+func TestReshardFullRematerializationOption(t *testing.T) {
+	s := newTestServer(t, nil)
+	body := func(opt string) string {
+		return `{"mesh": "a0=16,a1=16,a2=16,a3=16", "shape": [30, 6, 31], "dtype": "bf16", "cost_model": "tpu-v5p",
+			"source": "[{\"a2\":(1)4}, {\"a2\":(4)4, \"a1\", \"a0\":(4)4}, {\"a3\"}]",
+			"target": "[{\"a0\":(1)4}, {}, {\"a1\", \"a3\", \"a2\":(4)4}]"` + opt + `}`
+	}
+	def := postReshard(t, s, body(""))
+	avoid := postReshard(t, s, body(`, "full_rematerialization": "avoid"`))
+	allow := postReshard(t, s, body(`, "full_rematerialization": "allow"`))
+	assert.False(t, def.Summary.FullRematerialization)
+	assert.Equal(t, def.PlanID, avoid.PlanID)
+	assert.NotEqual(t, def.PlanID, allow.PlanID)
+	require.True(t, allow.Summary.FullRematerialization)
+	assert.Less(t, allow.Summary.TimeUS, def.Summary.TimeUS)
+	for _, c := range allow.Summary.Candidates {
+		assert.GreaterOrEqual(t, c.TimeUS, allow.Summary.TimeUS*(1-1e-9), c.Name)
 	}
 }

@@ -75,7 +75,7 @@ var exampleCases = []exampleCase{
 		"plan.summary.full_rematerialization":    true,
 		"plan.summary.bytes_per_device":          16515072.0,
 		"plan.source_hlo":                        "{devices=[2,32,4]<=[2,8,4,4]T(0,2,1,3) last_tile_dim_replicate}",
-		"suggested_constraints.0.partition_spec": "P(None, ('X','Y','D'))",
+		"suggested_constraints.0.partition_spec": "P('D', ('X','Y','T'))",
 	}},
 	// The fix: the suggested constraint splits the reshard into two hops XLA handles.
 	{"ci-gate-xla-case4-hop1.json", 200, map[string]any{"summary.xla_fallback": nil, "summary.full_rematerialization": false}},
@@ -123,7 +123,7 @@ var exampleCases = []exampleCase{
 	}},
 	{"graph-ci-gate.json", 422, map[string]any{
 		"violations.0.op_name": "constrain", "violations.0.tensor": "a",
-		"violations.0.suggested_constraints.0.partition_spec": "P(None, ('X','Y','D'))",
+		"violations.0.suggested_constraints.0.partition_spec": "P('D', ('X','Y','T'))",
 		"plan.summary.full_rematerialization":                 true,
 	}},
 }

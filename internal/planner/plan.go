@@ -75,6 +75,10 @@ type Request struct {
 
 	// noHeuristic makes the search plain Dijkstra (tests compare it with A*).
 	noHeuristic bool
+	// noAnytime leaves out the search's anytime pass: the plan is the exact pass's, or
+	// the first weighted pass's when that is cheaper (the suggestion search, which wants
+	// a plan's states more than its last percent).
+	noAnytime bool
 	// fullSearch lifts the goal-directed move restriction (tests measure what it
 	// costs).
 	fullSearch bool

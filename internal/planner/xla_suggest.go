@@ -115,6 +115,7 @@ func namesSubAxis(out []Suggestion) bool {
 func suggestionStates(ctx context.Context, r *Request, b *reshardBounds) (lists [][]sharding.Sharding) {
 	rr := *r
 	rr.bounds = b
+	rr.noAnytime = true
 	// Constraints need intermediate states: a single point-to-point exchange has none,
 	// so the chain comes from the best plan of standard collectives.
 	rr.AllowedOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpCollectivePermute, OpReduceScatter, OpAllReduce}
