@@ -110,3 +110,40 @@ func BenchmarkRedisGetHit(b *testing.B) {
 		})
 	})
 }
+
+// deepCompute descends n frames of about 600 bytes each, as planning a reshard descends
+// its search, and returns the depth reached.
+//
+//go:noinline
+func deepCompute(n int, pad [64]int64) int64 {
+	if n == 0 {
+		return pad[0] - pad[0]
+	}
+	pad[n%64]++
+	return deepCompute(n-1, pad) + 1
+}
+
+// BenchmarkGetOrComputeMiss times a miss whose compute descends about 60 KiB of stack
+// and returns a plan-sized value: the goroutine it runs on, its stack, the write.
+func BenchmarkGetOrComputeMiss(b *testing.B) {
+	c, err := cache.Open(cache.Config{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	compute := func(context.Context) ([]byte, error) {
+		if deepCompute(100, [64]int64{}) != 100 {
+			return nil, errors.New("lost a frame")
+		}
+		return benchValue, nil
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, hit, err := c.GetOrCompute(ctx, c.Key(cache.PlanID(fmt.Appendf(nil, "%d", i))), compute); err != nil || hit {
+			b.Fatalf("hit=%v err=%v", hit, err)
+		}
+	}
+}

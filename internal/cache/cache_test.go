@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -255,6 +256,86 @@ func TestCallerCancellation(t *testing.T) {
 	_, _, err := c.GetOrCompute(done, c.Key(PlanID([]byte("d"))), compute)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, int64(1), calls.Load())
+}
+
+// TestNestedMissRunsInline: a miss met inside another compute runs its compute on the
+// calling goroutine (its stack holds the outer compute), is memoized, and a later miss
+// outside any compute runs on a goroutine of its own again.
+func TestNestedMissRunsInline(t *testing.T) {
+	c := newTestCache(t, NewLRU(0), Config{})
+	outer, inner := c.Key(PlanID([]byte("outer"))), c.Key(PlanID([]byte("inner")))
+	stackOf := func() string {
+		buf := make([]byte, 64<<10)
+		return string(buf[:runtime.Stack(buf, false)])
+	}
+	var innerStack string
+	innerCompute := func(context.Context) ([]byte, error) {
+		innerStack = stackOf()
+		return []byte("in"), nil
+	}
+	v, _, err := c.GetOrCompute(t.Context(), outer, func(ctx context.Context) ([]byte, error) {
+		v, hit, err := c.GetOrCompute(ctx, inner, innerCompute)
+		require.NoError(t, err)
+		require.False(t, hit)
+		return append([]byte("out+"), v...), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "out+in", string(v))
+	assert.Contains(t, innerStack, "TestNestedMissRunsInline.func3", "the nested compute ran on the outer compute's goroutine")
+	_, ok, _ := c.Lookup(t.Context(), PlanID([]byte("inner")))
+	assert.True(t, ok, "the nested value is memoized")
+
+	_, _, err = c.GetOrCompute(t.Context(), c.Key(PlanID([]byte("alone"))), innerCompute)
+	require.NoError(t, err)
+	assert.NotContains(t, innerStack, "TestNestedMissRunsInline.func3", "a top-level miss computes on a goroutine of its own")
+	assert.Contains(t, innerStack, "created by github.com/shardplan/shardplan/internal/cache.(*Cache).GetOrCompute")
+}
+
+// TestNestedFollowerLeavesAtDeadline: a nested miss on a key another caller is
+// computing waits for that compute only until its own deadline; the leader's value is
+// still memoized.
+func TestNestedFollowerLeavesAtDeadline(t *testing.T) {
+	c := newTestCache(t, NewLRU(0), Config{})
+	key := c.Key(PlanID([]byte("slow")))
+	var calls atomic.Int64
+	leaderDone := make(chan error, 1)
+	go func() {
+		_, _, err := c.GetOrCompute(t.Context(), key, counter(&calls, "v", 400*time.Millisecond))
+		leaderDone <- err
+	}()
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, time.Second, time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	nestedErr := make(chan error, 1)
+	_, _, err := c.GetOrCompute(ctx, c.Key(PlanID([]byte("outer"))), func(ctx context.Context) ([]byte, error) {
+		_, _, err := c.GetOrCompute(ctx, key, counter(&calls, "w", 0))
+		nestedErr <- err
+		return nil, err
+	})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, <-nestedErr, context.DeadlineExceeded, "the nested follower left at its deadline")
+	assert.Less(t, time.Since(start), 300*time.Millisecond, "before the leader finished")
+	require.NoError(t, <-leaderDone)
+	assert.Equal(t, int64(1), calls.Load(), "the nested follower did not compute")
+	_, ok, _ := c.Lookup(t.Context(), PlanID([]byte("slow")))
+	assert.True(t, ok)
+}
+
+// TestComputeGoexit: a compute that ends its goroutine instead of returning fails its
+// callers rather than leaving them waiting, and a later miss computes again.
+func TestComputeGoexit(t *testing.T) {
+	c := newTestCache(t, NewLRU(0), Config{})
+	key := c.Key(PlanID([]byte("g")))
+	_, _, err := c.GetOrCompute(t.Context(), key, func(context.Context) ([]byte, error) {
+		runtime.Goexit()
+		return nil, nil
+	})
+	require.ErrorIs(t, err, errComputeExited)
+	v, hit, err := c.GetOrCompute(t.Context(), key, func(context.Context) ([]byte, error) { return []byte("x"), nil })
+	require.NoError(t, err)
+	assert.False(t, hit)
+	assert.Equal(t, "x", string(v))
 }
 
 // TestBlackholeRedis: a server that accepts connections and never answers

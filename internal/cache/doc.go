@@ -19,8 +19,9 @@
 //	request ─► Cache.GetOrCompute(key)
 //	             │ Store.Get under a short deadline
 //	             ├─ hit ──────────────────────────────► bytes, hit
-//	             └─ miss or store error ─► singleflight(key)
-//	                                         │ compute once for all waiters
+//	             └─ miss or store error ─► one flight per key
+//	                                         │ compute once for all waiters,
+//	                                         │ on a goroutine of its own
 //	                                         ├─► Store.Set before returning
 //	                                         │   (context.WithoutCancel, own deadline)
 //	                                         └─► bytes, miss
