@@ -19,8 +19,8 @@ import (
 // its time on reflection, on sorting the two big maps' keys through reflect values and
 // on growing its buffer. appendGraphJSON writes the same bytes as encodeJSON
 // (encoding/json with HTML escaping off, no trailing newline) by hand for those types
-// and hands the small or rare members (mesh, summary, stats, ops, opaque ops, transfer
-// lists, candidates) to encoding/json itself. graphjson_test.go checks the bytes against
+// and hands the small or rare members (the graph's summary, stats, ops and opaque ops,
+// a reshard's tiles) to encoding/json itself. graphjson_test.go checks the bytes against
 // encodeJSON on the examples, transformer graphs and random strings, and that the hand
 // written types still have the fields this file knows.
 
@@ -85,6 +85,9 @@ type jsonAppender struct {
 	html bool
 	// tensors, when set, replaces the graph answer's Shardings and Explain maps.
 	tensors *tensorAnswers
+	// written are the last shardings written (sharding), of nWritten in all.
+	written  [maxWrittenShardings]writtenSharding
+	nWritten int
 }
 
 // ref appends v as encoding/json encodes it (the members not written by hand).
@@ -157,7 +160,7 @@ func (e *jsonAppender) strsAt(member string, ss []string) {
 
 func (e *jsonAppender) str(s string) { e.b = appendJSONString(e.b, s, e.html) }
 
-func (e *jsonAppender) int(n int64) { e.b = strconv.AppendInt(e.b, n, 10) }
+func (e *jsonAppender) int(n int64) { e.b = appendInt(e.b, n) }
 
 func (e *jsonAppender) bool(v bool) { e.b = strconv.AppendBool(e.b, v) }
 
@@ -197,7 +200,54 @@ func list[T any](e *jsonAppender, xs []T, elem func(*T)) {
 
 func (e *jsonAppender) strs(ss []string) { list(e, ss, func(s *string) { e.str(*s) }) }
 
-func ints[T int | int64](e *jsonAppender, ns []T) { list(e, ns, func(n *T) { e.int(int64(*n)) }) }
+// ints appends ns as an array (nil: null). It loops itself rather than through list's
+// call of a closure per element: integer lists (shapes, pairs, transfer ranges) are
+// most of a large answer.
+func ints[T int | int64](e *jsonAppender, ns []T) {
+	if ns == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	e.b = append(e.b, '[')
+	for i, n := range ns {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.b = appendInt(e.b, int64(n))
+	}
+	e.b = append(e.b, ']')
+}
+
+// twoDigits holds "00" to "99", two bytes each.
+const twoDigits = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
+
+// appendInt appends n in decimal, as strconv.AppendInt(dst, n, 10) does. Numbers below
+// 10,000 (device ids, dims, range bounds of most answers) are written from twoDigits
+// without strconv's general loop.
+func appendInt(dst []byte, n int64) []byte {
+	switch {
+	case n < 0 || n >= 10000:
+		return strconv.AppendInt(dst, n, 10)
+	case n < 10:
+		return append(dst, byte('0'+n))
+	case n < 100:
+		return append(dst, twoDigits[2*n], twoDigits[2*n+1])
+	case n < 1000:
+		hi, lo := n/100, n%100
+		return append(dst, byte('0'+hi), twoDigits[2*lo], twoDigits[2*lo+1])
+	}
+	hi, lo := n/100, n%100
+	return append(dst, twoDigits[2*hi], twoDigits[2*hi+1], twoDigits[2*lo], twoDigits[2*lo+1])
+}
 
 // graph writes GraphResponse (members in field order, omitempty as tagged).
 func (e *jsonAppender) graph(r *GraphResponse) {
@@ -205,7 +255,7 @@ func (e *jsonAppender) graph(r *GraphResponse) {
 	e.key("plan_id", true)
 	e.str(r.PlanID)
 	e.key("mesh", false)
-	e.ref(r.Mesh)
+	e.mesh(&r.Mesh)
 	e.key("shardings", false)
 	if ta := e.tensors; ta != nil {
 		orderedMap(e, ta.shardingIDs, ta.shardings, e.sharding)
@@ -309,8 +359,54 @@ func (e *jsonAppender) origins(os []propagation.Origin) {
 	e.b = append(e.b, ']')
 }
 
-// sharding writes ShardingJSON.
+// sharding writes ShardingJSON. A sharding that is one of the last few written (the same
+// rendering: shardingWriter gives every step and tensor with a sharding the same slices
+// and strings) is copied from where it was written.
 func (e *jsonAppender) sharding(s *ShardingJSON) {
+	for i := range min(e.nWritten, maxWrittenShardings) {
+		if w := &e.written[i]; sameRendering(&w.s, s) {
+			e.b = append(e.b, e.b[w.start:w.end]...)
+			return
+		}
+	}
+	start := len(e.b)
+	e.writeSharding(s)
+	e.written[e.nWritten%maxWrittenShardings] = writtenSharding{s: *s, start: start, end: len(e.b)}
+	e.nWritten++
+}
+
+// writtenSharding is a sharding an appender wrote, at b[start:end].
+type writtenSharding struct {
+	s          ShardingJSON
+	start, end int
+}
+
+// maxWrittenShardings is how many written shardings an appender remembers.
+const maxWrittenShardings = 8
+
+// sameRendering reports whether a and b are the same rendering: the same dims and lists
+// (not only equal ones: the same backing arrays) and equal texts. It never reports two
+// different encodings as the same; equal renderings built apart it does not recognize.
+func sameRendering(a, b *ShardingJSON) bool {
+	return sameSlice(a.Dims, b.Dims) && sameSlice(a.Replicated, b.Replicated) && sameSlice(a.Unreduced, b.Unreduced) &&
+		a.Text == b.Text && a.Hlo == b.Hlo && a.PartitionSpec == b.PartitionSpec
+}
+
+// sameSlice reports whether a and b have the same length and, when not empty, the same
+// first element (the same backing array): the same elements. An empty slice is the same
+// as another only when both are nil or both are not (they encode as null and []).
+func sameSlice[T any](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return (a == nil) == (b == nil)
+	}
+	return &a[0] == &b[0]
+}
+
+// writeSharding writes ShardingJSON itself.
+func (e *jsonAppender) writeSharding(s *ShardingJSON) {
 	e.b = append(e.b, `{"dims":`...)
 	list(e, s.Dims, func(d *DimShardingJSON) {
 		e.strsAt(`{"axes":`, d.Axes)
@@ -408,7 +504,14 @@ func (e *jsonAppender) summary(s *SummaryJSON) {
 	e.intAt(`,"search_expansions":`, int64(s.SearchExpansions))
 	if len(s.Candidates) > 0 {
 		e.b = append(e.b, `,"candidates":`...)
-		e.ref(s.Candidates)
+		list(e, s.Candidates, func(c *planner.Candidate) {
+			e.strAt(`{"name":`, c.Name)
+			e.intAt(`,"steps":`, int64(c.Steps))
+			e.floatAt(`,"time_us":`, c.TimeUS)
+			e.intAt(`,"bytes_per_device":`, c.BytesPerDevice)
+			e.boolAt(`,"chosen":`, c.Chosen)
+			e.b = append(e.b, '}')
+		})
 	}
 	e.b = append(e.b, '}')
 }
@@ -426,11 +529,11 @@ func (e *jsonAppender) step(s *StepJSON) {
 	e.strsAt(`,"mesh_axes":`, s.MeshAxes)
 	if len(s.Pairs) > 0 {
 		e.b = append(e.b, `,"pairs":`...)
-		list(e, s.Pairs, func(p *[2]int) { ints(e, p[:]) })
+		e.pairs(s.Pairs)
 	}
 	if len(s.Transfers) > 0 {
 		e.b = append(e.b, `,"transfers":`...)
-		list(e, s.Transfers, e.transfer)
+		e.transfers(s.Transfers)
 	}
 	if len(s.PairRuns) > 0 {
 		e.b = append(e.b, `,"pair_runs":`...)
@@ -472,23 +575,90 @@ func (e *jsonAppender) step(s *StepJSON) {
 	e.b = append(e.b, '}')
 }
 
-// transfer writes planner.Transfer: the lists of an all_to_all_v step are most of a
-// large reshard answer (thousands of transfers on 256 devices).
-func (e *jsonAppender) transfer(t *planner.Transfer) {
-	e.intAt(`{"from":`, int64(t.From))
-	e.intAt(`,"to":`, int64(t.To))
-	e.b = append(e.b, `,"ranges":`...)
-	e.ranges(t.Ranges)
-	e.b = append(e.b, `,"source_local":`...)
-	e.ranges(t.SourceLocal)
-	e.b = append(e.b, `,"target_local":`...)
-	e.ranges(t.TargetLocal)
-	e.intAt(`,"bytes":`, t.Bytes)
-	e.b = append(e.b, '}')
+// pairs writes a non-nil list of collective_permute pairs.
+func (e *jsonAppender) pairs(ps [][2]int) {
+	b := append(e.b, '[')
+	for i := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = appendInt(b, int64(ps[i][0]))
+		b = append(b, ',')
+		b = appendInt(b, int64(ps[i][1]))
+		b = append(b, ']')
+	}
+	e.b = append(b, ']')
 }
 
-func (e *jsonAppender) ranges(r planner.Range) {
-	list(e, r, func(p *[2]int64) { ints(e, p[:]) })
+// transfers writes a non-nil list of planner.Transfer.
+func (e *jsonAppender) transfers(ts []planner.Transfer) {
+	e.b = append(e.b, '[')
+	for i := range ts {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.transfer(&ts[i])
+	}
+	e.b = append(e.b, ']')
+}
+
+// transfer writes planner.Transfer: the lists of an all_to_all_v step are most of a
+// large reshard answer (thousands of transfers on 256 devices), so it appends to a
+// local slice and writes every number with appendInt.
+func (e *jsonAppender) transfer(t *planner.Transfer) {
+	b := append(e.b, `{"from":`...)
+	b = appendInt(b, int64(t.From))
+	b = append(b, `,"to":`...)
+	b = appendInt(b, int64(t.To))
+	b = append(b, `,"ranges":`...)
+	b = appendRanges(b, t.Ranges)
+	b = append(b, `,"source_local":`...)
+	b = appendRanges(b, t.SourceLocal)
+	b = append(b, `,"target_local":`...)
+	b = appendRanges(b, t.TargetLocal)
+	b = append(b, `,"bytes":`...)
+	b = appendInt(b, t.Bytes)
+	e.b = append(b, '}')
+}
+
+// appendRanges appends r as encoding/json does: [[lo,hi],...], or null when nil.
+func appendRanges(b []byte, r planner.Range) []byte {
+	if r == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range r {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = appendInt(b, r[i][0])
+		b = append(b, ',')
+		b = appendInt(b, r[i][1])
+		b = append(b, ']')
+	}
+	return append(b, ']')
+}
+
+// mesh writes MeshObject.
+func (e *jsonAppender) mesh(m *MeshObject) {
+	e.b = append(e.b, '{')
+	if m.Name != "" {
+		e.strAt(`"name":`, m.Name)
+		e.b = append(e.b, ',')
+	}
+	e.b = append(e.b, `"axes":`...)
+	list(e, m.Axes, func(a *MeshAxis) {
+		e.strAt(`{"name":`, a.Name)
+		e.intAt(`,"size":`, int64(a.Size))
+		e.b = append(e.b, '}')
+	})
+	if len(m.DeviceIDs) > 0 {
+		e.b = append(e.b, `,"device_ids":`...)
+		ints(e, m.DeviceIDs)
+	}
+	e.b = append(e.b, '}')
 }
 
 // reshard writes ReshardResponse, member by member in the struct's order.
@@ -497,7 +667,7 @@ func (e *jsonAppender) reshard(r *ReshardResponse) {
 	e.key("plan_id", true)
 	e.str(r.PlanID)
 	e.key("mesh", false)
-	e.ref(r.Mesh)
+	e.mesh(&r.Mesh)
 	e.key("shape", false)
 	ints(e, r.Shape)
 	e.key("source", false)
@@ -519,7 +689,7 @@ func (e *jsonAppender) reshard(r *ReshardResponse) {
 	}
 	if len(r.Transfers) > 0 {
 		e.b = append(e.b, `,"transfers":`...)
-		list(e, r.Transfers, e.transfer)
+		e.transfers(r.Transfers)
 	}
 	e.optStr(`,"diagram":`, r.Diagram)
 	if r.ListsOmitted {
@@ -556,23 +726,35 @@ func encodeReshardJSON(r *ReshardResponse) ([]byte, error) {
 // reshardJSONSizeHint is an upper estimate of r's encoding from the lengths of its
 // per-device lists, which are nearly all of a large answer: appending to a buffer
 // that big from the start saves the copies of its growth (a 3 MB answer grown from
-// 4 KiB copied about 12 MB, a sixth of the render and encode of the random set).
+// 4 KiB copied about 12 MB, a sixth of the render and encode of the random set). A
+// transfer is bounded by the digits its numbers can have (device ids below the device
+// count, range bounds up to the largest dim, bytes up to the tensor's), so the buffer is
+// not much larger than the answer: each byte of it is zeroed when allocated.
 func reshardJSONSizeHint(r *ReshardResponse) int {
 	rank := len(r.Shape)
-	transfer := 64 + 3*rank*44 // from, to, bytes and three range lists of rank [lo, hi]
+	devices, maxDim, elems := int64(1), int64(1), int64(1)
+	for _, a := range r.Mesh.Axes {
+		devices *= max(int64(a.Size), 1)
+	}
+	for _, d := range r.Shape {
+		maxDim = max(maxDim, d)
+		elems = min(elems*max(d, 1), 1<<50)
+	}
+	ls := listShape{devices: devices, rank: int64(rank), idDigits: digits(devices), dimDigits: digits(maxDim)}
+	// transferBytes allows 20 digits for bytes; an element has at most 64 bytes.
+	transfer := int(ls.transferBytes() - 20 + digits(64*elems))
 	n := 8<<10 + len(r.Transfers)*transfer
 	if r.Tiles != nil {
 		n += (len(r.Tiles.Source) + len(r.Tiles.Target)) * (96 + 4*rank*24) // device, coords, ranges, shapes, padding
 	}
 	for _, st := range r.Steps {
-		n += 2<<10 + len(st.Transfers)*transfer + len(st.Pairs)*24 + len(st.PairRuns)*96 + len(st.TransferRuns)*(2*transfer+16)
+		n += 2<<10 + len(st.Transfers)*transfer + len(st.Pairs)*int(ls.pairBytes()) + len(st.PairRuns)*96 + len(st.TransferRuns)*(2*transfer+16)
 	}
 	return min(n, maxSizeHint)
 }
 
-// maxSizeHint caps the buffer an answer's encoding starts with: the estimate runs above
-// the answer (up to about twice on long transfer lists), and a larger answer grows from
-// there rather than reserve memory it may not use.
+// maxSizeHint caps the buffer an answer's encoding starts with: a larger answer grows
+// from there rather than reserve memory it may not use.
 const maxSizeHint = 16 << 20
 
 // appendJSONString appends s as a JSON string the way encoding/json does: `"` and `\`

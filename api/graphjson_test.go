@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -104,6 +106,22 @@ func TestGraphJSONFloats(t *testing.T) {
 	require.ErrorAs(t, err, &uv)
 }
 
+// TestAppendInt: appendInt writes what strconv does, across its digit-count cases and
+// at the ends of int64.
+func TestAppendInt(t *testing.T) {
+	check := func(n int64) {
+		if got, want := string(appendInt([]byte("x"), n)), "x"+strconv.FormatInt(n, 10); got != want {
+			t.Fatalf("appendInt(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for n := int64(-1100); n <= 21000; n++ {
+		check(n)
+	}
+	for _, n := range []int64{math.MinInt64, math.MinInt64 + 1, -1 << 40, 99999, 100000, 1 << 40, math.MaxInt64} {
+		check(n)
+	}
+}
+
 // TestGraphJSONKnowsEveryField fails when a hand-written type (of the graph and the
 // reshard answers) gains, loses or renames a member: graphjson.go must then be changed
 // with it.
@@ -122,6 +140,9 @@ func TestGraphJSONKnowsEveryField(t *testing.T) {
 		{SummaryJSON{}, "strategy cost_model collectives time_us bytes_per_device lower_bound_bytes_per_device efficiency time_lower_bound_us time_efficiency peak_bytes_per_device full_rematerialization xla_fallback,omitempty search_expansions candidates,omitempty"},
 		{ReshardResponse{}, "plan_id mesh shape source target steps summary suggested_constraints suggestion_note,omitempty xla_warning,omitempty xla_path,omitempty source_hlo,omitempty target_hlo,omitempty tiles,omitempty transfers,omitempty diagram,omitempty lists_omitted,omitempty note,omitempty"},
 		{planner.Transfer{}, "from to ranges source_local target_local bytes"},
+		{MeshObject{}, "name,omitempty axes device_ids,omitempty"},
+		{planner.Candidate{}, "name steps time_us bytes_per_device chosen"},
+		{MeshAxis{}, "name size"},
 		{planner.PairRun{}, "from to from_step to_step count"},
 		{planner.TransferRun{}, "first step count"},
 		{StepJSON{}, "op dims,omitempty dim,omitempty split_dim,omitempty concat_dim,omitempty mesh_axes pairs,omitempty transfers,omitempty pair_runs,omitempty transfer_runs,omitempty before after local_shape_before local_shape_after group_size group_count bytes_per_device link,omitempty time_us latency_us bandwidth_us"},
@@ -234,10 +255,62 @@ func randomRange(rng *rand.Rand) planner.Range {
 		return planner.Range{}
 	}
 	out := make(planner.Range, 1+rng.IntN(3))
+	lim := []int64{10, 1000, 1 << 14, 1 << 40}[rng.IntN(4)] // appendInt's cases
 	for i := range out {
-		out[i] = [2]int64{rng.Int64N(1 << 40), rng.Int64N(1<<41) - 1<<40}
+		out[i] = [2]int64{rng.Int64N(lim), rng.Int64N(2*lim) - lim}
 	}
 	return out
+}
+
+// shareShardings makes some of r's shardings the same rendering as others, as
+// shardingWriter does (each step's before its previous step's after), or the same but for
+// one member (a rendering the encoder must not copy from the other).
+func shareShardings(rng *rand.Rand, r *ReshardResponse) {
+	all := []*ShardingJSON{&r.Source, &r.Target}
+	for i := range r.Steps {
+		all = append(all, &r.Steps[i].Before, &r.Steps[i].After)
+	}
+	for i := 1; i < len(all); i++ {
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		*all[i] = *all[rng.IntN(i)]
+		switch rng.IntN(6) {
+		case 0:
+			all[i].Text += "x"
+		case 1:
+			all[i].Hlo = randomString(rng)
+		case 2:
+			all[i].PartitionSpec = randomString(rng)
+		case 3:
+			all[i].Dims = slices.Clone(all[i].Dims)
+			if len(all[i].Dims) > 0 {
+				all[i].Dims[0].Open = !all[i].Dims[0].Open
+			}
+		case 4:
+			if all[i].Dims == nil {
+				all[i].Dims = []DimShardingJSON{}
+			} else if len(all[i].Dims) == 0 {
+				all[i].Dims = nil
+			}
+		}
+	}
+}
+
+// randomMesh gives a mesh object with a name or none, no axes (nil or empty) or a few,
+// and device ids nil, empty or a few.
+func randomMesh(rng *rand.Rand) MeshObject {
+	m := MeshObject{Name: randomString(rng), DeviceIDs: randomInts[int](rng)}
+	switch rng.IntN(4) {
+	case 0:
+	case 1:
+		m.Axes = []MeshAxis{}
+	default:
+		for range 1 + rng.IntN(3) {
+			m.Axes = append(m.Axes, MeshAxis{Name: randomString(rng), Size: rng.IntN(1<<20) - 2})
+		}
+	}
+	return m
 }
 
 func randomTransfers(rng *rand.Rand) []planner.Transfer {
@@ -253,7 +326,7 @@ func randomTransfers(rng *rand.Rand) []planner.Transfer {
 }
 
 func randomGraph(rng *rand.Rand) *GraphResponse {
-	g := &GraphResponse{PlanID: randomString(rng), Mesh: MeshObject{Name: randomString(rng), Axes: []MeshAxis{{Name: randomString(rng), Size: 2}}},
+	g := &GraphResponse{PlanID: randomString(rng), Mesh: randomMesh(rng),
 		Refined: randomStrings(rng), Note: randomString(rng), ListsOmitted: rng.IntN(2) == 0,
 		Summary: GraphSummary{Strategy: randomString(rng), TimeUS: randomFloat(rng)}}
 	if rng.IntN(6) > 0 {
@@ -328,7 +401,7 @@ func requireReshardSameAsEncodingJSON(t *testing.T, r *ReshardResponse) {
 func TestReshardJSONMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 7))
 	for i := range 300 {
-		r := &ReshardResponse{PlanID: randomString(rng), Mesh: MeshObject{Name: randomString(rng), Axes: []MeshAxis{{Name: randomString(rng), Size: 2}}},
+		r := &ReshardResponse{PlanID: randomString(rng), Mesh: randomMesh(rng),
 			Shape: randomInts[int64](rng), Source: randomSharding(rng), Target: randomSharding(rng), Steps: randomSteps(rng),
 			Summary:        SummaryJSON{Strategy: randomString(rng), CostModel: randomString(rng), TimeUS: randomFloat(rng), Efficiency: randomFloat(rng), TimeLowerBoundUS: randomFloat(rng), TimeEfficiency: randomFloat(rng), XLAFallback: rng.IntN(2) == 0},
 			SuggestionNote: randomString(rng), XLAWarning: randomString(rng), XLAPath: randomStrings(rng), SourceHlo: randomString(rng), TargetHlo: randomString(rng),
@@ -340,8 +413,10 @@ func TestReshardJSONMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 		if rng.IntN(3) == 0 {
-			r.Summary.Candidates = []planner.Candidate{{Name: randomString(rng), TimeUS: randomFloat(rng)}}
+			r.Summary.Candidates = []planner.Candidate{{Name: randomString(rng), TimeUS: randomFloat(rng)},
+				{Name: randomString(rng), Steps: rng.IntN(9), TimeUS: randomFloat(rng), BytesPerDevice: rng.Int64N(1 << 40), Chosen: rng.IntN(2) == 0}}
 		}
+		shareShardings(rng, r)
 		t.Run(fmt.Sprint("random/", i), func(t *testing.T) { requireReshardSameAsEncodingJSON(t, r) })
 	}
 	s := newTestServer(t, nil)

@@ -443,7 +443,8 @@ func (s *Server) chargeIncludes(in *reshardInput, budget *listBudget) error {
 // renderPlan builds the wire form of a plan; its lists are charged to budget first.
 func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Plan, info *planner.XLAInfo, budget *listBudget) (*ReshardResponse, error) {
 	m := in.mesh
-	sw := &shardingWriter{m: m}
+	// The request's and the plan's shardings stay as they are while the answer renders.
+	sw := &shardingWriter{m: m, stable: true}
 	resp := &ReshardResponse{
 		PlanID: in.key, Mesh: meshJSON(m), Shape: in.req.Shape,
 		Source: sw.json(in.src), Target: sw.json(in.tgt),

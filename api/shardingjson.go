@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -46,12 +47,29 @@ func shardingJSON(s sharding.Sharding, m *sharding.Mesh) ShardingJSON {
 // distinct shardings, so each distinct one is rendered once (its Shardy, HLO and
 // PartitionSpec texts printed once) and its ShardingJSON, slices included, is given to
 // every tensor that has it: callers must not modify what json returns.
+//
+// A writer with stable set also keeps the first few shardings it renders themselves
+// and finds a sharding among them by comparing fields, without building its key: a
+// reshard answer's steps repeat a handful of shardings (each step's before is the
+// previous step's after). Its callers promise not to modify a sharding they pass
+// while the writer is in use.
 type shardingWriter struct {
-	m    *sharding.Mesh
-	seen map[string]ShardingJSON // by shardingKey
-	key  []byte                  // scratch for the lookup
-	dims []sharding.DimSharding  // scratch for closedJSON's view
+	m      *sharding.Mesh
+	stable bool
+	recent []renderedSharding      // stable only: up to maxRecentShardings
+	seen   map[string]ShardingJSON // by shardingKey, the rest
+	key    []byte                  // scratch for the lookup
+	dims   []sharding.DimSharding  // scratch for closedJSON's view
 }
+
+// renderedSharding is a sharding a stable writer rendered, and its rendering.
+type renderedSharding struct {
+	s   sharding.Sharding
+	out ShardingJSON
+}
+
+// maxRecentShardings bounds a stable writer's list: past it, shardings are found by key.
+const maxRecentShardings = 16
 
 // closedJSON is json of s closed (propagation.Result.Closed's form: every dim closed,
 // no priorities, no replicated list). It looks at s through a scratch copy of its dims
@@ -62,13 +80,24 @@ func (w *shardingWriter) closedJSON(s sharding.Sharding) ShardingJSON {
 	for _, d := range s.Dims {
 		w.dims = append(w.dims, sharding.DimSharding{Axes: d.Axes, Priority: sharding.NoPriority})
 	}
-	return w.json(sharding.Sharding{Dims: w.dims, Unreduced: s.Unreduced})
+	return w.render(sharding.Sharding{Dims: w.dims, Unreduced: s.Unreduced}, false)
 }
 
-func (w *shardingWriter) json(s sharding.Sharding) ShardingJSON {
-	w.key = appendShardingKey(w.key[:0], s)
-	if out, ok := w.seen[string(w.key)]; ok {
-		return out
+func (w *shardingWriter) json(s sharding.Sharding) ShardingJSON { return w.render(s, w.stable) }
+
+// render is json of s; keep says s may be kept in recent (it is not scratch).
+func (w *shardingWriter) render(s sharding.Sharding, keep bool) ShardingJSON {
+	for i := range w.recent {
+		if shardingsEqual(w.recent[i].s, s) {
+			return w.recent[i].out
+		}
+	}
+	keep = keep && len(w.recent) < maxRecentShardings
+	if !keep {
+		w.key = appendShardingKey(w.key[:0], s)
+		if out, ok := w.seen[string(w.key)]; ok {
+			return out
+		}
 	}
 	out := ShardingJSON{Dims: make([]DimShardingJSON, len(s.Dims)), Text: s.Text(w.m.Name), Hlo: s.HLO(w.m)}
 	out.PartitionSpec, _ = s.PartitionSpecText()
@@ -86,11 +115,30 @@ func (w *shardingWriter) json(s sharding.Sharding) ShardingJSON {
 	if len(s.Unreduced) > 0 {
 		out.Unreduced = refStrings(s.Unreduced)
 	}
+	if keep {
+		w.recent = append(w.recent, renderedSharding{s: s, out: out})
+		return out
+	}
 	if w.seen == nil {
 		w.seen = map[string]ShardingJSON{}
 	}
 	w.seen[string(w.key)] = out
 	return out
+}
+
+// shardingsEqual reports whether a and b are equal in every field (those
+// appendShardingKey keys).
+func shardingsEqual(a, b sharding.Sharding) bool {
+	if len(a.Dims) != len(b.Dims) || !slices.Equal(a.Replicated, b.Replicated) || !slices.Equal(a.Unreduced, b.Unreduced) {
+		return false
+	}
+	for i := range a.Dims {
+		da, db := &a.Dims[i], &b.Dims[i]
+		if da.Open != db.Open || da.Priority != db.Priority || !slices.Equal(da.Axes, db.Axes) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendShardingKey appends a key of every field of s: equal keys, equal shardings.

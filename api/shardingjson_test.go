@@ -11,7 +11,8 @@ import (
 )
 
 // TestShardingWriterSharesOnlyEqualShardings: a writer's memoized renderings are those a
-// fresh writer gives, and shardings that differ in any field get different keys.
+// fresh writer gives, stable or not (a stable writer past its list of recent shardings
+// too), and shardings that differ in any field get different keys and compare unequal.
 func TestShardingWriterSharesOnlyEqualShardings(t *testing.T) {
 	m, err := sharding.ParseMeshString("x=2,y=4,z=2", "mesh")
 	require.NoError(t, err)
@@ -36,23 +37,38 @@ func TestShardingWriterSharesOnlyEqualShardings(t *testing.T) {
 		{Dims: []sharding.DimSharding{dim(false, no, x), dim(false, no)}, Unreduced: []sharding.AxisRef{z}},
 		{Dims: []sharding.DimSharding{dim(false, no, x)}},
 	}
-	w := &shardingWriter{m: m}
-	keys := map[string]int{}
-	for round := range 2 {
-		for i, s := range shardings {
-			require.Equal(t, shardingJSON(s, m), w.json(s), "sharding %d, round %d", i, round)
-			k := string(appendShardingKey(nil, s))
-			if j, ok := keys[k]; ok && j != i {
-				t.Fatalf("shardings %d and %d share key %q", j, i, k)
+	for p := range maxRecentShardings { // more than a stable writer keeps in its list
+		shardings = append(shardings, sharding.Sharding{Dims: []sharding.DimSharding{dim(false, 2+p, y), dim(true, no)}})
+	}
+	for _, stable := range []bool{false, true} {
+		w := &shardingWriter{m: m, stable: stable}
+		keys := map[string]int{}
+		for round := range 2 {
+			for i, s := range shardings {
+				require.Equal(t, shardingJSON(s, m), w.json(s.Clone()), "sharding %d, round %d, stable %v", i, round, stable)
+				k := string(appendShardingKey(nil, s))
+				if j, ok := keys[k]; ok && j != i {
+					t.Fatalf("shardings %d and %d share key %q", j, i, k)
+				}
+				keys[k] = i
 			}
-			keys[k] = i
+		}
+		require.Len(t, w.seen, len(shardings)-len(w.recent), "stable %v", stable)
+		if stable {
+			require.Len(t, w.recent, maxRecentShardings)
+		} else {
+			require.Empty(t, w.recent)
 		}
 	}
-	require.Len(t, w.seen, len(shardings))
+	for i, a := range shardings {
+		for j, b := range shardings {
+			require.Equal(t, i == j, shardingsEqual(a, b.Clone()), "shardings %d and %d", i, j)
+		}
+	}
 }
 
 // TestShardingKeyKnowsEveryField fails when a sharding type changes: appendShardingKey
-// must then key the new field.
+// must then key the new field, and shardingsEqual compare it.
 func TestShardingKeyKnowsEveryField(t *testing.T) {
 	for _, tc := range []struct {
 		v    any
