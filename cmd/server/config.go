@@ -45,6 +45,9 @@ type config struct {
 	MaxModuleDepth  int
 	CacheTTL        time.Duration
 	CacheMaxBytes   int64
+	// Garbage collector (gc.go): applied at start unless GOGC / GOMEMLIMIT are set.
+	GCPercent   int
+	MemoryLimit int64 // bytes; 0: autoMemoryLimit
 	// Plan cache (internal/cache) beyond REDIS_URL, TTL and size; see cacheConfig.
 	RedisAddrs        string // comma-separated host:port seeds
 	RedisMasterName   string
@@ -90,6 +93,7 @@ func defaultConfig() config {
 		MaxModuleDepth:  l.MaxModuleDepth,
 		CacheTTL:        time.Hour,
 		CacheMaxBytes:   64 << 20,
+		GCPercent:       defaultGCPercent,
 
 		RedisDialTimeout:  cache.DefaultDialTimeout,
 		RedisReadTimeout:  cache.DefaultReadTimeout,
@@ -134,6 +138,8 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes (with Redis: the near cache in front of it)", &c.CacheMaxBytes},
 		{"SHARDPLAN_CACHE_TIMEOUT", "cache-timeout", "deadline of one cache call (a slower Redis is a miss)", &c.CacheTimeout},
 		{"SHARDPLAN_CACHE_PREFIX", "cache-prefix", "prefix of every plan cache key", &c.CachePrefix},
+		{"SHARDPLAN_GC_PERCENT", "gc-percent", "garbage collector target percentage (as GOGC; GOGC, when set, wins)", &c.GCPercent},
+		{"SHARDPLAN_MEMORY_LIMIT", "memory-limit", "soft limit of the Go heap in bytes, so a large gc-percent cannot grow the heap past it (as GOMEMLIMIT, which wins when set; 0: the larger of 512 MiB and 4 x cache-max-bytes)", &c.MemoryLimit},
 		{"SHARDPLAN_API_KEYS", "api-keys", "comma-separated API keys; set, /v1 needs one as Authorization: Bearer <key> or X-API-Key (never logged)", &c.APIKeys},
 		{"SHARDPLAN_API_KEYS_FILE", "api-keys-file", "file of API keys, one per line (# comments), added to SHARDPLAN_API_KEYS; read at start", &c.APIKeysFile},
 		{"SHARDPLAN_TLS_CERT", "tls-cert", "PEM certificate (chain) file; with SHARDPLAN_TLS_KEY, serve HTTPS", &c.TLSCert},
@@ -304,6 +310,14 @@ func (c config) validate() error {
 		if p.v <= 0 {
 			bad(p.env, "must be > 0")
 		}
+	}
+	if c.GCPercent <= 0 {
+		bad("SHARDPLAN_GC_PERCENT", "must be > 0 (GOGC=off turns the collector off)")
+	}
+	if c.MemoryLimit < 0 {
+		bad("SHARDPLAN_MEMORY_LIMIT", "must be >= 0 (0: automatic)")
+	} else if c.MemoryLimit > 0 && c.MemoryLimit < 2*c.CacheMaxBytes {
+		bad("SHARDPLAN_MEMORY_LIMIT", "%d is below twice SHARDPLAN_CACHE_MAX_BYTES (%d): the plan cache alone may hold half of it, and the collector would run without pause", c.MemoryLimit, c.CacheMaxBytes)
 	}
 	if c.RateLimit < 0 {
 		bad("SHARDPLAN_RATE_LIMIT", "must be >= 0 (0 turns rate limits off)")

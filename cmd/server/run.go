@@ -40,6 +40,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := newLogger(cfg, stderr)
 	logger.LogAttrs(ctx, slog.LevelInfo, "config", cfg.logAttrs()...)
+	logger.LogAttrs(ctx, slog.LevelInfo, "garbage collector", applyGC(cfg, getenv).logAttrs()...)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -339,7 +340,19 @@ func TestConfig(t *testing.T) {
 			assert.Equal(t, 8, c.MaxMeshAxes)
 			assert.Equal(t, 1024, c.ListDeviceLimit)
 			assert.Equal(t, 10*time.Second, c.RequestTimeout)
+			assert.Equal(t, 400, c.GCPercent)
+			assert.Equal(t, int64(512<<20), c.memoryLimit())
 		}},
+		{"memory limit follows the cache", map[string]string{"SHARDPLAN_CACHE_MAX_BYTES": "1073741824"}, nil, "", func(t *testing.T, c config) {
+			assert.Equal(t, int64(4<<30), c.memoryLimit())
+		}},
+		{"gc settings", map[string]string{"SHARDPLAN_GC_PERCENT": "200"}, []string{"-memory-limit", "268435456"}, "", func(t *testing.T, c config) {
+			assert.Equal(t, 200, c.GCPercent)
+			assert.Equal(t, int64(256<<20), c.memoryLimit())
+		}},
+		{"zero gc percent", map[string]string{"SHARDPLAN_GC_PERCENT": "0"}, nil, "SHARDPLAN_GC_PERCENT", nil},
+		{"negative memory limit", nil, []string{"-memory-limit", "-1"}, "SHARDPLAN_MEMORY_LIMIT", nil},
+		{"memory limit below the cache", map[string]string{"SHARDPLAN_MEMORY_LIMIT": "100000000"}, nil, "SHARDPLAN_MEMORY_LIMIT", nil},
 		{"env", map[string]string{"SHARDPLAN_ADDR": ":9000", "SHARDPLAN_MAX_DEVICES": "256", "SHARDPLAN_REQUEST_TIMEOUT": "2s", "SHARDPLAN_LOG_FORMAT": "json"}, nil, "", func(t *testing.T, c config) {
 			assert.Equal(t, ":9000", c.Addr)
 			assert.Equal(t, 256, c.MaxDevices)
@@ -369,6 +382,41 @@ func TestConfig(t *testing.T) {
 			}
 			require.NoError(t, err)
 			tc.check(t, c)
+		})
+	}
+}
+
+// TestApplyGC: the config's collector percentage and memory limit are applied unless
+// GOGC or GOMEMLIMIT is set, and what is in effect is reported.
+func TestApplyGC(t *testing.T) {
+	percent, limit := readGC()
+	t.Cleanup(func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	})
+	c := defaultConfig()
+	c.GCPercent, c.MemoryLimit = 300, 700<<20
+	tests := []struct {
+		name        string
+		env         map[string]string
+		wantPercent int
+		wantLimit   int64
+		fromConfig  [2]bool
+	}{
+		{"config", nil, 300, 700 << 20, [2]bool{true, true}},
+		{"GOGC set", map[string]string{"GOGC": "123"}, 123, 700 << 20, [2]bool{false, true}},
+		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, 300, 900 << 20, [2]bool{true, false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// What the runtime would have read from the variables at start.
+			debug.SetGCPercent(123)
+			debug.SetMemoryLimit(900 << 20)
+			got := applyGC(c, func(k string) string { return tc.env[k] })
+			assert.Equal(t, gcSettings{Percent: tc.wantPercent, PercentFromConfig: tc.fromConfig[0], MemoryLimit: tc.wantLimit, LimitFromConfig: tc.fromConfig[1]}, got)
+			p, l := readGC()
+			assert.Equal(t, tc.wantPercent, p, "in effect")
+			assert.Equal(t, tc.wantLimit, l, "in effect")
 		})
 	}
 }
