@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -384,6 +385,16 @@ func TestMetricsByRoutePattern(t *testing.T) {
 	assert.Contains(t, body, `shardplan_http_requests_total{method="GET",route="unmatched",status="404"} 1`)
 	assert.Contains(t, body, `shardplan_http_request_duration_seconds_count{method="POST",route="/v1/tiles"} 2`)
 	assert.NotContains(t, body, "/nope/123", "raw paths never become labels")
+	assert.NotContains(t, body, "shardplan_plan_duration_seconds_count", "no planning yet")
+
+	// Each reshard planned (this server memoizes nothing) is one observation, by strategy.
+	reshard := `{"mesh": "x=2,y=2", "shape": [8, 8], "dtype": "f32", "source": ["x", "y"], "target": ["y", "x"]%s}`
+	for _, extra := range []string{"", "", `, "strategy": "xla"`} {
+		require.Equal(t, http.StatusOK, do(t, s, http.MethodPost, "/v1/reshard", "application/json", fmt.Sprintf(reshard, extra)).Code)
+	}
+	body = do(t, s, http.MethodGet, "/metrics", "", "").Body.String()
+	assert.Contains(t, body, `shardplan_plan_duration_seconds_count{endpoint="reshard",strategy="optimal"} 2`)
+	assert.Contains(t, body, `shardplan_plan_duration_seconds_count{endpoint="reshard",strategy="xla"} 1`)
 }
 
 type fakeMemo struct{ store map[string][]byte }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/graphplan"
@@ -362,7 +363,9 @@ func (ta *tensorAnswers) fill(resp *GraphResponse) *GraphResponse {
 // planGraphTensors is planGraph leaving the response's Shardings and Explain nil: they
 // are in ta, for encodeGraphTensors.
 func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *GraphResponse, ta *tensorAnswers, err error) {
+	start := time.Now()
 	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat})
+	s.metrics.observePlan("graph", in.strategy, start)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shardplan/shardplan/internal/planner"
 )
 
 // sanitizeRequestID drops an incoming X-Request-Id that is too long or has characters
@@ -54,6 +55,15 @@ func echoRequestID(next http.Handler) http.Handler {
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// plan is the planning inside a request that missed the plan cache (the planner
+	// alone for a reshard; propagation and every reshard's planning for a graph), to
+	// tell it from the rest of the request's time.
+	plan *prometheus.HistogramVec
+}
+
+// observePlan records a planning that took d (since start) for endpoint under strategy.
+func (m *httpMetrics) observePlan(endpoint string, strategy planner.Strategy, start time.Time) {
+	m.plan.WithLabelValues(endpoint, string(strategy)).Observe(time.Since(start).Seconds())
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
@@ -67,8 +77,13 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Help:    "HTTP request durations by chi route pattern and method.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route", "method"}),
+		plan: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "shardplan_plan_duration_seconds",
+			Help:    "Planning time of the requests that missed the plan cache, by endpoint (reshard, graph) and strategy.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"endpoint", "strategy"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.plan} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register http metrics: %w", err)
 		}

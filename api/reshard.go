@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/planner"
@@ -399,11 +400,13 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 	var p *planner.Plan
 	var info *planner.XLAInfo
 	var err error
+	start := time.Now()
 	if in.strategy == planner.XLA {
 		p, info, err = xlaPlan(ctx, preq)
 	} else {
 		p, err = planner.Reshard(ctx, preq)
 	}
+	s.metrics.observePlan("reshard", in.strategy, start)
 	if err != nil {
 		var npe *planner.NoPlanError
 		if errors.As(err, &npe) {
