@@ -192,6 +192,7 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	var firstG float64
 	spent := 0
 	weighted := s.h != nil && !r.noHeuristic && r.MaxExpansions >= 64
+	firstFound := false
 	if weighted {
 		s.ub, s.swaps = math.Inf(1), true
 		s.weight, s.relax = weightedPassWeights[0], false
@@ -204,14 +205,17 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 		if found && s.goalG < ub { // search costs (move by move), as the exact pass counts
 			ub, first, firstG = s.goalG, mv, s.goalG
 		}
-		if found {
+		if found && !r.noAnytime {
 			return sp.anytimeAndExact(ctx, s, start, ub, later, first, firstG, spent)
 		}
+		firstFound = found
+	}
+	if weighted && !firstFound {
 		// Not reached: a greedier pass with the relaxed moves, whose plan must beat
 		// every incumbent.
 		ub = min(ub, later())
 		s.weight, s.relax, s.wholeGathers = weightedPassWeights[1], true, false
-		mv, n, found, err = s.run(ctx, start, r.MaxExpansions/8)
+		mv, n, found, err := s.run(ctx, start, r.MaxExpansions/8)
 		spent += n
 		if err != nil {
 			return nil, spent, false, err
@@ -220,6 +224,8 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 			ub, first, firstG = s.goalG, mv, s.goalG
 		}
 	}
+	// The exact pass, on this searcher (warm with the weighted passes' heuristics and
+	// prices) when no anytime pass runs beside it.
 	s.exactPass(weighted, min(ub, later()))
 	mv, n, found, err := s.run(ctx, start, r.MaxExpansions)
 	sp.searchExact = !s.capped
