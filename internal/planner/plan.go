@@ -24,8 +24,9 @@ import (
 // has, also where the space's atoms are whole axes, which can change plans; planner/10:
 // on GPU models too, from port and NIC loads counted from the digits, and the direct
 // all_to_all_v left out for its transfers priced after all when every other plan
-// rematerializes, likewise).
-const Version = "planner/10"
+// rematerializes, likewise; planner/11: hybrid plans, a candidate's first steps and
+// then the direct all_to_all_v, which can change plans).
+const Version = "planner/11"
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
@@ -276,6 +277,9 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		}
 		side.wait()
 		cands = append(cands, side.direct...)
+		if h := sp.hybrid(r, cands, goal); h != nil {
+			cands = append(cands, h)
+		}
 		if side.omitted && allRematerialize(cands) {
 			av, err := sp.lateExchange(ctx, r, pre, start, goal, between)
 			if err != nil {
@@ -425,6 +429,84 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 		out = append(out, gs.named("gather_then_slice"))
 	}
 	return out, optional && (len(reduce) == 0 || len(pre) > 0)
+}
+
+// maxHybridTransfers bounds the transfers hybrid routes to price one exchange (its
+// digit maps are priced in closed form at any size).
+const maxHybridTransfers = 1 << 12
+
+// hybrid is the cheapest plan that takes the first steps of a candidate of cands and
+// then the direct all_to_all_v from where they leave the tensor to goal, when it is
+// better than every candidate (pickBest's order; nil: none, or the request does not
+// allow the exchange).
+// A search step moves whole tiles the structured way (a gather, an all-to-all), and what
+// is left is often a small, scattered move that no one structured collective makes but
+// one exchange does: on issue 12's random set 57 of 318 plans (with the pricing corpus)
+// got cheaper this way on tpu-v5p, to 0.24x (BENCHMARKS.md). A prefix that ends fully
+// replicated is not taken (the plan would rematerialize), nor one whose exchange has
+// more than maxHybridTransfers transfers and no closed form.
+func (sp *space) hybrid(r *Request, cands []*Plan, goal state) *Plan {
+	if !r.allowed(OpAllToAllV) || !sp.canRoute(r) {
+		return nil
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	replicatedEnds := r.Source.IsFullyReplicated() || r.Target.IsFullyReplicated()
+	// To beat: the plan pickBest would take. A hybrid never passes through full
+	// replication (unless an end is replicated), so it beats a plan that does whatever
+	// its time, unless the request allows full rematerialization.
+	cur := pickBest(cands, r.AllowFullRemat)
+	bestT := math.Inf(1)
+	if !cur.Summary.FullRematerialization || r.AllowFullRemat || replicatedEnds {
+		bestT = cur.Summary.TimeUS
+	}
+	// Every step pays at least the model's least latency: a prefix that leaves less than
+	// that to beat bestT is not priced.
+	floor := 0.0
+	if tb, ok := r.Model.(timeBounder); ok {
+		floor = tb.MinLatency(r.Mesh)
+	}
+	var best *Plan
+	for _, c := range cands {
+		if c.sp != sp || len(c.Steps) < 2 {
+			continue
+		}
+		t := 0.0
+		for k, st := range c.Steps[:len(c.Steps)-1] {
+			t += st.Cost.TimeUS
+			if st.after == nil || !replicatedEnds && st.After.IsFullyReplicated() {
+				break
+			}
+			if t+floor >= bestT || onlySlices(c.Steps[k+1:]) {
+				continue
+			}
+			if !sp.exchangeInClosedForm(r, st.after, goal) && newPattern(sp, st.after, goal, false, 0).transfersAtMost() > maxHybridTransfers {
+				continue
+			}
+			if est, ok := sp.routed(r, st.after, goal, false, 0); !ok || t+est.TimeUS >= bestT {
+				continue // priced (memoized for directStep) and not cheaper
+			}
+			d := sp.directStep(r, st.after, goal, r.Target.Unreduced)
+			h := &Plan{Request: r, sp: sp}
+			h.Steps = append(slices.Clone(c.Steps[:k+1]), d)
+			h.named(c.name + "+" + string(OpAllToAllV))
+			if h.finishTotals(); better(h, cur, r.AllowFullRemat) && (best == nil || better(h, best, r.AllowFullRemat)) {
+				best, bestT = h, min(bestT, h.Summary.TimeUS)
+			}
+		}
+	}
+	return best
+}
+
+// onlySlices reports whether steps are all local slices.
+func onlySlices(steps []Step) bool {
+	for _, st := range steps {
+		if st.Op != OpSlice {
+			return false
+		}
+	}
+	return true
 }
 
 // maxLateTransfers bounds the transfers lateExchange routes: up to about a second of
