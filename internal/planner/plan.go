@@ -255,8 +255,20 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		}
 		greedy, ub := sp.greedyIncumbent(r, pre, start, goal)
 		cands = append(cands, greedy...)
-		side = sp.startSideWork(r, pre, start, goal, reduce, between, lb, !math.IsInf(ub, 1))
+		side = sp.startSideWork(r, pre, start, goal, reduce, between, lb, !math.IsInf(ub, 1), greedy)
 		defer side.run.drop()
+		// The exact pass's plan, built and its hybrids priced on its own goroutine.
+		var exactHybrid *Plan
+		if r.allowed(OpAllToAllV) {
+			sp.onExact = func(fork *space, mv []move) {
+				ep := &Plan{Request: r, sp: fork}
+				ep.Steps = fork.steps(r, append(slices.Clone(pre), mv...)) // mv is merged already
+				exactHybrid = fork.hybridOf(r, ep.named("search"), goal)
+				if exactHybrid != nil {
+					exactHybrid.sp = sp
+				}
+			}
+		}
 		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub, func() float64 {
 			side.wait()
 			return side.ub
@@ -269,15 +281,21 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			sp.price(r, &pre[i])
 			sp.searchCost += pre[i].est.TimeUS
 		}
+		var hybrids []*Plan
 		if found {
 			sc := &Plan{Request: r, sp: sp}
 			sc.Steps = sp.steps(r, append(pre, moves...))
 			sc.Summary.SearchExpansions = expansions
 			cands = append(cands, sc.named("search"))
+			if sp.searchFromExact {
+				hybrids = append(hybrids, exactHybrid)
+			} else if r.allowed(OpAllToAllV) {
+				hybrids = append(hybrids, sp.hybridOf(r, sc, goal))
+			}
 		}
 		side.wait()
 		cands = append(cands, side.direct...)
-		if h := sp.hybrid(r, cands, goal); h != nil {
+		if h := bestHybrid(r, cands, append(hybrids, side.hybrids...)); h != nil {
 			cands = append(cands, h)
 		}
 		if side.omitted && allRematerialize(cands) {
@@ -345,7 +363,8 @@ func (sp *space) greedyIncumbent(r *Request, pre []move, start, goal state) (gre
 type sideWork struct {
 	run     *worker
 	direct  []*Plan
-	omitted bool // the direct all_to_all_v was left out for its transfers
+	hybrids []*Plan // hybridOf the greedy plan and the direct candidates
+	omitted bool    // the direct all_to_all_v was left out for its transfers
 	ub      float64
 	bounds  reshardBounds
 }
@@ -357,7 +376,7 @@ func (w *sideWork) wait() { w.run.wait() }
 // startSideWork starts the side work of a request, with the arguments directCandidates
 // takes. It prices on a fork of the space (its own router and memos), so the search's
 // space is the main goroutine's alone; the candidates then point at sp.
-func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between, lb int64, greedy bool) *sideWork {
+func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between, lb int64, greedy bool, greedyPlans []*Plan) *sideWork {
 	w := &sideWork{ub: math.Inf(1)}
 	pre = slices.Clone(pre)
 	w.run = goWorker(func() {
@@ -366,6 +385,12 @@ func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce
 		}
 		fork := sp.fork()
 		w.direct, w.omitted = fork.directCandidates(r, pre, start, goal, reduce, between, greedy)
+		for _, c := range append(slices.Clone(greedyPlans), w.direct...) {
+			if h := fork.hybridOf(r, c, goal); h != nil {
+				h.sp = sp
+				w.hybrids = append(w.hybrids, h)
+			}
+		}
 		fork.releaseRouter()
 		for _, c := range w.direct {
 			c.sp = sp
@@ -435,65 +460,77 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 // digit maps are priced in closed form at any size).
 const maxHybridTransfers = 1 << 12
 
-// hybrid is the cheapest plan that takes the first steps of a candidate of cands and
-// then the direct all_to_all_v from where they leave the tensor to goal, when it is
-// better than every candidate (pickBest's order; nil: none, or the request does not
-// allow the exchange).
-// A search step moves whole tiles the structured way (a gather, an all-to-all), and what
-// is left is often a small, scattered move that no one structured collective makes but
-// one exchange does: on issue 12's random set 57 of 318 plans (with the pricing corpus)
-// got cheaper this way on tpu-v5p, to 0.24x (BENCHMARKS.md). A prefix that ends fully
-// replicated is not taken (the plan would rematerialize), nor one whose exchange has
-// more than maxHybridTransfers transfers and no closed form.
-func (sp *space) hybrid(r *Request, cands []*Plan, goal state) *Plan {
-	if !r.allowed(OpAllToAllV) || !sp.canRoute(r) {
-		return nil
-	}
-	if len(cands) == 0 {
+// hybridOf is the cheapest plan that takes the first steps of c and then the direct
+// all_to_all_v from where they leave the tensor to goal, priced on sp (nil: none
+// cheaper than c, or the request does not allow the exchange). A search step moves
+// whole tiles the structured way (a gather, an all-to-all), and what is left is often
+// a small, scattered move that no one structured collective makes but one exchange
+// does: on issue 12's random set 53 of 250 plans got cheaper this way on tpu-v5p, to
+// 0.24x (BENCHMARKS.md). A prefix that ends fully replicated is not taken (the plan
+// would rematerialize; the ends may be), nor one whose exchange has more than
+// maxHybridTransfers transfers and no closed form. Reshard prices the hybrids of its
+// candidates beside the search where it can (the greedy plan's and gather-then-slice's
+// in the side work, the exact pass's on its goroutine) and bestHybrid keeps the best.
+func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
+	if !r.allowed(OpAllToAllV) || !sp.canRoute(r) || len(c.Steps) < 2 {
 		return nil
 	}
 	replicatedEnds := r.Source.IsFullyReplicated() || r.Target.IsFullyReplicated()
-	// To beat: the plan pickBest would take. A hybrid never passes through full
-	// replication (unless an end is replicated), so it beats a plan that does whatever
-	// its time, unless the request allows full rematerialization.
-	cur := pickBest(cands, r.AllowFullRemat)
-	bestT := math.Inf(1)
-	if !cur.Summary.FullRematerialization || r.AllowFullRemat || replicatedEnds {
-		bestT = cur.Summary.TimeUS
+	// c's time and whether it rematerializes, read without writing c (other goroutines
+	// may read it).
+	bestT, remat := 0.0, false
+	for i, st := range c.Steps {
+		bestT += st.Cost.TimeUS
+		remat = remat || i < len(c.Steps)-1 && st.After.IsFullyReplicated()
 	}
-	// Every step pays at least the model's least latency: a prefix that leaves less than
-	// that to beat bestT is not priced.
+	if remat && !replicatedEnds {
+		bestT = math.Inf(1) // a hybrid without the rematerialization may cost more
+	}
+	// Every step pays at least the model's least latency: a prefix that leaves less
+	// than that to beat bestT is not priced.
 	floor := 0.0
 	if tb, ok := r.Model.(timeBounder); ok {
 		floor = tb.MinLatency(r.Mesh)
 	}
 	var best *Plan
-	for _, c := range cands {
-		if c.sp != sp || len(c.Steps) < 2 {
+	t := 0.0
+	for k, st := range c.Steps[:len(c.Steps)-1] {
+		t += st.Cost.TimeUS
+		if st.after == nil || !replicatedEnds && st.After.IsFullyReplicated() {
+			break
+		}
+		if t+floor >= bestT || onlySlices(c.Steps[k+1:]) {
 			continue
 		}
-		t := 0.0
-		for k, st := range c.Steps[:len(c.Steps)-1] {
-			t += st.Cost.TimeUS
-			if st.after == nil || !replicatedEnds && st.After.IsFullyReplicated() {
-				break
-			}
-			if t+floor >= bestT || onlySlices(c.Steps[k+1:]) {
-				continue
-			}
-			if !sp.exchangeInClosedForm(r, st.after, goal) && newPattern(sp, st.after, goal, false, 0).transfersAtMost() > maxHybridTransfers {
-				continue
-			}
-			if est, ok := sp.routed(r, st.after, goal, false, 0); !ok || t+est.TimeUS >= bestT {
-				continue // priced (memoized for directStep) and not cheaper
-			}
-			d := sp.directStep(r, st.after, goal, r.Target.Unreduced)
-			h := &Plan{Request: r, sp: sp}
-			h.Steps = append(slices.Clone(c.Steps[:k+1]), d)
-			h.named(c.name + "+" + string(OpAllToAllV))
-			if h.finishTotals(); better(h, cur, r.AllowFullRemat) && (best == nil || better(h, best, r.AllowFullRemat)) {
-				best, bestT = h, min(bestT, h.Summary.TimeUS)
-			}
+		if !sp.exchangeInClosedForm(r, st.after, goal) && newPattern(sp, st.after, goal, false, 0).transfersAtMost() > maxHybridTransfers {
+			continue
+		}
+		if est, ok := sp.routed(r, st.after, goal, false, 0); !ok || t+est.TimeUS >= bestT {
+			continue // priced (memoized for directStep) and not cheaper
+		}
+		d := sp.directStep(r, st.after, goal, r.Target.Unreduced)
+		h := &Plan{Request: r, sp: sp}
+		h.Steps = append(slices.Clone(c.Steps[:k+1]), d)
+		h.named(c.name + "+" + string(OpAllToAllV)).finishTotals()
+		best, bestT = h, h.Summary.TimeUS
+	}
+	return best
+}
+
+// bestHybrid is the best of hybrids (nil entries skipped) when it beats every plan of
+// cands in pickBest's order, else nil.
+func bestHybrid(r *Request, cands, hybrids []*Plan) *Plan {
+	if len(cands) == 0 {
+		return nil
+	}
+	cur := pickBest(cands, r.AllowFullRemat)
+	var best *Plan
+	for _, h := range hybrids {
+		if h == nil {
+			continue
+		}
+		if h.finishTotals(); better(h, cur, r.AllowFullRemat) && (best == nil || better(h, best, r.AllowFullRemat)) {
+			best = h
 		}
 	}
 	return best

@@ -295,6 +295,9 @@ func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, 
 		e.exactPass(true, min(exactUB, later()))
 		mv, n, found, err := e.run(ctx, start, s.r.MaxExpansions)
 		ex = result{mv, n, found, err, e.capped, e.goalG}
+		if found && err == nil && sp.onExact != nil {
+			sp.onExact(fork, mv)
+		}
 	})
 	// Only strictly cheaper plans are worth finding, and the pass keeps looking after
 	// each until its budget or its open list runs out.
@@ -320,7 +323,7 @@ func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, 
 		return nil, spent, false, ex.err
 	}
 	if ex.found && ex.g <= ub*(1+1e-9) {
-		sp.searchCost = ex.g
+		sp.searchCost, sp.searchFromExact = ex.g, true
 		return ex.mv, spent, true, nil
 	}
 	if first != nil && firstG >= later() {

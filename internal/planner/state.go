@@ -97,6 +97,12 @@ type space struct {
 	// family is atomsKey of the request's mesh, model and these atoms, once computed
 	// (familyKey; forks share it).
 	family *familyKey
+	// onExact, when set, is called on the exact pass's goroutine with the fork it
+	// searched and its plan's moves, when it runs beside the anytime pass and finds one
+	// (Reshard prices the plan's hybrids there, off the request's critical path);
+	// searchFromExact is set when the search's plan is that one.
+	onExact         func(fork *space, mv []move)
+	searchFromExact bool
 	// searchExact is set when the search's exact pass ran to completion (no budget
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool
