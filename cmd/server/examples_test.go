@@ -65,9 +65,10 @@ var exampleCases = []exampleCase{
 	}},
 	{"reshard-seed003-case4-optimal.json", 200, map[string]any{
 		"summary.full_rematerialization":       false,
-		"summary.bytes_per_device":             262144.0,
+		"summary.bytes_per_device":             131072.0,
 		"summary.lower_bound_bytes_per_device": 65536.0,
-		"steps.0.op":                           "all_to_all",
+		"steps.0.op":                           "all_to_all_v", // then one permute: a hybrid
+		"steps.#":                              2,
 	}},
 	{"ci-gate-xla-case4.json", 422, map[string]any{
 		"type":                                   "https://shardplan.dev/problems/policy-violation",

@@ -140,8 +140,12 @@ const maxExchangeCount = 1 << 16
 func exchangeCounts(sp *space, digits []cost.Digit, src, same []int) (maxPeers int, moving int64, ok bool) {
 	n := len(sp.atoms)
 	total := 1
+	limit := maxExchangeCount
+	if sp.enumCap > 0 {
+		limit = sp.enumCap
+	}
 	for _, dg := range digits {
-		if total *= dg.Size; total > maxExchangeCount {
+		if total *= dg.Size; total > limit {
 			return 0, 0, false
 		}
 	}

@@ -456,17 +456,23 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 	return out, optional && (len(reduce) == 0 || len(pre) > 0)
 }
 
-// maxHybridTransfers bounds the transfers hybrid routes to price one exchange (its
-// digit maps are priced in closed form at any size).
-const maxHybridTransfers = 1 << 12
+// maxHybridTransfers bounds the transfers hybridOf routes to price one exchange (its
+// digit maps are priced in closed form at any size), and maxHybridEnumeration the
+// assignments it enumerates for a paired one (maxExchangeCount otherwise): on the random
+// set a cap of 1,024 instead of 65,536 leaves out no hybrid that wins, and 256 one.
+const (
+	maxHybridTransfers   = 1 << 12
+	maxHybridEnumeration = 1 << 10
+)
 
 // hybridOf is the cheapest plan that takes the first steps of c and then the direct
-// all_to_all_v from where they leave the tensor to goal, priced on sp (nil: none
-// cheaper than c, or the request does not allow the exchange). A search step moves
-// whole tiles the structured way (a gather, an all-to-all), and what is left is often
-// a small, scattered move that no one structured collective makes but one exchange
-// does: on issue 12's random set 53 of 250 plans got cheaper this way on tpu-v5p, to
-// 0.24x (BENCHMARKS.md). A prefix that ends fully replicated is not taken (the plan
+// all_to_all_v from where they leave the tensor to goal, or one all_to_all_v that makes
+// c's first steps and then c's remaining ones, priced on sp (nil: none cheaper than c,
+// or the request does not allow the exchange). A search step moves whole tiles the
+// structured way (a gather, an all-to-all), and what is left (or what comes before) is
+// often a small, scattered move that no one structured collective makes but one
+// exchange does: on issue 12's random set 112 of 250 plans got cheaper this way on
+// tpu-v5p, to 0.24x, geomean 0.911 (BENCHMARKS.md). A prefix that ends fully replicated is not taken (the plan
 // would rematerialize; the ends may be), nor one whose exchange has more than
 // maxHybridTransfers transfers and no closed form. Reshard prices the hybrids of its
 // candidates beside the search where it can (the greedy plan's and gather-then-slice's
@@ -492,6 +498,8 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 	if tb, ok := r.Model.(timeBounder); ok {
 		floor = tb.MinLatency(r.Mesh)
 	}
+	sp.enumCap = maxHybridEnumeration
+	defer func() { sp.enumCap = 0 }()
 	var best *Plan
 	t := 0.0
 	for k, st := range c.Steps[:len(c.Steps)-1] {
@@ -514,7 +522,59 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 		h.named(c.name + "+" + string(OpAllToAllV)).finishTotals()
 		best, bestT = h, h.Summary.TimeUS
 	}
+	// Exchange first: c's first steps, up to k, made by one exchange from where they take
+	// the tensor to where they leave it, and the rest of c kept (a reduction of partial
+	// sums stays where it is: an exchange moves data, it does not add it up).
+	i0 := 0
+	for i0 < len(c.Steps) && isReduction(c.Steps[i0].Op) {
+		i0++
+	}
+	total := 0.0
+	for _, st := range c.Steps {
+		total += st.Cost.TimeUS
+	}
+	run := 0.0
+	for k := i0; k < len(c.Steps)-1; k++ {
+		st := c.Steps[k]
+		run += st.Cost.TimeUS
+		from, to := c.Steps[i0].before, st.after
+		if from == nil || to == nil || isReduction(st.Op) {
+			break
+		}
+		rest := total - run
+		if rest+floor >= bestT || rematAfter(c.Steps[k+1:len(c.Steps)-1], replicatedEnds) {
+			continue
+		}
+		if !sp.exchangeInClosedForm(r, from, to) && newPattern(sp, from, to, false, 0).transfersAtMost() > maxHybridTransfers {
+			continue
+		}
+		if est, ok := sp.routed(r, from, to, false, 0); !ok || rest+est.TimeUS >= bestT {
+			continue
+		}
+		d := sp.directStep(r, from, to, r.Target.Unreduced)
+		h := &Plan{Request: r, sp: sp}
+		h.Steps = append(append(slices.Clone(c.Steps[:i0]), d), c.Steps[k+1:]...)
+		h.named(string(OpAllToAllV) + "+" + c.name).finishTotals()
+		best, bestT = h, h.Summary.TimeUS
+	}
 	return best
+}
+
+// isReduction reports whether op reduces partial sums.
+func isReduction(op Op) bool { return op == OpReduceScatter || op == OpAllReduce }
+
+// rematAfter reports whether some step of steps leaves the tensor fully replicated
+// (never, when an end of the reshard is).
+func rematAfter(steps []Step, replicatedEnds bool) bool {
+	if replicatedEnds {
+		return false
+	}
+	for _, st := range steps {
+		if st.After.IsFullyReplicated() {
+			return true
+		}
+	}
+	return false
 }
 
 // bestHybrid is the best of hybrids (nil entries skipped) when it beats every plan of

@@ -50,7 +50,7 @@ func TestPricingCorpus(t *testing.T) {
 	for _, profile := range []string{"tpu-v5p", "h100"} {
 		model, _ := cost.Profile(profile)
 		var effs []float64
-		a2av, comm := 0, 0
+		a2av, pure, comm := 0, 0, 0
 		for _, c := range cases {
 			m := mustMesh(t, c.Mesh)
 			r := &Request{Mesh: m, Shape: c.Shape, ElemBits: 16, Source: mustSharding(t, m, c.Shape, string(c.Source)), Target: mustSharding(t, m, c.Shape, string(c.Target)), Model: model}
@@ -80,15 +80,21 @@ func TestPricingCorpus(t *testing.T) {
 				if rec.UsesA2AV {
 					a2av++
 				}
+				if len(p.Steps) == 1 && p.Steps[0].Op == OpAllToAllV {
+					pure++
+				}
 			}
 		}
 		slices.Sort(effs)
-		t.Logf("%s: %d cases, %d communicate, %d use all_to_all_v; time efficiency worst %.3f, median %.3f", profile, len(cases), comm, a2av, effs[0], effs[len(effs)/2])
+		t.Logf("%s: %d cases, %d communicate, %d use all_to_all_v (%d as the whole plan); time efficiency worst %.3f, median %.3f", profile, len(cases), comm, a2av, pure, effs[0], effs[len(effs)/2])
 		if profile == "tpu-v5p" {
 			// On a torus the structured collectives win where they apply; on a GPU
 			// fabric, where every collective pays NCCL's base latency, one grouped
-			// send/recv often is the fastest answer for small or irregular moves.
-			assert.Less(t, a2av, comm/3, "%s: all_to_all_v is the exception, not the rule", profile)
+			// send/recv often is the fastest answer for small or irregular moves. A
+			// hybrid plan (planner/11) may end or start with an exchange beside the
+			// structured steps; the exchange alone as the plan stays the exception.
+			assert.Less(t, pure, comm/4, "%s: the exchange alone is the exception, not the rule", profile)
+			assert.Less(t, a2av, comm/2, "%s: most plans have no exchange at all", profile)
 		}
 	}
 }
