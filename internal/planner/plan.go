@@ -472,11 +472,12 @@ const (
 // structured way (a gather, an all-to-all), and what is left (or what comes before) is
 // often a small, scattered move that no one structured collective makes but one
 // exchange does: on issue 12's random set 112 of 250 plans got cheaper this way on
-// tpu-v5p, to 0.24x, geomean 0.911 (BENCHMARKS.md). A prefix that ends fully replicated is not taken (the plan
-// would rematerialize; the ends may be), nor one whose exchange has more than
-// maxHybridTransfers transfers and no closed form. Reshard prices the hybrids of its
-// candidates beside the search where it can (the greedy plan's and gather-then-slice's
-// in the side work, the exact pass's on its goroutine) and bestHybrid keeps the best.
+// tpu-v5p, to 0.24x, geomean 0.911 (BENCHMARKS.md). No hybrid passes through full
+// replication (the ends may be replicated), folds a reduction of partial sums into an
+// exchange, or prices an exchange of more than maxHybridTransfers transfers with no
+// closed form. Reshard prices the hybrids of its candidates beside the search where it
+// can (the greedy plan's and gather-then-slice's in the side work, the exact pass's on
+// its goroutine) and bestHybrid keeps the best.
 func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 	if !r.allowed(OpAllToAllV) || !sp.canRoute(r) || len(c.Steps) < 2 {
 		return nil
