@@ -20,7 +20,7 @@ import (
 //
 // It also returns the transfers that move and the most one device sends or receives:
 // counted in closed form without a pairing (unpairedExchangeCounts), by enumerating
-// the digits with one (exchangeCounts).
+// them with one (pairedExchangeCounts).
 func (sp *space) digitExchange(before, after state) (dp cost.DigitPermutation, maxPeers int, moving int64, ok bool) {
 	n := len(sp.atoms)
 	holderOf := newPattern(sp, before, after, false, 0).holderOf
@@ -67,8 +67,8 @@ func (sp *space) digitExchange(before, after state) (dp cost.DigitPermutation, m
 		// A paired atom takes its partner's digit, so the transfers from a receiver's
 		// own tile have another holder: the router leaves them out (Same).
 		dp.Same = same
-		maxPeers, moving, ok = exchangeCounts(sp, digits, src, same)
-		return dp, maxPeers, moving, ok
+		maxPeers, moving = pairedExchangeCounts(int64(sp.mesh.NumDevices()), n, digits, src, same)
+		return dp, maxPeers, moving, true
 	}
 	maxPeers, moving = unpairedExchangeCounts(sp, n, digits, src)
 	return dp, maxPeers, moving, true
@@ -129,69 +129,78 @@ func refineState(st state, parts [][]uint8) state {
 	return out
 }
 
-// maxExchangeCount bounds the (receiver, free digits) assignments exchangeCounts
-// enumerates.
-const maxExchangeCount = 1 << 16
-
-// exchangeCounts counts, when atoms are paired, the transfers that move and the most one
-// device sends or receives, by enumerating the digits (at most maxExchangeCount
-// assignments; ok false past it): a transfer is left out when every digit k with
-// same[k] >= 0 equals digit same[k] (the receiver's own tile).
-func exchangeCounts(sp *space, digits []cost.Digit, src, same []int) (maxPeers int, moving int64, ok bool) {
-	n := len(sp.atoms)
-	total := 1
-	limit := maxExchangeCount
-	if sp.enumCap > 0 {
-		limit = sp.enumCap
+// pairedExchangeCounts counts, when atoms are paired, the transfers that move (over
+// devices, all the mesh's) and the most one device sends or receives, in closed form.
+// The first n digits are the receiver's (the atoms), the others free (each the holder's
+// digit of one atom before uses, src[k] = f); the holder's digit k is digit src[k]; a
+// transfer is left out when digit k equals digit same[k] for every k with same[k] >= 0
+// (the receiver's own tile). exchangeCountsByEnumeration (tests) is the reference.
+//
+// A receiver's transfers: one per assignment of the free digits, less the one that is
+// its own tile when it meets the equalities between its digits (a free digit equal to a
+// receiver digit is one assignment). A holder's: one per assignment of the receiver
+// digits no holder digit reads (M), less those that are the receiver's own tile (M',
+// the unread digits the equalities do not fix) when the holder's digits meet the
+// equalities, which the holder digits reading one digit (ties) may imply for all.
+func pairedExchangeCounts(devices int64, n int, digits []cost.Digit, src, same []int) (maxPeers int, moving int64) {
+	free := int64(1)
+	for _, dg := range digits[n:] {
+		free *= int64(dg.Size)
 	}
-	for _, dg := range digits {
-		if total *= dg.Size; total > limit {
-			return 0, 0, false
-		}
-	}
-	devices := 1
-	for _, dg := range digits[:n] {
-		devices *= dg.Size
-	}
-	recv := make([]int32, devices)
-	send := make([]int32, devices)
-	val := make([]int, len(digits))
-	for {
-		left := true
-		for k, j := range same {
-			if j >= 0 && val[k] != val[j] {
-				left = false
-				break
+	mine := devices // receivers that meet the equalities, over the whole mesh
+	uf := cost.NewUnionFind(n)
+	constrained := false
+	for k := range n {
+		if j := same[k]; j >= 0 && j < n && j != k {
+			constrained = true
+			if uf.Union(k, j) {
+				mine /= int64(digits[k].Size)
 			}
 		}
-		if !left {
-			r, h := 0, 0
-			for k := range n {
-				r = r*digits[k].Size + val[k]
-				h = h*digits[k].Size + val[src[k]]
-			}
-			recv[r]++
-			send[h]++
-			moving++
-		}
-		i := len(val) - 1
-		for ; i >= 0; i-- {
-			if val[i]++; val[i] < digits[i].Size {
-				break
-			}
-			val[i] = 0
-		}
-		if i < 0 {
-			break
+	}
+	moving = devices*free - mine
+	recv := int(free)
+	if !constrained {
+		recv-- // every receiver meets them
+	}
+	read := make([]bool, len(digits))
+	by := make([]int, len(digits)) // a holder digit reading each digit (-1: none)
+	for i := range by {
+		by[i] = -1
+	}
+	ties := cost.NewUnionFind(n)
+	for k := range n {
+		d := src[k]
+		read[d] = true
+		if by[d] < 0 {
+			by[d] = k
+		} else {
+			ties.Union(k, by[d])
 		}
 	}
-	for i := range recv {
-		maxPeers = max(maxPeers, int(recv[i]), int(send[i]))
+	unread, unfixed := int64(1), int64(1)
+	for d := range n {
+		if !read[d] {
+			unread *= int64(digits[d].Size)
+			if same[d] < 0 {
+				unfixed *= int64(digits[d].Size)
+			}
+		}
 	}
-	return maxPeers, moving * int64(sp.mesh.NumDevices()/devices), true
+	implied := true
+	for k := range n {
+		if same[k] >= 0 && read[k] && ties.Find(by[k]) != ties.Find(k) {
+			implied = false // a holder whose digits k and by[k] differ sends its own tile to no one
+		}
+	}
+	send := unread
+	if implied {
+		send -= unfixed
+	}
+	return max(recv, int(send)), moving
 }
 
-// unpairedExchangeCounts is exchangeCounts in closed form when no atom is paired (the
+// unpairedExchangeCounts is pairedExchangeCounts when no atom is paired (the
 // first n digits are the atoms, the others free).
 func unpairedExchangeCounts(sp *space, n int, digits []cost.Digit, src []int) (maxPeers int, moving int64) {
 	free := int64(1)

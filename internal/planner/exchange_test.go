@@ -490,3 +490,127 @@ func TestHybridPlans(t *testing.T) {
 	require.GreaterOrEqual(t, hybrids, 20)
 	require.GreaterOrEqual(t, first, 10)
 }
+
+// exchangeCountsByEnumeration is pairedExchangeCounts by enumerating every assignment of
+// the digits (the receiver's and the free ones): the reference its closed form is held
+// to.
+func exchangeCountsByEnumeration(devices int64, n int, digits []cost.Digit, src, same []int) (maxPeers int, moving int64) {
+	recvDevices := 1
+	for _, dg := range digits[:n] {
+		recvDevices *= dg.Size
+	}
+	recv := make([]int32, recvDevices)
+	send := make([]int32, recvDevices)
+	val := make([]int, len(digits))
+	for {
+		left := true
+		for k, j := range same {
+			if j >= 0 && val[k] != val[j] {
+				left = false
+				break
+			}
+		}
+		if !left {
+			r, h := 0, 0
+			for k := range n {
+				r = r*digits[k].Size + val[k]
+				h = h*digits[k].Size + val[src[k]]
+			}
+			recv[r]++
+			send[h]++
+			moving++
+		}
+		i := len(val) - 1
+		for ; i >= 0; i-- {
+			if val[i]++; val[i] < digits[i].Size {
+				break
+			}
+			val[i] = 0
+		}
+		if i < 0 {
+			break
+		}
+	}
+	for i := range recv {
+		maxPeers = max(maxPeers, int(recv[i]), int(send[i]))
+	}
+	return maxPeers, moving * (devices / int64(recvDevices))
+}
+
+// TestPairedExchangeCountsIsTheEnumeration: the closed form counts what the enumeration
+// counts, on 4,000 random digit maps built as digitExchange builds them (atoms of 2-4
+// used before or not, each copying itself, a paired partner of its size, or, used
+// before, a free digit of its own; devices beyond the atoms), and on the paired
+// exchanges between the states of the random set's plans.
+func TestPairedExchangeCountsIsTheEnumeration(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 4000 {
+		n := 1 + rng.IntN(6)
+		digits := make([]cost.Digit, n)
+		for k := range digits {
+			digits[k] = cost.Digit{Size: 2 + rng.IntN(3)}
+		}
+		src, same := make([]int, n), make([]int, n)
+		for k := range n {
+			same[k] = -1
+			src[k] = k
+			if rng.IntN(3) == 0 { // a partner of the same size
+				var of []int
+				for j := range n {
+					if digits[j].Size == digits[k].Size {
+						of = append(of, j)
+					}
+				}
+				src[k] = of[rng.IntN(len(of))]
+			}
+			if rng.IntN(2) == 0 { // used before: the receiver's own tile needs digit k = its holder's
+				if rng.IntN(2) == 0 {
+					src[k] = len(digits)
+					src = append(src, len(digits))
+					same = append(same, -1)
+					digits = append(digits, cost.Digit{Size: digits[k].Size})
+				}
+				same[k] = src[k]
+			}
+		}
+		devices := int64(1)
+		for _, dg := range digits[:n] {
+			devices *= int64(dg.Size)
+		}
+		devices *= int64(1 + rng.IntN(3))
+		wantPeers, wantMoving := exchangeCountsByEnumeration(devices, n, digits, src, same)
+		gotPeers, gotMoving := pairedExchangeCounts(devices, n, digits, src, same)
+		require.Equal(t, wantPeers, gotPeers, "peers: sizes %v src %v same %v", digits, src, same)
+		require.Equal(t, wantMoving, gotMoving, "moving: sizes %v src %v same %v", digits, src, same)
+	}
+	checked := 0
+	f, _ := cost.Profile("tpu-v5p")
+	for _, pb := range randomSet(t)[:120] {
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		p, err := Reshard(context.Background(), r)
+		require.NoError(t, err)
+		if p.sp == nil {
+			continue
+		}
+		states := []state{p.sp.stateOf(r.Source)}
+		for _, st := range p.Steps {
+			if st.after != nil {
+				states = append(states, st.after)
+			}
+		}
+		for _, a := range states {
+			for _, b := range states {
+				dp, peers, moving, ok := p.sp.digitExchange(a, b)
+				if !ok || dp.Same == nil {
+					continue
+				}
+				n := len(p.sp.atoms)
+				wantPeers, wantMoving := exchangeCountsByEnumeration(int64(p.sp.mesh.NumDevices()), n, dp.Digits, dp.Src, dp.Same)
+				require.Equal(t, wantPeers, peers)
+				require.Equal(t, wantMoving, moving)
+				checked++
+			}
+		}
+	}
+	require.Greater(t, checked, 50)
+}

@@ -457,13 +457,8 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 }
 
 // maxHybridTransfers bounds the transfers hybridOf routes to price one exchange (its
-// digit maps are priced in closed form at any size), and maxHybridEnumeration the
-// assignments it enumerates for a paired one (maxExchangeCount otherwise): on the random
-// set a cap of 1,024 instead of 65,536 leaves out no hybrid that wins, and 256 one.
-const (
-	maxHybridTransfers   = 1 << 12
-	maxHybridEnumeration = 1 << 10
-)
+// digit maps are priced in closed form at any size).
+const maxHybridTransfers = 1 << 12
 
 // hybridOf is the cheapest plan that takes the first steps of c and then the direct
 // all_to_all_v from where they leave the tensor to goal, or one all_to_all_v that makes
@@ -499,8 +494,6 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 	if tb, ok := r.Model.(timeBounder); ok {
 		floor = tb.MinLatency(r.Mesh)
 	}
-	sp.enumCap = maxHybridEnumeration
-	defer func() { sp.enumCap = 0 }()
 	var best *Plan
 	t := 0.0
 	for k, st := range c.Steps[:len(c.Steps)-1] {

@@ -103,9 +103,6 @@ type space struct {
 	// searchFromExact is set when the search's plan is that one.
 	onExact         func(fork *space, mv []move)
 	searchFromExact bool
-	// enumCap, when positive, lowers maxExchangeCount for the exchanges priced
-	// meanwhile (hybridOf: a hybrid is worth less than a direct exchange's pricing).
-	enumCap int
 	// searchExact is set when the search's exact pass ran to completion (no budget
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool
