@@ -61,7 +61,7 @@ type httpMetrics struct {
 	plan *prometheus.HistogramVec
 }
 
-// observePlan records a planning that took d (since start) for endpoint under strategy.
+// observePlan records a planning of endpoint under strategy that began at start.
 func (m *httpMetrics) observePlan(endpoint string, strategy planner.Strategy, start time.Time) {
 	m.plan.WithLabelValues(endpoint, string(strategy)).Observe(time.Since(start).Seconds())
 }

@@ -257,16 +257,16 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		cands = append(cands, greedy...)
 		side = sp.startSideWork(r, pre, start, goal, reduce, between, lb, !math.IsInf(ub, 1), greedy)
 		defer side.run.drop()
-		// The exact pass's plan, built and its hybrids priced on its own goroutine.
+		// The exact pass's plan, built and its hybrids priced on its own goroutine (the
+		// search's plan when the anytime pass finds none cheaper).
+		var exactSteps []Step
 		var exactHybrid *Plan
-		if r.allowed(OpAllToAllV) {
-			sp.onExact = func(fork *space, mv []move) {
-				ep := &Plan{Request: r, sp: fork}
-				ep.Steps = fork.steps(r, append(slices.Clone(pre), mv...)) // mv is merged already
-				exactHybrid = fork.hybridOf(r, ep.named("search"), goal)
-				if exactHybrid != nil {
-					exactHybrid.sp = sp
-				}
+		sp.onExact = func(fork *space, mv []move) {
+			ep := &Plan{Request: r, sp: fork}
+			ep.Steps = fork.steps(r, append(slices.Clone(pre), mv...)) // mv is merged already
+			exactSteps = ep.Steps
+			if exactHybrid = fork.hybridOf(r, ep.named("search"), goal); exactHybrid != nil {
+				exactHybrid.sp = sp
 			}
 		}
 		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub, func() float64 {
@@ -284,14 +284,15 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		var hybrids []*Plan
 		if found {
 			sc := &Plan{Request: r, sp: sp}
-			sc.Steps = sp.steps(r, append(pre, moves...))
 			sc.Summary.SearchExpansions = expansions
-			cands = append(cands, sc.named("search"))
 			if sp.searchFromExact {
+				sc.Steps = exactSteps
 				hybrids = append(hybrids, exactHybrid)
-			} else if r.allowed(OpAllToAllV) {
-				hybrids = append(hybrids, sp.hybridOf(r, sc, goal))
+			} else {
+				sc.Steps = sp.steps(r, append(pre, moves...))
+				hybrids = append(hybrids, sp.hybridOf(r, sc.named("search"), goal))
 			}
+			cands = append(cands, sc.named("search"))
 		}
 		side.wait()
 		cands = append(cands, side.direct...)
@@ -480,21 +481,28 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 	replicatedEnds := r.Source.IsFullyReplicated() || r.Target.IsFullyReplicated()
 	// c's time and whether it rematerializes, read without writing c (other goroutines
 	// may read it).
-	bestT, remat := 0.0, false
+	total, remat := 0.0, false
 	for i, st := range c.Steps {
-		bestT += st.Cost.TimeUS
+		total += st.Cost.TimeUS
 		remat = remat || i < len(c.Steps)-1 && st.After.IsFullyReplicated()
 	}
+	bestT := total
 	if remat && !replicatedEnds {
 		bestT = math.Inf(1) // a hybrid without the rematerialization may cost more
 	}
-	// Every step pays at least the model's least latency: a prefix that leaves less
-	// than that to beat bestT is not priced.
+	// Every step pays at least the model's least latency: a hybrid whose kept steps
+	// leave less than that to beat bestT is not priced.
 	floor := 0.0
 	if tb, ok := r.Model.(timeBounder); ok {
 		floor = tb.MinLatency(r.Mesh)
 	}
 	var best *Plan
+	keep := func(name string, steps []Step) {
+		h := &Plan{Request: r, sp: sp, Steps: steps}
+		h.named(name).finishTotals()
+		best, bestT = h, h.Summary.TimeUS
+	}
+	// Exchange last: c's first steps, up to k, then the exchange to goal.
 	t := 0.0
 	for k, st := range c.Steps[:len(c.Steps)-1] {
 		t += st.Cost.TimeUS
@@ -504,17 +512,9 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 		if t+floor >= bestT || onlySlices(c.Steps[k+1:]) {
 			continue
 		}
-		if !sp.exchangeInClosedForm(r, st.after, goal) && newPattern(sp, st.after, goal, false, 0).transfersAtMost() > maxHybridTransfers {
-			continue
+		if d, ok := sp.hybridExchange(r, st.after, goal, bestT-t); ok {
+			keep(c.name+"+"+string(OpAllToAllV), append(slices.Clone(c.Steps[:k+1]), d))
 		}
-		if est, ok := sp.routed(r, st.after, goal, false, 0); !ok || t+est.TimeUS >= bestT {
-			continue // priced (memoized for directStep) and not cheaper
-		}
-		d := sp.directStep(r, st.after, goal, r.Target.Unreduced)
-		h := &Plan{Request: r, sp: sp}
-		h.Steps = append(slices.Clone(c.Steps[:k+1]), d)
-		h.named(c.name + "+" + string(OpAllToAllV)).finishTotals()
-		best, bestT = h, h.Summary.TimeUS
 	}
 	// Exchange first: c's first steps, up to k, made by one exchange from where they take
 	// the tensor to where they leave it, and the rest of c kept (a reduction of partial
@@ -523,35 +523,37 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 	for i0 < len(c.Steps) && isReduction(c.Steps[i0].Op) {
 		i0++
 	}
-	total := 0.0
-	for _, st := range c.Steps {
-		total += st.Cost.TimeUS
+	if i0 == len(c.Steps) || c.Steps[i0].before == nil {
+		return best
 	}
-	run := 0.0
+	from, rest := c.Steps[i0].before, total
 	for k := i0; k < len(c.Steps)-1; k++ {
 		st := c.Steps[k]
-		run += st.Cost.TimeUS
-		from, to := c.Steps[i0].before, st.after
-		if from == nil || to == nil || isReduction(st.Op) {
+		rest -= st.Cost.TimeUS // what the steps after k and the reductions before i0 take
+		if st.after == nil || isReduction(st.Op) {
 			break
 		}
-		rest := total - run
 		if rest+floor >= bestT || rematAfter(c.Steps[k+1:len(c.Steps)-1], replicatedEnds) {
 			continue
 		}
-		if !sp.exchangeInClosedForm(r, from, to) && newPattern(sp, from, to, false, 0).transfersAtMost() > maxHybridTransfers {
-			continue
+		if d, ok := sp.hybridExchange(r, from, st.after, bestT-rest); ok {
+			keep(string(OpAllToAllV)+"+"+c.name, append(append(slices.Clone(c.Steps[:i0]), d), c.Steps[k+1:]...))
 		}
-		if est, ok := sp.routed(r, from, to, false, 0); !ok || rest+est.TimeUS >= bestT {
-			continue
-		}
-		d := sp.directStep(r, from, to, r.Target.Unreduced)
-		h := &Plan{Request: r, sp: sp}
-		h.Steps = append(append(slices.Clone(c.Steps[:i0]), d), c.Steps[k+1:]...)
-		h.named(string(OpAllToAllV) + "+" + c.name).finishTotals()
-		best, bestT = h, h.Summary.TimeUS
 	}
 	return best
+}
+
+// hybridExchange is the direct all_to_all_v from before to after when it takes less
+// than limit µs and can be priced cheaply: in closed form, or by routing at most
+// maxHybridTransfers transfers (ok false otherwise).
+func (sp *space) hybridExchange(r *Request, before, after state, limit float64) (Step, bool) {
+	if !sp.exchangeInClosedForm(r, before, after) && newPattern(sp, before, after, false, 0).transfersAtMost() > maxHybridTransfers {
+		return Step{}, false
+	}
+	if est, ok := sp.routed(r, before, after, false, 0); !ok || est.TimeUS >= limit {
+		return Step{}, false // priced (memoized for directStep) and not cheaper
+	}
+	return sp.directStep(r, before, after, r.Target.Unreduced), true
 }
 
 // isReduction reports whether op reduces partial sums.

@@ -303,11 +303,7 @@ func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, 
 	// each until its budget or its open list runs out.
 	s.weight, s.relax, s.wholeGathers = weightedPassWeights[0], true, false
 	s.ub, s.anytime = ub*(1-1e-9), true
-	budget := s.r.MaxExpansions / 32 // it only improves on a plan
-	if s.r.noAnytime {
-		budget = 0
-	}
-	mv, n, found, err := s.run(ctx, start, budget)
+	mv, n, found, err := s.run(ctx, start, s.r.MaxExpansions/32) // it only improves on a plan
 	spent += n
 	if found && s.goalG < ub {
 		ub, first, firstG = s.goalG, mv, s.goalG
