@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,4 +203,76 @@ func TestWorkerRunsOnceWhereverItRuns(t *testing.T) {
 		assert.Equal(t, "boom", wp.value)
 		assert.NotPanics(t, w.wait)
 	})
+}
+
+// TestWorkerThen: work offered to a running worker's goroutine runs there after its fn
+// (and before the goroutine leaves); offered after the goroutine has left, it gets a
+// goroutine of its own; either way it runs exactly once, and wait runs it itself when
+// nothing has begun it.
+func TestWorkerThen(t *testing.T) {
+	t.Run("runs after fn on the same goroutine", func(t *testing.T) {
+		var order []string
+		begun, release := make(chan struct{}), make(chan struct{})
+		var fnGoroutine, nextGoroutine string
+		w := goWorker(func() {
+			fnGoroutine = goroutineLabel()
+			close(begun)
+			<-release
+			order = append(order, "fn")
+		})
+		<-begun
+		next := newWorker(func() {
+			nextGoroutine = goroutineLabel()
+			order = append(order, "next")
+		})
+		w.then(next)
+		close(release)
+		w.wait()
+		// The goroutine claims next on its own; a wait before that would run it here.
+		require.Eventually(t, next.claimed.Load, 5*time.Second, time.Millisecond)
+		next.wait()
+		assert.Equal(t, []string{"fn", "next"}, order)
+		assert.Equal(t, fnGoroutine, nextGoroutine, "next ran on another goroutine")
+	})
+	t.Run("after the goroutine left: a goroutine of its own", func(t *testing.T) {
+		w := goWorker(func() {})
+		w.wait()
+		require.Eventually(t, func() bool { return w.next.Load() == finished }, time.Second, time.Millisecond)
+		var runs atomic.Int32
+		ran := make(chan struct{})
+		next := newWorker(func() { runs.Add(1); close(ran) })
+		w.then(next)
+		select {
+		case <-ran:
+		case <-time.After(5 * time.Second):
+			t.Fatal("next never ran")
+		}
+		next.wait()
+		assert.Equal(t, int32(1), runs.Load())
+	})
+	t.Run("wait runs it before the goroutine gets to it", func(t *testing.T) {
+		begun, release := make(chan struct{}), make(chan struct{})
+		w := goWorker(func() { close(begun); <-release })
+		<-begun
+		var runs atomic.Int32
+		next := newWorker(func() { runs.Add(1) })
+		w.then(next)
+		next.wait() // w's fn is still blocked: the waiter runs next itself
+		assert.Equal(t, int32(1), runs.Load())
+		close(release)
+		w.wait()
+		next.wait()
+		assert.Equal(t, int32(1), runs.Load())
+	})
+}
+
+// goroutineLabel is the calling goroutine's number, from its stack header.
+func goroutineLabel() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	f := strings.Fields(string(buf))
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
 }

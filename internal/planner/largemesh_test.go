@@ -2,13 +2,47 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/stretchr/testify/require"
 )
+
+// TestLargeMeshesDump writes BenchmarkLargeMeshes' plans as TestRandomSetDump writes
+// the random set's (time, expansions, whether the exact pass finished; one line each,
+// numbered i on tpu-v5p and 1000+i on h100), to the file SHARDPLAN_LARGEMESH_OUT names
+// (skipped without it), for scripts/compare_plans.py:
+//
+//	SHARDPLAN_LARGEMESH_OUT=/tmp/after-large.txt go test -run TestLargeMeshesDump ./internal/planner/
+func TestLargeMeshesDump(t *testing.T) {
+	out := os.Getenv("SHARDPLAN_LARGEMESH_OUT")
+	if out == "" {
+		t.Skip("set SHARDPLAN_LARGEMESH_OUT to write the large-mesh set's plans")
+	}
+	w, err := os.Create(out)
+	require.NoError(t, err)
+	defer w.Close()
+	for pi, name := range []string{"tpu-v5p", "h100"} {
+		f, _ := cost.Profile(name)
+		rng := rand.New(rand.NewPCG(7, 7))
+		for i := range 150 {
+			m, shape, src, tgt := randomReshard(t, rng, 4096, 65536, []int64{1, 16, 64, 1024})
+			if src.IsFullyReplicated() || tgt.IsFullyReplicated() {
+				continue
+			}
+			p, err := Reshard(context.Background(), &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f})
+			require.NoError(t, err)
+			exact := p.sp != nil && p.sp.searchExact
+			_, err = fmt.Fprintf(w, "%d %.6f %d %v\n", pi*1000+i, p.Summary.TimeUS, p.Summary.SearchExpansions, exact)
+			require.NoError(t, err)
+		}
+	}
+}
 
 // BenchmarkLargeMeshes plans 150 seeded random reshards on meshes of 4,096 to 65,536
 // devices (up to four axes of 1-16 devices, so newSpace's atoms are often whole axes)

@@ -257,10 +257,14 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		cands = append(cands, greedy...)
 		side = sp.startSideWork(r, pre, start, goal, reduce, between, lb, !math.IsInf(ub, 1), greedy)
 		defer side.run.drop()
-		// The exact pass's plan, built and its hybrids priced on its own goroutine (the
-		// search's plan when the anytime pass finds none cheaper).
-		var exactSteps []Step
-		var exactHybrid *Plan
+		sp.side = side.run
+		// The exact pass's plan, built and its hybrids priced on its own goroutine; the
+		// anytime pass's, on this one while the exact pass still runs (else after it, if
+		// it is the search's plan). Both plans' hybrids are offered (the exact pass's
+		// plan can cost more move by move and still make the better hybrid).
+		var exactSteps, anySteps []Step
+		var exactHybrid, anyHybrid *Plan
+		var anyMoves []move
 		sp.onExact = func(fork *space, mv []move) {
 			ep := &Plan{Request: r, sp: fork}
 			ep.Steps = fork.steps(r, append(slices.Clone(pre), mv...)) // mv is merged already
@@ -268,6 +272,12 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			if exactHybrid = fork.hybridOf(r, ep.named("search"), goal); exactHybrid != nil {
 				exactHybrid.sp = sp
 			}
+		}
+		sp.onAnytime = func(mv []move) {
+			ap := &Plan{Request: r, sp: sp}
+			ap.Steps = sp.steps(r, append(slices.Clone(pre), mv...))
+			anyMoves, anySteps = mv, ap.Steps
+			anyHybrid = sp.hybridOf(r, ap.named("search"), goal)
 		}
 		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub, func() float64 {
 			side.wait()
@@ -282,13 +292,20 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			sp.searchCost += pre[i].est.TimeUS
 		}
 		var hybrids []*Plan
+		if exactHybrid != nil && !sp.searchFromExact {
+			hybrids = append(hybrids, exactHybrid)
+		}
 		if found {
 			sc := &Plan{Request: r, sp: sp}
 			sc.Summary.SearchExpansions = expansions
-			if sp.searchFromExact {
+			switch {
+			case sp.searchFromExact:
 				sc.Steps = exactSteps
 				hybrids = append(hybrids, exactHybrid)
-			} else {
+			case anySteps != nil && sameMoves(moves, anyMoves):
+				sc.Steps = anySteps
+				hybrids = append(hybrids, anyHybrid)
+			default:
 				sc.Steps = sp.steps(r, append(pre, moves...))
 				hybrids = append(hybrids, sp.hybridOf(r, sc.named("search"), goal))
 			}
@@ -330,6 +347,12 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
 	}
 	return best, nil
+}
+
+// sameMoves reports whether a and b are the same slice of moves (the search returns the
+// anytime pass's plan as it handed it to onAnytime).
+func sameMoves(a, b []move) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // greedyIncumbent is the greedy plan after the reduction pre (start is the state after

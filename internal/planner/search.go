@@ -181,32 +181,58 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	}
 	s := newSearcher(sp, r, start, goal, unr)
 	defer s.release()
-	// First weighted passes (f = g + w·h) on small budgets: they reach the goal in few
-	// expansions, and their best plan, at most w times the optimum, bounds the exact
-	// pass. The first moves strictly toward the goal (an eighth of the budget); the
-	// second also fills dims to their goal counts with other atoms for a later permute
-	// (relax, as XLA's slice-then-permute): when the first reached the goal, as an
-	// anytime search (a thirty-second) that looks only for strictly cheaper plans than the best
-	// so far and goes on after each, else greedier (w = 16, an eighth).
+	// The exact pass (below) is bounded by ub and later's plan, and by the plan of a
+	// first weighted pass (f = g + w·h) that reaches the goal in few expansions, at most
+	// w times the optimum. The first moves strictly toward the goal (an eighth of the
+	// budget); when it reaches the goal, an anytime pass follows it (a thirty-second),
+	// which also fills dims to their goal counts with other atoms for a later permute
+	// (relax, as XLA's slice-then-permute) and looks only for strictly cheaper plans
+	// than the best so far, going on after each; when it does not, a greedier pass with
+	// those moves (w = 16, an eighth). With an anytime pass (every request but the
+	// suggestion search's), the exact pass runs beside the weighted passes from the
+	// start, on the side work's goroutine (startExact), without the first pass's bound.
+	weighted := s.h != nil && !r.noHeuristic && r.MaxExpansions >= 64
+	var exact *exactRun
+	if weighted && !r.noAnytime {
+		exact = sp.startExact(ctx, s, start, ub, later)
+	}
 	var first []move
 	var firstG float64
 	spent := 0
-	weighted := s.h != nil && !r.noHeuristic && r.MaxExpansions >= 64
+	// pass runs a pass of s on budget, keeping its plan when it is cheaper than ub.
+	pass := func(budget int) (bool, error) {
+		mv, n, found, err := s.run(ctx, start, budget)
+		spent += n
+		if err != nil {
+			exact.drop()
+			return false, err
+		}
+		if found && s.goalG < ub { // search costs (move by move), as the exact pass counts
+			ub, first, firstG = s.goalG, mv, s.goalG
+		}
+		return found, nil
+	}
 	firstFound := false
 	if weighted {
 		s.ub, s.swaps = math.Inf(1), true
 		s.weight, s.relax = weightedPassWeights[0], false
 		s.wholeGathers = s.goalDirected // as the exact pass, below
-		mv, n, found, err := s.run(ctx, start, r.MaxExpansions/8)
-		spent += n
+		found, err := pass(r.MaxExpansions / 8)
 		if err != nil {
 			return nil, spent, false, err
 		}
-		if found && s.goalG < ub { // search costs (move by move), as the exact pass counts
-			ub, first, firstG = s.goalG, mv, s.goalG
-		}
-		if found && !r.noAnytime {
-			return sp.anytimeAndExact(ctx, s, start, ub, later, first, firstG, spent)
+		if found && exact != nil {
+			// Only strictly cheaper plans are worth finding, and the pass keeps looking
+			// after each until its budget or its open list runs out.
+			s.weight, s.relax, s.wholeGathers = weightedPassWeights[0], true, false
+			s.ub, s.anytime = ub*(1-1e-9), true
+			if _, err := pass(r.MaxExpansions / 32); err != nil { // it only improves on a plan
+				return nil, spent, false, err
+			}
+			if first != nil && sp.onAnytime != nil && !exact.w.isDone() {
+				sp.onAnytime(first) // while the exact pass runs: its plan may not be chosen
+			}
+			return sp.withExact(exact, first, firstG, spent, ub, later)
 		}
 		firstFound = found
 	}
@@ -215,17 +241,15 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 		// every incumbent.
 		ub = min(ub, later())
 		s.weight, s.relax, s.wholeGathers = weightedPassWeights[1], true, false
-		mv, n, found, err := s.run(ctx, start, r.MaxExpansions/8)
-		spent += n
-		if err != nil {
+		if _, err := pass(r.MaxExpansions / 8); err != nil {
 			return nil, spent, false, err
 		}
-		if found && s.goalG < ub {
-			ub, first, firstG = s.goalG, mv, s.goalG
-		}
+	}
+	if exact != nil {
+		return sp.withExact(exact, first, firstG, spent, ub, later)
 	}
 	// The exact pass, on this searcher (warm with the weighted passes' heuristics and
-	// prices) when no anytime pass runs beside it.
+	// prices).
 	s.exactPass(weighted, min(ub, later()))
 	mv, n, found, err := s.run(ctx, start, r.MaxExpansions)
 	sp.searchExact = !s.capped
@@ -267,60 +291,67 @@ func (s *searcher) run(ctx context.Context, start state, budget int) ([]move, in
 	return runSearch(ctx, s, start, func(st state) stringKey { return stringKey(st.key()) })
 }
 
-// anytimeAndExact runs, once the first pass reached the goal (its plan first, of cost
-// ub or dearer than the incumbent that ub is), the anytime pass on s and the exact pass
-// at the same time, on another goroutine with a searcher of its own over a fork of the
-// space. The exact pass is bounded by ub and by later's plan, not by what the anytime
-// pass finds (on issue 12's random set that costs 1.5% more expansions and changes no
-// plan), so what both return does not depend on their timing. The exact pass's plan
-// is returned when it is at most the anytime pass's best, else that best. When the
-// anytime pass ends before the exact pass's goroutine has begun, the request runs the
-// exact pass itself (worker).
-func (sp *space) anytimeAndExact(ctx context.Context, s *searcher, start state, ub float64, later func() float64, first []move, firstG float64, spent int) ([]move, int, bool, error) {
-	type result struct {
-		mv     []move
-		n      int
-		found  bool
-		err    error
-		capped bool
-		g      float64
+// exactRun is an exact pass run beside the request's weighted passes (startExact).
+type exactRun struct {
+	w      *worker
+	mv     []move
+	n      int
+	found  bool
+	err    error
+	capped bool
+	g      float64
+}
+
+// drop gives up the exact pass (nil: none runs).
+func (x *exactRun) drop() {
+	if x != nil {
+		x.w.drop()
 	}
-	var ex result
-	exactUB := ub // ub goes on to follow the anytime pass
-	exact := goWorker(func() {
+}
+
+// startExact starts the exact pass from start, bounded by ub and by later's plan, with
+// a searcher of its own over a fork of the space, on the side work's goroutine once
+// that is done (sp.side, worker.then; else on a goroutine of its own); when the
+// request waits for it before it has begun, the request runs it itself (worker). Its
+// bound never depends on what the weighted passes beside it find, so what the search
+// returns does not depend on their timing. It starts at once rather than after the
+// first weighted pass, which bounded it until session 12 (BENCHMARKS.md: the set's
+// median and p90 lower, the same plans).
+func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub float64, later func() float64) *exactRun {
+	x := &exactRun{}
+	x.w = newWorker(func() {
 		fork := sp.fork()
 		defer fork.releaseRouter()
 		e := newSearcher(fork, s.r, start, s.goal, s.unr)
 		defer e.release()
-		e.exactPass(true, min(exactUB, later()))
-		mv, n, found, err := e.run(ctx, start, s.r.MaxExpansions)
-		ex = result{mv, n, found, err, e.capped, e.goalG}
-		if found && err == nil && sp.onExact != nil {
-			sp.onExact(fork, mv)
+		e.exactPass(true, min(ub, later()))
+		x.mv, x.n, x.found, x.err = e.run(ctx, start, s.r.MaxExpansions)
+		x.capped, x.g = e.capped, e.goalG
+		if x.found && x.err == nil && sp.onExact != nil {
+			sp.onExact(fork, x.mv)
 		}
 	})
-	// Only strictly cheaper plans are worth finding, and the pass keeps looking after
-	// each until its budget or its open list runs out.
-	s.weight, s.relax, s.wholeGathers = weightedPassWeights[0], true, false
-	s.ub, s.anytime = ub*(1-1e-9), true
-	mv, n, found, err := s.run(ctx, start, s.r.MaxExpansions/32) // it only improves on a plan
-	spent += n
-	if found && s.goalG < ub {
-		ub, first, firstG = s.goalG, mv, s.goalG
+	if sp.side != nil {
+		sp.side.then(x.w)
+	} else {
+		go x.w.runChain()
 	}
-	if err != nil {
-		exact.drop()
-		return nil, spent, false, err
+	return x
+}
+
+// withExact waits for the exact pass x and returns its plan when it costs at most ub
+// (the weighted passes' best, first, or the incumbent's), else first (nil when it is
+// no cheaper than later's plan).
+func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int, ub float64, later func() float64) ([]move, int, bool, error) {
+	x.w.wait()
+	spent += x.n
+	sp.searchExact = !x.capped
+	if x.err != nil {
+		return nil, spent, false, x.err
 	}
-	exact.wait()
-	spent += ex.n
-	sp.searchExact = !ex.capped
-	if ex.err != nil {
-		return nil, spent, false, ex.err
-	}
-	if ex.found && ex.g <= ub*(1+1e-9) {
-		sp.searchCost, sp.searchFromExact = ex.g, true
-		return ex.mv, spent, true, nil
+	if x.found && x.g <= ub*(1+1e-9) {
+		sp.searchCost, sp.searchFromExact = x.g, true
+		return x.mv, spent, true, nil
 	}
 	if first != nil && firstG >= later() {
 		first, firstG = nil, 0 // the weighted passes' best is no cheaper than later's plan

@@ -103,6 +103,12 @@ type space struct {
 	// searchFromExact is set when the search's plan is that one.
 	onExact         func(fork *space, mv []move)
 	searchFromExact bool
+	// onAnytime, when set, is called on the request's goroutine with the anytime
+	// pass's plan when that pass ends before the exact pass (Reshard prices its hybrids
+	// while it waits); side is the request's side work, whose goroutine the exact pass
+	// follows (worker.then).
+	onAnytime func(mv []move)
+	side      *worker
 	// searchExact is set when the search's exact pass ran to completion (no budget
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool
