@@ -150,6 +150,7 @@ type graphInput struct {
 	strategy planner.Strategy
 	include  map[string]bool
 	remat    bool // full_rematerialization: allow
+	effort   planner.Effort
 	key      string
 	// imp is the imported module (module requests only).
 	imp *stablehlo.Import
@@ -282,6 +283,7 @@ func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
 	if in.remat, err = allowRemat(in.req.FullRematerialization, in.req.Policy); err != nil {
 		return nil, err
 	}
+	in.effort = effortOf(in.req.Effort)
 	in.key, err = graphKey(in)
 	return in, err
 }
@@ -364,7 +366,7 @@ func (ta *tensorAnswers) fill(resp *GraphResponse) *GraphResponse {
 // are in ta, for encodeGraphTensors.
 func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *GraphResponse, ta *tensorAnswers, err error) {
 	start := time.Now()
-	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat})
+	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort})
 	s.metrics.observePlan("graph", in.strategy, start)
 	if err != nil {
 		return nil, nil, err

@@ -256,6 +256,27 @@ func TestGraphFullRematerializationOption(t *testing.T) {
 	assert.Less(t, allow.Summary.TimeUS, def.Summary.TimeUS)
 }
 
+// TestGraphEffortOption: the random-set reshard of TestReshardEffortOption as a sharding
+// constraint: "fast" applies to it (a slower plan, a plan id of its own), "thorough" is
+// the default.
+func TestGraphEffortOption(t *testing.T) {
+	s := newTestServer(t, nil)
+	graph := func(extra string) string {
+		return `{"mesh": "a=2,b=2,c=4,d=4,e=4", "cost_model": "tpu-v5p",
+		  "tensors": {
+		    "a": {"shape": [256, 2048], "dtype": "bf16", "sharding": "[{\"c\"}, {\"e\":(2)2, \"b\", \"d\", \"a\", \"e\":(1)2}]"},
+		    "b": {"shape": [256, 2048], "dtype": "bf16", "sharding": "[{\"e\", \"c\"}, {\"b\", \"d\", \"a\"}]"}
+		  },
+		  "ops": [{"name": "constrain", "op": "sharding_constraint", "operands": ["a"], "results": ["b"]}]` + extra + `}`
+	}
+	def := postGraph(t, s, graph(""))
+	thorough := postGraph(t, s, graph(`, "effort": "thorough"`))
+	fast := postGraph(t, s, graph(`, "effort": "fast"`))
+	assert.Equal(t, def.PlanID, thorough.PlanID)
+	assert.NotEqual(t, def.PlanID, fast.PlanID)
+	assert.Greater(t, fast.Summary.TimeUS, def.Summary.TimeUS)
+}
+
 func TestGraphPlanIDIgnoresInputForm(t *testing.T) {
 	s := newTestServer(t, nil)
 	a := postGraph(t, s, apiGraph)
@@ -339,6 +360,7 @@ func TestGraphBadInput(t *testing.T) {
 		{"bad strategy", `{"mesh": "x=2", "tensors": {}, "strategy": "fast"}`, 400, slugInvalidRequest, "strategy", ""},
 		{"bad remat choice", `{"mesh": "x=2", "tensors": {}, "full_rematerialization": "sometimes"}`, 400, slugInvalidRequest, "full_rematerialization", ""},
 		{"remat allowed and forbidden", `{"mesh": "x=2", "tensors": {}, "full_rematerialization": "allow", "policy": {"forbid_full_rematerialization": true}}`, 400, slugInvalidRequest, "full_rematerialization", "policy.forbid_full_rematerialization"},
+		{"unknown effort", `{"mesh": "x=2", "tensors": {}, "effort": "quick"}`, 400, slugInvalidRequest, "effort", "fast"},
 		{"bad cost model", `{"mesh": "x=2", "tensors": {}, "cost_model": "abacus"}`, 400, slugInvalidRequest, "cost_model", "abacus"},
 		{"bad conflict resolution", `{"mesh": "x=2", "tensors": {}, "options": {"conflict_resolution": "polite"}}`, 400, slugInvalidRequest, "options.conflict_resolution", ""},
 		{"too many ops", `{"mesh": "x=2", "tensors": {"a": {"shape": [4]}, "b": {"shape": [4]}, "c": {"shape": [4]}, "d": {"shape": [4]}, "e": {"shape": [4]}},

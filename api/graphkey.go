@@ -28,6 +28,9 @@ func graphKey(in *graphInput) (string, error) {
 	if in.remat && in.strategy == planner.Optimal {
 		parts = append(parts, "allow_full_rematerialization") // absent by default: earlier keys stand
 	}
+	if in.effort == planner.EffortFast && in.strategy == planner.Optimal {
+		parts = append(parts, "effort_fast") // likewise
+	}
 	head, _ := json.Marshal(parts)
 	h.Write(head)
 	if in.imp != nil {

@@ -51,6 +51,9 @@ type GraphRequest struct {
 	// makes a plan without a full rematerialization win whatever the times; allow makes
 	// the fastest plan win (not with policy.forbid_full_rematerialization).
 	FullRematerialization string `json:"full_rematerialization,omitempty" validate:"omitempty,oneof=avoid allow" enums:"avoid,allow"`
+	// Effort applies to every reshard (strategy optimal): thorough (default) or fast
+	// (ReshardRequest.effort).
+	Effort string `json:"effort,omitempty" validate:"omitempty,oneof=thorough fast" enums:"thorough,fast"`
 
 	wire graphWire // what the reader saw beyond the values
 } // @name GraphRequest
@@ -192,6 +195,8 @@ func (r *wireReader) topField(req *GraphRequest, key string) *Problem {
 		return r.topPolicy(&req.Policy, key)
 	case foldEq(key, "full_rematerialization"):
 		return r.topString(&req.FullRematerialization, key)
+	case foldEq(key, "effort"):
+		return r.topString(&req.Effort, key)
 	case foldEq(key, "tensors"):
 		w.tensors = true
 		r.tensors(req)

@@ -169,6 +169,7 @@ func TestReshardBadInput(t *testing.T) {
 		{"target creates partial sums", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": [null], "target": {"dims": [{"axes": []}], "unreduced": ["x"]}, "strategy": "xla"}`, slugInvalidSharding, "target.unreduced[0]"},
 		{"unknown remat choice", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "full_rematerialization": "sometimes"}`, slugInvalidRequest, "full_rematerialization"},
 		{"remat allowed and forbidden", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "full_rematerialization": "allow", "policy": {"forbid_full_rematerialization": true}}`, slugInvalidRequest, "full_rematerialization"},
+		{"unknown effort", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "effort": "quick"}`, slugInvalidRequest, "effort"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,4 +278,23 @@ func TestReshardFullRematerializationOption(t *testing.T) {
 	for _, c := range allow.Summary.Candidates {
 		assert.GreaterOrEqual(t, c.TimeUS, allow.Summary.TimeUS*(1-1e-9), c.Name)
 	}
+}
+
+// effortReshard is a reshard of issue 12's random set (case 2) whose fast plan (no
+// anytime pass) is slower than the thorough one on tpu-v5p.
+const effortReshard = `"mesh": "a=2,b=2,c=4,d=4,e=4", "shape": [256, 2048], "dtype": "bf16", "cost_model": "tpu-v5p",
+	"source": "[{\"c\"}, {\"e\":(2)2, \"b\", \"d\", \"a\", \"e\":(1)2}]",
+	"target": "[{\"e\", \"c\"}, {\"b\", \"d\", \"a\"}]"`
+
+// TestReshardEffortOption: "thorough" is the default (the same plan id); "fast" is a
+// plan id of its own, and on this reshard a slower plan from fewer expansions.
+func TestReshardEffortOption(t *testing.T) {
+	s := newTestServer(t, nil)
+	def := postReshard(t, s, `{`+effortReshard+`}`)
+	thorough := postReshard(t, s, `{`+effortReshard+`, "effort": "thorough"}`)
+	fast := postReshard(t, s, `{`+effortReshard+`, "effort": "fast"}`)
+	assert.Equal(t, def.PlanID, thorough.PlanID)
+	assert.NotEqual(t, def.PlanID, fast.PlanID)
+	assert.Greater(t, fast.Summary.TimeUS, def.Summary.TimeUS)
+	assert.Less(t, fast.Summary.SearchExpansions, def.Summary.SearchExpansions)
 }

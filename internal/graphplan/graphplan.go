@@ -30,6 +30,8 @@ type Request struct {
 	// AllowFullRemat lets the fastest plan of a reshard win even when it goes through a
 	// full rematerialization (planner.Request.AllowFullRemat; optimal strategy).
 	AllowFullRemat bool
+	// Effort is every reshard's search effort (planner.Request.Effort).
+	Effort planner.Effort
 }
 
 // Kind says why a collective is there.
@@ -214,7 +216,7 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 	for i, k := range keys {
 		g.Go(func() error {
 			pr := problems[k]
-			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model, AllowFullRemat: r.AllowFullRemat}
+			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort}
 			var err error
 			if pr.xla {
 				out[i].plan, out[i].info, err = planner.ReshardXLA(gctx, req)

@@ -25,8 +25,22 @@ import (
 // on GPU models too, from port and NIC loads counted from the digits, and the direct
 // all_to_all_v left out for its transfers priced after all when every other plan
 // rematerializes, likewise; planner/11: hybrid plans, a candidate's first steps and
-// then the direct all_to_all_v, which can change plans).
-const Version = "planner/11"
+// then the direct all_to_all_v, which can change plans; planner/12: the exact pass
+// started at once and both search plans' hybrids offered, which can make plans faster).
+const Version = "planner/12"
+
+// Effort is how long a reshard's search looks for a cheaper plan.
+type Effort string
+
+// The efforts. EffortThorough runs an anytime pass (the weighted search with every
+// move, which goes on after each plan it finds) beside the exact pass; EffortFast
+// leaves it out, as the suggestion search does: on issue 12's random set (tpu-v5p)
+// it plans a median request in about a third of the time, and its plans cost about
+// 1% more on geomean, up to 2x (BENCHMARKS.md, session 12).
+const (
+	EffortThorough Effort = "thorough"
+	EffortFast     Effort = "fast"
+)
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
@@ -73,6 +87,9 @@ type Request struct {
 	// (pickBest), the rule of a CI gate; a caller that does not gate on it can ask for
 	// the fastest plan instead.
 	AllowFullRemat bool
+	// Effort is how long the search looks for a cheaper plan: EffortThorough ("", the
+	// default) or EffortFast.
+	Effort Effort
 
 	// noHeuristic makes the search plain Dijkstra (tests compare it with A*).
 	noHeuristic bool

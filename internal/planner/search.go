@@ -193,7 +193,7 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	// start, on the side work's goroutine (startExact), without the first pass's bound.
 	weighted := s.h != nil && !r.noHeuristic && r.MaxExpansions >= 64
 	var exact *exactRun
-	if weighted && !r.noAnytime {
+	if weighted && !r.noAnytime && r.Effort != EffortFast {
 		exact = sp.startExact(ctx, s, start, ub, later)
 	}
 	var first []move
