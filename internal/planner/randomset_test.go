@@ -118,7 +118,7 @@ var benchSetSize = 0
 // SHARDPLAN_RANDOMSET_REFERENCE=1 plans them as the reference that plan quality is
 // measured against: every move in the exact pass and a budget of 20,000 expansions
 // (about 20 s for the set). SHARDPLAN_RANDOMSET_PROFILE names another cost profile than
-// tpu-v5p (h100).
+// tpu-v5p (h100), SHARDPLAN_RANDOMSET_EFFORT another effort (fast).
 func TestRandomSetDump(t *testing.T) {
 	if bodies := os.Getenv("SHARDPLAN_RANDOMSET_BODIES"); bodies != "" {
 		writeRandomSetBodies(t, bodies)
@@ -135,7 +135,8 @@ func TestRandomSetDump(t *testing.T) {
 	defer w.Close()
 	reference := os.Getenv("SHARDPLAN_RANDOMSET_REFERENCE") == "1"
 	for i, pb := range randomSet(t) {
-		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f,
+			Effort: Effort(os.Getenv("SHARDPLAN_RANDOMSET_EFFORT"))}
 		if reference {
 			r.MaxExpansions, r.allMoves = 20000, true
 		}

@@ -172,10 +172,22 @@ type searchMemo[K searchKey] struct {
 // heuristic exceeds it cannot lead to a cheaper plan and are not pushed. later, when not
 // nil, gives the cost of another known plan (math.Inf(1): none), which bounds the exact
 // pass only (it may wait for it: Reshard computes it beside the search).
+//
+// The plan found may be the weighted passes' and cost no less than ub or later's plan
+// (sp.searchBound is the smaller): a candidate still, whose hybrids may beat them.
 func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64, later func() float64) ([]move, int, bool, error) {
 	if later == nil {
 		later = func() float64 { return math.Inf(1) }
 	}
+	mv, n, found, err := sp.passes(ctx, r, start, goal, unr, ub, later)
+	if found && err == nil {
+		sp.searchBound = min(ub, later())
+	}
+	return mv, n, found, err
+}
+
+// passes runs search's passes.
+func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64, later func() float64) ([]move, int, bool, error) {
 	if start.equal(goal) {
 		return nil, 0, true, nil
 	}
@@ -353,10 +365,7 @@ func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int,
 		sp.searchCost, sp.searchFromExact = x.g, true
 		return x.mv, spent, true, nil
 	}
-	if first != nil && firstG >= later() {
-		first, firstG = nil, 0 // the weighted passes' best is no cheaper than later's plan
-	}
-	sp.searchCost = firstG
+	sp.searchCost = firstG // a candidate even when dearer than later's plan: its hybrids may win
 	return first, spent, first != nil, nil
 }
 

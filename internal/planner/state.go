@@ -113,6 +113,7 @@ type space struct {
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool
 	searchCost  float64 // the search's plan as priced move by move, before merging
+	searchBound float64 // the cost the search's plan had to beat (it may not have)
 }
 
 // fork is a space of the same atoms with its own pricing state (router, memos), for
