@@ -35,10 +35,12 @@ func randomSet(t testing.TB) []problem {
 // the per-request latency percentiles (µs), the expansion percentiles (which do not
 // depend on the machine's load) and how many searches stopped at their expansion budget
 // (the plan is then the best found so far, not a proven optimum).
+// SHARDPLAN_RANDOMSET_EFFORT=fast plans them with EffortFast.
 //
 //	go test -run '^$' -bench BenchmarkRandomSet -benchtime 3x ./internal/planner/
 func BenchmarkRandomSet(b *testing.B) {
 	f, _ := cost.Profile("tpu-v5p")
+	effort := Effort(os.Getenv("SHARDPLAN_RANDOMSET_EFFORT"))
 	set := randomSet(b)
 	if n := benchSetSize; n > 0 {
 		set = set[:n]
@@ -48,7 +50,7 @@ func BenchmarkRandomSet(b *testing.B) {
 	for b.Loop() {
 		lat, exps, capped, byRank = lat[:0], exps[:0], 0, map[int][]float64{}
 		for _, pb := range set {
-			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, Effort: effort}
 			t0 := time.Now()
 			p, err := Reshard(context.Background(), r)
 			us := float64(time.Since(t0).Microseconds())
