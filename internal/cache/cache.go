@@ -23,6 +23,7 @@ const maxPendingWrites = 1024
 // methods only return errors from the caller's compute function or context.
 type Cache struct {
 	store Store
+	local bool   // store is an *LRU: values are kept as they are, not sealed
 	cfg   Config // defaults applied
 	group flights
 	m     *metrics
@@ -79,8 +80,10 @@ func New(store Store, cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
+	_, local := store.(*LRU)
 	return &Cache{
 		store:  store,
+		local:  local,
 		cfg:    cfg.withDefaults(),
 		m:      m,
 		writes: make(chan struct{}, maxPendingWrites),
@@ -295,6 +298,9 @@ func (c *Cache) get(ctx context.Context, key string) ([]byte, bool, error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
+	if c.local {
+		return v, true, nil // what this process kept, as it was kept
+	}
 	payload, err := open(key, v)
 	if ce, bad := errors.AsType[*corruptError](err); bad {
 		c.m.corrupt.WithLabelValues(ce.reason).Inc()
@@ -326,7 +332,12 @@ func (c *Cache) set(ctx context.Context, key string, value []byte) {
 	defer cancel()
 	start := time.Now()
 	var err error
-	if k, ok := c.store.(keeper); ok {
+	if c.local {
+		// The process's own memory keeps the payload itself: the entry format guards
+		// what other processes read (Redis), and sealing a median reshard answer (66
+		// KB) cost the request 50 µs of copying into freshly faulted pages.
+		err = c.store.(keeper).Keep(wctx, key, value, c.cfg.TTL)
+	} else if k, ok := c.store.(keeper); ok {
 		err = k.Keep(wctx, key, seal(key, value), c.cfg.TTL) // a fresh entry: nobody else holds it
 	} else {
 		err = c.store.Set(wctx, key, seal(key, value), c.cfg.TTL)

@@ -42,7 +42,8 @@
 //	shardplan_cache_dropped_writes_total
 //	shardplan_cache_corrupt_entries_total{reason="format|key|length|checksum"}
 //
-// Every value is stored as a sealed entry naming its format, its key and the
-// CRC-32C and length of the payload; an entry that does not open is a miss,
-// never served (entry.go).
+// Every value a shared store (Redis, and Near's Redis side) holds is a sealed
+// entry naming its format, its key and the CRC-32C and length of the payload;
+// an entry that does not open is a miss, never served (entry.go). A Cache over
+// an *LRU alone keeps the values themselves: the process's own memory.
 package cache

@@ -14,7 +14,8 @@ import (
 //
 //	shardplan-entry/1 <key> <crc32c, 8 hex digits> <payload length>\n<payload>
 //
-// Cache seals every value it writes and opens every value it reads. An entry that does
+// Cache seals every value it writes to a shared store and opens every value it reads
+// from one (over an *LRU alone it keeps values as they are). An entry that does
 // not open (another format, written under another key, truncated, altered, or not an
 // entry at all) is a miss, counted in shardplan_cache_corrupt_entries_total by reason,
 // and never served: the caller recomputes and overwrites it. Keys never contain spaces
