@@ -30,7 +30,10 @@ type lruEntry struct {
 	synced  time.Time // when the entry was last written to or read from a shared store (Near)
 }
 
-func (e *lruEntry) size() int64 { return int64(len(e.key) + len(e.value)) }
+// size counts the value's capacity: a value handed over (Keep) may be an encoder's
+// buffer with room to spare (a reshard answer's is 1.4x its length on median, 3x at
+// p90), all of it held while the entry is.
+func (e *lruEntry) size() int64 { return int64(len(e.key) + cap(e.value)) }
 
 // NewLRU returns an empty LRU bounded by maxBytes bytes of keys and values;
 // maxBytes <= 0 selects DefaultMaxBytes.
@@ -69,12 +72,15 @@ func (l *LRU) Get(_ context.Context, key string) ([]byte, bool, error) {
 // whose entry exceeds the bound is not stored (and any previous entry for key
 // is removed). It never fails.
 func (l *LRU) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	return l.Keep(ctx, key, append([]byte(nil), value...), ttl)
+	v := make([]byte, len(value)) // capacity = length: only the value counts
+	copy(v, value)
+	return l.Keep(ctx, key, v, ttl)
 }
 
 // Keep is Set without the copy: the LRU keeps value itself, which the caller hands over
-// and must not modify afterwards (the cache hands over the entries it has just sealed;
-// copying a 3 MB answer again was a fifth of storing it).
+// and must not modify afterwards (the cache hands over the answers it has just computed,
+// or the entries it has just sealed; copying a 3 MB answer again was a fifth of storing
+// it). Its capacity counts toward the bound.
 func (l *LRU) Keep(_ context.Context, key string, value []byte, ttl time.Duration) error {
 	now := l.now()
 	e := &lruEntry{key: key, value: value, synced: now}

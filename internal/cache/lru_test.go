@@ -125,3 +125,17 @@ func TestNewLRUDefaultBound(t *testing.T) {
 	assert.Equal(t, int64(DefaultMaxBytes), NewLRU(0).maxBytes)
 	assert.Equal(t, int64(DefaultMaxBytes), NewLRU(-1).maxBytes)
 }
+
+// TestLRUCountsCapacity: a value handed over with room to spare counts with it (the
+// memory it holds), so the bound is on memory, not on lengths.
+func TestLRUCountsCapacity(t *testing.T) {
+	l := NewLRU(100)
+	ctx := t.Context()
+	roomy := make([]byte, 10, 60)
+	require.NoError(t, l.Keep(ctx, "a", roomy, 0))
+	require.NoError(t, l.Keep(ctx, "b", make([]byte, 10, 60), 0))
+	_, okA, _ := l.Get(ctx, "a")
+	_, okB, _ := l.Get(ctx, "b")
+	assert.False(t, okA, "two entries of 61 bytes of memory do not fit in 100")
+	assert.True(t, okB)
+}
