@@ -720,6 +720,11 @@ func encodeReshardJSON(r *ReshardResponse) ([]byte, error) {
 	if e.err != nil {
 		return encodeJSON(r)
 	}
+	if len(e.b) < 32<<10 && cap(e.b)-len(e.b) > 1<<10 {
+		// A small answer's buffer is mostly the hint's fixed allowance: the plan memo
+		// keeps answers at their capacity, so keep a copy its size (cheap at this size).
+		return bytes.Clone(e.b), nil
+	}
 	return e.b, nil
 }
 
@@ -741,16 +746,55 @@ func reshardJSONSizeHint(r *ReshardResponse) int {
 		elems = min(elems*max(d, 1), 1<<50)
 	}
 	ls := listShape{devices: devices, rank: int64(rank), idDigits: digits(devices), dimDigits: digits(maxDim)}
-	// transferBytes allows 20 digits for bytes; an element has at most 64 bytes.
+	// transferBytes allows 20 digits for bytes; an element has at most 64 bytes. Steps'
+	// transfers are counted exactly (transfersJSONLen): they are most of a large answer,
+	// and the answer is kept at its buffer's capacity (the plan memo).
 	transfer := int(ls.transferBytes() - 20 + digits(64*elems))
 	n := 8<<10 + len(r.Transfers)*transfer
 	if r.Tiles != nil {
 		n += (len(r.Tiles.Source) + len(r.Tiles.Target)) * (96 + 4*rank*24) // device, coords, ranges, shapes, padding
 	}
 	for _, st := range r.Steps {
-		n += 2<<10 + len(st.Transfers)*transfer + len(st.Pairs)*int(ls.pairBytes()) + len(st.PairRuns)*96 + len(st.TransferRuns)*(2*transfer+16)
+		n += 2<<10 + transfersJSONLen(st.Transfers) + len(st.Pairs)*int(ls.pairBytes()) + len(st.PairRuns)*96 + len(st.TransferRuns)*(2*transfer+16)
 	}
 	return min(n, maxSizeHint)
+}
+
+// transfersJSONLen is the length of ts as jsonAppender.transfer writes them, with their
+// separating commas.
+func transfersJSONLen(ts []planner.Transfer) int {
+	const fixed = len(`{"from":,"to":,"ranges":,"source_local":,"target_local":,"bytes":}`) + 1 // and a comma
+	rangesLen := func(r planner.Range) int64 {
+		switch {
+		case r == nil:
+			return 4 // null
+		case len(r) == 0:
+			return 2 // []
+		}
+		n := int64(1 + 4*len(r)) // [ ... ] with [,] per dim and commas between
+		for _, x := range r {
+			n += intLen(x[0]) + intLen(x[1])
+		}
+		return n
+	}
+	var n int64
+	for i := range ts {
+		t := &ts[i]
+		n += int64(fixed) + intLen(int64(t.From)) + intLen(int64(t.To)) + intLen(t.Bytes) +
+			rangesLen(t.Ranges) + rangesLen(t.SourceLocal) + rangesLen(t.TargetLocal)
+	}
+	return int(n)
+}
+
+// intLen is the length of x in decimal, with its sign.
+func intLen(x int64) int64 {
+	if x < 0 {
+		if x == math.MinInt64 {
+			return 20
+		}
+		return 1 + digits(-x)
+	}
+	return digits(x)
 }
 
 // maxSizeHint caps the buffer an answer's encoding starts with: a larger answer grows

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shardplan/shardplan/internal/planner"
@@ -439,4 +440,43 @@ func TestReshardJSONMatchesEncodingJSON(t *testing.T) {
 	_, err := encodeReshardJSON(&ReshardResponse{Summary: SummaryJSON{TimeUS: math.NaN()}})
 	var uv *json.UnsupportedValueError
 	require.ErrorAs(t, err, &uv)
+}
+
+// TestTransfersJSONLenIsExact: the size hint counts a step's transfers exactly as the
+// appender writes them (each with its comma), negative numbers and nil ranges included;
+// and an answer's buffer never grows past its hint, whose slack a small answer sheds.
+func TestTransfersJSONLenIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 9))
+	for i := range 500 {
+		ts := randomTransfers(rng)
+		if i%50 == 0 {
+			ts = append(ts, planner.Transfer{From: -1, To: 0, Bytes: math.MinInt64, Ranges: planner.Range{{math.MinInt64, math.MaxInt64}}})
+		}
+		e := jsonAppender{}
+		for j := range ts {
+			e.transfer(&ts[j])
+			e.b = append(e.b, ',')
+		}
+		require.Equal(t, len(e.b), transfersJSONLen(ts), "case %d: %+v", i, ts)
+	}
+	s := newTestServer(t, nil)
+	for _, body := range []string{
+		`{"mesh":"x=4,y=4","shape":[64,96],"dtype":"bf16","source":[["x"],null],"target":[null,["x","y"]],"allowed_ops":["all_to_all_v"]}`,
+		`{"mesh":"x=32,y=8","shape":[4096,96],"dtype":"bf16","source":[["x"],null],"target":[null,["x","y"]],"allowed_ops":["all_to_all_v"]}`,
+	} {
+		in := &reshardInput{include: map[string]bool{}}
+		require.NoError(t, decodeBytes([]byte(body), &in.req))
+		require.NoError(t, s.prepareReshard(in))
+		resp, err := s.planReshard(t.Context(), in)
+		require.NoError(t, err)
+		hint := reshardJSONSizeHint(resp)
+		b, err := encodeReshardJSON(resp)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, len(b), hint, body)
+		if len(b) < 32<<10 {
+			assert.LessOrEqual(t, cap(b)-len(b), len(b)/8+64, "a small answer keeps little slack")
+		} else {
+			assert.Equal(t, hint, cap(b), "a large answer is its hint's buffer, never grown")
+		}
+	}
 }
