@@ -104,6 +104,21 @@ class ClientTest(unittest.TestCase):
         other = self.c.reshard(body, target=["X", "Y"])
         self.assertEqual(axes(other["target"]), [["X"], ["Y"]])
 
+    def test_effort_fast(self):
+        # A reshard of issue 12's random set whose fast plan is slower (examples/).
+        body = {"mesh": "a=2,b=2,c=4,d=4,e=4", "shape": [256, 2048], "dtype": "bf16", "cost_model": "tpu-v5p",
+                "source": '[{"c"}, {"e":(2)2, "b", "d", "a", "e":(1)2}]',
+                "target": '[{"e", "c"}, {"b", "d", "a"}]'}
+        thorough = self.c.reshard(body)
+        fast = self.c.reshard(body, effort="fast")
+        self.assertNotEqual(fast["plan_id"], thorough["plan_id"])
+        self.assertLess(fast["summary"]["search_expansions"], thorough["summary"]["search_expansions"])
+        self.assertGreater(fast["summary"]["time_us"], thorough["summary"]["time_us"])
+        with self.assertRaises(ShardplanError) as cm:
+            self.c.reshard(body, effort="quick")
+        self.assertEqual(cm.exception.status, 400)
+        self.assertIn("effort", cm.exception.fields)
+
     def test_plan_lookup(self):
         r = self.c.reshard(EXAMPLE)
         got = self.c.plan(r["plan_id"])
