@@ -280,14 +280,22 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		// it is the search's plan). Both plans' hybrids are offered (the exact pass's
 		// plan can cost more move by move and still make the better hybrid).
 		var exactSteps, anySteps []Step
-		var exactHybrid, anyHybrid *Plan
-		var anyMoves []move
+		var exactHybrid, anyHybrid, firstHybrid *Plan
+		var anyMoves, firstMoves []move
 		sp.onExact = func(fork *space, mv []move) {
 			ep := &Plan{Request: r, sp: fork}
 			ep.Steps = fork.steps(r, append(slices.Clone(pre), mv...)) // mv is merged already
 			exactSteps = ep.Steps
 			if exactHybrid = fork.hybridOf(r, ep.named("search"), goal); exactHybrid != nil {
 				exactHybrid.sp = sp
+			}
+		}
+		sp.onFirst = func(fork *space, mv []move) {
+			fp := &Plan{Request: r, sp: fork}
+			fp.Steps = fork.steps(r, append(slices.Clone(pre), mv...))
+			firstMoves = mv
+			if firstHybrid = fork.hybridOf(r, fp.named("search"), goal); firstHybrid != nil {
+				firstHybrid.sp = sp
 			}
 		}
 		sp.onAnytime = func(mv []move) {
@@ -311,6 +319,9 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		var hybrids []*Plan
 		if exactHybrid != nil && !sp.searchFromExact {
 			hybrids = append(hybrids, exactHybrid)
+		}
+		if firstHybrid != nil && !sameMoves(firstMoves, moves) {
+			hybrids = append(hybrids, firstHybrid) // the anytime pass improved on it
 		}
 		if found {
 			sc := &Plan{Request: r, sp: sp}

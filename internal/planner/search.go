@@ -230,6 +230,7 @@ func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr 
 		s.weight, s.relax = weightedPassWeights[0], false
 		s.wholeGathers = s.goalDirected // as the exact pass, below
 		found, err := pass(r.MaxExpansions / 8)
+		exact.postFirst(first)
 		if err != nil {
 			return nil, spent, false, err
 		}
@@ -312,11 +313,27 @@ type exactRun struct {
 	err    error
 	capped bool
 	g      float64
+	// first carries the first weighted pass's plan (nil: none) from the request's
+	// goroutine to the exact pass's, which prices its hybrids after its own
+	// (space.onFirst); posted once, in every path (postFirst).
+	first  chan []move
+	posted bool
 }
 
-// drop gives up the exact pass (nil: none runs).
+// postFirst hands the first weighted pass's plan (nil: none) to the exact pass's
+// goroutine, once; x may be nil (no exact pass beside the search).
+func (x *exactRun) postFirst(mv []move) {
+	if x != nil && !x.posted {
+		x.posted = true
+		x.first <- mv // buffered: never blocks
+	}
+}
+
+// drop gives up the exact pass (nil: none runs), first posting no first plan for it
+// if none was (it may be waiting for one).
 func (x *exactRun) drop() {
 	if x != nil {
+		x.postFirst(nil)
 		x.w.drop()
 	}
 }
@@ -330,7 +347,7 @@ func (x *exactRun) drop() {
 // first weighted pass, which bounded it until session 12 (BENCHMARKS.md: the set's
 // median and p90 lower, the same plans).
 func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub float64, later func() float64) *exactRun {
-	x := &exactRun{}
+	x := &exactRun{first: make(chan []move, 1)}
 	x.w = newWorker(func() {
 		fork := sp.fork()
 		defer fork.releaseRouter()
@@ -341,6 +358,9 @@ func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub fl
 		x.capped, x.g = e.capped, e.goalG
 		if x.found && x.err == nil && sp.onExact != nil {
 			sp.onExact(fork, x.mv)
+		}
+		if first := <-x.first; first != nil && x.err == nil && sp.onFirst != nil {
+			sp.onFirst(fork, first)
 		}
 	})
 	if sp.side != nil {

@@ -109,6 +109,10 @@ type space struct {
 	// follows (worker.then).
 	onAnytime func(mv []move)
 	side      *worker
+	// onFirst, when set, is called on the exact pass's goroutine, after onExact, with
+	// the first weighted pass's plan (Reshard prices its hybrids there: when the
+	// anytime pass improves on that plan, its hybrids can still beat every candidate).
+	onFirst func(fork *space, mv []move)
 	// searchExact is set when the search's exact pass ran to completion (no budget
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool
