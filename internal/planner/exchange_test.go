@@ -683,3 +683,32 @@ func TestFirstPassHybrid(t *testing.T) {
 	assert.Less(t, p.Summary.TimeUS, 0.8*exchange.TimeUS)
 	assert.False(t, p.Summary.FullRematerialization)
 }
+
+// TestHybridsNeverReplicate: no hybrid of any candidate passes through full replication
+// (hybridOf's rule; the ends may be replicated). Gather-then-slice gathers the tensor
+// whole: an exchange doing its first step would end on that replicated state, which the
+// hybrid keeps (an exchange-first hybrid's first state is its exchange's end).
+func TestHybridsNeverReplicate(t *testing.T) {
+	f, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	checked := 0
+	for i, pb := range randomSet(t)[:120] {
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, AllowFullRemat: i%2 == 0}
+		p, err := Reshard(context.Background(), r)
+		require.NoError(t, err)
+		if p.sp == nil || r.Source.IsFullyReplicated() || r.Target.IsFullyReplicated() {
+			continue
+		}
+		for _, c := range p.candidates {
+			h := p.sp.hybridOf(r, c, p.sp.stateOf(r.Target))
+			if h == nil {
+				continue
+			}
+			checked++
+			for _, st := range h.Steps[:len(h.Steps)-1] {
+				require.False(t, st.After.IsFullyReplicated(), "case %d: %s passes through full replication", i, h.name)
+			}
+		}
+	}
+	require.Positive(t, checked)
+}

@@ -584,8 +584,8 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 		if st.after == nil || isReduction(st.Op) {
 			break
 		}
-		if rest+floor >= bestT || rematAfter(c.Steps[k+1:len(c.Steps)-1], replicatedEnds) {
-			continue
+		if rest+floor >= bestT || rematAfter(c.Steps[k:len(c.Steps)-1], replicatedEnds) {
+			continue // the exchange's end, st.After, is a state of the hybrid too
 		}
 		if d, ok := sp.hybridExchange(r, from, st.after, bestT-rest); ok {
 			keep(string(OpAllToAllV)+"+"+c.name, append(append(slices.Clone(c.Steps[:i0]), d), c.Steps[k+1:]...))
