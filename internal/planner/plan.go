@@ -26,7 +26,9 @@ import (
 // all_to_all_v left out for its transfers priced after all when every other plan
 // rematerializes, likewise; planner/11: hybrid plans, a candidate's first steps and
 // then the direct all_to_all_v, which can change plans; planner/12: the exact pass
-// started at once and both search plans' hybrids offered, which can make plans faster).
+// started at once, the hybrids of the exact, first and anytime passes' plans all
+// offered, and the search's plan a candidate even when dearer than the direct ones,
+// which can make plans faster).
 const Version = "planner/12"
 
 // Effort is how long a reshard's search looks for a cheaper plan.
@@ -275,10 +277,11 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		side = sp.startSideWork(r, pre, start, goal, reduce, between, lb, !math.IsInf(ub, 1), greedy)
 		defer side.run.drop()
 		sp.side = side.run
-		// The exact pass's plan, built and its hybrids priced on its own goroutine; the
-		// anytime pass's, on this one while the exact pass still runs (else after it, if
-		// it is the search's plan). Both plans' hybrids are offered (the exact pass's
-		// plan can cost more move by move and still make the better hybrid).
+		// The exact pass's plan, built and its hybrids priced on its own goroutine, then
+		// the first weighted pass's hybrids there too; the anytime pass's, on this one
+		// while the exact pass still runs (else after it, if it is the search's plan).
+		// Every one of them is offered: a plan that costs more move by move can still
+		// make the better hybrid.
 		var exactSteps, anySteps []Step
 		var exactHybrid, anyHybrid, firstHybrid *Plan
 		var anyMoves, firstMoves []move

@@ -245,7 +245,7 @@ func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr 
 			if first != nil && sp.onAnytime != nil && !exact.w.isDone() {
 				sp.onAnytime(first) // while the exact pass runs: its plan may not be chosen
 			}
-			return sp.withExact(exact, first, firstG, spent, ub, later)
+			return sp.withExact(exact, first, firstG, spent, ub)
 		}
 		firstFound = found
 	}
@@ -259,7 +259,7 @@ func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr 
 		}
 	}
 	if exact != nil {
-		return sp.withExact(exact, first, firstG, spent, ub, later)
+		return sp.withExact(exact, first, firstG, spent, ub)
 	}
 	// The exact pass, on this searcher (warm with the weighted passes' heuristics and
 	// prices).
@@ -344,8 +344,9 @@ func (x *exactRun) drop() {
 // request waits for it before it has begun, the request runs it itself (worker). Its
 // bound never depends on what the weighted passes beside it find, so what the search
 // returns does not depend on their timing. It starts at once rather than after the
-// first weighted pass, which bounded it until session 12 (BENCHMARKS.md: the set's
-// median and p90 lower, the same plans).
+// first weighted pass, which bounded it until session 12: the same plans, and no
+// goroutine of its own queued behind the busy request goroutine (75-90 µs on the
+// random set's median; BENCHMARKS.md).
 func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub float64, later func() float64) *exactRun {
 	x := &exactRun{first: make(chan []move, 1)}
 	x.w = newWorker(func() {
@@ -372,9 +373,11 @@ func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub fl
 }
 
 // withExact waits for the exact pass x and returns its plan when it costs at most ub
-// (the weighted passes' best, first, or the incumbent's), else first (nil when it is
-// no cheaper than later's plan).
-func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int, ub float64, later func() float64) ([]move, int, bool, error) {
+// (the weighted passes' best, first, or the incumbent's), else first, even when that
+// costs no less than the direct candidates: it stays a candidate, for its hybrids
+// (until session 12 it was dropped then, and with it 28 of the random set's best
+// plans on tpu-v5p).
+func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int, ub float64) ([]move, int, bool, error) {
 	x.w.wait()
 	spent += x.n
 	sp.searchExact = !x.capped
@@ -385,7 +388,7 @@ func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int,
 		sp.searchCost, sp.searchFromExact = x.g, true
 		return x.mv, spent, true, nil
 	}
-	sp.searchCost = firstG // a candidate even when dearer than later's plan: its hybrids may win
+	sp.searchCost = firstG
 	return first, spent, first != nil, nil
 }
 
