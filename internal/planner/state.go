@@ -113,6 +113,9 @@ type space struct {
 	// the first weighted pass's plan (Reshard prices its hybrids there: when the
 	// anytime pass improves on that plan, its hybrids can still beat every candidate).
 	onFirst func(fork *space, mv []move)
+	// closedFormOnly limits hybridExchange to exchanges priced in closed form (digit
+	// maps): no transfer is routed.
+	closedFormOnly bool
 	// searchExact is set when the search's exact pass ran to completion (no budget
 	// cut): its plan is then the cheapest the search's moves admit.
 	searchExact bool
