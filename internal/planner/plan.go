@@ -252,14 +252,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	}
 	p := &Plan{Request: r, sp: sp}
 	var cands []*Plan
-	var side *sideWork // the direct candidates and the time bound, beside the search
-	var between, lb int64
-	if r.bounds != nil {
-		between, lb = r.bounds.between, r.bounds.lb
-	} else {
-		between = LowerBoundBetween(r, src, tgt)
-		lb = lowerBoundWith(r, between)
-	}
+	var side *sideWork // the bounds, the direct candidates and hybrids, beside the search
 	if ok {
 		start := sp.stateOf(src)
 		goal := sp.stateOf(tgt)
@@ -272,11 +265,16 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			pre = append(pre, mv)
 			start = mv.after
 		}
+		// The side work starts first: the lower bounds it computes (on 65,536 devices up
+		// to a quarter of a millisecond) and the wake-up of the core it runs on
+		// overlap the greedy plan and the search.
+		side = sp.startSideWork(r, pre, start, goal, reduce)
+		defer side.run.drop()
+		defer side.postGreedy(nil, false) // the side work never waits in vain
+		sp.side = side.run
 		greedy, ub := sp.greedyIncumbent(r, pre, start, goal)
 		cands = append(cands, greedy...)
-		side = sp.startSideWork(r, pre, start, goal, reduce, between, lb, !math.IsInf(ub, 1), greedy)
-		defer side.run.drop()
-		sp.side = side.run
+		side.postGreedy(greedy, !math.IsInf(ub, 1))
 		// The exact pass's plan, built and its hybrids priced on its own goroutine, then
 		// the first weighted pass's hybrids there too; the anytime pass's, on this one
 		// while the exact pass still runs (else after it, if it is the search's plan).
@@ -354,7 +352,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			cands = append(cands, h)
 		}
 		if side.omitted && allRematerialize(cands) {
-			av, err := sp.lateExchange(ctx, r, pre, start, goal, between)
+			av, err := sp.lateExchange(ctx, r, pre, start, goal, side.bounds.between)
 			if err != nil {
 				return nil, err
 			}
@@ -362,7 +360,12 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 				cands = append(cands, av)
 			}
 		}
-	} else if r.allowed(OpAllToAllV) && len(reduce) == 0 {
+	}
+	var between, lb int64 // without a side work (no common factorisation)
+	if side == nil {
+		between, lb = requestBounds(r)
+	}
+	if side == nil && r.allowed(OpAllToAllV) && len(reduce) == 0 {
 		// Refs that fit no common factorisation: only the direct exchange expresses it.
 		av := &Plan{Request: r}
 		av.Steps = []Step{directFromShardings(r, between)}
@@ -428,6 +431,35 @@ type sideWork struct {
 	omitted bool    // the direct all_to_all_v was left out for its transfers
 	ub      float64
 	bounds  reshardBounds
+	// greedy carries the greedy plan (and whether it does without a full
+	// rematerialization) from the request's goroutine, posted once (postGreedy).
+	greedy chan greedyPlan
+	posted bool
+}
+
+// greedyPlan is what the side work needs of the greedy plan: the plans (none or one)
+// and whether one does without a full rematerialization (it then bounds the search).
+type greedyPlan struct {
+	plans []*Plan
+	ok    bool
+}
+
+// postGreedy hands the greedy plan to the side work, once (later calls do nothing).
+func (w *sideWork) postGreedy(plans []*Plan, ok bool) {
+	if !w.posted {
+		w.posted = true
+		w.greedy <- greedyPlan{plans, ok} // buffered: never blocks
+	}
+}
+
+// requestBounds are r's byte lower bounds: the data some device lacks
+// (LowerBoundBetween) and the plan's (lowerBoundWith), r.bounds' when set.
+func requestBounds(r *Request) (between, lb int64) {
+	if r.bounds != nil {
+		return r.bounds.between, r.bounds.lb
+	}
+	between = LowerBoundBetween(r, r.Source, r.Target)
+	return between, lowerBoundWith(r, between)
 }
 
 // wait blocks until the side work is done (any number of calls; a panic of the side
@@ -437,16 +469,18 @@ func (w *sideWork) wait() { w.run.wait() }
 // startSideWork starts the side work of a request, with the arguments directCandidates
 // takes. It prices on a fork of the space (its own router and memos), so the search's
 // space is the main goroutine's alone; the candidates then point at sp.
-func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef, between, lb int64, greedy bool, greedyPlans []*Plan) *sideWork {
-	w := &sideWork{ub: math.Inf(1)}
+func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce []sharding.AxisRef) *sideWork {
+	w := &sideWork{ub: math.Inf(1), greedy: make(chan greedyPlan, 1)}
 	pre = slices.Clone(pre)
 	w.run = goWorker(func() {
 		if sideWorkHook != nil {
 			sideWorkHook()
 		}
+		between, lb := requestBounds(r)
+		g := <-w.greedy
 		fork := sp.fork()
-		w.direct, w.omitted = fork.directCandidates(r, pre, start, goal, reduce, between, greedy)
-		for _, c := range append(slices.Clone(greedyPlans), w.direct...) {
+		w.direct, w.omitted = fork.directCandidates(r, pre, start, goal, reduce, between, g.ok)
+		for _, c := range append(slices.Clone(g.plans), w.direct...) {
 			if h := fork.hybridOf(r, c, goal); h != nil {
 				h.sp = sp
 				w.hybrids = append(w.hybrids, h)
