@@ -7,7 +7,10 @@
 //
 // -concurrency N posts from N clients at once (each body once per pass, in file order
 // across the clients); -dtypes bf16,f32 posts every body once per dtype (its "dtype"
-// member replaced), which makes distinct plans of the same reshards.
+// member replaced), which makes distinct plans of the same reshards. -warm-dtypes
+// s8,s16,s4,c128 first posts every body once per such dtype, unreported: a fresh
+// server's heap grows through its first thousand requests, and the page faults of that
+// growth are not what a long-running server pays (BENCHMARKS.md, session 12).
 package main
 
 import (
@@ -30,6 +33,7 @@ func main() {
 	passes := flag.Int("passes", 1, "times to post the whole file")
 	conc := flag.Int("concurrency", 1, "clients posting at once")
 	dtypes := flag.String("dtypes", "", `comma-separated dtypes: post every body once with each (replacing its "dtype")`)
+	warm := flag.String("warm-dtypes", "", `comma-separated dtypes: first post every body once with each, unreported (choose element sizes -dtypes does not use, or they are cache hits)`)
 	flag.Parse()
 	bodies, err := readLines(*path)
 	if err != nil {
@@ -40,6 +44,17 @@ func main() {
 		bodies = withDtypes(bodies, strings.Split(*dtypes, ","))
 	}
 	client := &http.Client{Timeout: 2 * time.Minute}
+	if *warm != "" {
+		for _, b := range withDtypes(bodies, strings.Split(*warm, ",")) {
+			resp, err := client.Post(*url, "application/json", bytes.NewReader(b))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "warm-up:", err)
+				os.Exit(1)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+	}
 	for pass := range *passes {
 		var (
 			mu         sync.Mutex
