@@ -125,8 +125,8 @@ func boundsOf(r *Request) reshardBounds {
 	if r.bounds != nil {
 		return *r.bounds
 	}
-	b := reshardBounds{between: LowerBoundBetween(r, r.Source, r.Target)}
-	b.lb = lowerBoundWith(r, b.between)
+	b := reshardBounds{}
+	b.between, b.lb = requestBounds(r)
 	b.time, b.ok = timeLowerBound(r, b.between, b.lb)
 	return b
 }
@@ -361,15 +361,17 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			}
 		}
 	}
-	var between, lb int64 // without a side work (no common factorisation)
-	if side == nil {
-		between, lb = requestBounds(r)
-	}
-	if side == nil && r.allowed(OpAllToAllV) && len(reduce) == 0 {
-		// Refs that fit no common factorisation: only the direct exchange expresses it.
-		av := &Plan{Request: r}
-		av.Steps = []Step{directFromShardings(r, between)}
-		cands = append(cands, av.named(string(OpAllToAllV)))
+	var bounds reshardBounds
+	if side != nil {
+		bounds = side.bounds
+	} else {
+		bounds = boundsOf(r) // no side work computed them
+		if r.allowed(OpAllToAllV) && len(reduce) == 0 {
+			// Refs that fit no common factorisation: only the direct exchange expresses it.
+			av := &Plan{Request: r}
+			av.Steps = []Step{directFromShardings(r, bounds.between)}
+			cands = append(cands, av.named(string(OpAllToAllV)))
+		}
 	}
 	if len(cands) == 0 {
 		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
@@ -377,11 +379,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	best := pickBest(cands, r.AllowFullRemat)
 	best.candidates = cands
 	best.Summary.SearchExpansions = p.Summary.SearchExpansions
-	if side != nil {
-		best.finishWith(side.bounds)
-	} else {
-		best.finish(between, lb)
-	}
+	best.finishWith(bounds)
 	for _, c := range cands {
 		c.finishTotals()
 		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
@@ -846,16 +844,8 @@ func (p *Plan) finishTotals() {
 	}
 }
 
-func (p *Plan) finish(between, lb int64) {
-	if b := p.Request.bounds; b != nil && b.between == between && b.lb == lb {
-		p.finishWith(*b)
-		return
-	}
-	tb, ok := timeLowerBound(p.Request, between, lb)
-	p.finishWith(reshardBounds{between: between, lb: lb, time: tb, ok: ok})
-}
-
-// finishWith is finish with the bounds already computed.
+// finishWith fills the plan's summary: its totals, and its lower bounds and
+// efficiencies from the request's bounds b (boundsOf, or the side work's).
 func (p *Plan) finishWith(b reshardBounds) {
 	p.finishTotals()
 	s := &p.Summary
