@@ -239,12 +239,9 @@ func TestGraphPolicy(t *testing.T) {
 func TestGraphFullRematerializationOption(t *testing.T) {
 	s := newTestServer(t, nil)
 	graph := func(extra string) string {
-		return `{"mesh": "a0=16,a1=16,a2=16,a3=16", "cost_model": "tpu-v5p",
-		  "tensors": {
-		    "a": {"shape": [30, 6, 31], "dtype": "bf16", "sharding": "[{\"a2\":(1)4}, {\"a2\":(4)4, \"a1\", \"a0\":(4)4}, {\"a3\"}]"},
-		    "b": {"shape": [30, 6, 31], "dtype": "bf16", "sharding": "[{\"a0\":(1)4}, {}, {\"a1\", \"a3\", \"a2\":(4)4}]"}
-		  },
-		  "ops": [{"name": "constrain", "op": "sharding_constraint", "operands": ["a"], "results": ["b"]}]` + extra + `}`
+		return constraintGraph("a0=16,a1=16,a2=16,a3=16", "[30, 6, 31]",
+			`[{\"a2\":(1)4}, {\"a2\":(4)4, \"a1\", \"a0\":(4)4}, {\"a3\"}]`,
+			`[{\"a0\":(1)4}, {}, {\"a1\", \"a3\", \"a2\":(4)4}]`, extra)
 	}
 	def := postGraph(t, s, graph(""))
 	avoid := postGraph(t, s, graph(`, "full_rematerialization": "avoid"`))
@@ -262,12 +259,9 @@ func TestGraphFullRematerializationOption(t *testing.T) {
 func TestGraphEffortOption(t *testing.T) {
 	s := newTestServer(t, nil)
 	graph := func(extra string) string {
-		return `{"mesh": "a=2,b=2,c=4,d=4,e=4", "cost_model": "tpu-v5p",
-		  "tensors": {
-		    "a": {"shape": [256, 2048], "dtype": "bf16", "sharding": "[{\"c\"}, {\"e\":(2)2, \"b\", \"d\", \"a\", \"e\":(1)2}]"},
-		    "b": {"shape": [256, 2048], "dtype": "bf16", "sharding": "[{\"e\", \"c\"}, {\"b\", \"d\", \"a\"}]"}
-		  },
-		  "ops": [{"name": "constrain", "op": "sharding_constraint", "operands": ["a"], "results": ["b"]}]` + extra + `}`
+		return constraintGraph("a=2,b=2,c=4,d=4,e=4", "[256, 2048]",
+			`[{\"c\"}, {\"e\":(2)2, \"b\", \"d\", \"a\", \"e\":(1)2}]`,
+			`[{\"e\", \"c\"}, {\"b\", \"d\", \"a\"}]`, extra)
 	}
 	def := postGraph(t, s, graph(""))
 	thorough := postGraph(t, s, graph(`, "effort": "thorough"`))
@@ -275,6 +269,18 @@ func TestGraphEffortOption(t *testing.T) {
 	assert.Equal(t, def.PlanID, thorough.PlanID)
 	assert.NotEqual(t, def.PlanID, fast.PlanID)
 	assert.Greater(t, fast.Summary.TimeUS, def.Summary.TimeUS)
+}
+
+// constraintGraph is a graph body of one bf16 tensor a of shape (JSON) on mesh, with
+// sharding src (escaped Shardy text), constrained to tgt as b, on tpu-v5p; extra adds
+// top-level members (`, "effort": "fast"`).
+func constraintGraph(mesh, shape, src, tgt, extra string) string {
+	return `{"mesh": "` + mesh + `", "cost_model": "tpu-v5p",
+	  "tensors": {
+	    "a": {"shape": ` + shape + `, "dtype": "bf16", "sharding": "` + src + `"},
+	    "b": {"shape": ` + shape + `, "dtype": "bf16", "sharding": "` + tgt + `"}
+	  },
+	  "ops": [{"name": "constrain", "op": "sharding_constraint", "operands": ["a"], "results": ["b"]}]` + extra + `}`
 }
 
 func TestGraphPlanIDIgnoresInputForm(t *testing.T) {

@@ -29,18 +29,14 @@ func TestLargeMeshesDump(t *testing.T) {
 	defer w.Close()
 	for pi, name := range []string{"tpu-v5p", "h100"} {
 		f, _ := cost.Profile(name)
-		rng := rand.New(rand.NewPCG(7, 7))
-		for i := range 150 {
-			m, shape, src, tgt := randomReshard(t, rng, 4096, 65536, []int64{1, 16, 64, 1024})
-			if src.IsFullyReplicated() || tgt.IsFullyReplicated() {
-				continue
-			}
-			p, err := Reshard(context.Background(), &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f})
+		eachLargeMeshReshard(t, func(i int, r *Request) {
+			r.Model = f
+			p, err := Reshard(context.Background(), r)
 			require.NoError(t, err)
 			exact := p.sp != nil && p.sp.searchExact
 			_, err = fmt.Fprintf(w, "%d %.6f %d %v\n", pi*1000+i, p.Summary.TimeUS, p.Summary.SearchExpansions, exact)
 			require.NoError(t, err)
-		}
+		})
 	}
 }
 
@@ -57,23 +53,19 @@ func BenchmarkLargeMeshes(b *testing.B) {
 			remat, without := 0, 0
 			for b.Loop() {
 				lat, remat, without = lat[:0], 0, 0
-				rng := rand.New(rand.NewPCG(7, 7))
-				for range 150 {
-					m, shape, src, tgt := randomReshard(b, rng, 4096, 65536, []int64{1, 16, 64, 1024})
-					if src.IsFullyReplicated() || tgt.IsFullyReplicated() {
-						continue
-					}
+				eachLargeMeshReshard(b, func(_ int, r *Request) {
+					r.Model = f
 					t0 := time.Now()
-					p, err := Reshard(context.Background(), &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f})
+					p, err := Reshard(context.Background(), r)
 					lat = append(lat, float64(time.Since(t0).Microseconds()))
 					if err != nil || !p.Summary.FullRematerialization {
-						continue
+						return
 					}
 					remat++
 					if !slices.ContainsFunc(p.Summary.Candidates, func(c Candidate) bool { return c.Name == string(OpAllToAllV) }) {
 						without++
 					}
-				}
+				})
 			}
 			slices.Sort(lat)
 			pct := func(q float64) float64 { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
@@ -84,5 +76,19 @@ func BenchmarkLargeMeshes(b *testing.B) {
 			b.ReportMetric(float64(remat), "fullremat")
 			b.ReportMetric(float64(without), "fullremat-without-a2av")
 		})
+	}
+}
+
+// eachLargeMeshReshard calls fn with the large-mesh set's reshards (150 seeded random
+// ones on 4,096 to 65,536 devices, less those with a replicated end), numbered by their
+// place among the 150, as requests without a model.
+func eachLargeMeshReshard(tb testing.TB, fn func(i int, r *Request)) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range 150 {
+		m, shape, src, tgt := randomReshard(tb, rng, 4096, 65536, []int64{1, 16, 64, 1024})
+		if src.IsFullyReplicated() || tgt.IsFullyReplicated() {
+			continue
+		}
+		fn(i, &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt})
 	}
 }
