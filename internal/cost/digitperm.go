@@ -217,8 +217,20 @@ func (r *Router) digitUnitOf(p DigitPermutation, limit int) *digitUnit {
 	}
 	r.dKey = b
 	u, ok := r.digitUnits[string(b)]
+	if !ok && r.memo != nil {
+		if u, ok = r.memo.unit(b); ok {
+			if r.digitUnits == nil {
+				r.digitUnits = map[string]*digitUnit{}
+			}
+			r.digitUnits[string(b)] = u
+		}
+	}
 	if ok && (u.routeOK || !u.loadOK || !u.used || u.routeCap >= limit) {
 		return u
+	}
+	if ok {
+		c := *u // published units are never changed
+		u = &c
 	}
 	// New, or known with a longest route past a smaller cap than this call's: the loads
 	// are computed once, the route again.
@@ -241,6 +253,9 @@ func (r *Router) digitUnitOf(p DigitPermutation, limit int) *digitUnit {
 		r.digitUnits = map[string]*digitUnit{}
 	}
 	r.digitUnits[string(b)] = u
+	if r.memo != nil {
+		r.memo.putUnit(string(b), u)
+	}
 	return u
 }
 
@@ -361,6 +376,15 @@ func (r *Router) axisLoad(axis int, p DigitPermutation, digits, S []int, lSet ui
 	if got, ok := r.axisLoads[string(key)]; ok {
 		return got
 	}
+	if r.memo != nil {
+		if got, ok := r.memo.load(key); ok {
+			if r.axisLoads == nil {
+				r.axisLoads = map[string]axisLoadRes{}
+			}
+			r.axisLoads[string(key)] = got
+			return got
+		}
+	}
 	var res axisLoadRes
 	res.calls = lineLoads(&res.w, axis, p, digits, S, lSet, r.rt[axis], wgt)
 	res.used = res.calls > 0
@@ -368,6 +392,9 @@ func (r *Router) axisLoad(axis int, p DigitPermutation, digits, S []int, lSet ui
 		r.axisLoads = map[string]axisLoadRes{}
 	}
 	r.axisLoads[string(key)] = res
+	if r.memo != nil {
+		r.memo.putLoad(string(key), res)
+	}
 	return res
 }
 

@@ -67,6 +67,7 @@ func (f *Fabric) AcquireRouter(m *sharding.Mesh) *Router {
 		r = f.NewRouter(m)
 		r.poolKey = key
 	}
+	r.memo = unitMemoOf(key) // a pooled router's may have been dropped since (unitMemos' bound)
 	return r
 }
 

@@ -149,6 +149,9 @@ type Router struct {
 	dSSet      []uint64
 	dKey       []byte
 	digitUnits map[string]*digitUnit
+	// memo is what every router of poolKey has computed (unitmemo.go; nil: not pooled);
+	// digitUnits and axisLoads are this router's copies of what it has looked up.
+	memo *unitMemo
 
 	poolKey string // AcquireRouter's key ("": not pooled)
 	deltas  []int  // routeSwitched's position shift per translate

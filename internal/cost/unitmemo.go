@@ -1,0 +1,121 @@
+package cost
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// The routers of one pool key (one fabric's figures and one mesh) share a memo of the
+// digit units and axis loads they compute (unitMemo): what those cost depends on the
+// key alone, and computing one is expensive (tens of µs on the random set's mesh, route
+// search included), where looking one up costs a map probe. Each router keeps its own
+// unsynchronised copy of what it has looked up (digitUnits, axisLoads) in front of the
+// shared one.
+//
+// Until session 13 each router had only its own maps: a request uses about three
+// routers of its key at once (its search, the exact pass's fork, the side work), each
+// warmed on its own, and a router's maps were cleared past maxPooledMemo entries, which
+// the random set's routers reach (about 4,000 units each). Every clear cost the next
+// requests some thousands of recomputed units: with the memo shared, issue 12's random
+// set plans 15-23% faster on median in a loop (BENCHMARKS.md).
+//
+// Units are never changed once published: a unit whose longest route must be looked for
+// again under a larger cap is copied first (digitUnitOf). Every version of a unit prices
+// alike (a route found is exact; one not found under a cap is not found under a smaller
+// one), so what a plan costs never depends on which router computed what first.
+
+// unitMemo is the digit units and axis loads of one pool key.
+type unitMemo struct {
+	mu    sync.RWMutex
+	units map[string]*digitUnit
+	loads map[string]axisLoadRes
+}
+
+// unitMemos holds the memos by pool key; total counts their entries over all keys.
+var unitMemos struct {
+	sync.Mutex
+	byKey map[string]*unitMemo
+	total atomic.Int64
+}
+
+// Bounds of the shared memos: maxUnitMemo entries over all keys (a unit is about 250
+// bytes with its key and the map's share, so about 16 MiB at the bound; a memo that
+// finds the bound reached starts over rather than grow), maxUnitMemoKeys keys (past
+// it every memo starts over).
+const (
+	maxUnitMemo     = 1 << 16
+	maxUnitMemoKeys = 256
+)
+
+// unitMemoOf is the shared memo of key.
+func unitMemoOf(key string) *unitMemo {
+	p := &unitMemos
+	p.Lock()
+	defer p.Unlock()
+	if m, ok := p.byKey[key]; ok {
+		return m
+	}
+	if len(p.byKey) >= maxUnitMemoKeys {
+		for _, old := range p.byKey { // routers still using one recompute what they miss
+			old.mu.Lock()
+			p.total.Add(-int64(len(old.units) + len(old.loads)))
+			clear(old.units)
+			clear(old.loads)
+			old.mu.Unlock()
+		}
+		clear(p.byKey)
+	}
+	if p.byKey == nil {
+		p.byKey = map[string]*unitMemo{}
+	}
+	m := &unitMemo{units: map[string]*digitUnit{}, loads: map[string]axisLoadRes{}}
+	p.byKey[key] = m
+	return m
+}
+
+// unit is the shared unit of key, if any.
+func (m *unitMemo) unit(key []byte) (*digitUnit, bool) {
+	m.mu.RLock()
+	u, ok := m.units[string(key)]
+	m.mu.RUnlock()
+	return u, ok
+}
+
+// putUnit publishes u (never changed after) as key's unit.
+func (m *unitMemo) putUnit(key string, u *digitUnit) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.units[key]; !ok {
+		m.makeRoom()
+	}
+	m.units[key] = u
+}
+
+// load is the shared axis load of key, if any.
+func (m *unitMemo) load(key []byte) (axisLoadRes, bool) {
+	m.mu.RLock()
+	res, ok := m.loads[string(key)]
+	m.mu.RUnlock()
+	return res, ok
+}
+
+// putLoad publishes res as key's axis load.
+func (m *unitMemo) putLoad(key string, res axisLoadRes) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.loads[key]; !ok {
+		m.makeRoom()
+	}
+	m.loads[key] = res
+}
+
+// makeRoom counts one more entry, first clearing m when every memo together holds
+// maxUnitMemo (m is locked).
+func (m *unitMemo) makeRoom() {
+	if unitMemos.total.Load() >= maxUnitMemo {
+		unitMemos.total.Add(-int64(len(m.units) + len(m.loads)))
+		clear(m.units)
+		clear(m.loads)
+	}
+	unitMemos.total.Add(1)
+}
