@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -715,26 +716,43 @@ func (e *jsonAppender) suggestion(sg *Suggestion) {
 // by hand: encoding/json's reflection over the per-device lists was most of a large
 // answer's encoding. What the appender cannot write (NaN) goes to encodeJSON.
 func encodeReshardJSON(r *ReshardResponse) ([]byte, error) {
-	e := jsonAppender{b: make([]byte, 0, reshardJSONSizeHint(r))}
+	bp := answerScratch.Get().(*[]byte)
+	buf := (*bp)[:0]
+	if hint := reshardJSONSizeHint(r); cap(buf) < hint {
+		buf = make([]byte, 0, hint)
+	}
+	e := jsonAppender{b: buf}
 	e.reshard(r)
+	if cap(e.b) <= maxScratch {
+		defer func() { *bp = e.b[:0]; answerScratch.Put(bp) }()
+	} else {
+		defer answerScratch.Put(bp)
+	}
 	if e.err != nil {
 		return encodeJSON(r)
 	}
-	if len(e.b) < 32<<10 && cap(e.b)-len(e.b) > 1<<10 {
-		// A small answer's buffer is mostly the hint's fixed allowance: the plan memo
-		// keeps answers at their capacity, so keep a copy its size (cheap at this size).
-		return bytes.Clone(e.b), nil
-	}
-	return e.b, nil
+	// The plan memo keeps answers at their capacity: a copy of the answer's size.
+	out := make([]byte, len(e.b))
+	copy(out, e.b)
+	return out, nil
 }
 
+// answerScratch holds the buffers answers are encoded into before they are copied to
+// their size, up to maxScratch each. Until session 13 an answer was encoded into a
+// buffer sized by counting every transfer's digits first (a tenth of render and encode
+// on issue 12's random set); the copy costs less than the count.
+var answerScratch = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxScratch is the largest buffer answerScratch keeps.
+const maxScratch = 4 << 20
+
 // reshardJSONSizeHint is an upper estimate of r's encoding from the lengths of its
-// per-device lists, which are nearly all of a large answer: appending to a buffer
-// that big from the start saves the copies of its growth (a 3 MB answer grown from
-// 4 KiB copied about 12 MB, a sixth of the render and encode of the random set). A
-// transfer is bounded by the digits its numbers can have (device ids below the device
-// count, range bounds up to the largest dim, bytes up to the tensor's), so the buffer is
-// not much larger than the answer: each byte of it is zeroed when allocated.
+// per-device lists, which are nearly all of a large answer: a scratch buffer smaller
+// than it is replaced by one that big, which saves the copies of its growth (a 3 MB
+// answer grown from 4 KiB copied about 12 MB, a sixth of the render and encode of the
+// random set). A transfer is bounded by the digits its numbers can have (device ids
+// below the device count, range bounds up to the largest dim, bytes up to the
+// tensor's).
 func reshardJSONSizeHint(r *ReshardResponse) int {
 	rank := len(r.Shape)
 	devices, maxDim, elems := int64(1), int64(1), int64(1)
@@ -746,55 +764,16 @@ func reshardJSONSizeHint(r *ReshardResponse) int {
 		elems = min(elems*max(d, 1), 1<<50)
 	}
 	ls := listShape{devices: devices, rank: int64(rank), idDigits: digits(devices), dimDigits: digits(maxDim)}
-	// transferBytes allows 20 digits for bytes; an element has at most 64 bytes. Steps'
-	// transfers are counted exactly (transfersJSONLen): they are most of a large answer,
-	// and the answer is kept at its buffer's capacity (the plan memo).
+	// transferBytes allows 20 digits for bytes; an element has at most 64 bytes.
 	transfer := int(ls.transferBytes() - 20 + digits(64*elems))
 	n := 8<<10 + len(r.Transfers)*transfer
 	if r.Tiles != nil {
 		n += (len(r.Tiles.Source) + len(r.Tiles.Target)) * (96 + 4*rank*24) // device, coords, ranges, shapes, padding
 	}
 	for _, st := range r.Steps {
-		n += 2<<10 + transfersJSONLen(st.Transfers) + len(st.Pairs)*int(ls.pairBytes()) + len(st.PairRuns)*96 + len(st.TransferRuns)*(2*transfer+16)
+		n += 2<<10 + len(st.Transfers)*transfer + len(st.Pairs)*int(ls.pairBytes()) + len(st.PairRuns)*96 + len(st.TransferRuns)*(2*transfer+16)
 	}
 	return min(n, maxSizeHint)
-}
-
-// transfersJSONLen is the length of ts as jsonAppender.transfer writes them, with their
-// separating commas.
-func transfersJSONLen(ts []planner.Transfer) int {
-	const fixed = len(`{"from":,"to":,"ranges":,"source_local":,"target_local":,"bytes":}`) + 1 // and a comma
-	rangesLen := func(r planner.Range) int64 {
-		switch {
-		case r == nil:
-			return 4 // null
-		case len(r) == 0:
-			return 2 // []
-		}
-		n := int64(1 + 4*len(r)) // [ ... ] with [,] per dim and commas between
-		for _, x := range r {
-			n += intLen(x[0]) + intLen(x[1])
-		}
-		return n
-	}
-	var n int64
-	for i := range ts {
-		t := &ts[i]
-		n += int64(fixed) + intLen(int64(t.From)) + intLen(int64(t.To)) + intLen(t.Bytes) +
-			rangesLen(t.Ranges) + rangesLen(t.SourceLocal) + rangesLen(t.TargetLocal)
-	}
-	return int(n)
-}
-
-// intLen is the length of x in decimal, with its sign.
-func intLen(x int64) int64 {
-	if x < 0 {
-		if x == math.MinInt64 {
-			return 20
-		}
-		return 1 + digits(-x)
-	}
-	return digits(x)
 }
 
 // maxSizeHint caps the buffer an answer's encoding starts with: a larger answer grows

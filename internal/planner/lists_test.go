@@ -81,3 +81,51 @@ func withShuffledDevices(rng *rand.Rand, m *sharding.Mesh) *sharding.Mesh {
 	}
 	return &c
 }
+
+// TestByReceiverOrder: byReceiver orders any list of transfers (in the walk's order,
+// shuffled, or already in order) as a comparison sort by receiver, then by the ranges'
+// starts does; and Transfers' lists of random exchanges come in that order.
+func TestByReceiverOrder(t *testing.T) {
+	less := func(a, b Transfer) int {
+		if c := cmp.Compare(a.To, b.To); c != 0 {
+			return c
+		}
+		for d := range a.Ranges {
+			if c := cmp.Compare(a.Ranges[d][0], b.Ranges[d][0]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	rng := rand.New(rand.NewPCG(5, 13))
+	for i := range 300 {
+		n := 1 + rng.IntN(40)
+		var ts []Transfer
+		for to := range n {
+			// Distinct starts per receiver, as distinct source tiles have.
+			for _, s := range rng.Perm(6)[:rng.IntN(4)] {
+				ts = append(ts, Transfer{From: rng.IntN(n), To: to, Ranges: Range{{int64(s % 2), 9}, {int64(s), 9}}})
+			}
+		}
+		want := slices.Clone(ts)
+		slices.SortFunc(want, less)
+		switch i % 3 {
+		case 0:
+			rng.Shuffle(len(ts), func(a, b int) { ts[a], ts[b] = ts[b], ts[a] })
+		case 1:
+			slices.Reverse(ts)
+		}
+		require.Equal(t, want, byReceiver(ts, n), "case %d", i)
+	}
+	m := mustMesh(t, "x=4,y=2,z=2")
+	for _, c := range []struct{ src, tgt string }{
+		{`[["x"],["y","z"]]`, `[["z","y"],["x"]]`},
+		{`[["x","y"],null]`, `[null,["y","x"]]`},
+		{`[["z"],["x"]]`, `[["x","z"],["y"]]`},
+	} {
+		shape := []int64{48, 20}
+		got := Transfers(m, shape, 16, mustSharding(t, m, shape, c.src), mustSharding(t, m, shape, c.tgt))
+		require.NotEmpty(t, got)
+		assert.True(t, slices.IsSortedFunc(got, less), "%s -> %s", c.src, c.tgt)
+	}
+}
