@@ -112,11 +112,12 @@ func (b *listBudget) chargeTransfers(field string, m *sharding.Mesh, shape []int
 	return b.charge(field, n*newListShape(m, shape).transferBytes(), strconv.FormatInt(n, 10)+" transfers", fix)
 }
 
-// transfersWithin charges and builds the transfers between before and after, stopping
-// with ctx's error once ctx is done.
-func (b *listBudget) transfersWithin(ctx context.Context, field string, m *sharding.Mesh, shape []int64, bits int, before, after sharding.Sharding, fix string) ([]planner.Transfer, error) {
+// transfersWithin charges and builds the transfers between before and after (from the
+// nearest holders when nearest: planner.Step.NearestHolders), stopping with ctx's error
+// once ctx is done.
+func (b *listBudget) transfersWithin(ctx context.Context, field string, m *sharding.Mesh, shape []int64, bits int, before, after sharding.Sharding, nearest bool, fix string) ([]planner.Transfer, error) {
 	if err := b.chargeTransfers(field, m, shape, before, after, fix); err != nil {
 		return nil, err
 	}
-	return planner.TransfersContext(ctx, m, shape, bits, before, after)
+	return planner.TransfersContext(ctx, m, shape, bits, before, after, nearest)
 }

@@ -490,7 +490,7 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 	}
 	if in.include["transfers"] {
 		// Already charged by chargeIncludes.
-		if resp.Transfers, err = planner.TransfersContext(ctx, m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt)); err != nil {
+		if resp.Transfers, err = planner.TransfersContext(ctx, m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt), false); err != nil {
 			return nil, err
 		}
 	}
@@ -572,7 +572,7 @@ func renderSteps(ctx context.Context, sw *shardingWriter, shape []int64, bits in
 					omitted = true
 					break
 				}
-				runs, ok, err := planner.TransferRunsContext(ctx, m, shape, bits, st.Before, st.After, 8*runLimit)
+				runs, ok, err := planner.TransferRunsContext(ctx, m, shape, bits, st.Before, st.After, st.NearestHolders, 8*runLimit)
 				if err != nil {
 					return nil, false, err
 				}
@@ -586,7 +586,7 @@ func renderSteps(ctx context.Context, sw *shardingWriter, shape []int64, bits in
 				sj.TransferRuns = runs
 				break
 			}
-			if sj.Transfers, err = budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, stepsFix); err != nil {
+			if sj.Transfers, err = budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, st.NearestHolders, stepsFix); err != nil {
 				return nil, false, err
 			}
 		}

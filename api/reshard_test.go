@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardplan/shardplan/internal/planner"
+	"github.com/shardplan/shardplan/internal/sharding"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -297,4 +300,42 @@ func TestReshardEffortOption(t *testing.T) {
 	assert.NotEqual(t, def.PlanID, fast.PlanID)
 	assert.Greater(t, fast.Summary.TimeUS, def.Summary.TimeUS)
 	assert.Less(t, fast.Summary.SearchExpansions, def.Summary.SearchExpansions)
+}
+
+// TestExchangeListsItsHolders: an all_to_all_v the planner prices with the nearest
+// holders (planner.Step.NearestHolders: cheaper there than spreading the senders across
+// an axis) lists those holders' transfers, explicitly and as runs, never the spread
+// ones it did not price.
+func TestExchangeListsItsHolders(t *testing.T) {
+	const body = `{"mesh":"a=2,b=2,c=4,d=4,e=4","shape":[1024,96],"dtype":"bf16","source":[["c","e"],"b"],"target":[null,["d","a","e","c"]],"cost_model":"tpu-v5p"}`
+	m, err := sharding.ParseMeshString("a=2,b=2,c=4,d=4,e=4", "mesh")
+	require.NoError(t, err)
+	shape := []int64{1024, 96}
+	for _, limit := range []int{1024, 16} {
+		s := newTestServer(t, func(d *Deps) { d.Limits.ListDeviceLimit = limit })
+		r := postReshard(t, s, body)
+		i := slices.IndexFunc(r.Steps, func(st StepJSON) bool { return st.Op == "all_to_all_v" })
+		require.GreaterOrEqual(t, i, 0)
+		st := r.Steps[i]
+		parse := func(sj ShardingJSON) sharding.Sharding {
+			b, err := json.Marshal(sj)
+			require.NoError(t, err)
+			sh, err := sharding.Parse(b, m, shape, "s")
+			require.NoError(t, err, string(b))
+			return sh
+		}
+		before, after := parse(st.Before), parse(st.After)
+		nearest := planner.Transfers(m, shape, 16, before, after, true)
+		spread := planner.Transfers(m, shape, 16, before, after, false)
+		require.NotEqual(t, spread, nearest, "the two holder choices differ here")
+		got := st.Transfers
+		if limit < m.NumDevices() {
+			require.Empty(t, got)
+			require.NotEmpty(t, st.TransferRuns)
+			for _, run := range st.TransferRuns {
+				got = append(got, run.Expand()...)
+			}
+		}
+		assert.ElementsMatch(t, nearest, got, "list limit %d", limit)
+	}
 }

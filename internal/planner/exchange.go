@@ -5,8 +5,9 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// digitExchange is the direct all_to_all_v from before to after as a digit map with free
-// digits (cost.Router.PriceDigitExchange), when its transfers are one: every dim tiled
+// digitExchange is the direct all_to_all_v from before to after, with the spread or the
+// nearest holders (newPatternHolders), as a digit map with free digits
+// (cost.Router.PriceDigitExchange), when its transfers are one: every dim tiled
 // evenly in both states with the atom sizes equal position by position. Then a
 // receiver's source tiles are those whose index shares its target index's digits:
 // before's atom at position i of a dim copies the receiver's digit of after's atom at i,
@@ -21,9 +22,9 @@ import (
 // It also returns the transfers that move and the most one device sends or receives:
 // counted in closed form without a pairing (unpairedExchangeCounts), by enumerating
 // them with one (pairedExchangeCounts).
-func (sp *space) digitExchange(before, after state) (dp cost.DigitPermutation, maxPeers int, moving int64, ok bool) {
+func (sp *space) digitExchange(before, after state, nearest bool) (dp cost.DigitPermutation, maxPeers int, moving int64, ok bool) {
 	n := len(sp.atoms)
-	holderOf := newPattern(sp, before, after, false, 0).holderOf
+	holderOf := newPatternHolders(sp, before, after, false, 0, nearest).holderOf
 	paired := false
 	for u, v := range holderOf {
 		paired = paired || int(v) != u
@@ -82,15 +83,15 @@ func (sp *space) digitExchange(before, after state) (dp cost.DigitPermutation, m
 // both spaces; the holders are too when no atom is paired (before and after use the
 // same atoms: a holder's digits past before's atoms are the receiver's in both), which
 // is the only case tried there.
-func (sp *space) exchangeDigits(before, after state) (dp cost.DigitPermutation, maxPeers int, moving int64, ok bool) {
-	if dp, maxPeers, moving, ok = sp.digitExchange(before, after); ok || before.used() != after.used() {
+func (sp *space) exchangeDigits(before, after state, nearest bool) (dp cost.DigitPermutation, maxPeers int, moving int64, ok bool) {
+	if dp, maxPeers, moving, ok = sp.digitExchange(before, after, nearest); ok || before.used() != after.used() {
 		return dp, maxPeers, moving, ok
 	}
 	fine, parts := sp.primeSpace()
 	if fine == nil {
 		return dp, maxPeers, moving, false
 	}
-	return fine.digitExchange(refineState(before, parts), refineState(after, parts))
+	return fine.digitExchange(refineState(before, parts), refineState(after, parts), nearest)
 }
 
 // primeSpace is sp with every atom split into its prime factors, major first, and each

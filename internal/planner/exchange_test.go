@@ -26,7 +26,7 @@ import (
 func TestPriceDigitExchangeIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 8))
 	models := torusProfiles()
-	checked, big, paired := 0, 0, 0
+	checked, big, paired, nearestPaired := 0, 0, 0, 0
 	for i := range 600 {
 		minDev, maxDev := 2, 256
 		if i%10 == 0 {
@@ -38,25 +38,31 @@ func TestPriceDigitExchangeIsExact(t *testing.T) {
 			continue
 		}
 		b, a := sp.stateOf(src), sp.stateOf(tgt)
-		dp, peers, moving, ok := sp.digitExchange(b, a)
-		if !ok {
-			continue
+		for _, nearest := range []bool{false, true} {
+			dp, peers, moving, ok := sp.digitExchange(b, a, nearest)
+			if !ok {
+				continue
+			}
+			name := fmt.Sprintf("%d %s %v %s->%s nearest %v", i, m, shape, src, tgt, nearest)
+			// Declined: more assignments than the router enumerates.
+			checkExchange(t, models, sp, b, a, nearest, dp, peers, moving, name, func(cost.TrafficEstimate) {
+				checked++
+				if dp.Same != nil {
+					paired++
+				}
+				if nearest && sp.pairsHolders(b, a) {
+					nearestPaired++
+				}
+				if m.NumDevices() > 1024 {
+					big++
+				}
+			})
 		}
-		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
-		// Declined: more assignments than the router enumerates.
-		checkExchange(t, models, sp, b, a, dp, peers, moving, name, func(cost.TrafficEstimate) {
-			checked++
-			if dp.Same != nil {
-				paired++
-			}
-			if m.NumDevices() > 1024 {
-				big++
-			}
-		})
 	}
-	t.Logf("%d exchanges checked, %d with paired atoms, %d on more than 1,024 devices", checked, paired, big)
+	t.Logf("%d exchanges checked, %d with paired atoms, %d with the nearest holders where the spread ones pair atoms, %d on more than 1,024 devices", checked, paired, nearestPaired, big)
 	require.Greater(t, checked, 100)
 	require.Greater(t, paired, 30)
+	require.Greater(t, nearestPaired, 30)
 	require.Greater(t, big, 5)
 }
 
@@ -72,8 +78,8 @@ func torusProfiles() []*cost.Fabric {
 
 // exchangePrices prices the direct all_to_all_v from b to a on f twice, on fresh
 // routers: by routing every transfer (want), and from its digits (got, ok).
-func exchangePrices(f *cost.Fabric, sp *space, b, a state, dp cost.DigitPermutation, peers int, moving int64) (want, got cost.TrafficEstimate, ok bool) {
-	want = f.NewRouter(sp.mesh).Price(newPattern(sp, b, a, false, 0).traffic(cost.AllToAllV))
+func exchangePrices(f *cost.Fabric, sp *space, b, a state, nearest bool, dp cost.DigitPermutation, peers int, moving int64) (want, got cost.TrafficEstimate, ok bool) {
+	want = f.NewRouter(sp.mesh).Price(newPatternHolders(sp, b, a, false, 0, nearest).traffic(cost.AllToAllV))
 	got, ok = f.NewRouter(sp.mesh).PriceDigitExchange(dp, peers, moving)
 	return want, got, ok
 }
@@ -82,10 +88,10 @@ func exchangePrices(f *cost.Fabric, sp *space, b, a state, dp cost.DigitPermutat
 // routing every transfer on each model (requireSamePrice), and calls checked with each
 // price that held. A model that declines must be one where nothing moves, or is counted
 // in declined.
-func checkExchange(t *testing.T, models []*cost.Fabric, sp *space, b, a state, dp cost.DigitPermutation, peers int, moving int64, name string, checked func(got cost.TrafficEstimate)) (declined int) {
+func checkExchange(t *testing.T, models []*cost.Fabric, sp *space, b, a state, nearest bool, dp cost.DigitPermutation, peers int, moving int64, name string, checked func(got cost.TrafficEstimate)) (declined int) {
 	t.Helper()
 	for _, f := range models {
-		want, got, ok := exchangePrices(f, sp, b, a, dp, peers, moving)
+		want, got, ok := exchangePrices(f, sp, b, a, nearest, dp, peers, moving)
 		if want.Bytes == 0 {
 			require.False(t, ok, "%s: nothing moves", name)
 			continue
@@ -173,16 +179,16 @@ func TestPriceCoarseExchangeIsExact(t *testing.T) {
 		if newPattern(sp, b, a, false, 0).transfersAtMost() > 1<<17 {
 			continue // routing them all would make the test slow
 		}
-		dp, peers, moving, ok := sp.exchangeDigits(b, a)
+		dp, peers, moving, ok := sp.exchangeDigits(b, a, false)
 		if !ok {
 			continue
 		}
-		if _, _, _, coarse := sp.digitExchange(b, a); !coarse {
+		if _, _, _, coarse := sp.digitExchange(b, a, false); !coarse {
 			reached++
 		}
 		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
 		for _, f := range models {
-			want, got, ok := exchangePrices(f, sp, b, a, dp, peers, moving)
+			want, got, ok := exchangePrices(f, sp, b, a, false, dp, peers, moving)
 			if want.Bytes == 0 {
 				require.False(t, ok, "%s: nothing moves", name)
 				continue
@@ -229,9 +235,9 @@ func TestExchangeOn65536DevicesIsPriced(t *testing.T) {
 
 	sp, _ := newSpace(m, shape, 16, src, tgt)
 	b, a := sp.stateOf(src), sp.stateOf(tgt)
-	_, _, _, ok := sp.digitExchange(b, a)
+	_, _, _, ok := sp.digitExchange(b, a, false)
 	require.False(t, ok, "whole-axis atoms: [x] against [y, z]")
-	dp, peers, moving, ok := sp.exchangeDigits(b, a)
+	dp, peers, moving, ok := sp.exchangeDigits(b, a, false)
 	require.True(t, ok)
 	want := f.NewRouter(m).Price(newPattern(sp, b, a, false, 0).traffic(cost.AllToAllV))
 	r := f.NewRouter(m)
@@ -296,9 +302,9 @@ func TestSwitchedDigitPricingIsExact(t *testing.T) {
 		}
 		b, a := sp.stateOf(src), sp.stateOf(tgt)
 		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
-		if dp, peers, moving, ok := sp.exchangeDigits(b, a); ok {
+		if dp, peers, moving, ok := sp.exchangeDigits(b, a, false); ok {
 			// Declined: paired past the enumeration's cap, or a node boundary inside a digit.
-			declined += checkExchange(t, models, sp, b, a, dp, peers, moving, name, func(got cost.TrafficEstimate) {
+			declined += checkExchange(t, models, sp, b, a, false, dp, peers, moving, name, func(got cost.TrafficEstimate) {
 				links[got.Link]++
 				exchanges++
 				if dp.Same != nil {
@@ -446,9 +452,10 @@ func TestAllowFullRematPicksTheFastest(t *testing.T) {
 
 // TestHybridPlans: a candidate's first steps and then the direct all_to_all_v (hybrid).
 // On a reshard of the random set the all_gather over c,e leaves a small scattered move
-// that one exchange makes in 3.0 µs: 9.5 µs in all, without rematerializing, where the
-// direct exchange alone takes 39.0 µs (its many peer messages) and gathering
-// everything rematerializes. Over the first 100 reshards of the set, every hybrid plan
+// that one exchange makes in 1.0 µs from the nearest holders (3.0 µs from the spread
+// ones, which cross axes to spread the senders): 7.5 µs in all, without
+// rematerializing, where the direct exchange alone takes 37.0 µs (its many peer
+// messages) and gathering everything rematerializes. Over the first 100 reshards of the set, every hybrid plan
 // replays to the target, beats every other candidate, and they are not rare, either
 // way round (the exchange last, or first with the candidate's last steps after it).
 func TestHybridPlans(t *testing.T) {
@@ -463,10 +470,11 @@ func TestHybridPlans(t *testing.T) {
 	require.Equal(t, "gather_then_slice+all_to_all_v", p.name)
 	require.False(t, p.Summary.FullRematerialization)
 	require.Equal(t, []Op{OpAllGather, OpAllToAllV}, ops(p))
-	require.InDelta(t, 9.53, p.Summary.TimeUS, 0.01)
+	require.InDelta(t, 7.53, p.Summary.TimeUS, 0.01)
+	require.True(t, p.Steps[1].NearestHolders, "the exchange asks the nearest holders")
 	for _, c := range p.Summary.Candidates {
 		if c.Name == string(OpAllToAllV) {
-			require.InDelta(t, 39.02, c.TimeUS, 0.01)
+			require.InDelta(t, 37.02, c.TimeUS, 0.01)
 		}
 	}
 	hybrids, first := 0, 0
@@ -642,7 +650,7 @@ func TestPairedExchangeCountsIsTheEnumeration(t *testing.T) {
 		}
 		for _, a := range states {
 			for _, b := range states {
-				dp, peers, moving, ok := p.sp.digitExchange(a, b)
+				dp, peers, moving, ok := p.sp.digitExchange(a, b, false)
 				if !ok || dp.Same == nil {
 					continue
 				}
@@ -711,4 +719,39 @@ func TestHybridsNeverReplicate(t *testing.T) {
 		}
 	}
 	require.Positive(t, checked)
+}
+
+// TestExchangeStepsPriceTheirListedTransfers: every all_to_all_v step of the random
+// set's plans (the first 80, on both profiles) costs what routing its listed transfers
+// costs (Transfers with the step's holders), so a step that asks the nearest holders
+// lists those; and the planner does choose them, on both kinds of fabric.
+func TestExchangeStepsPriceTheirListedTransfers(t *testing.T) {
+	set := randomSet(t)[:80]
+	for _, prof := range []string{"tpu-v5p", "h100"} {
+		f, _ := cost.Profile(prof)
+		steps, nearest := 0, 0
+		for i, pb := range set {
+			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+			p, err := Reshard(context.Background(), r)
+			require.NoError(t, err)
+			for _, c := range append([]*Plan{p}, p.candidates...) {
+				for k, st := range c.Steps {
+					if st.Op != OpAllToAllV {
+						continue
+					}
+					rt := f.NewRouter(pb.mesh)
+					want := rt.Price(explicitTraffic(r, st.Before, st.After, st.NearestHolders)).Estimate
+					require.InDelta(t, want.TimeUS, st.Cost.TimeUS, 1e-9*want.TimeUS, "%s %d %s step %d (nearest %v)", prof, i, c.name, k, st.NearestHolders)
+					steps++
+					if st.NearestHolders {
+						nearest++
+						spread := rt.Price(explicitTraffic(r, st.Before, st.After, false)).Estimate
+						require.Less(t, st.Cost.TimeUS, spread.TimeUS, "%s %d %s step %d: the nearest holders only where cheaper", prof, i, c.name, k)
+					}
+				}
+			}
+		}
+		t.Logf("%s: %d exchange steps, %d from the nearest holders", prof, steps, nearest)
+		require.Greater(t, nearest, 5, prof)
+	}
 }

@@ -157,14 +157,15 @@ func pairsByScan(m *sharding.Mesh, shape []int64, before, after sharding.Shardin
 
 // Transfers lists, for every device, where each part of its tile in `after` comes from:
 // the part it holds in `before` stays (not listed); every other part comes from one
-// holder of the source tile that contains it, chosen as the pattern does (pattern.go:
-// the nearest replica), so these are the transfers the cost model routes. Ranges
+// holder of the source tile that contains it, chosen as the pattern does (pattern.go;
+// nearest: newPatternHolders' nearest holders, as Step.NearestHolders says), so these
+// are the transfers the cost model routes. Ranges
 // are global; SourceLocal and TargetLocal are the same data in the sender's and
 // receiver's buffers. Sorted by receiver, then by range.
 // Cost: O(devices x source tiles intersecting a target tile x rank); TransferCount
 // (listsize.go) bounds its length beforehand.
-func Transfers(m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) []Transfer {
-	out, _ := TransfersContext(context.Background(), m, shape, elemBits, before, after)
+func Transfers(m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, nearest bool) []Transfer {
+	out, _ := TransfersContext(context.Background(), m, shape, elemBits, before, after, nearest)
 	return out
 }
 
@@ -176,12 +177,12 @@ const ctxCheckEvery = 1024
 
 // TransfersContext is Transfers that stops with ctx's error once ctx is done (checked
 // every ctxCheckEvery transfers, and per device).
-func TransfersContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding) ([]Transfer, error) {
+func TransfersContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, nearest bool) ([]Transfer, error) {
 	var out []Transfer
 	if n := TransferCount(m, shape, before, after); n > 0 {
 		out = make([]Transfer, 0, min(n, 1<<21)) // at most a few too many: the kept tiles
 	}
-	if err := eachTransfer(ctx, m, shape, elemBits, before, after, true, func(t Transfer) bool {
+	if err := eachTransfer(ctx, m, shape, elemBits, before, after, nearest, true, func(t Transfer) bool {
 		out = append(out, t)
 		return true
 	}); err != nil {
@@ -241,7 +242,7 @@ func rangesBefore(a, b Range) bool {
 // ctx's error once ctx is done. fn may keep the transfer when keep is set; otherwise
 // its range lists are reused for the next one (a consumer that keeps few of millions,
 // TransferRunsContext, clones those).
-func eachTransfer(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, keep bool, fn func(Transfer) bool) error {
+func eachTransfer(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, nearest, keep bool, fn func(Transfer) bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -258,7 +259,7 @@ func eachTransfer(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits
 	lb := sharding.NewLayout(m, shape, before)
 	la := sharding.NewLayout(m, shape, after)
 	rank := len(shape)
-	p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), false, 0)
+	p := newPatternHolders(sp, sp.stateOf(before), sp.stateOf(after), false, 0, nearest)
 	var err error
 	n := 0
 	var slab Range // the three range lists of transfers to come, carved in turn

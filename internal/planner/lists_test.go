@@ -124,7 +124,7 @@ func TestByReceiverOrder(t *testing.T) {
 		{`[["z"],["x"]]`, `[["x","z"],["y"]]`},
 	} {
 		shape := []int64{48, 20}
-		got := Transfers(m, shape, 16, mustSharding(t, m, shape, c.src), mustSharding(t, m, shape, c.tgt))
+		got := Transfers(m, shape, 16, mustSharding(t, m, shape, c.src), mustSharding(t, m, shape, c.tgt), false)
 		require.NotEmpty(t, got)
 		assert.True(t, slices.IsSortedFunc(got, less), "%s -> %s", c.src, c.tgt)
 	}

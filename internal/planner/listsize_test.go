@@ -33,12 +33,12 @@ func TestTransferCountBounds(t *testing.T) {
 			require.NoError(t, err)
 			tgt, err := sharding.ParseText(tc.tgt, m, tc.shape, "target")
 			require.NoError(t, err)
-			got := int64(len(Transfers(m, tc.shape, 32, src, tgt)))
+			got := int64(len(Transfers(m, tc.shape, 32, src, tgt, false)))
 			bound := TransferCount(m, tc.shape, src, tgt)
 			assert.LessOrEqual(t, got, bound)
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()
-			_, err = TransfersContext(ctx, m, tc.shape, 32, src, tgt)
+			_, err = TransfersContext(ctx, m, tc.shape, 32, src, tgt, false)
 			assert.ErrorIs(t, err, context.Canceled, "a done context stops the list")
 		})
 	}
@@ -69,7 +69,7 @@ func TestTransferCountIsAnUpperBound(t *testing.T) {
 				require.NoError(t, err)
 				tgt, err := sharding.ParseText(b, m, shape, "target")
 				require.NoError(t, err)
-				got, bound := len(Transfers(m, shape, 16, src, tgt)), TransferCount(m, shape, src, tgt)
+				got, bound := len(Transfers(m, shape, 16, src, tgt, false)), TransferCount(m, shape, src, tgt)
 				require.LessOrEqual(t, int64(got), bound, fmt.Sprintf("%v %s -> %s", shape, a, b))
 			}
 		}
@@ -114,7 +114,7 @@ func TestTransferCountIsTheSumOverDevices(t *testing.T) {
 		got := TransferCount(m, shape, src, tgt)
 		require.Equal(t, transferCountByDevice(m, shape, src, tgt), got, name)
 		if m.NumDevices() <= 64 {
-			require.LessOrEqual(t, int64(len(Transfers(m, shape, 32, src, tgt))), got, name)
+			require.LessOrEqual(t, int64(len(Transfers(m, shape, 32, src, tgt, false))), got, name)
 		}
 	}
 }

@@ -95,7 +95,7 @@ func TestPropertyPatternPricingIsExact(t *testing.T) {
 				return true
 			})
 			var listed int64
-			for _, tr := range Transfers(m, shape, 32, src, tgt) {
+			for _, tr := range Transfers(m, shape, 32, src, tgt, false) {
 				listed += tr.Bytes
 				require.NotEqual(t, tr.From, tr.To, name)
 			}

@@ -28,8 +28,9 @@ import (
 // then the direct all_to_all_v, which can change plans; planner/12: the exact pass
 // started at once, the hybrids of the exact, first and anytime passes' plans all
 // offered, and the search's plan a candidate even when dearer than the direct ones,
-// which can make plans faster).
-const Version = "planner/12"
+// which can make plans faster; planner/13: the direct all_to_all_v also priced with
+// the nearest holders, the cheaper kept, which can make plans faster).
+const Version = "planner/13"
 
 // Effort is how long a reshard's search looks for a cheaper plan.
 type Effort string
@@ -166,6 +167,11 @@ type Step struct {
 	// dims; xla_halo.go): Before equals After, Dim is the dim, and the receivers keep
 	// what they receive for the next step.
 	Halo *Halo
+	// NearestHolders is set on an all_to_all_v whose senders are the nearest holders of
+	// the data (Transfers' nearest): wherever the source replicates an axis, the holder
+	// with the receiver's own coordinates, where by default receivers of the same data
+	// ask different holders. The planner prices both and keeps the cheaper.
+	NearestHolders bool
 
 	before, after state // atom states (nil for a fallback step built from shardings)
 }

@@ -179,7 +179,7 @@ func replay(t *testing.T, p *Plan) {
 			incoming = map[int][]box{}
 			var most int64
 			recv := map[int]int64{}
-			for _, tr := range Transfers(m, r.Shape, r.ElemBits, st.Before, st.After) {
+			for _, tr := range Transfers(m, r.Shape, r.ElemBits, st.Before, st.After, st.NearestHolders) {
 				require.True(t, covered(box(tr.Ranges), []box{tileBox(lb, tr.From)}), "step %d: device %d sends %v it does not hold", i, tr.From, tr.Ranges)
 				incoming[tr.To] = append(incoming[tr.To], box(tr.Ranges))
 				recv[tr.To] += tr.Bytes

@@ -145,9 +145,9 @@ func (b *transferRuns) result() ([]TransferRun, bool) {
 // TransferRunsContext is Transfers as runs, in the pattern's order; complete is false
 // (and runs nil) when more than maxRuns would be needed. It stops with ctx's error once
 // ctx is done.
-func TransferRunsContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, maxRuns int) (runs []TransferRun, complete bool, err error) {
+func TransferRunsContext(ctx context.Context, m *sharding.Mesh, shape []int64, elemBits int, before, after sharding.Sharding, nearest bool, maxRuns int) (runs []TransferRun, complete bool, err error) {
 	b := transferRuns{max: maxRuns}
-	if err = eachTransfer(ctx, m, shape, elemBits, before, after, false, b.add); err != nil {
+	if err = eachTransfer(ctx, m, shape, elemBits, before, after, nearest, false, b.add); err != nil {
 		return nil, !b.over, err
 	}
 	runs, complete = b.result()

@@ -24,9 +24,9 @@ func TestRunsExpandToTheLists(t *testing.T) {
 		}
 		m, shape, src, tgt := randomReshard(t, rng, minDev, maxDev, []int64{1, 16})
 		name := fmt.Sprintf("%d %s %v %s->%s", i, m, shape, src, tgt)
-		want, err := TransfersContext(context.Background(), m, shape, 32, src, tgt)
+		want, err := TransfersContext(context.Background(), m, shape, 32, src, tgt, false)
 		require.NoError(t, err, name)
-		runs, complete, err := TransferRunsContext(context.Background(), m, shape, 32, src, tgt, 1<<20)
+		runs, complete, err := TransferRunsContext(context.Background(), m, shape, 32, src, tgt, false, 1<<20)
 		require.NoError(t, err, name)
 		require.True(t, complete, name)
 		var got []Transfer
@@ -37,7 +37,7 @@ func TestRunsExpandToTheLists(t *testing.T) {
 		sortTransfers(got)
 		require.Equal(t, want, got, name)
 		if len(want) > 0 {
-			_, complete, _ = TransferRunsContext(context.Background(), m, shape, 32, src, tgt, len(runs)-1)
+			_, complete, _ = TransferRunsContext(context.Background(), m, shape, 32, src, tgt, false, len(runs)-1)
 			assert.Equal(t, len(runs) == 0, complete, "%s: a budget below the runs needed is reported", name)
 		}
 		shuffled := shuffleAtoms(rng, m, src)
@@ -55,7 +55,7 @@ func TestRunsExpandToTheLists(t *testing.T) {
 	m := mustMesh(t, "d=1024")
 	shape := []int64{4096, 4096}
 	src, tgt := mustSharding(t, m, shape, `["d", null]`), mustSharding(t, m, shape, `[null, "d"]`)
-	runs, complete, err := TransferRunsContext(context.Background(), m, shape, 16, src, tgt, 1<<16)
+	runs, complete, err := TransferRunsContext(context.Background(), m, shape, 16, src, tgt, false, 1<<16)
 	require.NoError(t, err)
 	require.True(t, complete)
 	n := 0

@@ -90,6 +90,7 @@ type space struct {
 	router      *cost.Router // prices point-to-point steps (routed)
 	routerModel cost.Model
 	routes      map[routeKey]cost.Estimate
+	nearest     map[routeKey]bool          // exchanges of routes priced with the nearest holders
 	digitRoutes map[digitKey]cost.Estimate // digit permutations by their mapping
 	srcBuf      []byte
 	digits      []cost.Digit // per atom (digitPermutation)

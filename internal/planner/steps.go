@@ -145,7 +145,7 @@ func (sp *space) directStep(r *Request, from, goal state, unr []sharding.AxisRef
 func (sp *space) directStepBytes(r *Request, from, goal state, unr []sharding.AxisRef, bytes int64) Step {
 	st := sp.directStepUnpriced(r, from, goal, unr, bytes)
 	if est, ok := sp.routed(r, from, goal, false, 0); ok {
-		st.Cost = est
+		st.Cost, st.NearestHolders = est, sp.nearestHolders(from, goal)
 	} else {
 		st.Cost = r.Model.Estimate(cost.Collective{Kind: cost.AllToAllV, Bytes: st.BytesPerDevice, Mesh: r.Mesh, Axes: st.MeshAxes})
 	}
@@ -194,7 +194,7 @@ func directFromShardings(r *Request, between int64) Step {
 	st.GroupCount = r.Mesh.NumDevices() / max(st.GroupSize, 1)
 	if tm, ok := r.Model.(trafficModel); ok {
 		rt := tm.AcquireRouter(r.Mesh)
-		st.Cost = rt.Price(explicitTraffic(r, r.Source, r.Target)).Estimate
+		st.Cost = rt.Price(explicitTraffic(r, r.Source, r.Target, false)).Estimate
 		rt.Release()
 	} else {
 		st.Cost = r.Model.Estimate(cost.Collective{Kind: cost.AllToAllV, Bytes: st.BytesPerDevice, Mesh: r.Mesh, Axes: axes})
@@ -203,13 +203,14 @@ func directFromShardings(r *Request, between int64) Step {
 }
 
 // explicitTraffic is the all_to_all_v from before to after as the full list of
-// Transfers, for shardings that fit no common atom space.
-func explicitTraffic(r *Request, before, after sharding.Sharding) *cost.Traffic {
+// Transfers (from the nearest holders when nearest), for shardings that fit no common
+// atom space (and for tests, which price a step's listed transfers).
+func explicitTraffic(r *Request, before, after sharding.Sharding, nearest bool) *cost.Traffic {
 	m := r.Mesh
 	return &cost.Traffic{Kind: cost.AllToAllV, Mesh: m, Each: func(yield func(from, to []int, bytes int64) bool) {
 		from := make([]int, len(m.Axes))
 		to := make([]int, len(m.Axes))
-		for _, t := range Transfers(m, r.Shape, r.ElemBits, before, after) {
+		for _, t := range Transfers(m, r.Shape, r.ElemBits, before, after, nearest) {
 			m.Coords(m.PositionOf(t.From), from)
 			m.Coords(m.PositionOf(t.To), to)
 			if !yield(from, to, t.Bytes) {
