@@ -723,17 +723,16 @@ func encodeReshardJSON(r *ReshardResponse) ([]byte, error) {
 	}
 	e := jsonAppender{b: buf}
 	e.reshard(r)
-	if cap(e.b) <= maxScratch {
-		defer func() { *bp = e.b[:0]; answerScratch.Put(bp) }()
-	} else {
-		defer answerScratch.Put(bp)
-	}
-	if e.err != nil {
-		return encodeJSON(r)
-	}
 	// The plan memo keeps answers at their capacity: a copy of the answer's size.
 	out := make([]byte, len(e.b))
 	copy(out, e.b)
+	if cap(e.b) <= maxScratch {
+		*bp = e.b[:0]
+	}
+	answerScratch.Put(bp)
+	if e.err != nil {
+		return encodeJSON(r)
+	}
 	return out, nil
 }
 

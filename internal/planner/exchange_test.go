@@ -755,3 +755,28 @@ func TestExchangeStepsPriceTheirListedTransfers(t *testing.T) {
 		require.Greater(t, nearest, 5, prof)
 	}
 }
+
+// TestPairsHoldersMatchesThePattern: pairsHolders, the cheap test routed and
+// exchangeByDigits use before pricing the nearest holders, says exactly whether the
+// spread pattern pairs an atom (else the two holder choices are one pattern), on random
+// reshards.
+func TestPairsHoldersMatchesThePattern(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 24))
+	seen := map[bool]int{}
+	for range 400 {
+		m, shape, src, tgt := randomReshard(t, rng, 2, 256, []int64{1, 16, 64})
+		sp, ok := newSpace(m, shape, 16, src, tgt)
+		if !ok {
+			continue
+		}
+		b, a := sp.stateOf(src), sp.stateOf(tgt)
+		paired := false
+		for u, v := range newPattern(sp, b, a, false, 0).holderOf {
+			paired = paired || int(v) != u
+		}
+		require.Equal(t, paired, sp.pairsHolders(b, a), "%s %v %s -> %s", m, shape, src, tgt)
+		seen[paired]++
+	}
+	require.Greater(t, seen[true], 20)
+	require.Greater(t, seen[false], 20)
+}
