@@ -450,6 +450,44 @@ func TestAllowFullRematPicksTheFastest(t *testing.T) {
 	}
 }
 
+// TestDearerSearchPlansOfferTheirHybrids: planner/14's two changes, on reshards of the
+// random set (tpu-v5p) whose best plan is a hybrid of a search plan that is not the
+// search's answer. Reshards 23, 99 and 198: the exact pass's plan costs more than the
+// direct all_to_all_v, so a pass bounded by that exchange (planner/13) pruned it and
+// answered the exchange (23: 4,485.9 µs); bounded by exactBoundSlack times it, the pass
+// finds the plan and its hybrid wins. Reshards 8, 197 and 227: the exact plan is the
+// search's, and the anytime pass's dearer plan makes the better hybrid (planner/13
+// offered it only when that plan was the search's: 8 answered 18.55 µs). Each plan
+// replays to the target and beats every other candidate.
+func TestDearerSearchPlansOfferTheirHybrids(t *testing.T) {
+	f, _ := cost.Profile("tpu-v5p")
+	set := randomSet(t)
+	for _, tc := range []struct {
+		i    int
+		name string
+		us   float64
+	}{
+		{23, "all_to_all_v+search", 3920.68},
+		{99, "search+all_to_all_v", 954451.18},
+		{198, "all_to_all_v+search", 357956.94},
+		{8, "all_to_all_v+search", 15.65},
+		{197, "search+all_to_all_v", 9.91},
+		{227, "search+all_to_all_v", 3374.44},
+	} {
+		pb := set[tc.i]
+		p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
+		require.NoError(t, err, "reshard %d", tc.i)
+		replay(t, p)
+		assert.Equal(t, tc.name, p.name, "reshard %d", tc.i)
+		assert.InDelta(t, tc.us, p.Summary.TimeUS, 0.01, "reshard %d", tc.i)
+		for _, c := range p.candidates {
+			if c != p {
+				assert.Less(t, p.Summary.TimeUS, c.Summary.TimeUS, "reshard %d: %s beats %s", tc.i, p.name, c.name)
+			}
+		}
+	}
+}
+
 // TestHybridPlans: a candidate's first steps and then the direct all_to_all_v (hybrid).
 // On a reshard of the random set the all_gather over c,e leaves a small scattered move
 // that one exchange makes in 1.0 µs from the nearest holders (3.0 µs from the spread

@@ -29,8 +29,10 @@ import (
 // started at once, the hybrids of the exact, first and anytime passes' plans all
 // offered, and the search's plan a candidate even when dearer than the direct ones,
 // which can make plans faster; planner/13: the direct all_to_all_v also priced with
-// the nearest holders, the cheaper kept, which can make plans faster).
-const Version = "planner/13"
+// the nearest holders, the cheaper kept, which can make plans faster; planner/14: the
+// exact pass bounded by exactBoundSlack times the other plans, and the anytime pass's
+// plan's hybrids offered beside the exact plan's, which can make plans faster).
+const Version = "planner/14"
 
 // Effort is how long a reshard's search looks for a cheaper plan.
 type Effort string
@@ -283,7 +285,8 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		side.postGreedy(greedy, !math.IsInf(ub, 1))
 		// The exact pass's plan, built and its hybrids priced on its own goroutine, then
 		// the first weighted pass's hybrids there too; the anytime pass's, on this one
-		// while the exact pass still runs (else after it, if it is the search's plan).
+		// while the exact pass still runs (else after it: as the search's plan, or when
+		// it improved on the first pass's plan and the exact plan is the search's).
 		// Every one of them is offered: a plan that costs more move by move can still
 		// make the better hybrid.
 		var exactSteps, anySteps []Step
@@ -343,6 +346,9 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			case sp.searchFromExact:
 				sc.Steps = exactSteps
 				hybrids = append(hybrids, exactHybrid)
+				if anyHybrid != nil { // the anytime pass's plan, dearer or as dear
+					hybrids = append(hybrids, anyHybrid)
+				}
 			case anySteps != nil && sameMoves(moves, anyMoves):
 				sc.Steps = anySteps
 				hybrids = append(hybrids, anyHybrid)
