@@ -488,6 +488,86 @@ func TestDearerSearchPlansOfferTheirHybrids(t *testing.T) {
 	}
 }
 
+// TestMiddleExchangeHybrids: a search plan's first steps, one all_to_all_v in place of
+// some steps after them, and its last steps (planner/15). Random-set reshard 18
+// (tpu-v5p): the search permutes, gathers over b, then an exchange of 2 µs does what
+// its all_to_all and slice did, and a gather and an all_to_all finish: 11.15 µs. Over the
+// random set on both profiles such plans are common, each replays to the target, has
+// its exchange strictly inside, and beats every other candidate that does not
+// rematerialize.
+func TestMiddleExchangeHybrids(t *testing.T) {
+	f, _ := cost.Profile("tpu-v5p")
+	pb := randomSet(t)[18]
+	p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
+	require.NoError(t, err)
+	replay(t, p)
+	require.Equal(t, "search+all_to_all_v+search", p.name)
+	require.Equal(t, []Op{OpCollectivePermute, OpAllGather, OpAllToAllV, OpAllGather, OpAllToAll}, ops(p))
+	require.InDelta(t, 11.15, p.Summary.TimeUS, 0.01)
+	for _, prof := range []string{"tpu-v5p", "h100"} {
+		f, _ := cost.Profile(prof)
+		middle := 0
+		for i, pb := range randomSet(t) {
+			p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
+			require.NoError(t, err)
+			if p.name != "search+all_to_all_v+search" {
+				continue
+			}
+			middle++
+			replay(t, p)
+			x := slices.IndexFunc(p.Steps, func(st Step) bool { return st.Op == OpAllToAllV })
+			require.True(t, x > 0 && x < len(p.Steps)-1, "%s reshard %d: the exchange is step %d of %d", prof, i, x, len(p.Steps))
+			require.False(t, p.Summary.FullRematerialization)
+			for _, c := range p.candidates {
+				if c != p && !c.Summary.FullRematerialization {
+					require.Less(t, p.Summary.TimeUS, c.Summary.TimeUS, "%s reshard %d: %s beats %s", prof, i, p.name, c.name)
+				}
+			}
+		}
+		require.GreaterOrEqual(t, middle, 15, prof)
+	}
+}
+
+// TestHybridsSliceWhereNothingMoves: where a hybrid's exchange would move nothing (every
+// device holds its tile already after the kept steps), the hybrid slices instead. An
+// all_to_all_v of no transfers was priced 0 µs, yet a front-end would launch it. Random-set
+// reshard 80 (tpu-v5p) gathers over d:(1)2 and then slices (4.32 µs, where planner/14
+// answered the gather and an empty exchange); reshard 236 (h100) slices over e first,
+// then permutes (9.96 µs). Planning the random set with the floor that used to prune such
+// windows left the latter out (11.76 µs). No plan of the set on either profile has an
+// exchange that moves nothing.
+func TestHybridsSliceWhereNothingMoves(t *testing.T) {
+	for _, tc := range []struct {
+		prof string
+		i    int
+		name string
+		ops  []Op
+		us   float64
+	}{
+		{"tpu-v5p", 80, "gather_then_slice+slice", []Op{OpAllGather, OpSlice}, 4.32},
+		{"h100", 236, "slice+search", []Op{OpSlice, OpCollectivePermute}, 9.96},
+	} {
+		f, _ := cost.Profile(tc.prof)
+		pb := randomSet(t)[tc.i]
+		p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
+		require.NoError(t, err)
+		replay(t, p)
+		assert.Equal(t, tc.name, p.name, "%s reshard %d", tc.prof, tc.i)
+		assert.Equal(t, tc.ops, ops(p), "%s reshard %d", tc.prof, tc.i)
+		assert.InDelta(t, tc.us, p.Summary.TimeUS, 0.01, "%s reshard %d", tc.prof, tc.i)
+	}
+	for _, prof := range []string{"tpu-v5p", "h100"} {
+		f, _ := cost.Profile(prof)
+		for i, pb := range randomSet(t) {
+			p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
+			require.NoError(t, err)
+			for k, st := range p.Steps {
+				assert.False(t, st.Op == OpAllToAllV && st.BytesPerDevice == 0, "%s reshard %d step %d: an exchange that moves nothing", prof, i, k)
+			}
+		}
+	}
+}
+
 // TestHybridPlans: a candidate's first steps and then the direct all_to_all_v (hybrid).
 // On a reshard of the random set the all_gather over c,e leaves a small scattered move
 // that one exchange makes in 1.0 µs from the nearest holders (3.0 µs from the spread
@@ -539,9 +619,10 @@ func TestHybridPlans(t *testing.T) {
 	require.GreaterOrEqual(t, first, 10)
 
 	// Partial sums: the hybrids of a plan that starts by reducing keep its reductions
-	// first (an exchange moves data, it does not add it up) and replay to the target,
-	// even when the reductions are priced as if they cost a second (which an exchange
-	// that took their place would save).
+	// first (an exchange moves data, it does not add it up), replay to the target and
+	// cost no more than the plan (when it does not rematerialize), even when the reductions are priced as if they cost a
+	// second (which an exchange that took their place would save, and which a hybrid's
+	// limit must count).
 	reduced := 0
 	for _, pb := range randomProblems(t, 600) {
 		if len(pb.src.Unreduced) == 0 {
@@ -561,17 +642,21 @@ func TestHybridPlans(t *testing.T) {
 			if i0 == 0 {
 				continue
 			}
-			c = &Plan{Request: r, sp: p.sp, Steps: slices.Clone(c.Steps), name: c.name}
+			// Named search, so that hybridOf tries its middle windows too.
+			c = &Plan{Request: r, sp: p.sp, Steps: slices.Clone(c.Steps), name: "search"}
 			for i := range i0 {
 				c.Steps[i].Cost.TimeUS = 1e6
 			}
-			h := p.sp.hybridOf(r, c, p.sp.stateOf(r.Target))
+			h := p.sp.hybridOf(r, c, p.sp.stateOf(r.Target), math.Inf(1))
 			if h == nil {
 				continue
 			}
 			reduced++
 			for i := range i0 {
 				require.Equal(t, c.Steps[i].Op, h.Steps[i].Op, "%s keeps %s's reductions", h.name, c.name)
+			}
+			if c.finishTotals(); !c.Summary.FullRematerialization { // else h may cost more
+				require.LessOrEqual(t, h.Summary.TimeUS, c.Summary.TimeUS*(1+1e-9), "%s is no dearer than %s", h.name, c.name)
 			}
 			replay(t, h)
 		}
@@ -746,7 +831,7 @@ func TestHybridsNeverReplicate(t *testing.T) {
 			continue
 		}
 		for _, c := range p.candidates {
-			h := p.sp.hybridOf(r, c, p.sp.stateOf(r.Target))
+			h := p.sp.hybridOf(r, c, p.sp.stateOf(r.Target), math.Inf(1))
 			if h == nil {
 				continue
 			}

@@ -31,8 +31,10 @@ import (
 // which can make plans faster; planner/13: the direct all_to_all_v also priced with
 // the nearest holders, the cheaper kept, which can make plans faster; planner/14: the
 // exact pass bounded by exactBoundSlack times the other plans, and the anytime pass's
-// plan's hybrids offered beside the exact plan's, which can make plans faster).
-const Version = "planner/14"
+// plan's hybrids offered beside the exact plan's, which can make plans faster;
+// planner/15: hybrids with the exchange in the middle of a search plan, likewise, and
+// a local slice in place of a hybrid's exchange that would move nothing).
+const Version = "planner/15"
 
 // Effort is how long a reshard's search looks for a cheaper plan.
 type Effort string
@@ -296,7 +298,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			ep := &Plan{Request: r, sp: fork}
 			ep.Steps = fork.steps(r, append(slices.Clone(pre), mv...)) // mv is merged already
 			exactSteps = ep.Steps
-			if exactHybrid = fork.hybridOf(r, ep.named("search"), goal); exactHybrid != nil {
+			if exactHybrid = fork.hybridOf(r, ep.named("search"), goal, side.limit()); exactHybrid != nil {
 				exactHybrid.sp = sp
 			}
 		}
@@ -308,7 +310,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			// hybrid that wins is one, and routing others transfer by transfer put
 			// 100-200 µs on large meshes' median for no plan.
 			fork.closedFormOnly = true
-			firstHybrid = fork.hybridOf(r, fp.named("search"), goal)
+			firstHybrid = fork.hybridOf(r, fp.named("search"), goal, side.limit())
 			fork.closedFormOnly = false
 			if firstHybrid != nil {
 				firstHybrid.sp = sp
@@ -318,7 +320,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			ap := &Plan{Request: r, sp: sp}
 			ap.Steps = sp.steps(r, append(slices.Clone(pre), mv...))
 			anyMoves, anySteps = mv, ap.Steps
-			anyHybrid = sp.hybridOf(r, ap.named("search"), goal)
+			anyHybrid = sp.hybridOf(r, ap.named("search"), goal, side.limit())
 		}
 		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub, func() float64 {
 			side.wait()
@@ -354,7 +356,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 				hybrids = append(hybrids, anyHybrid)
 			default:
 				sc.Steps = sp.steps(r, append(pre, moves...))
-				hybrids = append(hybrids, sp.hybridOf(r, sc.named("search"), goal))
+				hybrids = append(hybrids, sp.hybridOf(r, sc.named("search"), goal, side.limit()))
 			}
 			cands = append(cands, sc.named("search"))
 		}
@@ -440,7 +442,12 @@ type sideWork struct {
 	hybrids []*Plan // hybridOf the greedy plan and the direct candidates
 	omitted bool    // the direct all_to_all_v was left out for its transfers
 	ub      float64
-	bounds  reshardBounds
+	// hybridCap is what a hybrid must cost less than to be chosen: the cheapest of
+	// the greedy plan and the direct candidates (the full plans, reductions included)
+	// that pickBest could choose over it (those without a full rematerialization,
+	// unless the request allows one), with a hair of slack for the tie-breaks.
+	hybridCap float64
+	bounds    reshardBounds
 	// greedy carries the greedy plan (and whether it does without a full
 	// rematerialization) from the request's goroutine, posted once (postGreedy).
 	greedy chan greedyPlan
@@ -472,6 +479,14 @@ func requestBounds(r *Request) (between, lb int64) {
 	return between, lowerBoundWith(r, between)
 }
 
+// limit waits for the side work and returns its hybridCap, which bounds the hybrids
+// of the search's plans: hybridOf leaves out every hybrid that costs more, as no such
+// hybrid could be chosen.
+func (w *sideWork) limit() float64 {
+	w.wait()
+	return w.hybridCap
+}
+
 // wait blocks until the side work is done (any number of calls; a panic of the side
 // work is raised on the first).
 func (w *sideWork) wait() { w.run.wait() }
@@ -490,8 +505,17 @@ func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce
 		g := <-w.greedy
 		fork := sp.fork()
 		w.direct, w.omitted = fork.directCandidates(r, pre, start, goal, reduce, between, g.ok)
+		w.hybridCap = math.Inf(1)
+		for _, c := range w.direct {
+			c.finishTotals() // the greedy plan's are (greedyIncumbent), and are read only here
+		}
 		for _, c := range append(slices.Clone(g.plans), w.direct...) {
-			if h := fork.hybridOf(r, c, goal); h != nil {
+			if !c.Summary.FullRematerialization || r.AllowFullRemat {
+				w.hybridCap = min(w.hybridCap, c.Summary.TimeUS*(1+1e-9))
+			}
+		}
+		for _, c := range append(slices.Clone(g.plans), w.direct...) {
+			if h := fork.hybridOf(r, c, goal, w.hybridCap); h != nil {
 				h.sp = sp
 				w.hybrids = append(w.hybrids, h)
 			}
@@ -567,8 +591,10 @@ const maxHybridTransfers = 1 << 12
 
 // hybridOf is the cheapest plan that takes the first steps of c and then the direct
 // all_to_all_v from where they leave the tensor to goal, or one all_to_all_v that makes
-// c's first steps and then c's remaining ones, priced on sp (nil: none cheaper than c,
-// or the request does not allow the exchange). A search step moves whole tiles the
+// c's first steps and then c's remaining ones, or c's first steps, one all_to_all_v
+// that makes some steps after them and c's remaining ones (a search plan's only),
+// priced on sp (nil: none cheaper than c, or the request does not allow the
+// exchange). A search step moves whole tiles the
 // structured way (a gather, an all-to-all), and what is left (or what comes before) is
 // often a small, scattered move that no one structured collective makes but one
 // exchange does: on issue 12's random set 112 of 250 plans got cheaper this way on
@@ -578,7 +604,7 @@ const maxHybridTransfers = 1 << 12
 // closed form. Reshard prices the hybrids of its candidates beside the search where it
 // can (the greedy plan's and gather-then-slice's in the side work, the exact pass's on
 // its goroutine) and bestHybrid keeps the best.
-func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
+func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan {
 	if !r.allowed(OpAllToAllV) || !sp.canRoute(r) || len(c.Steps) < 2 {
 		return nil
 	}
@@ -594,12 +620,11 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 	if remat && !replicatedEnds {
 		bestT = math.Inf(1) // a hybrid without the rematerialization may cost more
 	}
-	// Every step pays at least the model's least latency: a hybrid whose kept steps
-	// leave less than that to beat bestT is not priced.
+	bestT = min(bestT, limit)
+	// An exchange that moves data pays at least the model's least latency, but one
+	// whose every receiver holds its tile already moves nothing and costs nothing (a
+	// gather may leave exactly that): no floor below the exchange.
 	floor := 0.0
-	if tb, ok := r.Model.(timeBounder); ok {
-		floor = tb.MinLatency(r.Mesh)
-	}
 	var best *Plan
 	keep := func(name string, steps []Step) {
 		h := &Plan{Request: r, sp: sp, Steps: steps}
@@ -617,7 +642,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 			continue
 		}
 		if d, ok := sp.hybridExchange(r, st.after, goal, bestT-t); ok {
-			keep(c.name+"+"+string(OpAllToAllV), append(slices.Clone(c.Steps[:k+1]), d))
+			keep(c.name+"+"+string(d.Op), append(slices.Clone(c.Steps[:k+1]), d))
 		}
 	}
 	// Exchange first: c's first steps, up to k, made by one exchange from where they take
@@ -641,7 +666,41 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 			continue // the exchange's end, st.After, is a state of the hybrid too
 		}
 		if d, ok := sp.hybridExchange(r, from, st.after, bestT-rest); ok {
-			keep(string(OpAllToAllV)+"+"+c.name, append(append(slices.Clone(c.Steps[:i0]), d), c.Steps[k+1:]...))
+			keep(string(d.Op)+"+"+c.name, append(append(slices.Clone(c.Steps[:i0]), d), c.Steps[k+1:]...))
+		}
+	}
+	// Exchange in the middle (planner/15): c's steps before i kept, one exchange in
+	// place of steps i..k, the steps after k kept (i past the reductions and past c's
+	// first step, k before its last: the two kinds above cover the other windows).
+	// Often a free local slice first, so that the exchange moves less, and a gather
+	// after it. Only a search plan's windows, and only exchanges priced in closed form:
+	// there are quadratically many, and on issue 12's random set and large meshes no
+	// other candidate's, and no routed one, made a plan faster (BENCHMARKS.md, session
+	// 14).
+	for i := i0 + 1; i < len(c.Steps)-1 && c.name == "search"; i++ {
+		if c.Steps[i].before == nil || !replicatedEnds && c.Steps[i].Before.IsFullyReplicated() {
+			break // the hybrid would keep a rematerializing prefix
+		}
+		prefix := 0.0 // c's steps before i, its reductions included
+		for _, st := range c.Steps[:i] {
+			prefix += st.Cost.TimeUS
+		}
+		suffix := total - prefix // c's steps after k
+		for k := i; k < len(c.Steps)-1; k++ {
+			st := c.Steps[k]
+			suffix -= st.Cost.TimeUS
+			if st.after == nil || isReduction(st.Op) {
+				break
+			}
+			if prefix+suffix+floor >= bestT || rematAfter(c.Steps[k:len(c.Steps)-1], replicatedEnds) {
+				continue
+			}
+			if !sp.exchangeInClosedForm(r, c.Steps[i].before, st.after) {
+				continue
+			}
+			if d, ok := sp.hybridExchange(r, c.Steps[i].before, st.after, bestT-prefix-suffix); ok {
+				keep(c.name+"+"+string(d.Op)+"+"+c.name, append(append(slices.Clone(c.Steps[:i]), d), c.Steps[k+1:]...))
+			}
 		}
 	}
 	return best
@@ -649,8 +708,18 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state) *Plan {
 
 // hybridExchange is the direct all_to_all_v from before to after when it takes less
 // than limit µs and can be priced cheaply: in closed form, or by routing at most
-// maxHybridTransfers transfers (ok false otherwise).
+// maxHybridTransfers transfers (ok false otherwise). Where every device holds its
+// after tile already (after only appends unused atoms to before's dims), it is the
+// local slice instead: an exchange of no transfers would still be a collective to
+// launch, which its price (0) would hide.
 func (sp *space) hybridExchange(r *Request, before, after state, limit float64) (Step, bool) {
+	if sp.sliceOnly(before, after) {
+		if limit <= 0 {
+			return Step{}, false
+		}
+		unr := r.Target.Unreduced
+		return sp.steps(r, []move{{op: OpSlice, before: before, after: after, unrBefore: unr, unrAfter: unr}})[0], true
+	}
 	if !sp.exchangeInClosedForm(r, before, after) && (sp.closedFormOnly || newPattern(sp, before, after, false, 0).transfersAtMost() > maxHybridTransfers) {
 		return Step{}, false
 	}
@@ -658,6 +727,33 @@ func (sp *space) hybridExchange(r *Request, before, after state, limit float64) 
 		return Step{}, false // priced (memoized for directStep) and not cheaper
 	}
 	return sp.directStep(r, before, after, r.Target.Unreduced), true
+}
+
+// sliceOnly reports whether after differs from before only by atoms, unused in
+// before, appended to the minor end of its dims, and each device's after tile lies in
+// its before tile (on an uneven dim the ceildiv boundaries need not nest): a local
+// slice makes it.
+func (sp *space) sliceOnly(before, after state) bool {
+	used, changed := before.used(), false
+	for d := range after {
+		b, a := before[d], after[d]
+		if len(a) < len(b) || !slices.Equal(b, a[:len(b)]) {
+			return false
+		}
+		for _, x := range a[len(b):] {
+			if used&(1<<x) != 0 {
+				return false
+			}
+		}
+		if len(a) == len(b) {
+			continue
+		}
+		changed = true
+		if D := sp.shape[d]; (D%int64(sp.count(b)) != 0 || D%int64(sp.count(a)) != 0) && !sp.dimCovered(d, b, a, 0) {
+			return false
+		}
+	}
+	return changed
 }
 
 // isReduction reports whether op reduces partial sums.
