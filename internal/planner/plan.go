@@ -33,8 +33,9 @@ import (
 // exact pass bounded by exactBoundSlack times the other plans, and the anytime pass's
 // plan's hybrids offered beside the exact plan's, which can make plans faster;
 // planner/15: hybrids with the exchange in the middle of a search plan, likewise, and
-// a local slice in place of a hybrid's exchange that would move nothing).
-const Version = "planner/15"
+// a local slice in place of a hybrid's exchange that would move nothing; planner/16:
+// the best hybrid's own hybrids, a second exchange, likewise).
+const Version = "planner/16"
 
 // Effort is how long a reshard's search looks for a cheaper plan.
 type Effort string
@@ -178,6 +179,9 @@ type Step struct {
 	NearestHolders bool
 
 	before, after state // atom states (nil for a fallback step built from shardings)
+	// origin names where a hybrid's step comes from: the candidate it was kept from, or
+	// the op that replaced some of its steps ("": the plan's own).
+	origin string
 }
 
 // Summary totals a plan.
@@ -364,6 +368,20 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		cands = append(cands, side.direct...)
 		if h := bestHybrid(r, cands, append(hybrids, side.hybrids...)); h != nil {
 			cands = append(cands, h)
+			// A second exchange: the hybrids of the best hybrid, priced in closed form.
+			// Two exchanges can beat one by half: dimension-ordered routing puts the
+			// direct exchange's crossings on the few lines whose transfers need them,
+			// and an exchange to an intermediate sharding spreads the data over more
+			// lines first (random set: 22 plans faster on tpu-v5p, to 0.73x; reshard
+			// 198's two exchanges take half the direct one's time; routing the second
+			// round's exchanges too gained nothing more and cost h100 large meshes
+			// 10-20%; BENCHMARKS.md, session 14).
+			sp.closedFormOnly = true
+			h2 := bestHybrid(r, cands, []*Plan{sp.hybridOf(r, h, goal, side.limit())})
+			sp.closedFormOnly = false
+			if h2 != nil {
+				cands = append(cands, h2)
+			}
 		}
 		if side.omitted && allRematerialize(cands) {
 			av, err := sp.lateExchange(ctx, r, pre, start, goal, side.bounds.between)
@@ -626,9 +644,9 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 	// gather may leave exactly that): no floor below the exchange.
 	floor := 0.0
 	var best *Plan
-	keep := func(name string, steps []Step) {
+	keep := func(steps []Step) {
 		h := &Plan{Request: r, sp: sp, Steps: steps}
-		h.named(name).finishTotals()
+		h.named(hybridName(steps, c.name)).finishTotals()
 		best, bestT = h, h.Summary.TimeUS
 	}
 	// Exchange last: c's first steps, up to k, then the exchange to goal.
@@ -642,7 +660,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 			continue
 		}
 		if d, ok := sp.hybridExchange(r, st.after, goal, bestT-t); ok {
-			keep(c.name+"+"+string(d.Op), append(slices.Clone(c.Steps[:k+1]), d))
+			keep(append(slices.Clone(c.Steps[:k+1]), replaced(d)))
 		}
 	}
 	// Exchange first: c's first steps, up to k, made by one exchange from where they take
@@ -666,7 +684,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 			continue // the exchange's end, st.After, is a state of the hybrid too
 		}
 		if d, ok := sp.hybridExchange(r, from, st.after, bestT-rest); ok {
-			keep(string(d.Op)+"+"+c.name, append(append(slices.Clone(c.Steps[:i0]), d), c.Steps[k+1:]...))
+			keep(append(append(slices.Clone(c.Steps[:i0]), replaced(d)), c.Steps[k+1:]...))
 		}
 	}
 	// Exchange in the middle (planner/15): c's steps before i kept, one exchange in
@@ -677,7 +695,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 	// there are quadratically many, and on issue 12's random set and large meshes no
 	// other candidate's, and no routed one, made a plan faster (BENCHMARKS.md, session
 	// 14).
-	for i := i0 + 1; i < len(c.Steps)-1 && c.name == "search"; i++ {
+	for i := i0 + 1; i < len(c.Steps)-1 && strings.Contains(c.name, "search"); i++ {
 		if c.Steps[i].before == nil || !replicatedEnds && c.Steps[i].Before.IsFullyReplicated() {
 			break // the hybrid would keep a rematerializing prefix
 		}
@@ -699,7 +717,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 				continue
 			}
 			if d, ok := sp.hybridExchange(r, c.Steps[i].before, st.after, bestT-prefix-suffix); ok {
-				keep(c.name+"+"+string(d.Op)+"+"+c.name, append(append(slices.Clone(c.Steps[:i]), d), c.Steps[k+1:]...))
+				keep(append(append(slices.Clone(c.Steps[:i]), replaced(d)), c.Steps[k+1:]...))
 			}
 		}
 	}
@@ -727,6 +745,40 @@ func (sp *space) hybridExchange(r *Request, before, after state, limit float64) 
 		return Step{}, false // priced (memoized for directStep) and not cheaper
 	}
 	return sp.directStep(r, before, after, r.Target.Unreduced), true
+}
+
+// replaced marks d as the step that took the place of some of a hybrid's steps.
+func replaced(d Step) Step {
+	d.origin = replacedOrigin + string(d.Op)
+	return d
+}
+
+// replacedOrigin starts the origin of a step that replaced others (replaced).
+const replacedOrigin = "="
+
+// hybridName names a hybrid of the plan called from by its steps' origins (a step
+// without one is from's): each replacing step by its op, each run of a candidate's
+// steps by the candidate's name: "search+all_to_all_v", "all_to_all_v+search",
+// "search+all_to_all_v+search", "all_to_all_v+all_to_all_v". It marks the steps
+// without an origin as from's, so that a hybrid of the hybrid names them too.
+func hybridName(steps []Step, from string) string {
+	var b strings.Builder
+	last := ""
+	for i := range steps {
+		if steps[i].origin == "" {
+			steps[i].origin = from
+		}
+		o := steps[i].origin
+		if o == last && !strings.HasPrefix(o, replacedOrigin) {
+			continue
+		}
+		if last != "" {
+			b.WriteByte('+')
+		}
+		b.WriteString(strings.TrimPrefix(o, replacedOrigin))
+		last = o
+	}
+	return b.String()
 }
 
 // sliceOnly reports whether after differs from before only by atoms, unused in
