@@ -51,7 +51,7 @@ type ReshardRequest struct {
 	FullRematerialization string `json:"full_rematerialization,omitempty" validate:"omitempty,oneof=avoid allow" enums:"avoid,allow"`
 	// Effort (strategy optimal): thorough (default) searches on for a cheaper plan
 	// beside the exact pass; fast stops at the exact pass, in about a third of the
-	// time, with plans 2.3-4.7% slower on geomean (up to 2x).
+	// time, with plans 2.4-5.0% slower on geomean (up to 2x).
 	Effort string `json:"effort,omitempty" validate:"omitempty,oneof=thorough fast" enums:"thorough,fast"`
 } // @name ReshardRequest
 

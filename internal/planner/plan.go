@@ -43,8 +43,8 @@ type Effort string
 // The efforts. EffortThorough runs an anytime pass (the weighted search with every
 // move, which goes on after each plan it finds) beside the exact pass; EffortFast
 // leaves it out, as the suggestion search does: on issue 12's random set (tpu-v5p)
-// it plans a median request in about a third of the time, and its plans take 4.7%
-// longer to run on geomean (2.3% on h100), up to 2x (BENCHMARKS.md, sessions 12, 14).
+// it plans a median request in about a third of the time, and its plans take 5.0%
+// longer to run on geomean (2.4% on h100), up to 2x (BENCHMARKS.md, sessions 12, 14).
 const (
 	EffortThorough Effort = "thorough"
 	EffortFast     Effort = "fast"
