@@ -611,8 +611,8 @@ const maxHybridTransfers = 1 << 12
 // all_to_all_v from where they leave the tensor to goal, or one all_to_all_v that makes
 // c's first steps and then c's remaining ones, or c's first steps, one all_to_all_v
 // that makes some steps after them and c's remaining ones (a search plan's only),
-// priced on sp (nil: none cheaper than c, or the request does not allow the
-// exchange). A search step moves whole tiles the
+// priced on sp (nil: none cheaper than both c and limit, or the request does not
+// allow the exchange). A search step moves whole tiles the
 // structured way (a gather, an all-to-all), and what is left (or what comes before) is
 // often a small, scattered move that no one structured collective makes but one
 // exchange does: on issue 12's random set 112 of 250 plans got cheaper this way on
@@ -638,11 +638,11 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 	if remat && !replicatedEnds {
 		bestT = math.Inf(1) // a hybrid without the rematerialization may cost more
 	}
+	// No hybrid above limit could be chosen. (Until planner/15 a window was also left
+	// out when the kept steps plus the model's least latency reached bestT; but an
+	// exchange whose every receiver holds its tile already costs nothing, and a gather
+	// may leave exactly that: hybridExchange answers a slice then.)
 	bestT = min(bestT, limit)
-	// An exchange that moves data pays at least the model's least latency, but one
-	// whose every receiver holds its tile already moves nothing and costs nothing (a
-	// gather may leave exactly that): no floor below the exchange.
-	floor := 0.0
 	var best *Plan
 	keep := func(steps []Step) {
 		h := &Plan{Request: r, sp: sp, Steps: steps}
@@ -656,7 +656,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 		if st.after == nil || !replicatedEnds && st.After.IsFullyReplicated() {
 			break
 		}
-		if t+floor >= bestT || onlySlices(c.Steps[k+1:]) {
+		if t >= bestT || onlySlices(c.Steps[k+1:]) {
 			continue
 		}
 		if d, ok := sp.hybridExchange(r, st.after, goal, bestT-t); ok {
@@ -680,7 +680,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 		if st.after == nil || isReduction(st.Op) {
 			break
 		}
-		if rest+floor >= bestT || rematAfter(c.Steps[k:len(c.Steps)-1], replicatedEnds) {
+		if rest >= bestT || rematAfter(c.Steps[k:len(c.Steps)-1], replicatedEnds) {
 			continue // the exchange's end, st.After, is a state of the hybrid too
 		}
 		if d, ok := sp.hybridExchange(r, from, st.after, bestT-rest); ok {
@@ -692,9 +692,9 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 	// first step, k before its last: the two kinds above cover the other windows).
 	// Often a free local slice first, so that the exchange moves less, and a gather
 	// after it. Only a search plan's windows, and only exchanges priced in closed form:
-	// there are quadratically many, and on issue 12's random set and large meshes no
-	// other candidate's, and no routed one, made a plan faster (BENCHMARKS.md, session
-	// 14).
+	// there are quadratically many; on issue 12's random set and large meshes no other
+	// candidate's window made a plan faster, and routing the others' exchanges made 6
+	// of 534 faster for 5-10% of h100 large meshes' median (BENCHMARKS.md, session 14).
 	for i := i0 + 1; i < len(c.Steps)-1 && strings.Contains(c.name, "search"); i++ {
 		if c.Steps[i].before == nil || !replicatedEnds && c.Steps[i].Before.IsFullyReplicated() {
 			break // the hybrid would keep a rematerializing prefix
@@ -710,7 +710,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 			if st.after == nil || isReduction(st.Op) {
 				break
 			}
-			if prefix+suffix+floor >= bestT || rematAfter(c.Steps[k:len(c.Steps)-1], replicatedEnds) {
+			if prefix+suffix >= bestT || rematAfter(c.Steps[k:len(c.Steps)-1], replicatedEnds) {
 				continue
 			}
 			if !sp.exchangeInClosedForm(r, c.Steps[i].before, st.after) {
