@@ -723,9 +723,12 @@ func encodeReshardJSON(r *ReshardResponse) ([]byte, error) {
 	}
 	e := jsonAppender{b: buf}
 	e.reshard(r)
-	// The plan memo keeps answers at their capacity: a copy of the answer's size.
-	out := make([]byte, len(e.b))
-	copy(out, e.b)
+	var out []byte
+	if e.err == nil {
+		// The plan memo keeps answers at their capacity: a copy of the answer's size.
+		out = make([]byte, len(e.b))
+		copy(out, e.b)
+	}
 	if cap(e.b) <= maxScratch {
 		*bp = e.b[:0]
 	}

@@ -350,12 +350,11 @@ func (x *exactRun) drop() {
 // cheaper of ub and later's plan, with a searcher of its own over a fork of the space,
 // on the side work's goroutine once that is done (sp.side, worker.then; else on a
 // goroutine of its own); when the request waits for it before it has begun, the
-// request runs it itself (worker). Its
-// bound never depends on what the weighted passes beside it find, so what the search
-// returns does not depend on their timing. It starts at once rather than after the
-// first weighted pass, which bounded it until session 12: the same plans, and no
-// goroutine of its own queued behind the busy request goroutine (75-90 µs on the
-// random set's median; BENCHMARKS.md).
+// request runs it itself (worker). Its bound never depends on what the weighted passes
+// beside it find, so what the search returns does not depend on their timing. It
+// starts at once rather than after the first weighted pass, which bounded it until
+// session 12: the same plans, and no goroutine of its own queued behind the busy
+// request goroutine (75-90 µs on the random set's median; BENCHMARKS.md).
 func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub float64, later func() float64) *exactRun {
 	x := &exactRun{first: make(chan []move, 1)}
 	x.w = newWorker(func() {
