@@ -36,6 +36,9 @@ type Problem struct {
 	Instance string `json:"instance,omitempty" example:"host/abcdef-000001"`
 	// Errors lists the invalid fields by wire path, for validation failures.
 	Errors []*sharding.FieldError `json:"errors,omitempty"`
+	// MinBudget (memory-budget problems) is the smallest memory_budget_bytes_per_device
+	// that admits a plan.
+	MinBudget int64 `json:"min_budget_bytes_per_device,omitempty"`
 	// Extensions are extra members (e.g. "checks", "violations", "plan"), merged into the
 	// top-level object when encoded.
 	Extensions map[string]any `json:"-" swaggerignore:"true"`
@@ -138,6 +141,7 @@ const (
 	slugUnauthorized     = "unauthorized"       // 401: no or a wrong API key
 	slugBodyTimeout      = "body-timeout"       // 408: the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT
 	slugResponseTooLarge = "response-too-large" // 422: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES
+	slugBudgetExceeded   = "memory-budget"      // 422: no plan fits memory_budget_bytes_per_device; min_budget_bytes_per_device says what would
 	slugInternal         = "internal"
 )
 

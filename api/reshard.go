@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,10 @@ type ReshardRequest struct {
 	// beside the exact pass; fast stops at the exact pass, in about a third of the
 	// time, with plans 2.4-5.0% slower on geomean (up to 2x).
 	Effort string `json:"effort,omitempty" validate:"omitempty,oneof=thorough fast" enums:"thorough,fast"`
+	// MemoryBudgetBytesPerDevice (strategy optimal) bounds the buffer any device holds at
+	// any step of the plan (summary.peak_bytes_per_device): the fastest plan within it
+	// wins; when none fits, a 422 names the smallest budget that admits a plan.
+	MemoryBudgetBytesPerDevice int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=1" minimum:"1"`
 } // @name ReshardRequest
 
 // Policy is what a CI gate refuses.
@@ -118,7 +123,13 @@ type SummaryJSON struct {
 	// XLAFallback (strategy xla) is true when XLA's last-resort path runs and logs its
 	// "Involuntary full rematerialization" warning, also when it only replicates within
 	// device groups (full_rematerialization then stays false). The policy fires on both.
-	XLAFallback      bool                `json:"xla_fallback,omitempty"`
+	XLAFallback bool `json:"xla_fallback,omitempty"`
+	// Optimality (strategy optimal) is "proven" when the planner's complete pass finished:
+	// no plan is cheaper under this cost model, these allowed_ops, this
+	// full_rematerialization rule and this memory budget. "best_found" otherwise, with
+	// OptimalityGapUS, the plan's time above time_lower_bound_us.
+	Optimality       string              `json:"optimality,omitempty" enums:"proven,best_found"`
+	OptimalityGapUS  float64             `json:"optimality_gap_us,omitempty"`
 	SearchExpansions int                 `json:"search_expansions"`
 	Candidates       []planner.Candidate `json:"candidates,omitempty"`
 } // @name Summary
@@ -277,8 +288,10 @@ func reshardKey(in *reshardInput) string {
 		Include  []string `json:"include"`
 		Remat    bool     `json:"remat,omitempty"` // absent by default: the keys of earlier versions stand
 		Fast     bool     `json:"fast,omitempty"`  // likewise
+		Budget   int64    `json:"budget,omitempty"`
 	}{planner.Version, "reshard", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs, in.req.Shape, in.elemBits, in.src.Body(), in.tgt.Body(), model, string(in.strategy), ops, inc,
-		in.remat && in.strategy == planner.Optimal, in.effort == planner.EffortFast && in.strategy == planner.Optimal}
+		in.remat && in.strategy == planner.Optimal, in.effort == planner.EffortFast && in.strategy == planner.Optimal,
+		in.req.MemoryBudgetBytesPerDevice}
 	b, _ := json.Marshal(canon)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -412,7 +425,8 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 	if err := s.chargeIncludes(in, budget); err != nil {
 		return nil, err
 	}
-	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops, AllowFullRemat: in.remat, Effort: in.effort}
+	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops, AllowFullRemat: in.remat, Effort: in.effort,
+		MemoryBudget: in.req.MemoryBudgetBytesPerDevice}
 	var p *planner.Plan
 	var info *planner.XLAInfo
 	var err error
@@ -424,6 +438,20 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 	}
 	s.metrics.observePlan("reshard", in.strategy, start)
 	if err != nil {
+		var be *planner.BudgetError
+		if errors.As(err, &be) {
+			fix := "no plan exists on this mesh"
+			if be.MinBudget > 0 {
+				fix = "the smallest budget that admits a plan is " + strconv.FormatInt(be.MinBudget, 10)
+			}
+			p := Invalid(slugBudgetExceeded, "No plan within the memory budget", sharding.Fieldf("memory_budget_bytes_per_device",
+				"no plan keeps every device's buffer within %d bytes: %s", be.Budget, fix))
+			p.Status = http.StatusUnprocessableEntity
+			if be.MinBudget > 0 {
+				p.MinBudget = be.MinBudget
+			}
+			return nil, p
+		}
 		var npe *planner.NoPlanError
 		if errors.As(err, &npe) {
 			return nil, Invalid(slugInvalidRequest, "No plan with the allowed ops", sharding.Fieldf("allowed_ops", "%s", npe.Error()))
@@ -598,11 +626,16 @@ func renderSteps(ctx context.Context, sw *shardingWriter, shape []int64, bits in
 // summaryJSON totals p for the wire.
 func summaryJSON(p *planner.Plan, model cost.Model) SummaryJSON {
 	sum := p.Summary
-	return SummaryJSON{
+	out := SummaryJSON{
 		Strategy: string(sum.Strategy), CostModel: model.Name(), Collectives: sum.Collectives, TimeUS: sum.TimeUS,
 		BytesPerDevice: sum.BytesPerDevice, LowerBoundBytesPerDevice: sum.LowerBoundBytesPerDevice,
 		Efficiency: sum.Efficiency, TimeLowerBoundUS: sum.TimeLowerBoundUS, TimeEfficiency: sum.TimeEfficiency,
 		PeakBytesPerDevice:    sum.PeakBytesPerDevice,
 		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: sum.Candidates,
+		Optimality: string(sum.Optimality),
 	}
+	if sum.Optimality == planner.OptimalityBestFound && sum.TimeLowerBoundUS > 0 {
+		out.OptimalityGapUS = max(0, sum.TimeUS-sum.TimeLowerBoundUS)
+	}
+	return out
 }

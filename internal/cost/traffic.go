@@ -822,10 +822,20 @@ func (f *Fabric) NodeIngress(m *sharding.Mesh) (gpusPerNode int, nicBW float64, 
 // MinLatency is the least latency any step that moves data pays on m: the least
 // per-collective base plus the least per-step latency of the link classes m's axes ride.
 func (f *Fabric) MinLatency(m *sharding.Mesh) float64 {
-	lat, base := math.Inf(1), math.Inf(1)
+	base, step := f.LatencyFloors(m)
+	return base + step
+}
+
+// LatencyFloors are the least per-collective base latency and the least per-step
+// latency of the link classes m's axes ride (0, 0 when none moves data). Router.Price
+// charges at least the base plus the longest route, and on an all_to_all_v one
+// per-step latency of the links it uses for every further peer message of the busiest
+// device.
+func (f *Fabric) LatencyFloors(m *sharding.Mesh) (base, step float64) {
+	lat, b := math.Inf(1), math.Inf(1)
 	note := func(c linkClass) {
 		lat = min(lat, f.links[c].lat)
-		base = min(base, f.links[c].base)
+		b = min(b, f.links[c].base)
 	}
 	for _, rt := range f.routes(m) {
 		if rt.n <= 1 {
@@ -837,9 +847,9 @@ func (f *Fabric) MinLatency(m *sharding.Mesh) float64 {
 		}
 	}
 	if math.IsInf(lat, 0) {
-		return 0
+		return 0, 0
 	}
-	return base + lat
+	return b, lat
 }
 
 // Combine adds or takes the larger of a latency and a bandwidth term, per the model's

@@ -9,11 +9,9 @@ import (
 )
 
 // LowerBound is API.md's lower bound for r: the most bytes of its target tile any
-// device's source tile lacks, plus, when the source holds partial sums the target does
-// not (group size p), (p-1) x min(target tile, source tile / p) where the reduced axes
-// end up sharding the tensor (API.md says target tile; reducing on the smaller source
-// buffer first can beat that, so the bound takes the smaller), or 2(p-1)/p of the smaller
-// of the source and target tiles where they end up replicated.
+// device's source tile lacks; when the source holds partial sums the target does not,
+// at least the larger of the biggest target tile (a device adds up no element alone) and
+// the average over devices of what the reductions must move (reductionShare).
 func LowerBound(r *Request) int64 {
 	return lowerBoundWith(r, LowerBoundBetween(r, r.Source, r.Target))
 }
@@ -21,35 +19,38 @@ func LowerBound(r *Request) int64 {
 // lowerBoundWith is LowerBound given lb = LowerBoundBetween(r, r.Source, r.Target),
 // which costs O(devices) and which Reshard also needs for the all_to_all_v candidate.
 func lowerBoundWith(r *Request, lb int64) int64 {
-	p := 1
-	sharded := true
-	inTarget := map[sharding.AxisRef]bool{}
-	for _, d := range r.Target.Dims {
-		for _, a := range d.Axes {
-			inTarget[a] = true
-		}
-	}
 	reduce, _ := reducedRefs(r.Source, r.Target)
+	p := int64(1)
 	for _, u := range reduce {
-		p *= u.Size
-		covered := false
-		for a := range inTarget {
-			if a.Contains(u) {
-				covered = true
-			}
-		}
-		sharded = sharded && covered
+		p *= int64(u.Size)
 	}
 	if p == 1 {
 		return lb
 	}
-	tgt, src := bufferBytes(r, r.Target), bufferBytes(r, r.Source)
-	if sharded {
-		// A reduce_scatter may run on the source buffer before anything else moves, so
-		// the bound uses the smaller of the target tile and the source tile's 1/p share.
-		return lb + int64(p-1)*min(tgt, src/int64(p))
+	return max(lb, bufferBytes(r, r.Target), reductionShare(r, p))
+}
+
+// reductionShare bounds the bytes the busiest device receives when partial sums over p
+// devices are reduced: every element of every copy of the partial sums the target keeps
+// (q copies) is a sum of p values on p devices, which takes p-1 transfers to bring
+// together, and each of the R devices whose target tile holds it receives it or is
+// where it was brought together, one more transfer for each of R-1 of them. Over the
+// E elements that is q E (p-1) + (the target's tiles summed over devices, N E / C)
+// - q E transfers, C being the target's distinct tiles; the busiest device receives at
+// least the average over the N devices.
+func reductionShare(r *Request, p int64) int64 {
+	n := int64(r.Mesh.NumDevices())
+	e, c := int64(1), int64(1)
+	for d, k := range r.Target.ShardCounts() {
+		e *= r.Shape[d]
+		c *= int64(k)
 	}
-	return lb + 2*int64(p-1)*min(src, tgt)/int64(p)
+	q := int64(1)
+	for _, u := range r.Target.Unreduced {
+		q *= int64(u.Size)
+	}
+	elems := e/c + q*e*(p-2)/n
+	return elems * int64(r.ElemBits) / 8
 }
 
 // LowerBoundBetween is the most bytes of its tile in `to` that any device's tile in

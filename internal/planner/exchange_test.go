@@ -213,7 +213,7 @@ func TestPriceCoarseExchangeIsExact(t *testing.T) {
 // On h100 (8,192 nodes) the digits price by ports and NICs, and the all_to_all_v is the
 // plan there too (it was gather-then-slice, 11.2 ms, when only routing priced it).
 func TestExchangeOn65536DevicesIsPriced(t *testing.T) {
-	if testing.Short() {
+	if !*long {
 		t.Skip("routes a million transfers")
 	}
 	m := mustMesh(t, "x=64,y=32,z=32")

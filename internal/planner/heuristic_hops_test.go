@@ -120,7 +120,7 @@ func TestHopBoundMatchesDefinition(t *testing.T) {
 	require.NoError(t, err)
 	meshes := []string{"x=4,y=2", "x=2,y=2,z=2", "x=8", "x=4,y=4,z=4", "x=2,y=3", "x=8,y=2"}
 	n := 300
-	if testing.Short() {
+	if !*long {
 		n = 60
 	}
 	exact, positive := 0, 0

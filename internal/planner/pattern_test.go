@@ -166,7 +166,7 @@ func TestPropertyPlansAtOrAbovePhysics(t *testing.T) {
 		models = append(models, f)
 	}
 	n := 200
-	if testing.Short() {
+	if !*long {
 		n = 40
 	}
 	problems := randomProblems(t, n)

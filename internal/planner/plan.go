@@ -13,29 +13,8 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// Version identifies the planner's algorithm and prices; it is part of every cache key
-// (planner/3: point-to-point steps priced by their routed traffic; planner/4: the search
-// bounded by torus cuts and by the direct candidates, which can change plans; planner/5:
-// a heuristic that adds latencies and bytes on additive models, likewise; planner/6: the
-// heuristic's hop bound and a smaller anytime pass, likewise; planner/7: the exact pass
-// beside the anytime pass, each bounded without the other's plans, likewise; planner/8:
-// strategy xla's suggestions are the best chain over every list of candidate states;
-// planner/9: the direct all_to_all_v priced from its digits however many transfers it
-// has, also where the space's atoms are whole axes, which can change plans; planner/10:
-// on GPU models too, from port and NIC loads counted from the digits, and the direct
-// all_to_all_v left out for its transfers priced after all when every other plan
-// rematerializes, likewise; planner/11: hybrid plans, a candidate's first steps and
-// then the direct all_to_all_v, which can change plans; planner/12: the exact pass
-// started at once, the hybrids of the exact, first and anytime passes' plans all
-// offered, and the search's plan a candidate even when dearer than the direct ones,
-// which can make plans faster; planner/13: the direct all_to_all_v also priced with
-// the nearest holders, the cheaper kept, which can make plans faster; planner/14: the
-// exact pass bounded by exactBoundSlack times the other plans, and the anytime pass's
-// plan's hybrids offered beside the exact plan's, which can make plans faster;
-// planner/15: hybrids with the exchange in the middle of a search plan, likewise, and
-// a local slice in place of a hybrid's exchange that would move nothing; planner/16:
-// the best hybrid's own hybrids, a second exchange, likewise).
-const Version = "planner/16"
+// Version identifies the planner's algorithm and prices; it is part of every cache key.
+const Version = "planner/17"
 
 // Effort is how long a reshard's search looks for a cheaper plan.
 type Effort string
@@ -98,6 +77,10 @@ type Request struct {
 	// Effort is how long the search looks for a cheaper plan: EffortThorough ("", the
 	// default) or EffortFast.
 	Effort Effort
+	// MemoryBudget, when positive, bounds every state of a plan: no device holds a
+	// buffer of more bytes at any step (Summary.PeakBytesPerDevice). Reshard answers a
+	// *BudgetError when no plan fits.
+	MemoryBudget int64
 
 	// noHeuristic makes the search plain Dijkstra (tests compare it with A*).
 	noHeuristic bool
@@ -200,8 +183,21 @@ type Summary struct {
 	PeakBytesPerDevice    int64
 	FullRematerialization bool
 	SearchExpansions      int
-	Candidates            []Candidate
+	// Optimality is OptimalityProven when the complete pass ended within its budget (no
+	// plan is cheaper under the model, the allowed ops, the rematerialization rule and
+	// the memory budget), else OptimalityBestFound.
+	Optimality Optimality
+	Candidates []Candidate
 }
+
+// Optimality is a plan's certificate.
+type Optimality string
+
+// The certificates.
+const (
+	OptimalityProven    Optimality = "proven"
+	OptimalityBestFound Optimality = "best_found"
+)
 
 // Candidate is a plan the planner priced and compared.
 type Candidate struct {
@@ -218,8 +214,10 @@ type Plan struct {
 	Steps   []Step
 	Summary Summary
 
-	sp   *space
-	name string
+	sp *space
+	// searchSp is the space of the request's candidate search (its counters, for tests).
+	searchSp *space
+	name     string
 	// candidates are the plans Reshard compared (tests check every one of them).
 	candidates []*Plan
 }
@@ -405,11 +403,29 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			cands = append(cands, av.named(string(OpAllToAllV)))
 		}
 	}
+	cp, proven, err := completePass(ctx, r, cands)
+	if err != nil {
+		return nil, err
+	}
+	if cp != nil {
+		cands = append(cands, cp)
+	}
+	if r.MemoryBudget > 0 {
+		cands = withinBudget(cands, r.MemoryBudget)
+		if len(cands) == 0 {
+			return nil, budgetError(ctx, r)
+		}
+	}
 	if len(cands) == 0 {
 		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
 	}
 	best := pickBest(cands, r.AllowFullRemat)
+	best.Summary.Optimality = OptimalityBestFound
+	if proven {
+		best.Summary.Optimality = OptimalityProven
+	}
 	best.candidates = cands
+	best.searchSp = sp
 	best.Summary.SearchExpansions = p.Summary.SearchExpansions
 	best.finishWith(bounds)
 	for _, c := range cands {

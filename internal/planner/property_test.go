@@ -79,7 +79,7 @@ func randomSharding(rng *rand.Rand, m *sharding.Mesh, rank int, pieces []shardin
 
 func TestPlansReplayOnRandomProblems(t *testing.T) {
 	cases := 300
-	if testing.Short() {
+	if !*long {
 		cases = 60
 	}
 	effs := []float64{}

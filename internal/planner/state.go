@@ -134,10 +134,21 @@ func (sp *space) fork() *space {
 // all sub-axis boundaries, split into prime factors while the atom count stays small.
 // It reports false when two refs of one axis fit no common factorisation.
 func newSpace(m *sharding.Mesh, shape []int64, elemBits int, shardings ...sharding.Sharding) (*space, bool) {
+	return newSpaceOf(m, shape, elemBits, false, maxPrimeAtoms, shardings...)
+}
+
+// newSpaceOf is newSpace over every mesh axis when allAxes (not only those the
+// shardings use), split into prime factors while the atom count stays at most maxPrime.
+func newSpaceOf(m *sharding.Mesh, shape []int64, elemBits int, allAxes bool, maxPrime int, shardings ...sharding.Sharding) (*space, bool) {
 	bounds := map[string][]int{}
 	for _, s := range shardings {
 		for _, r := range s.UsedAxes() {
 			bounds[r.Name] = append(bounds[r.Name], r.Pre, r.Next())
+		}
+	}
+	if allAxes {
+		for _, ax := range m.Axes {
+			bounds[ax.Name] = append(bounds[ax.Name], 1)
 		}
 	}
 	type interval struct {
@@ -165,7 +176,7 @@ func newSpace(m *sharding.Mesh, shape []int64, elemBits int, shardings ...shardi
 		}
 	}
 	sp := &space{mesh: m, shape: shape, elemBits: elemBits}
-	split := total <= maxPrimeAtoms
+	split := total <= maxPrime
 	for _, iv := range ivs {
 		if !split || len(iv.prime) == 1 {
 			sp.atoms = append(sp.atoms, iv.ref)

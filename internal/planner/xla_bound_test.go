@@ -17,7 +17,7 @@ import (
 // bound too, whose latency part includes the hop bound on torus profiles.
 func TestPropertyXLAPlansAtOrAboveTimeBound(t *testing.T) {
 	n := 100
-	if testing.Short() {
+	if !*long {
 		n = 30
 	}
 	pbs := append(randomProblems(t, n), randomSet(t)[:n]...)

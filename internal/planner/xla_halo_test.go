@@ -209,7 +209,7 @@ func TestXLAHaloPricing(t *testing.T) {
 // are uneven and halo exchanges happen.
 func TestXLAPlansReplayOnRandomUnevenProblems(t *testing.T) {
 	n := 300
-	if testing.Short() {
+	if !*long {
 		n = 80
 	}
 	rng := rand.New(rand.NewPCG(5, 9))

@@ -117,7 +117,7 @@ func BenchmarkXLASuggestions(b *testing.B) {
 // note, and the suggestions' hops pass XLA without the fallback (checkXLA).
 func TestXLAFallbackSetSuggests(t *testing.T) {
 	n := 60
-	if testing.Short() {
+	if !*long {
 		n = 20
 	}
 	f, _ := cost.Profile("tpu-v5p")
@@ -164,7 +164,7 @@ func TestXLASuggestsThroughRematPlanStates(t *testing.T) {
 // fallbacks and a slice of the random ones.
 func TestXLASuggestionsTakeTheBestChain(t *testing.T) {
 	n := 40
-	if testing.Short() {
+	if !*long {
 		n = 12
 	}
 	f, _ := cost.Profile("tpu-v5p")

@@ -1,0 +1,1221 @@
+package planner
+
+import (
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// The complete pass: A* over the states of every mesh axis, split into prime atoms, with
+// every step op of API.md as an edge, each edge one step priced as the plan's step is
+// priced. It runs after the candidates, bounded by the best of them, and either finds a
+// strictly cheaper plan or proves there is none.
+//
+// A node is a state (the atoms of each dim) with its unreduced atoms. From each node:
+//
+//	slice              one unused atom appended to the minor end of a dim (free)
+//	all_gather         any minor suffix of a dim dropped
+//	all_to_all         any minor suffix of a dim moved to the minor end of another dim
+//	collective_permute every other state with the same shard count per dim
+//	all_to_all_v       every other state (not a pure slice of this one)
+//	reduce_scatter     any pending partial-sum atoms reduced and appended to a dim
+//	all_reduce         any pending partial-sum atoms reduced
+//
+// Moves that keep a dim's shard count but not its ceildiv boundaries pass the coverage
+// check (every device's new tile is data its group held); the exchange has none to pass.
+// Point-to-point moves (collective_permute, all_to_all_v) run once no reduction is
+// pending: their holders are chosen per replicated coordinate, which partial sums do not
+// have.
+//
+// When the state space is small (completeStateLimit) every edge is generated and a pass
+// that ends before its budget proves its answer. Above it the pass keeps the structured
+// moves (slices, gathers, all-to-alls, reductions) and generates permutes and exchanges
+// toward the goal only: its plan is the best found, not proven.
+//
+// The heuristic is 0 at the goal and at states the goal is a slice of, and else the
+// least price of any collective (floor): every path from such a state takes at least one
+// collective. Edges are pruned only against the incumbent (cost plus heuristic at or
+// above it), by the request's rules (allowed ops, no full replication in between unless
+// allowed, the memory budget), and by the coverage check.
+
+// completeStateLimit is the state count up to which the complete pass generates every
+// permute and exchange: 4 prime atoms at rank 2 (a mesh of 16 devices, or 2x2x3),
+// 3 at rank 3, 5 at rank 1. Every expansion there may price an exchange to each state.
+const completeStateLimit = 400
+
+// completeP2PBudget bounds the point-to-point edges (collective_permute, all_to_all_v)
+// one complete pass prices: each routes its transfers. A pass that reaches it stops
+// with its best plan found.
+const completeP2PBudget = 6000
+
+// completeMaxPrime bounds the prime atoms of the complete pass's space.
+const completeMaxPrime = 24
+
+// completeExpansions bounds the nodes the complete pass expands (full and partial
+// generation alike).
+const completeExpansions = 20000
+
+// completeLargeExpansions bounds the nodes of a pass that generates the goal-directed
+// permutes and exchanges only.
+const completeLargeExpansions = 1500
+
+// cnode is a state with its unreduced atoms.
+type cnode struct {
+	st  state
+	unr uint64
+}
+
+func (c cnode) key() string {
+	k := c.st.key()
+	return k + string(binary.LittleEndian.AppendUint64(nil, c.unr))
+}
+
+// completeSearch is one complete pass.
+type completeSearch struct {
+	ctx       context.Context
+	sp        *space
+	r         *Request
+	start     cnode
+	goal      cnode
+	goalKey   string
+	reducible uint64 // source partial sums the target does not keep
+	noRep     bool   // no fully replicated state between the ends
+	budget    int64  // bytes per device (0: none)
+	full      bool   // every permute and exchange is an edge
+	floor     float64
+	ub        float64 // prune paths that do not cost strictly less
+	maxExp    int
+
+	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
+	prices  map[string]float64
+	pairs   map[string]pairBounds // bounds' memo
+	lf      latencyFloors         // nil: exchanges are bounded as any move
+	redMemo map[uint64]float64
+	tb      timeBounder
+	peakIn  float64
+	hops    []cost.AxisHop // per mesh axis (nil: the model counts no hops)
+	// The device table (devices): per device its atom digits and axis coordinates, the
+	// hop latency between every two (nil: no hops), and per state every device's ranges.
+	digits  [][]int
+	coords  [][]int
+	hopDist []float64
+	ranges  map[string][][2]int64
+	// mayEmpty is set when some dim is shorter than the product of every atom (a tile
+	// may hold nothing, and a move may move nothing).
+	mayEmpty bool
+	bykey    map[string]int32
+	nodes    []crec
+	open     cqueue
+
+	expansions int
+	p2p        int // point-to-point edges priced
+	capped     bool
+}
+
+// crec is a node reached at g by edge from prev.
+type crec struct {
+	n     cnode
+	g     float64
+	steps int32
+	prev  int32
+	edge  cedge
+}
+
+// cedge is one step of the complete pass.
+type cedge struct {
+	op     Op
+	dim    int
+	dim2   int
+	group  []uint8
+	reduce uint64 // reductions: the atoms reduced
+	// halo marks an all_gather on an uneven dim made possible by the halo exchanges
+	// before it (xla_halo.go): its steps are those collective_permutes, then the gather.
+	halo bool
+}
+
+// completeResult is what a complete pass found: moves (nil: nothing strictly cheaper
+// than its bound), and whether its answer is proven.
+type completeResult struct {
+	path   []cstep
+	proven bool
+	exp    int
+}
+
+// cstep is an edge of a path with its ends.
+type cstep struct {
+	edge          cedge
+	before, after cnode
+}
+
+func countStates(n, rank int) float64 {
+	// Σ_k C(n,k) k! C(k+rank-1, rank-1): k atoms placed in rank ordered lists.
+	total := 0.0
+	for k := 0; k <= n; k++ {
+		c := 1.0
+		for i := 0; i < k; i++ {
+			c *= float64(n - i) // C(n,k) k! = n!/(n-k)!
+		}
+		lists := 1.0
+		for i := 1; i < rank; i++ {
+			lists = lists * float64(k+i) / float64(i)
+		}
+		total += c * lists
+	}
+	return total
+}
+
+func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal cnode, reducible uint64) *completeSearch {
+	c := &completeSearch{
+		ctx: ctx, sp: sp, r: r, start: start, goal: goal, goalKey: goal.key(), reducible: reducible,
+		budget: r.MemoryBudget, prices: map[string]float64{}, bykey: map[string]int32{},
+	}
+	rank := len(goal.st)
+	c.full = countStates(len(sp.atoms), rank) <= completeStateLimit
+	c.maxExp = completeExpansions
+	if !c.full {
+		c.maxExp = completeLargeExpansions
+	}
+	c.noRep = !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && rank > 0
+	if hm, ok := r.Model.(hopMetric); ok {
+		c.hops = hm.AxisHops(r.Mesh)
+	}
+	if tb, ok := r.Model.(timeBounder); ok {
+		c.floor = tb.MinLatency(r.Mesh)
+		if c.peakIn = tb.PeakDeviceIngress(r.Mesh); c.peakIn > 0 {
+			c.tb = tb
+			if lf, ok := r.Model.(latencyFloors); ok && c.canRoute() {
+				c.lf = lf
+			}
+		}
+	}
+	c.ub = math.Inf(1)
+	all := int64(1)
+	for _, a := range sp.atoms {
+		all *= int64(a.Size)
+	}
+	for _, D := range r.Shape {
+		c.mayEmpty = c.mayEmpty || D < all
+	}
+	return c
+}
+
+// statesOver lists every state over the atoms outside mask (full generation).
+func (c *completeSearch) statesOver(mask uint64) []state {
+	if out, ok := c.all[mask]; ok {
+		return out
+	}
+	rank := len(c.goal.st)
+	var out []state
+	cur := make(state, rank)
+	var rec func(a int)
+	rec = func(a int) {
+		if a == len(c.sp.atoms) {
+			out = append(out, cur.clone())
+			return
+		}
+		rec(a + 1) // unused
+		if mask&(1<<a) != 0 {
+			return
+		}
+		for d := range cur {
+			for pos := 0; pos <= len(cur[d]); pos++ {
+				saved := slices.Clone(cur[d])
+				cur[d] = slices.Insert(cur[d], pos, uint8(a))
+				rec(a + 1)
+				cur[d] = saved
+			}
+		}
+	}
+	rec(0)
+	if c.all == nil {
+		c.all = map[uint64][]state{}
+	}
+	c.all[mask] = out
+	return out
+}
+
+func (c *completeSearch) tileBytes(st state) int64 { return c.sp.bytes(c.sp.tileElems(st)) }
+
+func (c *completeSearch) replicated(n cnode) bool { return n.st.used() == 0 && n.unr == 0 }
+
+// h is the heuristic: floor where some device lacks data of its goal tile (a byte
+// that must move takes a collective, and no collective that moves a byte costs less
+// than floor), else 0.
+func (c *completeSearch) h(n cnode) float64 {
+	if c.floor == 0 && c.tb == nil || n.unr == c.goal.unr && (n.st.equal(c.goal.st) || c.sp.sliceOnly(n.st, c.goal.st)) {
+		return 0
+	}
+	return c.reductionBound(n.unr&c.reducible) + c.moveBound(n.st, c.goal.st)
+}
+
+// reductionBound bounds the reductions still to run over the pending atoms: every
+// pending atom is reduced by exactly one reduction step, so the steps partition them,
+// and a step costs at least its price on an empty buffer (cost.Model's time does not
+// fall as bytes grow). The bound is the cheapest partition. Reductions move no data a
+// device lacks, so the bound adds to moveBound's.
+func (c *completeSearch) reductionBound(pending uint64) float64 {
+	if pending == 0 {
+		return 0
+	}
+	if v, ok := c.redMemo[pending]; ok {
+		return v
+	}
+	// The cheapest single step over exactly the atoms of sub, for every sub of pending.
+	low := pending & -pending
+	best := math.Inf(1)
+	for sub := pending; sub != 0; sub = (sub - 1) & pending {
+		if sub&low == 0 {
+			continue // the part holding the lowest atom, then the rest
+		}
+		best = min(best, c.reductionStepFloor(sub)+c.reductionBound(pending&^sub))
+	}
+	if c.redMemo == nil {
+		c.redMemo = map[uint64]float64{}
+	}
+	c.redMemo[pending] = best
+	return best
+}
+
+// reductionStepFloor is the least a reduction over the atoms of mask costs: an
+// all_reduce or a reduce_scatter over them on no bytes, whichever the request allows
+// and is cheaper.
+func (c *completeSearch) reductionStepFloor(mask uint64) float64 {
+	var ids []uint8
+	for a := range c.sp.atoms {
+		if mask&(1<<a) != 0 {
+			ids = append(ids, uint8(a))
+		}
+	}
+	axes := c.sp.refs(sortedAtoms(c.sp, ids))
+	t := math.Inf(1)
+	for _, k := range []struct {
+		op   Op
+		kind cost.Kind
+	}{{OpAllReduce, cost.AllReduce}, {OpReduceScatter, cost.ReduceScatter}} {
+		if c.r.allowed(k.op) {
+			t = min(t, c.r.Model.Estimate(cost.Collective{Kind: k.kind, Mesh: c.r.Mesh, Axes: axes}).TimeUS)
+		}
+	}
+	return t
+}
+
+// lacksDeviceLimit bounds the meshes on which lacks enumerates devices; above it, only
+// states whose tiles never run empty are known to lack data (every move there changes
+// some device's data).
+const lacksDeviceLimit = 4096
+
+// lacks reports whether some device's tile in before lacks data of its tile in after.
+func (c *completeSearch) lacks(before, after state) bool { return c.moveBound(before, after) > 0 }
+
+// exchangeBound is a lower bound on the all_to_all_v from before to after: with
+// nothing to move, 0; else the routed price's latency, at least the least base, the
+// longer of the least step and the hop latency some lacking element travels, and one
+// least step for every further peer the busiest receiver needs (cost.Router.Price),
+// combined with the most one device lacks over the most it can take in.
+func (c *completeSearch) exchangeBound(before, after state) float64 {
+	return c.bounds(before, after).exchange
+}
+
+// pairBounds are moveBound and exchangeBound of one pair of states.
+type pairBounds struct{ move, exchange float64 }
+
+// bounds computes (once per pair) moveBound and exchangeBound.
+func (c *completeSearch) bounds(before, after state) pairBounds {
+	k := before.key() + "|" + after.key()
+	if v, ok := c.pairs[k]; ok {
+		return v
+	}
+	var lack, peers int64
+	hop := 0.0
+	if c.r.Mesh.NumDevices() <= lacksDeviceLimit {
+		lack, hop, peers = c.pairBound(before, after)
+	} else if !c.sp.sliceOnly(before, after) && !c.mayEmpty {
+		lack = 1
+	}
+	var v pairBounds
+	if lack > 0 {
+		v.move = math.SmallestNonzeroFloat64
+		if c.tb != nil {
+			v.move = max(v.move, c.tb.Combine(max(c.floor, hop), float64(c.sp.bytes(lack))/c.peakIn))
+		} else {
+			v.move = max(v.move, c.floor, hop)
+		}
+		v.exchange = v.move
+		if c.lf != nil && c.r.Mesh.NumDevices() <= lacksDeviceLimit {
+			base, step := c.lf.LatencyFloors(c.r.Mesh)
+			lat := base + max(step, hop) + float64(max(peers, 1)-1)*step
+			v.exchange = max(v.move, c.tb.Combine(max(lat, c.floor), float64(c.sp.bytes(lack))/c.peakIn))
+		}
+	}
+	if c.pairs == nil {
+		c.pairs = map[string]pairBounds{}
+	}
+	c.pairs[k] = v
+	return v
+}
+
+// latencyFloors is implemented by models that say how Router.Price charges latency
+// (cost.Fabric).
+type latencyFloors interface {
+	LatencyFloors(m *sharding.Mesh) (base, step float64)
+}
+
+// moveBound is a lower bound on any path from before to after: 0 when no device lacks
+// data, else at least one collective (floor) and, on models that bound their links, the
+// most data one device lacks over the most any device can take in (timeBounder).
+func (c *completeSearch) moveBound(before, after state) float64 {
+	return c.bounds(before, after).move
+}
+
+// unrRefs is the unreduced axes of mask.
+func (c *completeSearch) unrRefs(mask uint64) []sharding.AxisRef {
+	if mask == 0 {
+		return nil
+	}
+	var ids []uint8
+	for a := range c.sp.atoms {
+		if mask&(1<<a) != 0 {
+			ids = append(ids, uint8(a))
+		}
+	}
+	return c.sp.refs(sortedAtoms(c.sp, ids))
+}
+
+// move is the planner move of an edge.
+func (c *completeSearch) move(e cedge, before, after cnode) move {
+	m := move{op: e.op, dim: e.dim, dim2: e.dim2, group: e.group, before: before.st, after: after.st,
+		unrBefore: c.unrRefs(before.unr), unrAfter: c.unrRefs(after.unr)}
+	if e.op == OpSlice {
+		m.dims = []int{e.dim}
+	}
+	if e.reduce != 0 {
+		m.reduceRefs = c.unrRefs(e.reduce)
+	}
+	return m
+}
+
+// price is an edge's time, memoized.
+func (c *completeSearch) price(e cedge, before, after cnode) float64 {
+	if e.op == OpSlice {
+		return 0
+	}
+	k := string(rune(len(e.op))) + string(e.op) + before.key() + after.key()
+	if e.op == OpAllToAll {
+		k += string(rune(e.dim)) + string(rune(e.dim2))
+	}
+	if e.op == OpReduceScatter || e.halo {
+		k += string(rune(e.dim))
+	}
+	if e.halo {
+		k += "halo"
+	}
+	if t, ok := c.prices[k]; ok {
+		return t
+	}
+	if (e.op == OpCollectivePermute || e.op == OpAllToAllV) && c.lacks(before.st, after.st) {
+		c.p2p++ // a move of no data routes no transfers
+	}
+	var t float64
+	if e.halo {
+		for _, st := range c.haloSteps(e, before, after) {
+			t += st.Cost.TimeUS
+		}
+	} else if e.op == OpAllToAllV {
+		if est, ok := c.sp.routed(c.r, before.st, after.st, false, 0); ok {
+			t = est.TimeUS
+		} else {
+			t = c.sp.directStep(c.r, before.st, after.st, c.unrRefs(after.unr)).Cost.TimeUS
+		}
+	} else {
+		m := c.move(e, before, after)
+		c.sp.price(c.r, &m)
+		t = m.est.TimeUS
+	}
+	c.prices[k] = t
+	return t
+}
+
+// run searches from start; ub bounds the plans it looks for (strictly cheaper).
+func (c *completeSearch) run(ub float64) (completeResult, error) {
+	c.ub = ub
+	c.nodes = c.nodes[:0]
+	c.open = cqueue{}
+	clear(c.bykey)
+	c.expansions, c.p2p, c.capped = 0, 0, false
+	if c.budget > 0 && (c.tileBytes(c.start.st) > c.budget || c.tileBytes(c.goal.st) > c.budget) {
+		return completeResult{proven: c.full}, nil
+	}
+	c.push(c.start, 0, 0, -1, cedge{})
+	for c.open.Len() > 0 {
+		it := heap.Pop(&c.open).(citem)
+		if it.lazy != nil {
+			// A point-to-point edge pushed at its bound: price it now that it is the
+			// cheapest entry, and push its end at its price.
+			from := c.nodes[it.id]
+			if it.g > from.g || c.p2p >= completeP2PBudget {
+				if it.g <= from.g {
+					c.capped = true
+					return completeResult{exp: c.expansions}, nil
+				}
+				continue
+			}
+			lz := it.lazy
+			if !lz.bounded {
+				lb := c.moveBound(from.n.st, lz.to.st)
+				if lz.e.op == OpAllToAllV {
+					lb = c.exchangeBound(from.n.st, lz.to.st)
+				}
+				if c.over(from.g + lb + lz.h) {
+					continue // the data it moves takes at least that long
+				}
+				if id2, ok := c.bykey[lz.to.key()]; ok && c.nodes[id2].g <= from.g+lb {
+					continue // reached at least as cheaply already
+				}
+				lz.bounded = true
+				it.f = from.g + lb + lz.h
+				heap.Push(&c.open, it)
+				continue
+			}
+			t := c.price(lz.e, from.n, lz.to)
+			if !c.over(from.g + t + lz.h) {
+				c.push(lz.to, from.g+t, from.steps+1, it.id, lz.e)
+			}
+			continue
+		}
+		n := c.nodes[it.id]
+		if it.g > n.g {
+			continue // a cheaper path reached it since
+		}
+		if n.n.key() == c.goalKey {
+			return completeResult{path: c.pathTo(it.id), proven: c.full, exp: c.expansions}, nil
+		}
+		if c.expansions >= c.maxExp || c.p2p >= completeP2PBudget {
+			c.capped = true
+			return completeResult{exp: c.expansions}, nil
+		}
+		c.expansions++
+		if completeExpandTrace != nil {
+			completeExpandTrace(c, n)
+		}
+		if c.expansions&63 == 0 {
+			if err := c.ctx.Err(); err != nil {
+				return completeResult{}, err
+			}
+		}
+		c.expand(it.id)
+	}
+	return completeResult{proven: c.full, exp: c.expansions}, nil
+}
+
+func (c *completeSearch) pathTo(id int32) []cstep {
+	var out []cstep
+	for id >= 0 {
+		n := c.nodes[id]
+		if n.prev < 0 {
+			break
+		}
+		out = append(out, cstep{edge: n.edge, before: c.nodes[n.prev].n, after: n.n})
+		id = n.prev
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// over reports whether a path of cost g that still needs h cannot beat the bound.
+func (c *completeSearch) over(f float64) bool {
+	return f >= c.ub-1e-9*math.Max(1, math.Abs(c.ub))
+}
+
+func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
+	k := n.key()
+	if id, ok := c.bykey[k]; ok {
+		old := &c.nodes[id]
+		if g > old.g-1e-12*math.Max(1, g) && !(g < old.g+1e-12 && steps < old.steps) {
+			return
+		}
+		old.g, old.steps, old.prev, old.edge = g, steps, prev, e
+		old.n = cnode{st: n.st.clone(), unr: n.unr}
+		heap.Push(&c.open, citem{id: id, f: g + c.h(n), g: g, steps: steps})
+		return
+	}
+	id := int32(len(c.nodes))
+	c.nodes = append(c.nodes, crec{n: cnode{st: n.st.clone(), unr: n.unr}, g: g, steps: steps, prev: prev, edge: e})
+	c.bykey[k] = id
+	heap.Push(&c.open, citem{id: id, f: g + c.h(n), g: g, steps: steps})
+}
+
+// consider prices the edge from node id to nx and pushes nx when it can still beat the
+// bound.
+func (c *completeSearch) consider(id int32, e cedge, nx cnode) {
+	from := c.nodes[id]
+	isGoal := nx.key() == c.goalKey
+	if !isGoal {
+		if c.noRep && c.replicated(nx) {
+			return
+		}
+	}
+	if c.budget > 0 && c.tileBytes(nx.st) > c.budget {
+		return
+	}
+	hn := 0.0
+	if !isGoal {
+		hn = c.h(nx)
+	}
+	if (e.op == OpCollectivePermute || e.op == OpAllToAllV) && c.over(from.g+hn) {
+		return
+	}
+	if e.op != OpAllToAllV && !e.halo && !c.feasible(from.n, nx, e) {
+		return
+	}
+	if e.op == OpCollectivePermute || e.op == OpAllToAllV {
+		// Pushed at the heuristic alone; bounded when it reaches the head of the queue,
+		// priced when its bound does (run).
+		if id2, ok := c.bykey[nx.key()]; ok && c.nodes[id2].g <= from.g {
+			return // reached at least as cheaply already
+		}
+		heap.Push(&c.open, citem{id: id, f: from.g + hn, g: from.g, steps: from.steps + 1,
+			lazy: &lazyEdge{e: e, to: cnode{st: nx.st.clone(), unr: nx.unr}, h: hn}})
+		return
+	}
+	t := c.price(e, from.n, nx)
+	if c.over(from.g + t + hn) {
+		return
+	}
+	c.push(nx, from.g+t, from.steps+1, id, e)
+}
+
+func (c *completeSearch) feasible(before, after cnode, e cedge) bool {
+	var group uint64
+	for _, a := range e.group {
+		group |= 1 << a
+	}
+	group |= e.reduce
+	return c.sp.feasible(before.st, after.st, group)
+}
+
+// expand generates every edge out of node id.
+func (c *completeSearch) expand(id int32) {
+	cur := c.nodes[id].n
+	st := cur.st
+	r, sp := c.r, c.sp
+	used := st.used()
+	pending := cur.unr & c.reducible
+	// Slices: any sequence of unused atoms appended to one dim, in one step (on an
+	// uneven dim a slice by two atoms can be local where its first atom alone is not).
+	if r.allowed(OpSlice) {
+		var free []uint8
+		for a := range sp.atoms {
+			if (used|cur.unr)&(1<<a) == 0 {
+				free = append(free, uint8(a))
+			}
+		}
+		maxLen := len(free)
+		if !c.full {
+			maxLen = min(maxLen, completeLargeSliceAtoms)
+		}
+		for d := range st {
+			eachSequence(free, maxLen, func(seq []uint8) {
+				nx := st.clone()
+				nx[d] = append(nx[d], seq...)
+				c.consider(id, cedge{op: OpSlice, dim: d}, cnode{nx, cur.unr})
+			})
+		}
+	}
+	// Gathers and all-to-alls of every suffix.
+	for d := range st {
+		n := len(st[d])
+		for j := 1; j <= n; j++ {
+			suffix := slices.Clone(st[d][n-j:])
+			if r.allowed(OpAllGather) {
+				nx := st.clone()
+				nx[d] = nx[d][:n-j]
+				e := cedge{op: OpAllGather, dim: d, group: suffix}
+				c.consider(id, e, cnode{nx, cur.unr})
+				if r.allowed(OpCollectivePermute) && cur.unr&c.reducible == 0 && !c.feasible(cur, cnode{nx, cur.unr}, e) &&
+					newHaloWindows(sp, d, haloGather, st, nx).needed() {
+					e.halo = true
+					c.consider(id, e, cnode{nx, cur.unr})
+				}
+			}
+			if r.allowed(OpAllToAll) {
+				for b := range st {
+					if b == d {
+						continue
+					}
+					nx := st.clone()
+					nx[d] = nx[d][:n-j]
+					nx[b] = append(nx[b], suffix...)
+					c.consider(id, cedge{op: OpAllToAll, dim: d, dim2: b, group: suffix}, cnode{nx, cur.unr})
+				}
+			}
+		}
+	}
+	// Reductions of any pending partial sums.
+	if pending != 0 {
+		c.reductions(id, cur, pending)
+	}
+	p2p := pending == 0
+	// Permutes.
+	if p2p && r.allowed(OpCollectivePermute) {
+		for _, nx := range c.permuteTargets(cur) {
+			c.consider(id, cedge{op: OpCollectivePermute, group: changedAtoms(st, nx)}, cnode{nx, cur.unr})
+		}
+	}
+	// Exchanges.
+	if p2p && r.allowed(OpAllToAllV) && cur.unr == c.goal.unr {
+		for _, nx := range c.exchangeTargets(cur) {
+			if nx.equal(st) || sp.sliceOnly(st, nx) {
+				continue
+			}
+			c.consider(id, cedge{op: OpAllToAllV}, cnode{nx, cur.unr})
+		}
+	}
+}
+
+// reductions generates all_reduce and reduce_scatter over every nonempty subset of the
+// pending partial sums (reduce_scatter: in every order, onto every dim).
+func (c *completeSearch) reductions(id int32, cur cnode, pending uint64) {
+	r := c.r
+	var ids []uint8
+	for a := range c.sp.atoms {
+		if pending&(1<<a) != 0 {
+			ids = append(ids, uint8(a))
+		}
+	}
+	for sub := uint64(1); sub < 1<<len(ids); sub++ {
+		var set []uint8
+		var mask uint64
+		for i, a := range ids {
+			if sub&(1<<i) != 0 {
+				set = append(set, a)
+				mask |= 1 << a
+			}
+		}
+		if r.allowed(OpAllReduce) {
+			c.consider(id, cedge{op: OpAllReduce, group: set, reduce: mask}, cnode{cur.st.clone(), cur.unr &^ mask})
+		}
+		if !r.allowed(OpReduceScatter) {
+			continue
+		}
+		eachPermutation(set, func(order []uint8) {
+			for d := range cur.st {
+				nx := cur.st.clone()
+				nx[d] = append(nx[d], order...)
+				c.consider(id, cedge{op: OpReduceScatter, dim: d, group: slices.Clone(order), reduce: mask}, cnode{nx, cur.unr &^ mask})
+			}
+		})
+	}
+}
+
+// completeLargeSliceAtoms bounds the atoms one slice appends in a pass that does not
+// generate every move.
+const completeLargeSliceAtoms = 2
+
+// eachSequence calls fn with every sequence of 1 to maxLen distinct atoms of ids (fn
+// must not keep its argument).
+func eachSequence(ids []uint8, maxLen int, fn func([]uint8)) {
+	seq := make([]uint8, 0, maxLen)
+	var taken uint64
+	var rec func()
+	rec = func() {
+		if len(seq) > 0 {
+			fn(seq)
+		}
+		if len(seq) == maxLen {
+			return
+		}
+		for _, a := range ids {
+			if taken&(1<<a) != 0 {
+				continue
+			}
+			taken |= 1 << a
+			seq = append(seq, a)
+			rec()
+			seq = seq[:len(seq)-1]
+			taken &^= 1 << a
+		}
+	}
+	rec()
+}
+
+// eachPermutation calls fn with every order of ids (fn must not keep its argument).
+func eachPermutation(ids []uint8, fn func([]uint8)) {
+	a := slices.Clone(ids)
+	var rec func(k int)
+	rec = func(k int) {
+		if k == len(a) {
+			fn(a)
+			return
+		}
+		for i := k; i < len(a); i++ {
+			a[k], a[i] = a[i], a[k]
+			rec(k + 1)
+			a[k], a[i] = a[i], a[k]
+		}
+	}
+	rec(0)
+}
+
+// permuteTargets are the states a collective_permute takes cur to: every state with
+// the same shard count per dim (full), else the goal when it has them and the states
+// that swap two equal-sized atoms or rewrite one dim toward the goal.
+func (c *completeSearch) permuteTargets(cur cnode) []state {
+	st := cur.st
+	counts := make([]int, len(st))
+	for d := range st {
+		counts[d] = c.sp.count(st[d])
+	}
+	sameCounts := func(o state) bool {
+		for d := range o {
+			if c.sp.count(o[d]) != counts[d] {
+				return false
+			}
+		}
+		return true
+	}
+	var out []state
+	if c.full {
+		for _, o := range c.statesOver(cur.unr) {
+			if sameCounts(o) && !o.equal(st) {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	if sameCounts(c.goal.st) && !st.equal(c.goal.st) && cur.unr == c.goal.unr {
+		out = append(out, c.goal.st)
+	}
+	// Swaps of two equal-sized atoms (used or not).
+	used := st.used()
+	for a := range c.sp.atoms {
+		for b := a + 1; b < len(c.sp.atoms); b++ {
+			if c.sp.atoms[a].Size != c.sp.atoms[b].Size || (used&(1<<a) == 0 && used&(1<<b) == 0) || (cur.unr>>a|cur.unr>>b)&1 != 0 {
+				continue
+			}
+			nx := st.clone()
+			for d := range nx {
+				for i, x := range nx[d] {
+					switch x {
+					case uint8(a):
+						nx[d][i] = uint8(b)
+					case uint8(b):
+						nx[d][i] = uint8(a)
+					}
+				}
+			}
+			out = append(out, nx)
+		}
+	}
+	return out
+}
+
+// exchangeTargets are the states an all_to_all_v takes cur to: every state (full),
+// else the goal.
+func (c *completeSearch) exchangeTargets(cur cnode) []state {
+	if c.full {
+		return c.statesOver(cur.unr)
+	}
+	if c.cheapExchange(cur.st, c.goal.st) {
+		return []state{c.goal.st}
+	}
+	return nil
+}
+
+// cheapExchange reports whether the exchange from before to after is priced without
+// routing more than maxHybridTransfers transfers.
+func (c *completeSearch) cheapExchange(before, after state) bool {
+	if !c.sp.canRoute(c.r) {
+		return true
+	}
+	return c.sp.exchangeInClosedForm(c.r, before, after) || newPattern(c.sp, before, after, false, 0).transfersAtMost() <= maxHybridTransfers
+}
+
+// cqueue is the open list, ordered by f, then fewer steps.
+type cqueue []citem
+
+type citem struct {
+	id    int32
+	f, g  float64
+	steps int32
+	// lazy is a point-to-point edge out of node id (reached at g), not yet priced.
+	lazy *lazyEdge
+}
+
+// lazyEdge is an edge the pass prices only when its bound reaches the head of the queue.
+type lazyEdge struct {
+	e       cedge
+	to      cnode
+	h       float64
+	bounded bool // pushed again at its bound (moveBound, exchangeBound)
+}
+
+func (q cqueue) Len() int { return len(q) }
+func (q cqueue) Less(i, j int) bool {
+	if q[i].f != q[j].f {
+		return q[i].f < q[j].f
+	}
+	return q[i].steps < q[j].steps
+}
+func (q cqueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *cqueue) Push(x any)   { *q = append(*q, x.(citem)) }
+func (q *cqueue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return it
+}
+
+// maskCount is the number of atoms in mask.
+func maskCount(mask uint64) int { return bits.OnesCount64(mask) }
+
+// completeSteps turns a complete pass's path into plan steps: runs of slices merge into
+// one local slice; every other edge is one step, priced as the pass priced it.
+func (c *completeSearch) completeSteps(path []cstep) []Step {
+	var out []Step
+	for i := 0; i < len(path); i++ {
+		e := path[i]
+		if e.edge.op == OpSlice {
+			j := i
+			for j+1 < len(path) && path[j+1].edge.op == OpSlice {
+				j++
+			}
+			m := move{op: OpSlice, before: e.before.st, after: path[j].after.st, unrBefore: c.unrRefs(e.before.unr), unrAfter: c.unrRefs(e.before.unr)}
+			out = append(out, c.sp.steps(c.r, []move{m})...)
+			i = j
+			continue
+		}
+		if e.edge.op == OpAllToAllV {
+			out = append(out, c.sp.directStep(c.r, e.before.st, e.after.st, c.unrRefs(e.after.unr)))
+			continue
+		}
+		if e.edge.halo {
+			out = append(out, c.haloSteps(e.edge, e.before, e.after)...)
+			continue
+		}
+		out = append(out, c.sp.steps(c.r, []move{c.move(e.edge, e.before, e.after)})...)
+	}
+	return out
+}
+
+// completePass runs the complete pass against cands (the candidates so far): a plan
+// strictly cheaper than the best of them under the request's rules (nil: none), and
+// whether the answer (that plan, or the best candidate) is proven optimal.
+func completePass(ctx context.Context, r *Request, cands []*Plan) (*Plan, bool, error) {
+	src, tgt := r.Source, r.Target
+	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, src, tgt)
+	if !ok || len(cp.atoms) > 60 {
+		return nil, false, nil
+	}
+	defer cp.releaseRouter()
+	start := cnode{cp.stateOf(src), maskOf(cp.atomsOf(src.Unreduced))}
+	goal := cnode{cp.stateOf(tgt), maskOf(cp.atomsOf(tgt.Unreduced))}
+	if start.unr&goal.unr != goal.unr {
+		return nil, false, nil // reducedRefs rejected it already
+	}
+	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
+	defer func() {
+		if completeTrace != nil {
+			completeTrace(cs)
+		}
+	}()
+	free, any := math.Inf(1), math.Inf(1) // the best candidates without and with a rematerialization
+	for _, c := range cands {
+		if c.finishTotals(); r.MemoryBudget > 0 && c.Summary.PeakBytesPerDevice > r.MemoryBudget {
+			continue
+		}
+		any = min(any, c.Summary.TimeUS)
+		if !c.Summary.FullRematerialization {
+			free = min(free, c.Summary.TimeUS)
+		}
+	}
+	plan := func(res completeResult) *Plan {
+		if res.path == nil {
+			return nil
+		}
+		p := &Plan{Request: r, sp: cp, Steps: cs.completeSteps(res.path)}
+		return p.named("complete")
+	}
+	if r.AllowFullRemat || !cs.noRep {
+		cs.noRep = false
+		res, err := cs.run(any)
+		return plan(res), res.proven, err
+	}
+	// A plan without a full rematerialization wins whatever the times: look for one
+	// first, then, when there is none, for the fastest that rematerializes.
+	res, err := cs.run(free)
+	if err != nil || res.path != nil || !math.IsInf(free, 1) || !res.proven {
+		return plan(res), res.proven, err
+	}
+	cs.noRep = false
+	res, err = cs.run(any)
+	return plan(res), res.proven, err
+}
+
+// completeExpandTrace, when set (tests), sees every node the complete pass expands.
+var completeExpandTrace func(*completeSearch, crec)
+
+// completeTrace, when set (tests), sees every complete pass when it ends.
+var completeTrace func(*completeSearch)
+
+// withinBudget keeps the plans whose peak fits budget.
+func withinBudget(cands []*Plan, budget int64) []*Plan {
+	var out []*Plan
+	for _, c := range cands {
+		if c.finishTotals(); c.Summary.PeakBytesPerDevice <= budget {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// BudgetError says that no plan fits the request's memory budget, and the smallest
+// budget that admits one (0: not known).
+type BudgetError struct {
+	Budget    int64
+	MinBudget int64
+}
+
+func (e *BudgetError) Error() string {
+	return "no plan fits memory_budget_bytes_per_device"
+}
+
+func (e *BudgetError) Unwrap() error { return ErrNoPlan }
+
+// budgetError is the error of a request whose budget no plan fits, with the smallest
+// budget that admits a plan: the least, over paths from the source to the target, of the
+// largest tile on the path (a bottleneck search over the complete pass's moves; both
+// ends count).
+func budgetError(ctx context.Context, r *Request) error {
+	e := &BudgetError{Budget: r.MemoryBudget}
+	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, r.Source, r.Target)
+	if !ok || len(cp.atoms) > 60 {
+		return e
+	}
+	defer cp.releaseRouter()
+	start := cnode{cp.stateOf(r.Source), maskOf(cp.atomsOf(r.Source.Unreduced))}
+	goal := cnode{cp.stateOf(r.Target), maskOf(cp.atomsOf(r.Target.Unreduced))}
+	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
+	cs.noRep = cs.noRep && !r.AllowFullRemat
+	// Binary search over the tile sizes states can have: the answer is one of them.
+	sizes := []int64{}
+	seen := map[int64]bool{}
+	floor := max(cs.tileBytes(start.st), cs.tileBytes(goal.st))
+	var rec func(d int, st state)
+	for _, s := range cs.statesOverOrSample() {
+		if b := cs.tileBytes(s); b >= floor && !seen[b] {
+			seen[b] = true
+			sizes = append(sizes, b)
+		}
+	}
+	_ = rec
+	slices.Sort(sizes)
+	lo, hi := 0, len(sizes)-1
+	found := int64(0)
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		cs.budget = sizes[mid]
+		res, err := cs.run(math.Inf(1))
+		if err != nil {
+			return err
+		}
+		if res.path != nil {
+			found = sizes[mid]
+			hi = mid - 1
+		} else {
+			lo = mid + 1
+		}
+	}
+	e.MinBudget = found
+	return e
+}
+
+// statesOverOrSample lists the states of the space (every state when the space is
+// small, else the tiles of one atom count per dim).
+func (c *completeSearch) statesOverOrSample() []state {
+	if c.full {
+		return c.statesOver(c.start.unr)
+	}
+	// Every split of the atoms' product over the dims is a tile size some state has:
+	// enumerate states whose dims take atoms in index order.
+	var out []state
+	rank := len(c.goal.st)
+	cur := make(state, rank)
+	var rec func(a int)
+	rec = func(a int) {
+		if len(out) > 1<<14 {
+			return
+		}
+		if a == len(c.sp.atoms) {
+			out = append(out, cur.clone())
+			return
+		}
+		rec(a + 1)
+		if c.start.unr&(1<<a) != 0 {
+			return
+		}
+		for d := range cur {
+			cur[d] = append(cur[d], uint8(a))
+			rec(a + 1)
+			cur[d] = cur[d][:len(cur[d])-1]
+		}
+	}
+	rec(0)
+	return out
+}
+
+// haloSteps are the steps of a halo gather edge: the halo exchanges on its dim, then
+// the all_gather, which reads the windows they filled.
+func (c *completeSearch) haloSteps(e cedge, before, after cnode) []Step {
+	m := c.move(e, before, after)
+	emu := &xlaEmu{sp: c.sp, r: c.r}
+	w := newHaloWindows(c.sp, e.dim, haloGather, before.st, after.st)
+	hm := move{op: opHalo, dim: e.dim, dim2: haloGather, group: slices.Clone(before.st[e.dim]), before: before.st, after: after.st, unrBefore: m.unrBefore, unrAfter: m.unrBefore}
+	out := emu.haloSteps(hm, w, nil)
+	return append(out, c.sp.steps(c.r, []move{m})...)
+}
+
+// pairBound is the most elements of its tile in after that some device's tile in
+// before lacks, with, when the model counts hops (cost.AxisHops), the hop latency some
+// lacking element must travel: for a device q that lacks data, no device closer than
+// the nearest one whose tile in before holds part of what q lacks can send it, and any
+// chain of steps pays at least that device's hop latency to q. The largest over q
+// bounds every path from before to after. Devices are the atoms' digit assignments
+// (every mesh axis is in the complete pass's space).
+//
+// peers is the most messages a lacking device must receive in one exchange: no
+// sender provides more of what q lacks than its before tile holds of it.
+func (c *completeSearch) pairBound(before, after state) (lack int64, hop float64, peers int64) {
+	c.devices()
+	rank := len(before)
+	b, a := c.rangesOf(before), c.rangesOf(after)
+	n := len(c.coords)
+	for q := 0; q < n; q++ {
+		qa, qb := a[q*rank:(q+1)*rank], b[q*rank:(q+1)*rank]
+		in, both := int64(1), int64(1)
+		for d := range qa {
+			in *= qa[d][1] - qa[d][0]
+			both *= max(0, min(qa[d][1], qb[d][1])-max(qa[d][0], qb[d][0]))
+		}
+		if in-both <= 0 {
+			continue
+		}
+		missing := in - both
+		lack = max(lack, missing)
+		nearest := math.Inf(1)
+		most := int64(0) // the most of what q lacks one sender holds
+		for p := 0; p < n; p++ {
+			pb := b[p*rank : (p+1)*rank]
+			// p helps with what its before tile holds of q's after tile outside q's
+			// before tile.
+			meet, meetOwn := int64(1), int64(1)
+			for d := range pb {
+				lo, hi := max(pb[d][0], qa[d][0]), min(pb[d][1], qa[d][1])
+				meet *= max(0, hi-lo)
+				meetOwn *= max(0, min(hi, qb[d][1])-max(lo, qb[d][0]))
+			}
+			if cov := meet - meetOwn; cov > 0 {
+				most = max(most, cov)
+				if c.hopDist != nil {
+					nearest = min(nearest, c.hopDist[p*n+q])
+				}
+			}
+		}
+		if !math.IsInf(nearest, 1) {
+			hop = max(hop, nearest)
+		}
+		if most > 0 {
+			peers = max(peers, (missing+most-1)/most)
+		}
+	}
+	return lack, hop, peers
+}
+
+// devices fills the device table of the space once: each device (an assignment of
+// digits to the atoms) and, on models that count hops, the hop latency between every
+// two devices.
+func (c *completeSearch) devices() {
+	if c.coords != nil {
+		return
+	}
+	sp := c.sp
+	total := 1
+	for _, a := range sp.atoms {
+		total *= a.Size
+	}
+	c.digits = make([][]int, total)
+	c.coords = make([][]int, total)
+	for i := range total {
+		x := i
+		dg := make([]int, len(sp.atoms))
+		co := make([]int, len(sp.mesh.Axes))
+		for k, a := range sp.atoms {
+			dg[k] = x % a.Size
+			x /= a.Size
+			co[sp.mesh.AxisIndex(a.Name)] += dg[k] * (a.Of / (a.Pre * a.Size))
+		}
+		c.digits[i], c.coords[i] = dg, co
+	}
+	useHops := false
+	for _, h := range c.hops {
+		useHops = useHops || h.LatencyUS > 0
+	}
+	if !useHops {
+		return
+	}
+	c.hopDist = make([]float64, total*total)
+	for p := range total {
+		for q := range total {
+			t := 0.0
+			for ax, h := range c.hops {
+				if h.LatencyUS > 0 {
+					t += h.LatencyUS * float64(h.Distance(c.coords[p][ax], c.coords[q][ax]))
+				}
+			}
+			c.hopDist[p*total+q] = t
+		}
+	}
+}
+
+// rangesOf is every device's range of every dim in st (device-major), memoized.
+func (c *completeSearch) rangesOf(st state) [][2]int64 {
+	k := st.key()
+	if r, ok := c.ranges[k]; ok {
+		return r
+	}
+	rank := len(st)
+	out := make([][2]int64, len(c.digits)*rank)
+	for i, dg := range c.digits {
+		for d := range st {
+			lo, hi := c.sp.dimRange(d, st[d], dg)
+			out[i*rank+d] = [2]int64{lo, hi}
+		}
+	}
+	if c.ranges == nil {
+		c.ranges = map[string][][2]int64{}
+	}
+	c.ranges[k] = out
+	return out
+}
+
+// dimRange is the range [lo, hi) of dim d that the device with the given atom digits
+// holds when ids shard the dim (major to minor), clipped to the dim.
+func (sp *space) dimRange(d int, ids []uint8, digits []int) (int64, int64) {
+	idx, cnt := int64(0), int64(1)
+	for _, a := range ids {
+		idx = idx*int64(sp.atoms[a].Size) + int64(digits[a])
+		cnt *= int64(sp.atoms[a].Size)
+	}
+	D := sp.shape[d]
+	t := sharding.CeilDiv(D, cnt)
+	return min(idx*t, D), min((idx+1)*t, D)
+}
+
+// canRoute reports whether exchanges are priced by routing their transfers (else by
+// the model's formula, which exchangeBound does not describe).
+func (c *completeSearch) canRoute() bool { return c.sp.canRoute(c.r) }

@@ -1,0 +1,86 @@
+package planner
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Reshards where a plan that never replicates the tensor beats a single exchange or a
+// rematerialization, on tpu-v5p: each plan costs what the oracle says, is proven, and
+// is cheaper than the answers the planner gave without its complete pass.
+func TestCompletePassFindsCheaperPlans(t *testing.T) {
+	tpu, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	restricted := []Op{OpSlice, OpAllGather, OpAllToAll}
+	cases := []struct {
+		name     string
+		mesh     string
+		shape    []int64
+		bits     int
+		src, tgt string
+		ops      []Op
+		maxTime  float64 // µs: the cheaper plan's time
+		wantOps  []Op
+	}{
+		{"seed 000 [[0],[1,2]]->[[0],[2]]: gather then slice", "x=2,y=2,z=2", []int64{4, 8}, 8, `[[0],[1,2]]`, `[[0],[2]]`, nil, 2.0, []Op{OpAllGather, OpSlice}},
+		{"the same without point-to-point ops", "x=2,y=2,z=2", []int64{4, 8}, 8, `[[0],[1,2]]`, `[[0],[2]]`, restricted, 2.0, []Op{OpAllGather, OpSlice}},
+		{"6x6 transpose on 2x3: gather, all-to-all, slice", "x=2,y=3", []int64{6, 6}, 8, `[[0],[1]]`, `[[1],[0]]`, nil, 3.0, []Op{OpAllGather, OpAllToAll, OpSlice}},
+		{"uneven [x,y]->[x]: halo exchange, then gather", "x=2,y=2", []int64{6}, 32, `[["x","y"]]`, `["x"]`, nil, 3.0, []Op{OpCollectivePermute, OpAllGather}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mustMesh(t, tc.mesh)
+			r := &Request{Mesh: m, Shape: tc.shape, ElemBits: tc.bits, Source: mustSharding(t, m, tc.shape, tc.src), Target: mustSharding(t, m, tc.shape, tc.tgt), Model: tpu, AllowedOps: tc.ops}
+			want, wantRemat, _, _ := oracleBest(t, r)
+			p, err := Reshard(context.Background(), r)
+			require.NoError(t, err)
+			t.Log(describeSteps(p))
+			replay(t, p)
+			assert.InDelta(t, tc.maxTime, p.Summary.TimeUS, 0.01)
+			assert.InDelta(t, want, p.Summary.TimeUS, 1e-9*want)
+			assert.False(t, wantRemat)
+			assert.False(t, p.Summary.FullRematerialization)
+			assert.Equal(t, OptimalityProven, p.Summary.Optimality)
+			assert.Equal(t, tc.wantOps, ops(p))
+		})
+	}
+}
+
+// A budget below every plan's peak is refused with the smallest budget that admits
+// one; that budget admits a plan whose peak is exactly it.
+func TestMemoryBudget(t *testing.T) {
+	tpu, _ := cost.Profile("tpu-v5p")
+	m := mustMesh(t, "x=2,y=4")
+	shape := []int64{64, 64}
+	req := func(budget int64, ops []Op) *Request {
+		return &Request{Mesh: m, Shape: shape, ElemBits: 32, Source: mustSharding(t, m, shape, `[["x"],["y"]]`), Target: mustSharding(t, m, shape, `[["y"],["x"]]`),
+			Model: tpu, MemoryBudget: budget, AllowedOps: ops}
+	}
+	tile := int64(64 / 2 * 64 / 4 * 4) // both ends: 2 KiB
+	// With an exchange allowed, the ends' tiles are enough.
+	p, err := Reshard(context.Background(), req(tile, nil))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, p.Summary.PeakBytesPerDevice, tile)
+	replay(t, p)
+	// Gathers and slices only: every plan passes through a bigger tile.
+	restricted := []Op{OpSlice, OpAllGather}
+	_, err = Reshard(context.Background(), req(tile, restricted))
+	var be *BudgetError
+	require.ErrorAs(t, err, &be)
+	require.Greater(t, be.MinBudget, tile)
+	p, err = Reshard(context.Background(), req(be.MinBudget, restricted))
+	require.NoError(t, err)
+	assert.Equal(t, be.MinBudget, p.Summary.PeakBytesPerDevice)
+	replay(t, p)
+	// One byte less admits none.
+	_, err = Reshard(context.Background(), req(be.MinBudget-1, restricted))
+	require.ErrorAs(t, err, &be)
+	// No budget: the fastest plan, whatever its peak.
+	free, err := Reshard(context.Background(), req(0, restricted))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, free.Summary.TimeUS, p.Summary.TimeUS+1e-9)
+}
