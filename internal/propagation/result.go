@@ -134,7 +134,7 @@ func (p *propagator) finalize(ctx context.Context) (*Result, error) {
 		}
 		if ts.ann != nil {
 			for d, ads := range ts.ann.Dims {
-				if ads.Open && !refsEqual(ads.Axes, s.Dims[d].Axes) {
+				if ads.Open && !slices.Equal(ads.Axes, s.Dims[d].Axes) {
 					res.Refined = append(res.Refined, ts.name)
 					break
 				}
@@ -344,7 +344,7 @@ func (p *propagator) passesUnreduced(n *node) bool {
 	}
 	u := p.gs.tensors[n.tensors[0]].sh.Unreduced
 	for _, id := range n.tensors {
-		if !refsEqual(p.gs.tensors[id].sh.Unreduced, u) {
+		if !slices.Equal(p.gs.tensors[id].sh.Unreduced, u) {
 			return false
 		}
 	}
@@ -617,7 +617,7 @@ func (p *propagator) agrees(n *node, nf int, assign [][]axisRef) bool {
 			}
 			if !seen {
 				assign[f], seen = fs.axes, true
-			} else if !refsEqual(assign[f], fs.axes) {
+			} else if !slices.Equal(assign[f], fs.axes) {
 				return false
 			}
 		}
