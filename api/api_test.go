@@ -410,31 +410,6 @@ func (f *fakeMemo) Do(ctx context.Context, key string, compute func(context.Cont
 	return b, false, err
 }
 
-func TestRespondMemo(t *testing.T) {
-	memo := &fakeMemo{store: map[string][]byte{}}
-	s := newTestServer(t, func(d *Deps) { d.Memo = memo })
-	calls := 0
-	h := s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		return s.respondMemo(w, r, "k", func(context.Context) (any, error) {
-			calls++
-			if r.URL.Query().Get("fail") != "" {
-				return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("x", "bad"))
-			}
-			return map[string]int{"n": calls}, nil
-		})
-	})
-	rec := do(t, h, http.MethodGet, "/x?fail=1", "", "")
-	assert.Equal(t, http.StatusBadRequest, rec.Code)
-	assert.Empty(t, memo.store, "errors are not memoized")
-	rec = do(t, h, http.MethodGet, "/x", "", "")
-	assert.Equal(t, "miss", rec.Header().Get("X-Cache"))
-	assert.JSONEq(t, `{"n":2}`, rec.Body.String())
-	rec = do(t, h, http.MethodGet, "/x", "", "")
-	assert.Equal(t, "hit", rec.Header().Get("X-Cache"))
-	assert.JSONEq(t, `{"n":2}`, rec.Body.String())
-	assert.Equal(t, 2, calls)
-}
-
 func TestValidationMessages(t *testing.T) {
 	type inner struct {
 		Name string `json:"name" validate:"required,max=3"`

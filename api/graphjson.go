@@ -51,13 +51,8 @@ func answerItems(r *GraphResponse, ta *tensorAnswers) int64 {
 	return int64(max(n, 1))
 }
 
-// encodeGraphJSON encodes r exactly as encodeJSON does.
-func encodeGraphJSON(r *GraphResponse) ([]byte, error) {
-	return encodeGraphTensors(r, nil)
-}
-
-// encodeGraphTensors is encodeGraphJSON of r with its Shardings and Explain maps as ta
-// holds them (r's are then nil, planGraphTensors); ta nil: r's.
+// encodeGraphTensors encodes r exactly as encodeJSON does, with its Shardings and
+// Explain maps as ta holds them (r's are then nil, planGraphTensors); ta nil: r's.
 func encodeGraphTensors(r *GraphResponse, ta *tensorAnswers) ([]byte, error) {
 	items := answerItems(r, ta)
 	per := graphItemBytes.Load()
