@@ -37,16 +37,29 @@ func (b *lockedBuffer) String() string {
 
 var listenRE = regexp.MustCompile(`listening on (\S+)`)
 
+// testBudget is how long a test waits for the service: its request deadline unless the
+// test sets SHARDPLAN_REQUEST_TIMEOUT, and the wait for it to listen. It is generous on
+// purpose: a request that answers in a second on a quiet machine may take ten on a loaded
+// one, and a test must not turn that into a 503 timeout (the deadline itself is tested
+// with deadlines the test sets).
+const testBudget = 2 * time.Minute
+
 // startServer runs the real service through run on 127.0.0.1:0 and returns its base URL,
-// a cancel func and the channel run's result arrives on.
+// a cancel func and the channel run's result arrives on. The service's environment is env,
+// with SHARDPLAN_REQUEST_TIMEOUT testBudget unless env sets it.
 func startServer(t *testing.T, env map[string]string, args ...string) (string, context.CancelFunc, <-chan error, *lockedBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	getenv := func(k string) string { return env[k] }
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok || k != "SHARDPLAN_REQUEST_TIMEOUT" {
+			return v
+		}
+		return testBudget.String()
+	}
 	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, stdout, stderr) }()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testBudget)
 	for {
 		if m := listenRE.FindStringSubmatch(stdout.String()); m != nil {
 			t.Cleanup(cancel)
