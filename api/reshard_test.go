@@ -283,7 +283,7 @@ func TestReshardFullRematerializationOption(t *testing.T) {
 	}
 }
 
-// effortReshard is a reshard of issue 12's random set (case 2) whose fast plan (no
+// effortReshard is reshard 2 of testgen.RandomSet, whose fast plan (no
 // anytime pass) is slower than the thorough one on tpu-v5p.
 const effortReshard = `"mesh": "a=2,b=2,c=4,d=4,e=4", "shape": [256, 2048], "dtype": "bf16", "cost_model": "tpu-v5p",
 	"source": "[{\"c\"}, {\"e\":(2)2, \"b\", \"d\", \"a\", \"e\":(1)2}]",

@@ -27,8 +27,8 @@ func overwriteAll(t *testing.T, c *redis.Client, value func(key string) []byte) 
 	return len(keys)
 }
 
-// TestCacheIntegrity is issue 15's cache findings against the real service and a private
-// Redis: garbage, another plan's entry and a truncated entry under a plan's keys are
+// TestCacheIntegrity holds the real service and a private Redis to the cache's
+// integrity: garbage, another plan's entry and a truncated entry under a plan's keys are
 // recomputed (never served, to this replica or a new one); a permalink while Redis is
 // stalled answers 503 with Retry-After; after Redis restarts empty, the replica that still
 // holds a plan near writes it back so another replica's permalink finds it.
