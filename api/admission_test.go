@@ -35,7 +35,6 @@ func TestCachedHitsNeedNoSlot(t *testing.T) {
 		d.Memo = memo
 		d.Limits.MaxInflight = 2
 		d.Limits.MaxCompute = 1
-		d.Limits.RequestTimeout = time.Minute // generous: the requests that compute finish
 	})
 	rec := do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())

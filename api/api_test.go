@@ -18,9 +18,17 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
+// testBudget is a test server's request deadline unless the test sets its own: generous,
+// so that work taking a second on a quiet machine and ten on a loaded one is never a 503
+// timeout (the deadline itself is tested with short deadlines the tests set).
+const testBudget = 2 * time.Minute
+
+// newTestServer builds a Server with the default limits but for the request deadline
+// (testBudget), then applies mod.
 func newTestServer(t *testing.T, mod func(*Deps)) *Server {
 	t.Helper()
 	d := Deps{Limits: DefaultLimits()}
+	d.Limits.RequestTimeout = testBudget
 	if mod != nil {
 		mod(&d)
 	}
