@@ -277,6 +277,19 @@ func TestEndToEnd(t *testing.T) {
 	assert.Contains(t, logs, `"request_id"`)
 }
 
+// inFlightClient sends a request's body only once the server has begun reading it: the
+// request says "Expect: 100-continue" (expectContinue), and the transport waits for the
+// server's 100 Continue, sent when the handler first reads the body, before it reads the
+// body from the caller. A test that streams a body through an io.Pipe knows, once its
+// first Write returns, that the request is in flight.
+var inFlightClient = &http.Client{Transport: &http.Transport{ExpectContinueTimeout: testBudget}}
+
+// expectContinue marks req for inFlightClient.
+func expectContinue(req *http.Request) *http.Request {
+	req.Header.Set("Expect", "100-continue")
+	return req
+}
+
 func TestShutdownDrainsAndFailsReadiness(t *testing.T) {
 	base, cancel, done, _ := startServer(t, nil, "-shutdown-timeout", "5s")
 	// Hold a connection busy with a slow body so the drain has something to wait for.
@@ -285,7 +298,7 @@ func TestShutdownDrainsAndFailsReadiness(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/v1/tiles", pr)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := inFlightClient.Do(expectContinue(req))
 		if err != nil {
 			result <- -1
 			return
@@ -295,8 +308,7 @@ func TestShutdownDrainsAndFailsReadiness(t *testing.T) {
 		result <- resp.StatusCode
 	}()
 	_, err := pw.Write([]byte(`{"mesh":"x=2","shape":[4],`))
-	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond) // the request is now in flight
+	require.NoError(t, err) // the server is reading the body: the request is in flight
 
 	cancel()
 	select {
@@ -474,7 +486,7 @@ func TestShutdownAnswersTheRest(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/v1/reshard", pr)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := inFlightClient.Do(expectContinue(req))
 		if err != nil {
 			result <- answer{status: -1, body: err.Error()}
 			return
@@ -484,8 +496,7 @@ func TestShutdownAnswersTheRest(t *testing.T) {
 		result <- answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
 	}()
 	_, err := pw.Write([]byte(`{"mesh":"x=2",`))
-	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond) // in flight, waiting for the rest of its body
+	require.NoError(t, err) // in flight: the server reads the body and waits for the rest
 
 	cancel()
 	a := <-result
