@@ -37,6 +37,16 @@ func Replicated(rank int) Sharding {
 	return s
 }
 
+// Layout is s as a layout alone: every dim closed and without a priority, no replicated
+// list (the form Shardy's export gives back). It shares no memory with s.
+func (s Sharding) Layout() Sharding {
+	out := Sharding{Dims: make([]DimSharding, len(s.Dims)), Unreduced: slices.Clone(s.Unreduced)}
+	for i, d := range s.Dims {
+		out.Dims[i] = DimSharding{Axes: slices.Clone(d.Axes), Priority: NoPriority}
+	}
+	return out
+}
+
 // Clone returns a deep copy of s.
 func (s Sharding) Clone() Sharding {
 	c := Sharding{Dims: make([]DimSharding, len(s.Dims))}
