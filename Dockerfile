@@ -4,7 +4,7 @@
 FROM golang:1.26 AS build
 WORKDIR /src
 # x86-64-v3 (AVX2, BMI2: every x86 server CPU since 2015) answers the median request
-# 6-14% faster than the baseline (BENCHMARKS.md); --build-arg GOAMD64=v1 builds for
+# 6-14% faster than the baseline (docs/PERFORMANCE.md); --build-arg GOAMD64=v1 builds for
 # older CPUs. Ignored on arm64.
 ARG GOAMD64=v3
 ENV CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOAMD64=${GOAMD64}

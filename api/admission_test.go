@@ -35,7 +35,6 @@ func TestCachedHitsNeedNoSlot(t *testing.T) {
 		d.Memo = memo
 		d.Limits.MaxInflight = 2
 		d.Limits.MaxCompute = 1
-		d.Limits.RequestTimeout = 100 * time.Millisecond
 	})
 	rec := do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
@@ -48,7 +47,14 @@ func TestCachedHitsNeedNoSlot(t *testing.T) {
 		require.Equal(t, http.StatusOK, rec.Code)
 		assert.Equal(t, "hit", rec.Header().Get("X-Cache"))
 		assert.Equal(t, want, rec.Body.String())
-		p := requireProblem(t, do(t, s, http.MethodPost, "/v1/reshard", "application/json", other), http.StatusServiceUnavailable, slugTimeout)
+		// The waiter's deadline is its own context's: it waits for a slot that never frees.
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/reshard", strings.NewReader(other))
+		req.Header.Set("Content-Type", "application/json")
+		waiter := httptest.NewRecorder()
+		s.ServeHTTP(waiter, req)
+		p := requireProblem(t, waiter, http.StatusServiceUnavailable, slugTimeout)
 		assert.Contains(t, p.Detail, "SHARDPLAN_REQUEST_TIMEOUT")
 		assert.Len(t, s.inflight, 0, "the waiter gave its in-flight slot back")
 	})

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The amplifying request of issue 15: 146 bytes that asked for 1,048,576 transfers
-// (268 MB) and, on a=64,b=64, ran the process out of memory.
+// amplifying is a request that amplifies: 146 bytes that ask for 1,048,576 transfers
+// (268 MB of answer) on a=32,b=32, and 16 times that on a=64,b=64.
 const amplifying = `{"mesh":"a=%d,b=%d","shape":[1024,1024],"dtype":"f32","source":[["a","b"],null],"target":[null,["a","b"]],"include":["transfers"]}`
 
 func TestResponseBudget(t *testing.T) {
@@ -64,8 +64,8 @@ func TestResponseBudgetGraph(t *testing.T) {
 	assert.Equal(t, []string{"steps"}, fields(p))
 }
 
-// nestedWhiles is a graph whose while ops nest depth deep (issue 15: 2,490 deep killed
-// the process, setup being quadratic in depth).
+// nestedWhiles is a graph whose while ops nest depth deep: unchecked, a reader
+// quadratic in depth would run for minutes at 2,490.
 func nestedWhiles(depth int) string {
 	var b strings.Builder
 	b.WriteString(`{"mesh":"x=2","tensors":{"t":{"shape":[4]},"u":{"shape":[4]},"c":{"shape":[],"dtype":"pred"}},"inputs":["t"],"ops":[`)

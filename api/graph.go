@@ -339,16 +339,6 @@ func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 	return nil
 }
 
-// planGraph plans the graph (graphplan: propagation, every reshard and reduction) and
-// renders the response.
-func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse, error) {
-	resp, ta, err := s.planGraphTensors(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	return ta.fill(resp), nil
-}
-
 // fill sets resp's Shardings and Explain maps from ta and returns resp.
 func (ta *tensorAnswers) fill(resp *GraphResponse) *GraphResponse {
 	resp.Shardings = make(map[string]ShardingJSON, len(ta.shardings))
@@ -362,8 +352,9 @@ func (ta *tensorAnswers) fill(resp *GraphResponse) *GraphResponse {
 	return resp
 }
 
-// planGraphTensors is planGraph leaving the response's Shardings and Explain nil: they
-// are in ta, for encodeGraphTensors.
+// planGraphTensors plans the graph (graphplan: propagation, every reshard and reduction)
+// and renders the response, leaving its Shardings and Explain nil: they are in ta, for
+// encodeGraphTensors.
 func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *GraphResponse, ta *tensorAnswers, err error) {
 	start := time.Now()
 	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort})

@@ -51,13 +51,8 @@ func answerItems(r *GraphResponse, ta *tensorAnswers) int64 {
 	return int64(max(n, 1))
 }
 
-// encodeGraphJSON encodes r exactly as encodeJSON does.
-func encodeGraphJSON(r *GraphResponse) ([]byte, error) {
-	return encodeGraphTensors(r, nil)
-}
-
-// encodeGraphTensors is encodeGraphJSON of r with its Shardings and Explain maps as ta
-// holds them (r's are then nil, planGraphTensors); ta nil: r's.
+// encodeGraphTensors encodes r exactly as encodeJSON does, with its Shardings and
+// Explain maps as ta holds them (r's are then nil, planGraphTensors); ta nil: r's.
 func encodeGraphTensors(r *GraphResponse, ta *tensorAnswers) ([]byte, error) {
 	items := answerItems(r, ta)
 	per := graphItemBytes.Load()
@@ -740,9 +735,9 @@ func encodeReshardJSON(r *ReshardResponse) ([]byte, error) {
 }
 
 // answerScratch holds the buffers answers are encoded into before they are copied to
-// their size, up to maxScratch each. Until session 13 an answer was encoded into a
-// buffer sized by counting every transfer's digits first (a tenth of render and encode
-// on issue 12's random set); the copy costs less than the count.
+// their size, up to maxScratch each. The copy costs less than sizing the buffer
+// exactly by counting every transfer's digits first, which took a tenth of render and
+// encode on testgen.RandomSet.
 var answerScratch = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // maxScratch is the largest buffer answerScratch keeps.
@@ -751,8 +746,8 @@ const maxScratch = 4 << 20
 // reshardJSONSizeHint is an upper estimate of r's encoding from the lengths of its
 // per-device lists, which are nearly all of a large answer: a scratch buffer smaller
 // than it is replaced by one that big, which saves the copies of its growth (a 3 MB
-// answer grown from 4 KiB copied about 12 MB, a sixth of the render and encode of the
-// random set). A transfer is bounded by the digits its numbers can have (device ids
+// answer grown from 4 KiB copied about 12 MB, a sixth of the render and encode of
+// testgen.RandomSet). A transfer is bounded by the digits its numbers can have (device ids
 // below the device count, range bounds up to the largest dim, bytes up to the
 // tensor's).
 func reshardJSONSizeHint(r *ReshardResponse) int {

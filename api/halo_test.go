@@ -9,7 +9,7 @@ import (
 	"github.com/shardplan/shardplan/internal/planner"
 )
 
-// TestReshardXLAHalo: issue 12's uneven cases under strategy xla answer XLA's halo
+// TestReshardXLAHalo: uneven reshards under strategy xla answer XLA's halo
 // collective_permute (dim, pairs, transfers; runs above the list limit) instead of
 // all_to_all_v, and the following step reads the windows.
 func TestReshardXLAHalo(t *testing.T) {

@@ -41,28 +41,6 @@ func (NopMemo) Do(ctx context.Context, _ string, compute func(context.Context) (
 
 var _ Memo = NopMemo{}
 
-// respondMemo answers 200 with the memoized JSON encoding of compute's result under key,
-// setting X-Cache: hit|miss. Handlers of cacheable endpoints return it.
-func (s *Server) respondMemo(w http.ResponseWriter, r *http.Request, key string, compute func(context.Context) (any, error)) error {
-	body, hit, err := s.memo.Do(r.Context(), key, func(ctx context.Context) ([]byte, error) {
-		v, err := compute(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return encodeJSON(v)
-	})
-	if err != nil {
-		return err
-	}
-	if hit {
-		w.Header().Set("X-Cache", "hit")
-	} else {
-		w.Header().Set("X-Cache", "miss")
-	}
-	writeBody(w, http.StatusOK, "application/json", body)
-	return nil
-}
-
 // Exact-request memo: the fast path of a cached answer. A request's canonical key (its
 // plan id) needs the body decoded, validated and parsed, which costs more than the
 // lookup itself. respondExact first looks up the hash of the exact bytes (route, body,

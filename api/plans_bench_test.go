@@ -53,7 +53,7 @@ func BenchmarkReshardCachedHit(b *testing.B) {
 	})
 }
 
-// BenchmarkReshardRandomSet posts issue 12's 250 random reshards (testgen.RandomSet)
+// BenchmarkReshardRandomSet posts the 250 reshards of testgen.RandomSet
 // through the whole router, each a miss (a fresh cache every pass), and reports the
 // per-request latency percentiles (µs) and, beside them, the planner's own share
 // (planner.Reshard on the same requests in the same pass): the difference is what the

@@ -15,7 +15,7 @@ import (
 // BenchmarkReshardRender times what a reshard miss costs the server after the planner:
 // rendering the plan's steps (pairs, transfers, shardings) and encoding the answer, per
 // request, over the request bodies in SHARDPLAN_RANDOMSET_BODIES (skipped without;
-// planner's TestRandomSetDump writes issue 12's random set there). Each body is planned
+// planner's TestRandomSetDump writes testgen.RandomSet there). Each body is planned
 // once before the timer starts; the percentiles are per answer, in µs.
 //
 //	SHARDPLAN_RANDOMSET_BODIES=/tmp/rs.jsonl go test -run TestRandomSetDump ./internal/planner/

@@ -71,9 +71,8 @@ type renderedSharding struct {
 // maxRecentShardings bounds a stable writer's list: past it, shardings are found by key.
 const maxRecentShardings = 16
 
-// closedJSON is json of s closed (propagation.Result.Closed's form: every dim closed,
-// no priorities, no replicated list). It looks at s through a scratch copy of its dims
-// instead of cloning s: most closed shardings of an answer are already rendered, and a
+// closedJSON is json of s.Layout() (every dim closed, no priorities, no replicated
+// list). It looks at s through a scratch copy of its dims instead of cloning s: most closed shardings of an answer are already rendered, and a
 // rendered ShardingJSON keeps nothing of the sharding it came from.
 func (w *shardingWriter) closedJSON(s sharding.Sharding) ShardingJSON {
 	w.dims = w.dims[:0]

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestAmplifyingRequests sends issue 15's amplifying requests to the real service: each
-// is a 4xx problem naming its limit, and the process allocates little answering them (it
-// used to answer 268 MB, reach 1.9 GB RSS, or run out of memory).
+// TestAmplifyingRequests sends requests built to amplify to the real service (transfer
+// lists of 268 MB and more, while ops 2,490 deep): each is a 4xx problem naming its
+// limit, and the process allocates little answering them.
 func TestAmplifyingRequests(t *testing.T) {
 	base, _, _, _ := startServer(t, nil)
 	const amplifying = `{"mesh":"a=%d,b=%d","shape":[1024,1024],"dtype":"f32","source":[["a","b"],null],"target":[null,["a","b"]],"include":["transfers"]}`

@@ -47,9 +47,9 @@ func slowClient(t *testing.T, addr string, n int, interval time.Duration) string
 	return <-status
 }
 
-// TestSlowBodiesDoNotBlock is issue 15's slow-client finding: more clients than
-// in-flight slots send their bodies at 1 byte/s; /healthz, a cached hit and new work are
-// all answered meanwhile, and the slow clients get 408 after the body deadline.
+// TestSlowBodiesDoNotBlock: more clients than in-flight slots send their bodies at 1
+// byte/s; /healthz, a cached hit and new work are all answered meanwhile, and the slow
+// clients get 408 after the body deadline.
 func TestSlowBodiesDoNotBlock(t *testing.T) {
 	base, _, _, _ := startServer(t, map[string]string{
 		"SHARDPLAN_MAX_INFLIGHT":      "4",

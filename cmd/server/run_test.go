@@ -37,16 +37,29 @@ func (b *lockedBuffer) String() string {
 
 var listenRE = regexp.MustCompile(`listening on (\S+)`)
 
+// testBudget is how long a test waits for the service: its request deadline unless the
+// test sets SHARDPLAN_REQUEST_TIMEOUT, and the wait for it to listen. It is generous on
+// purpose: a request that answers in a second on a quiet machine may take ten on a loaded
+// one, and a test must not turn that into a 503 timeout (the deadline itself is tested
+// with deadlines the test sets).
+const testBudget = 2 * time.Minute
+
 // startServer runs the real service through run on 127.0.0.1:0 and returns its base URL,
-// a cancel func and the channel run's result arrives on.
+// a cancel func and the channel run's result arrives on. The service's environment is env,
+// with SHARDPLAN_REQUEST_TIMEOUT testBudget unless env sets it.
 func startServer(t *testing.T, env map[string]string, args ...string) (string, context.CancelFunc, <-chan error, *lockedBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	getenv := func(k string) string { return env[k] }
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok || k != "SHARDPLAN_REQUEST_TIMEOUT" {
+			return v
+		}
+		return testBudget.String()
+	}
 	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, stdout, stderr) }()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testBudget)
 	for {
 		if m := listenRE.FindStringSubmatch(stdout.String()); m != nil {
 			t.Cleanup(cancel)
@@ -264,6 +277,19 @@ func TestEndToEnd(t *testing.T) {
 	assert.Contains(t, logs, `"request_id"`)
 }
 
+// inFlightClient sends a request's body only once the server has begun reading it: the
+// request says "Expect: 100-continue" (expectContinue), and the transport waits for the
+// server's 100 Continue, sent when the handler first reads the body, before it reads the
+// body from the caller. A test that streams a body through an io.Pipe knows, once its
+// first Write returns, that the request is in flight.
+var inFlightClient = &http.Client{Transport: &http.Transport{ExpectContinueTimeout: testBudget}}
+
+// expectContinue marks req for inFlightClient.
+func expectContinue(req *http.Request) *http.Request {
+	req.Header.Set("Expect", "100-continue")
+	return req
+}
+
 func TestShutdownDrainsAndFailsReadiness(t *testing.T) {
 	base, cancel, done, _ := startServer(t, nil, "-shutdown-timeout", "5s")
 	// Hold a connection busy with a slow body so the drain has something to wait for.
@@ -272,7 +298,7 @@ func TestShutdownDrainsAndFailsReadiness(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/v1/tiles", pr)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := inFlightClient.Do(expectContinue(req))
 		if err != nil {
 			result <- -1
 			return
@@ -282,8 +308,7 @@ func TestShutdownDrainsAndFailsReadiness(t *testing.T) {
 		result <- resp.StatusCode
 	}()
 	_, err := pw.Write([]byte(`{"mesh":"x=2","shape":[4],`))
-	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond) // the request is now in flight
+	require.NoError(t, err) // the server is reading the body: the request is in flight
 
 	cancel()
 	select {
@@ -461,7 +486,7 @@ func TestShutdownAnswersTheRest(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/v1/reshard", pr)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := inFlightClient.Do(expectContinue(req))
 		if err != nil {
 			result <- answer{status: -1, body: err.Error()}
 			return
@@ -471,8 +496,7 @@ func TestShutdownAnswersTheRest(t *testing.T) {
 		result <- answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
 	}()
 	_, err := pw.Write([]byte(`{"mesh":"x=2",`))
-	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond) // in flight, waiting for the rest of its body
+	require.NoError(t, err) // in flight: the server reads the body and waits for the rest
 
 	cancel()
 	a := <-result

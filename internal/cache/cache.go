@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -90,15 +89,8 @@ func New(store Store, cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	}, nil
 }
 
-// PlanID returns the plan id of a canonical request: the lowercase hex
-// SHA-256 of its bytes (API.md's plan_id). It does not modify canonical.
-func PlanID(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
-}
-
-// ValidPlanID reports whether id has the form PlanID returns: 64 lowercase
-// hex digits.
+// ValidPlanID reports whether id has the form of a plan id (API.md's plan_id: the
+// SHA-256 of a canonical request): 64 lowercase hex digits.
 func ValidPlanID(id string) bool {
 	if len(id) != 2*sha256.Size {
 		return false

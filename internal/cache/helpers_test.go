@@ -19,6 +19,22 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
+// The fault tests check that the cache's own deadline (Config.Timeout) cuts a call to a
+// stalled, dead or silent Redis. They give the Redis client's own dial, read and write
+// timeouts a minute (withSlowClient): a call the cache's deadline did not cut would then
+// take a minute, so callBudget, far above any deadline and far below a minute, tells the
+// two apart however loaded the machine is.
+const (
+	slowClientTimeout = time.Minute
+	callBudget        = 15 * time.Second
+)
+
+// withSlowClient returns cfg with the Redis client's own timeouts at slowClientTimeout.
+func withSlowClient(cfg Config) Config {
+	cfg.DialTimeout, cfg.ReadTimeout, cfg.WriteTimeout = slowClientTimeout, slowClientTimeout, slowClientTimeout
+	return cfg
+}
+
 // redisURL is the shared test Redis: REDIS_URL, default 127.0.0.1:6379.
 func redisURL() string {
 	if u := os.Getenv("REDIS_URL"); u != "" {

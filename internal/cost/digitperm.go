@@ -357,8 +357,7 @@ func (r *Router) digitLinkLoad(p DigitPermutation, onAxis [][]int, sSet []uint64
 
 // axisLoad is lineLoads' busiest link of axis (from none) and whether a transfer moves
 // on it, memoized per Router: the search prices many permutations that move one axis'
-// digits alike (issue 12's 65,536-device rank-3 reshard: 16 distinct of 30 per
-// request). The key is all that lineLoads reads, with digits named by their place in
+// digits alike (a 65,536-device rank-3 reshard: 16 distinct of 30 per request). The key is all that lineLoads reads, with digits named by their place in
 // S: the axis (its route), S's sizes and which of them L holds, each axis digit's and
 // its image's places and its weight, and the bytes per transfer.
 func (r *Router) axisLoad(axis int, p DigitPermutation, digits, S []int, lSet uint64, wgt float64) axisLoadRes {
@@ -412,7 +411,7 @@ type axisLoadRes struct {
 // depend on. The assignments of S are enumerated with S ∩ L's digits most significant,
 // so that each line class's come one after the other and one pair of difference arrays
 // serves every class in turn: a map of arrays, one per class, was most of the time of
-// pricing a 65,536-device permutation (issue 12). A class's transfers are added in the
+// pricing a 65,536-device permutation. A class's transfers are added in the
 // same order as in an enumeration in digit order, so its sums are the same.
 func lineLoads(w *worstRes, axis int, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) (calls int) {
 	n := rt.n

@@ -12,7 +12,7 @@ import (
 // fabric and mesh whatever the tensor: they depend on the fabric's figures and the
 // mesh alone. A planner request starts with none and fills them as its search prices
 // permutes, and the next request on the same mesh would compute the same entries again
-// (issue 12's random set: about 28 cold digit units per median request, a tenth of its
+// (on testgen.RandomSet: about 28 cold digit units per median request, a tenth of its
 // time). The pool keeps routers with their memos warm between requests: a request
 // takes one for its fabric and mesh (AcquireRouter) and gives it back when done
 // (Release); a router is still used by one goroutine at a time.

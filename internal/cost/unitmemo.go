@@ -7,17 +7,16 @@ import (
 
 // The routers of one pool key (one fabric's figures and one mesh) share a memo of the
 // digit units and axis loads they compute (unitMemo): what those cost depends on the
-// key alone, and computing one is expensive (tens of µs on the random set's mesh, route
+// key alone, and computing one is expensive (tens of µs on testgen.RandomSetMesh, route
 // search included), where looking one up costs a map probe. Each router keeps its own
 // unsynchronised copy of what it has looked up (digitUnits, axisLoads) in front of the
 // shared one.
 //
-// Until session 13 each router had only its own maps: a request uses about three
-// routers of its key at once (its search, the exact pass's fork, the side work), each
-// warmed on its own, and a router's maps were cleared past maxPooledMemo entries, which
-// the random set's routers reach (about 4,000 units each). Every clear cost the next
-// requests some thousands of recomputed units: with the memo shared, issue 12's random
-// set plans 15-23% faster on median in a loop (BENCHMARKS.md).
+// A request uses about three routers of its key at once (its search, the exact pass's
+// fork, the side work), and a router's own maps are cleared past maxPooledMemo entries,
+// which routers on testgen.RandomSetMesh reach (about 4,000 units each). Shared, the
+// units survive both: testgen.RandomSet plans 15-23% faster on median in a loop than
+// with per-router maps alone.
 //
 // Units are never changed once published: a unit whose longest route must be looked for
 // again under a larger cap is copied first (digitUnitOf). Every version of a unit prices

@@ -67,20 +67,6 @@ func As(err error) (Errors, bool) {
 	return nil, false
 }
 
-// Join appends a child path element to a field path: Join("source", "dims") =
-// "source.dims"; Join("", "dims") = "dims".
-func Join(base, child string) string {
-	if base == "" {
-		return child
-	}
-	return base + "." + child
-}
-
-// Index appends an array index to a field path: Index("source", 1) = "source[1]".
-func Index(base string, i int) string {
-	return base + "[" + strconv.Itoa(i) + "]"
-}
-
 // UnknownJSONField reports the field name when err is encoding/json's error for an
 // object key the target type lacks (a Decoder with DisallowUnknownFields). encoding/json
 // has no typed error for it, so this is the one place that reads its message.

@@ -13,10 +13,9 @@ import (
 )
 
 func TestFieldErrors(t *testing.T) {
-	e := fielderr.New(fielderr.Index(fielderr.Join("source", "dims"), 1), "unknown mesh axis %q", "q")
+	e := fielderr.New("source.dims[1]", "unknown mesh axis %q", "q")
 	assert.Equal(t, `source.dims[1]: unknown mesh axis "q"`, e.Error())
 	assert.Equal(t, "a literal message", fielderr.New("", "a literal message").Message, "no args: the format is the message")
-	assert.Equal(t, "dims", fielderr.Join("", "dims"))
 
 	wrapped := fmt.Errorf("planning: %w", fielderr.Errors{e, fielderr.New("target", "bad")})
 	es, ok := fielderr.As(wrapped)

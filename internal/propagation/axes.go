@@ -1,6 +1,10 @@
 package propagation
 
-import "github.com/shardplan/shardplan/internal/sharding"
+import (
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
 
 type axisRef = sharding.AxisRef
 
@@ -34,19 +38,7 @@ func isStrictPrefix(old, new []axisRef) bool {
 
 // isPrefixOrEqual is isStrictPrefix or equality.
 func isPrefixOrEqual(old, new []axisRef) bool {
-	return refsEqual(old, new) || isStrictPrefix(old, new)
-}
-
-func refsEqual(a, b []axisRef) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return slices.Equal(old, new) || isStrictPrefix(old, new)
 }
 
 // prefixWithoutOverlap is the longest prefix of a that does not overlap b: a itself

@@ -783,7 +783,7 @@ func (p *propagator) writeBack(n *node, nf int) []int {
 			}
 			touched := false
 			for _, f := range fs {
-				touched = touched || !refsEqual(row[f].axes, p.base[t*nf+f])
+				touched = touched || !slices.Equal(row[f].axes, p.base[t*nf+f])
 			}
 			if !touched {
 				continue
@@ -865,7 +865,7 @@ func (p *propagator) cloneDims(s sharding.Sharding) sharding.Sharding {
 func (p *propagator) source(n *node, nf, t int, fs []int, row []factorSharding) string {
 	b := p.srcBuf[:0]
 	for _, f := range fs {
-		if refsEqual(row[f].axes, p.base[t*nf+f]) {
+		if slices.Equal(row[f].axes, p.base[t*nf+f]) {
 			continue
 		}
 		from := -1 // the tensor position it came from

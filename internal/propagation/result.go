@@ -29,16 +29,6 @@ type Result struct {
 	Stats   Stats    `json:"stats"`
 }
 
-// Closed returns the shardings with every dim closed and without replicated lists, the
-// form Shardy's export gives back.
-func (r *Result) Closed() map[string]sharding.Sharding {
-	out := make(map[string]sharding.Sharding, len(r.Shardings))
-	for k, s := range r.Shardings {
-		out[k] = layoutOf(s)
-	}
-	return out
-}
-
 // OpSharding is the sharding an op computes in: the common axes of each factor and the
 // resulting layout of each operand and result.
 type OpSharding struct {
@@ -96,15 +86,6 @@ type Origin struct {
 	From string             `json:"from"`
 }
 
-// layoutOf is s closed, without priorities or replicated list.
-func layoutOf(s sharding.Sharding) sharding.Sharding {
-	out := sharding.Sharding{Dims: make([]sharding.DimSharding, len(s.Dims)), Unreduced: slices.Clone(s.Unreduced)}
-	for i, d := range s.Dims {
-		out.Dims[i] = sharding.DimSharding{Axes: slices.Clone(d.Axes), Priority: sharding.NoPriority}
-	}
-	return out
-}
-
 var typePrecedence = [...]int{FactorPassThrough: 3, FactorReduction: 2, FactorPermutation: 1, FactorNeedReplication: 0}
 
 // finalize builds the Result from the propagated state (section (d) of PROPAGATION.md).
@@ -134,7 +115,7 @@ func (p *propagator) finalize(ctx context.Context) (*Result, error) {
 		}
 		if ts.ann != nil {
 			for d, ads := range ts.ann.Dims {
-				if ads.Open && !refsEqual(ads.Axes, s.Dims[d].Axes) {
+				if ads.Open && !slices.Equal(ads.Axes, s.Dims[d].Axes) {
 					res.Refined = append(res.Refined, ts.name)
 					break
 				}
@@ -248,7 +229,7 @@ func (p *propagator) computeOp(n *node, os *OpSharding, res *Result) {
 			red := Reduction{Op: n.name, Tensor: ts.name, Kind: AllReduce, Axes: partial}
 			if d := scatterDim(computed, final, partial); d >= 0 {
 				red.Kind, red.Dim = ReduceScatter, d
-				after = layoutOf(computed)
+				after = computed.Layout()
 				after.Dims[d].Axes = mergeAppend(computed.Dims[d].Axes, orderAs(partial, final.Dims[d].Axes)...)
 			}
 			red.From = withUnreduced(computed, append(slices.Clone(computed.Unreduced), partial...))
@@ -320,7 +301,7 @@ func sameDims(a, b []sharding.DimSharding) bool {
 	return true
 }
 
-// final is tensor id's propagated layout (layoutOf its sharding), computed once: every
+// final is tensor id's propagated layout (its sharding's Layout), computed once: every
 // op that uses the tensor compares against it, and the reshards and reductions share it.
 func (p *propagator) final(id int) sharding.Sharding {
 	if !p.haveFinal[id] {
@@ -344,7 +325,7 @@ func (p *propagator) passesUnreduced(n *node) bool {
 	}
 	u := p.gs.tensors[n.tensors[0]].sh.Unreduced
 	for _, id := range n.tensors {
-		if !refsEqual(p.gs.tensors[id].sh.Unreduced, u) {
+		if !slices.Equal(p.gs.tensors[id].sh.Unreduced, u) {
 			return false
 		}
 	}
@@ -617,7 +598,7 @@ func (p *propagator) agrees(n *node, nf int, assign [][]axisRef) bool {
 			}
 			if !seen {
 				assign[f], seen = fs.axes, true
-			} else if !refsEqual(assign[f], fs.axes) {
+			} else if !slices.Equal(assign[f], fs.axes) {
 				return false
 			}
 		}

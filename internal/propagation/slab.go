@@ -67,7 +67,7 @@ func (s *slab) clone(sh sharding.Sharding) sharding.Sharding {
 	return c
 }
 
-// layout is layoutOf(sh).
+// layout is sh.Layout(), its slices cut from the slab.
 func (s *slab) layout(sh sharding.Sharding) sharding.Sharding {
 	out := sharding.Sharding{Dims: s.dimsOf(len(sh.Dims)), Unreduced: s.cloneOf(sh.Unreduced)}
 	for i, d := range sh.Dims {

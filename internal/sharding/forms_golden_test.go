@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,7 +71,7 @@ func TestFormsGolden(t *testing.T) {
 			got, err := ParseString(f, m, c.shape, "s")
 			require.NoError(t, err, "%s: %s", c.shardy, f)
 			assert.Equal(t, want, NewLayout(m, c.shape, got).Tiles(nil), "%s: %s", c.shardy, f)
-			assert.True(t, refsEqual(s.Unreduced, got.Unreduced), "%s: %s -> %s", c.shardy, f, got)
+			assert.True(t, slices.Equal(s.Unreduced, got.Unreduced), "%s: %s -> %s", c.shardy, f, got)
 		}
 	}
 	path := filepath.Join("testdata", "forms.golden")

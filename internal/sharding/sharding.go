@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,16 @@ func Replicated(rank int) Sharding {
 		s.Dims[i].Priority = NoPriority
 	}
 	return s
+}
+
+// Layout is s as a layout alone: every dim closed and without a priority, no replicated
+// list (the form Shardy's export gives back). It shares no memory with s.
+func (s Sharding) Layout() Sharding {
+	out := Sharding{Dims: make([]DimSharding, len(s.Dims)), Unreduced: slices.Clone(s.Unreduced)}
+	for i, d := range s.Dims {
+		out.Dims[i] = DimSharding{Axes: slices.Clone(d.Axes), Priority: NoPriority}
+	}
+	return out
 }
 
 // Clone returns a deep copy of s.
@@ -72,12 +83,12 @@ func (s Sharding) IsFullyReplicated() bool {
 // Equal reports whether a and b shard the same way (axes per dim, replicated and
 // unreduced sets, open flags and priorities).
 func (s Sharding) Equal(o Sharding) bool {
-	if len(s.Dims) != len(o.Dims) || !refsEqual(s.Replicated, o.Replicated) || !refsEqual(s.Unreduced, o.Unreduced) {
+	if len(s.Dims) != len(o.Dims) || !slices.Equal(s.Replicated, o.Replicated) || !slices.Equal(s.Unreduced, o.Unreduced) {
 		return false
 	}
 	for i := range s.Dims {
 		a, b := s.Dims[i], o.Dims[i]
-		if a.Open != b.Open || a.Priority != b.Priority || !refsEqual(a.Axes, b.Axes) {
+		if a.Open != b.Open || a.Priority != b.Priority || !slices.Equal(a.Axes, b.Axes) {
 			return false
 		}
 	}
@@ -87,23 +98,11 @@ func (s Sharding) Equal(o Sharding) bool {
 // SameLayout reports whether a and b place data the same way: the same axes per dim and
 // the same unreduced set (open flags, priorities and explicit replication ignored).
 func (s Sharding) SameLayout(o Sharding) bool {
-	if len(s.Dims) != len(o.Dims) || !refsEqual(s.Unreduced, o.Unreduced) {
+	if len(s.Dims) != len(o.Dims) || !slices.Equal(s.Unreduced, o.Unreduced) {
 		return false
 	}
 	for i := range s.Dims {
-		if !refsEqual(s.Dims[i].Axes, o.Dims[i].Axes) {
-			return false
-		}
-	}
-	return true
-}
-
-func refsEqual(a, b []AxisRef) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
+		if !slices.Equal(s.Dims[i].Axes, o.Dims[i].Axes) {
 			return false
 		}
 	}

@@ -71,8 +71,7 @@ func (b *builder) meshesUsed(fn *Func, decls map[string]*MeshDecl, used map[stri
 	}
 	var walkOps func(ops []*Op, depth int)
 	seenFn := map[string]bool{}
-	var walkFn func(f *Func, depth int)
-	walkFn = func(f *Func, depth int) {
+	walkFn := func(f *Func, depth int) {
 		if seenFn[f.Name] || depth > b.lim.MaxDepth {
 			return
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// RandomSetMesh is the mesh of issue 12's latency goal: 256 devices in five axes.
+// RandomSetMesh is the mesh of the random set: 256 devices in five axes.
 const RandomSetMesh = "a=2,b=2,c=4,d=4,e=4"
 
 // Reshard is one reshard of the random set: a shape and its two shardings on the mesh.
@@ -16,8 +16,9 @@ type Reshard struct {
 	Source, Target sharding.Sharding
 }
 
-// RandomSet draws issue 12's 250 random reshards of rank 2-4 on m (the mesh
-// RandomSetMesh parses to), seeded: the same set on every run. Every axis, or for a
+// RandomSet draws 250 random reshards of rank 2-4 on m (the mesh RandomSetMesh parses
+// to), seeded: the same set on every run. It is the set the planner's latency and plan
+// quality are measured on (docs/PERFORMANCE.md). Every axis, or for a
 // size-4 axis (one time in three) its two halves, goes to a random dim or stays
 // replicated, independently in the source and the target.
 func RandomSet(m *sharding.Mesh) []Reshard {

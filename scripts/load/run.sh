@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load run for the plan cache (BENCHMARKS.md, "Cache and HTTP load (internal/cache)").
+# Load run for the plan cache (docs/PERFORMANCE.md, "Cache and HTTP load").
 # Builds the server, starts it on a free loopback port, and runs wrk against
 #   GET /healthz (the HTTP floor), cached-hit POST /v1/reshard, uncached POST /v1/reshard
 # with the in-process cache, then again with REDIS_URL (if a Redis answers there).

@@ -105,7 +105,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(axes(other["target"]), [["X"], ["Y"]])
 
     def test_effort_fast(self):
-        # A reshard of issue 12's random set whose fast plan is slower (examples/).
+        # Reshard 2 of testgen.RandomSet, whose fast plan is slower (examples/).
         body = {"mesh": "a=2,b=2,c=4,d=4,e=4", "shape": [256, 2048], "dtype": "bf16", "cost_model": "tpu-v5p",
                 "source": '[{"c"}, {"e":(2)2, "b", "d", "a", "e":(1)2}]',
                 "target": '[{"e", "c"}, {"b", "d", "a"}]'}

@@ -1,6 +1,6 @@
 // Command replay posts request bodies (JSON lines) to a running server and reports the
 // latency percentiles it saw, the throughput, the status codes, and how many answers
-// were cache hits (X-Cache). BENCHMARKS.md's random-set load runs:
+// were cache hits (X-Cache). The server latency of docs/PERFORMANCE.md runs:
 //
 //	SHARDPLAN_RANDOMSET_BODIES=/tmp/rs.jsonl go test -run TestRandomSetDump ./internal/planner/
 //	go run ./scripts/load/replay -url http://127.0.0.1:8080/v1/reshard -bodies /tmp/rs.jsonl
@@ -10,7 +10,7 @@
 // member replaced), which makes distinct plans of the same reshards. -warm-dtypes
 // s8,s16,s4,c128 first posts every body once per such dtype, unreported: a fresh
 // server's heap grows through its first thousand requests, and the page faults of that
-// growth are not what a long-running server pays (BENCHMARKS.md, session 12).
+// growth are not what a long-running server pays.
 package main
 
 import (
