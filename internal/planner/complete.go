@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	"math/bits"
 	"slices"
 
 	"github.com/shardplan/shardplan/internal/cost"
@@ -871,9 +870,6 @@ func (q *cqueue) Pop() any {
 	return it
 }
 
-// maskCount is the number of atoms in mask.
-func maskCount(mask uint64) int { return bits.OnesCount64(mask) }
-
 // completeSteps turns a complete pass's path into plan steps: runs of slices merge into
 // one local slice; every other edge is one step, priced as the pass priced it.
 func (c *completeSearch) completeSteps(path []cstep) []Step {
@@ -1006,14 +1002,12 @@ func budgetError(ctx context.Context, r *Request) error {
 	sizes := []int64{}
 	seen := map[int64]bool{}
 	floor := max(cs.tileBytes(start.st), cs.tileBytes(goal.st))
-	var rec func(d int, st state)
 	for _, s := range cs.statesOverOrSample() {
 		if b := cs.tileBytes(s); b >= floor && !seen[b] {
 			seen[b] = true
 			sizes = append(sizes, b)
 		}
 	}
-	_ = rec
 	slices.Sort(sizes)
 	lo, hi := 0, len(sizes)-1
 	found := int64(0)

@@ -109,7 +109,7 @@ func newOracle(t testing.TB, r *Request) *oracle {
 		o.floor = tb.MinLatency(r.Mesh)
 	}
 	o.noRep = !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && len(r.Shape) > 0
-	o.cs = newCompleteSearch(context.Background(), cp, r, cnode{src.st, src.unr}, cnode{tgt.st, tgt.unr}, o.reducible)
+	o.cs = newCompleteSearch(context.Background(), cp, r, cnode(src), cnode(tgt), o.reducible)
 	return o
 }
 
@@ -138,7 +138,7 @@ func (o *oracle) edges(x, y oracleState, fn func(op Op, t float64)) {
 	}
 	pending := x.unr&o.reducible != 0
 	step := func(e cedge) float64 {
-		return o.cs.price(e, cnode{x.st, x.unr}, cnode{y.st, y.unr})
+		return o.cs.price(e, cnode(x), cnode(y))
 	}
 	if x.unr == y.unr {
 		// slice: every dim of y extends x's with atoms x does not use.
@@ -291,18 +291,25 @@ func (q *oq) Pop() any {
 // oracleBest is the oracle's answer under the request's rules: the cheapest plan
 // without a full rematerialization when one exists (unless r allows one), else the
 // cheapest; remat says which it is.
-func oracleBest(t testing.TB, r *Request) (time float64, remat bool, minEdge, floor float64) {
+func oracleBest(t testing.TB, r *Request) (time float64, remat bool, minEdge float64, path string) {
 	o := newOracle(t, r)
+	solve := func() float64 {
+		tm := o.solve(t)
+		if !math.IsInf(tm, 1) {
+			path = o.path()
+		}
+		return tm
+	}
 	if r.AllowFullRemat || !o.noRep {
 		o.noRep = false
-		tm := o.solve(t)
-		return tm, false, o.minEdge, o.floor
+		tm := solve()
+		return tm, false, o.minEdge, path
 	}
-	if tm := o.solve(t); !math.IsInf(tm, 1) {
-		return tm, false, o.minEdge, o.floor
+	if tm := solve(); !math.IsInf(tm, 1) {
+		return tm, false, o.minEdge, path
 	}
 	o.noRep = false
-	return o.solve(t), true, o.minEdge, o.floor
+	return solve(), true, o.minEdge, path
 }
 
 // smallProblem is a random reshard on a mesh of at most 32 devices.
@@ -423,8 +430,8 @@ func TestOracleEquality(t *testing.T) {
 		if _, err := reducedRefs(pb.src, pb.tgt); err != nil {
 			continue
 		}
-		want, wantRemat, minEdge, floor := oracleBest(t, r)
-		require.GreaterOrEqual(t, minEdge, -1e-9*math.Max(1, want), "%s: a step below its bound (floor %g)", name, floor)
+		want, wantRemat, minEdge, path := oracleBest(t, r)
+		require.GreaterOrEqual(t, minEdge, -1e-9*math.Max(1, want), "%s: a step below its bound", name)
 		r2 := *r
 		p, err := Reshard(context.Background(), &r2)
 		if math.IsInf(want, 1) {
@@ -444,7 +451,7 @@ func TestOracleEquality(t *testing.T) {
 			}
 			continue
 		}
-		require.InDelta(t, want, p.Summary.TimeUS, 1e-9*math.Max(1, want), "%s: plan %s", name, describeSteps(p))
+		require.InDelta(t, want, p.Summary.TimeUS, 1e-9*math.Max(1, want), "%s: plan %s\noracle:\n%s", name, describeSteps(p), path)
 		require.Equal(t, wantRemat, p.Summary.FullRematerialization, name)
 		if budget > 0 {
 			require.LessOrEqual(t, p.Summary.PeakBytesPerDevice, budget, name)
