@@ -80,7 +80,7 @@ func TestAStarMatchesDijkstra(t *testing.T) {
 			}
 			for _, md := range models {
 				name := fmt.Sprintf("%d %s x%d %s %v %s->%s", i, md.name, scale, pb.mesh, shape, pb.src, pb.tgt)
-				a := &Request{Mesh: pb.mesh, Shape: shape, ElemBits: 32, Source: pb.src, Target: pb.tgt, Model: md.model, MaxExpansions: 8000, allMoves: true}
+				a := &Request{Mesh: pb.mesh, Shape: shape, ElemBits: 32, Source: pb.src, Target: pb.tgt, Model: md.model, MaxExpansions: 8000, allMoves: true, noComplete: true}
 				d := *a
 				d.noHeuristic = true
 				pa, err := Reshard(context.Background(), a)
@@ -98,7 +98,7 @@ func TestAStarMatchesDijkstra(t *testing.T) {
 		for _, md := range models {
 			m := mustMesh(t, g.mesh)
 			name := fmt.Sprintf("grid %s %s %v %s->%s", md.name, g.mesh, g.shape, g.src, g.tgt)
-			a := &Request{Mesh: m, Shape: g.shape, ElemBits: 32, Source: mustSharding(t, m, g.shape, g.src), Target: mustSharding(t, m, g.shape, g.tgt), Model: md.model, MaxExpansions: 8000, allMoves: true}
+			a := &Request{Mesh: m, Shape: g.shape, ElemBits: 32, Source: mustSharding(t, m, g.shape, g.src), Target: mustSharding(t, m, g.shape, g.tgt), Model: md.model, MaxExpansions: 8000, allMoves: true, noComplete: true}
 			d := *a
 			d.noHeuristic = true
 			pa, err := Reshard(context.Background(), a)

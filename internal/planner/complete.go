@@ -60,9 +60,9 @@ const completeMaxPrime = 24
 // generation alike).
 const completeExpansions = 20000
 
-// completeLargeExpansions bounds the nodes of a pass that generates the goal-directed
-// permutes and exchanges only.
-const completeLargeExpansions = 1500
+// completeLargeExpansions bounds the nodes of a pass over a large space, which takes
+// one structured step from the source and then the exchange to the goal.
+const completeLargeExpansions = 256
 
 // cnode is a state with its unreduced atoms.
 type cnode struct {
@@ -307,7 +307,7 @@ func (c *completeSearch) reductionStepFloor(mask uint64) float64 {
 // lacksDeviceLimit bounds the meshes on which lacks enumerates devices; above it, only
 // states whose tiles never run empty are known to lack data (every move there changes
 // some device's data).
-const lacksDeviceLimit = 4096
+const lacksDeviceLimit = 64
 
 // lacks reports whether some device's tile in before lacks data of its tile in after.
 func (c *completeSearch) lacks(before, after state) bool { return c.moveBound(before, after) > 0 }
@@ -605,6 +605,14 @@ func (c *completeSearch) expand(id int32) {
 	r, sp := c.r, c.sp
 	used := st.used()
 	pending := cur.unr & c.reducible
+	if !c.full && c.nodes[id].steps > 0 {
+		// A large space: one structured step from the source, then the exchange to
+		// the goal (the two rounds of a hierarchical all-to-all).
+		if pending == 0 && r.allowed(OpAllToAllV) && cur.unr == c.goal.unr && !sp.sliceOnly(st, c.goal.st) && c.cheapExchange(st, c.goal.st) {
+			c.consider(id, cedge{op: OpAllToAllV}, cnode{c.goal.st, cur.unr})
+		}
+		return
+	}
 	// Slices: any sequence of unused atoms appended to one dim, in one step (on an
 	// uneven dim a slice by two atoms can be local where its first atom alone is not).
 	if r.allowed(OpSlice) {
@@ -660,8 +668,8 @@ func (c *completeSearch) expand(id int32) {
 		c.reductions(id, cur, pending)
 	}
 	p2p := pending == 0
-	// Permutes.
-	if p2p && r.allowed(OpCollectivePermute) {
+	// Permutes (in a large space the candidates' permutes stand).
+	if p2p && c.full && r.allowed(OpCollectivePermute) {
 		for _, nx := range c.permuteTargets(cur) {
 			c.consider(id, cedge{op: OpCollectivePermute, group: changedAtoms(st, nx)}, cnode{nx, cur.unr})
 		}
@@ -714,7 +722,7 @@ func (c *completeSearch) reductions(id int32, cur cnode, pending uint64) {
 
 // completeLargeSliceAtoms bounds the atoms one slice appends in a pass that does not
 // generate every move.
-const completeLargeSliceAtoms = 2
+const completeLargeSliceAtoms = 1
 
 // eachSequence calls fn with every sequence of 1 to maxLen distinct atoms of ids (fn
 // must not keep its argument).
