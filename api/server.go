@@ -55,6 +55,9 @@ type Limits struct {
 	// MaxModuleDepth bounds the nesting of a StableHLO module (regions, attribute
 	// brackets, inlined calls).
 	MaxModuleDepth int // SHARDPLAN_MAX_MODULE_DEPTH
+	// MaxJSONDepth bounds how deep a JSON body's arrays and objects nest (400 above),
+	// checked in one pass before the body is decoded.
+	MaxJSONDepth int // SHARDPLAN_MAX_JSON_DEPTH
 }
 
 // DefaultLimits are the limits of a service started with no configuration.
@@ -78,6 +81,7 @@ func DefaultLimits() Limits {
 		MaxGraphOps:       100000,
 		MaxGraphTensors:   200000,
 		MaxModuleDepth:    64,
+		MaxJSONDepth:      256,
 	}
 }
 

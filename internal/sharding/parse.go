@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -186,6 +187,10 @@ func parseObject(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sha
 			errs = append(errs, fe)
 			return nil
 		}
+		if fe := tooManyRefs(m, len(items), f); fe != nil {
+			errs = append(errs, fe)
+			return nil
+		}
 		var out []AxisRef
 		for k, it := range items {
 			r, err := parseRefJSON(it, m, index(f, k))
@@ -333,6 +338,10 @@ func parseArray(raw json.RawMessage, m *Mesh, shape []int64, field string) (Shar
 			var items []json.RawMessage
 			if err := json.Unmarshal(e, &items); err != nil {
 				errs = append(errs, Fieldf(f, "must be an array of axis names or mesh axis indices"))
+				continue
+			}
+			if fe := tooManyRefs(m, len(items), f); fe != nil {
+				errs = append(errs, fe)
 				continue
 			}
 			for k, it := range items {
@@ -659,4 +668,26 @@ func (p *textParser) shardyAxisSets(s *Sharding, pt *textPather) error {
 
 func isIdent(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+// maxRefs is the most axis refs one list of a valid sharding on m can hold: each mesh
+// axis once, or split into sub-axes of size >= 2 (at most log2 of its size of them).
+func maxRefs(m *Mesh) int {
+	n := 0
+	for _, a := range m.Axes {
+		n += max(1, bits.Len(uint(a.Size))-1)
+	}
+	return n
+}
+
+// tooManyRefs is the error of a list of n axis refs at field f that no valid sharding on
+// m holds (nil when n is within maxRefs): a long list is rejected whole, not ref by ref.
+func tooManyRefs(m *Mesh, n int, f string) *FieldError {
+	if m == nil {
+		return nil
+	}
+	if most := maxRefs(m); n > most {
+		return Fieldf(f, "lists %d axes; on this mesh a sharding uses each axis or sub-axis once, so at most %d fit", n, most)
+	}
+	return nil
 }
