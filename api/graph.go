@@ -202,14 +202,18 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if body, err = moduleEnvelope(r, body); err != nil {
+	mod, route, err := moduleRequest(r, body)
+	if err != nil {
 		return err
 	}
-	if wantsMLIR(r) {
-		return s.graphMLIR(w, r, body)
+	if mod == nil {
+		route = "graph"
 	}
-	return s.respondExact(w, r, "graph", body, false, func(ctx context.Context, _ bool, ref *string) ([]byte, bool, error) {
-		in, err := s.prepareGraph(body)
+	if wantsMLIR(r) {
+		return s.graphMLIR(w, r, route, body, mod)
+	}
+	return s.respondExact(w, r, route, body, false, func(ctx context.Context, _ bool, ref *string) ([]byte, bool, error) {
+		in, err := s.prepareGraph(body, mod)
 		if err != nil {
 			return nil, false, err
 		}
@@ -227,11 +231,14 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// prepareGraph decodes and validates a graph body and computes its key.
-func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
-	req, err := readGraphRequest(body)
-	if err != nil {
-		return nil, err
+// prepareGraph decodes and validates a graph body (or takes mod, a raw module's request,
+// when not nil) and computes its key.
+func (s *Server) prepareGraph(body []byte, mod *GraphRequest) (*graphInput, error) {
+	req, err := mod, error(nil)
+	if req == nil {
+		if req, err = readGraphRequest(body); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.validateGraphRequest(req); err != nil {
 		return nil, err
