@@ -330,20 +330,19 @@ func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 	if n := g.NumOps(); lim.MaxGraphOps > 0 && n > lim.MaxGraphOps {
 		return limitExceeded("ops", "has %d ops (regions included); the limit is %d (SHARDPLAN_MAX_GRAPH_OPS)", n, lim.MaxGraphOps)
 	}
-	if lim.MaxRank <= 0 {
-		return nil
-	}
-	// The first id in sorted order whose rank is over the limit, found without sorting.
+	// The first id in sorted order whose shape is over the rank or element limit (or
+	// has a dim < 1), found without sorting.
 	bad, found := "", false
+	var badErr error
 	for id, t := range g.Tensors {
-		if len(t.Shape) > lim.MaxRank && (!found || id < bad) {
-			bad, found = id, true
+		if found && id > bad {
+			continue
+		}
+		if err := shapeWithin(t.Shape, "tensors."+id+".shape", lim, 0); err != nil {
+			bad, found, badErr = id, true, err
 		}
 	}
-	if found {
-		return limitExceeded("tensors."+bad+".shape", "has rank %d; the limit is %d (SHARDPLAN_MAX_RANK)", len(g.Tensors[bad].Shape), lim.MaxRank)
-	}
-	return nil
+	return badErr
 }
 
 // fill sets resp's Shardings and Explain maps from ta and returns resp.

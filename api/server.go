@@ -58,6 +58,9 @@ type Limits struct {
 	// MaxJSONDepth bounds how deep a JSON body's arrays and objects nest (400 above),
 	// checked in one pass before the body is decoded.
 	MaxJSONDepth int // SHARDPLAN_MAX_JSON_DEPTH
+	// MaxElements bounds the elements of any one tensor on every path (tiles, reshard,
+	// graph tensors, module values); at most 2^55, so byte sizes stay inside int64.
+	MaxElements int64 // SHARDPLAN_MAX_ELEMENTS
 }
 
 // DefaultLimits are the limits of a service started with no configuration.
@@ -82,6 +85,7 @@ func DefaultLimits() Limits {
 		MaxGraphTensors:   200000,
 		MaxModuleDepth:    64,
 		MaxJSONDepth:      256,
+		MaxElements:       1 << 55,
 	}
 }
 

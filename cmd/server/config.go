@@ -44,6 +44,7 @@ type config struct {
 	MaxGraphTensors int
 	MaxModuleDepth  int
 	MaxJSONDepth    int
+	MaxElements     int64
 	CacheTTL        time.Duration
 	CacheMaxBytes   int64
 	// Garbage collector (gc.go): applied at start unless GOGC / GOMEMLIMIT are set.
@@ -93,6 +94,7 @@ func defaultConfig() config {
 		MaxGraphTensors: l.MaxGraphTensors,
 		MaxModuleDepth:  l.MaxModuleDepth,
 		MaxJSONDepth:    l.MaxJSONDepth,
+		MaxElements:     l.MaxElements,
 		CacheTTL:        time.Hour,
 		CacheMaxBytes:   64 << 20,
 		GCPercent:       defaultGCPercent,
@@ -137,6 +139,7 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_MAX_GRAPH_TENSORS", "max-graph-tensors", "most tensors in a graph", &c.MaxGraphTensors},
 		{"SHARDPLAN_MAX_MODULE_DEPTH", "max-module-depth", "deepest nesting of a StableHLO module on /v1/graph (regions, attribute brackets, inlined calls)", &c.MaxModuleDepth},
 		{"SHARDPLAN_MAX_JSON_DEPTH", "max-json-depth", "deepest nesting of arrays and objects in a JSON request body (400 above, checked before decoding)", &c.MaxJSONDepth},
+		{"SHARDPLAN_MAX_ELEMENTS", "max-elements", "most elements of any one tensor, on every path (400 above; at most 2^55)", &c.MaxElements},
 		{"SHARDPLAN_CACHE_TTL", "cache-ttl", "how long a memoized plan is kept", &c.CacheTTL},
 		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes (with Redis: the near cache in front of it)", &c.CacheMaxBytes},
 		{"SHARDPLAN_CACHE_TIMEOUT", "cache-timeout", "deadline of one cache call (a slower Redis is a miss)", &c.CacheTimeout},
@@ -304,6 +307,7 @@ func (c config) validate() error {
 		{"SHARDPLAN_MAX_GRAPH_TENSORS", int64(c.MaxGraphTensors)},
 		{"SHARDPLAN_MAX_MODULE_DEPTH", int64(c.MaxModuleDepth)},
 		{"SHARDPLAN_MAX_JSON_DEPTH", int64(c.MaxJSONDepth)},
+		{"SHARDPLAN_MAX_ELEMENTS", c.MaxElements},
 		{"SHARDPLAN_CACHE_TTL", int64(c.CacheTTL)},
 		{"SHARDPLAN_CACHE_TIMEOUT", int64(c.CacheTimeout)},
 		{"SHARDPLAN_REDIS_DIAL_TIMEOUT", int64(c.RedisDialTimeout)},
@@ -342,6 +346,9 @@ func (c config) validate() error {
 		bad("SHARDPLAN_MAX_JSON_DEPTH", "%d is above the hard ceiling of 10000 (encoding/json's own)", c.MaxJSONDepth)
 	} else if need := jsonDepthFor(c.MaxGraphDepth); c.MaxJSONDepth > 0 && c.MaxJSONDepth < need {
 		bad("SHARDPLAN_MAX_JSON_DEPTH", "%d is below the %d a graph of SHARDPLAN_MAX_GRAPH_DEPTH (%d) nested whiles needs; raise it or lower SHARDPLAN_MAX_GRAPH_DEPTH", c.MaxJSONDepth, need, c.MaxGraphDepth)
+	}
+	if c.MaxElements > 1<<55 {
+		bad("SHARDPLAN_MAX_ELEMENTS", "%d is above the hard ceiling of 2^55 (byte sizes must fit int64)", c.MaxElements)
 	}
 	if c.MaxMeshAxes > 64 {
 		bad("SHARDPLAN_MAX_MESH_AXES", "%d is above the hard ceiling of 64", c.MaxMeshAxes)
@@ -390,6 +397,7 @@ func (c config) limits() api.Limits {
 		MaxGraphTensors:   c.MaxGraphTensors,
 		MaxModuleDepth:    c.MaxModuleDepth,
 		MaxJSONDepth:      c.MaxJSONDepth,
+		MaxElements:       c.MaxElements,
 	}
 }
 
