@@ -214,8 +214,10 @@ func (s *Server) routes() chi.Router {
 	r.Get("/openapi3.json", s.handle(s.openAPI3))
 	r.Get("/docs", s.handle(s.docs))
 	r.Get("/docs/{asset}", s.handle(s.docsAsset))
-	r.Get("/v1/cost-models", s.handle(s.costModels))
-	r.Get("/v1/cost-models/{name}", s.handle(s.costModel))
+	// Like every /v1 route, the cost models need a key when keys are on, and count
+	// against the client's rate limit.
+	r.With(s.requireAPIKey, s.rateLimit).Get("/v1/cost-models", s.handle(s.costModels))
+	r.With(s.requireAPIKey, s.rateLimit).Get("/v1/cost-models/{name}", s.handle(s.costModel))
 
 	// The API routes. An inline group (not a sub-router) so its middleware runs after
 	// routing and the route pattern is complete even for a 413/415/503 it answers.
