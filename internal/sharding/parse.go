@@ -428,6 +428,13 @@ func (p *textParser) peek() byte {
 	return 0
 }
 
+// atEnd reports whether only whitespace is left. A NUL byte is text, not the end (peek
+// answers 0 for both).
+func (p *textParser) atEnd() bool {
+	p.skip()
+	return p.pos >= len(p.s)
+}
+
 func (p *textParser) expect(c byte) error {
 	if p.peek() != c {
 		if p.pos >= len(p.s) {
@@ -552,7 +559,7 @@ func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, err
 			return Sharding{}, err
 		}
 	}
-	if p.peek() != 0 {
+	if !p.atEnd() {
 		return Sharding{}, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
 	}
 	return finish(s, m, shape, pt)
