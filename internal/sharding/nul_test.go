@@ -28,3 +28,12 @@ func TestTextAfterNULRejected(t *testing.T) {
 	_, err = ParseString("[{\"x\"}] \n", m, []int64{4}, "sharding")
 	assert.NoError(t, err, "trailing whitespace is still fine")
 }
+
+func TestArrayLen(t *testing.T) {
+	for raw, want := range map[string]int{
+		`[]`: 0, ` [ ] `: 0, `["x"]`: 1, `["x", "y"]`: 2, `[["a","b"],{"c":[1,2]},"d,e"]`: 3,
+		`["\"],[", "y"]`: 2, `null`: 0, `"x"`: 0, `[1,2,3`: 2,
+	} {
+		assert.Equal(t, want, arrayLen([]byte(raw)), raw)
+	}
+}

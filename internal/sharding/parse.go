@@ -182,12 +182,12 @@ func parseObject(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sha
 	}
 	var errs Errors
 	refs := func(raw json.RawMessage, f string) []AxisRef {
-		items, fe := rawList(raw, f, "axis names")
-		if fe != nil {
+		if fe := tooManyRefs(m, arrayLen(raw), f); fe != nil {
 			errs = append(errs, fe)
 			return nil
 		}
-		if fe := tooManyRefs(m, len(items), f); fe != nil {
+		items, fe := rawList(raw, f, "axis names")
+		if fe != nil {
 			errs = append(errs, fe)
 			return nil
 		}
@@ -335,13 +335,13 @@ func parseArray(raw json.RawMessage, m *Mesh, shape []int64, field string) (Shar
 		switch {
 		case bytes.Equal(e, []byte("null")):
 		case len(e) > 0 && e[0] == '[':
+			if fe := tooManyRefs(m, arrayLen(e), f); fe != nil {
+				errs = append(errs, fe)
+				continue
+			}
 			var items []json.RawMessage
 			if err := json.Unmarshal(e, &items); err != nil {
 				errs = append(errs, Fieldf(f, "must be an array of axis names or mesh axis indices"))
-				continue
-			}
-			if fe := tooManyRefs(m, len(items), f); fe != nil {
-				errs = append(errs, fe)
 				continue
 			}
 			for k, it := range items {
@@ -697,4 +697,45 @@ func tooManyRefs(m *Mesh, n int, f string) *FieldError {
 		return Fieldf(f, "lists %d axes; on this mesh a sharding uses each axis or sub-axis once, so at most %d fit", n, most)
 	}
 	return nil
+}
+
+// arrayLen counts the elements of raw when it is a JSON array (0 otherwise), in one pass
+// that copies nothing: a list far too long is refused before it is decoded. On malformed
+// JSON the count is approximate (the decoder reports the error).
+func arrayLen(raw []byte) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '[' {
+		return 0
+	}
+	n, depth, empty := 0, 0, true
+	for i := 1; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+			empty = false
+		case '[', '{':
+			depth++
+			empty = false
+		case ']', '}':
+			if depth == 0 {
+				if !empty {
+					n++
+				}
+				return n
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				n++
+			}
+		case ' ', '\t', '\n', '\r':
+		default:
+			empty = false
+		}
+	}
+	return n
 }
