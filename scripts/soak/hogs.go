@@ -93,43 +93,40 @@ func hogRun(ctx context.Context, srv *server, reqs []*request, n int) int64 {
 	}
 	probeCtx, stopProbes := context.WithCancel(ctx)
 	var health, hits, small []time.Duration
-	probes := make(chan struct{})
-	go func() {
-		defer close(probes)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for k := 0; ; k++ {
-			select {
-			case <-probeCtx.Done():
-				return
-			case <-tick.C:
-			}
-			for _, p := range []struct {
-				into         *[]time.Duration
-				method, path string
-				body, want   []byte
-			}{
-				{&health, http.MethodGet, "/healthz", nil, nil},
-				{&hits, hit.method, hit.path, hit.body, hit.want},
-				{&small, http.MethodPost, "/v1/reshard", fmt.Appendf(nil, `{"mesh":"x=2,y=4","shape":[%d,64],"dtype":"f32","source":[["x"],["y"]],"target":[["y"],["x"]]}`, 8*(k+1000)), nil},
-			} {
+	var probes sync.WaitGroup
+	// Each probe runs on its own, every 20 ms: a slow one does not thin out the others.
+	probe := func(into *[]time.Duration, method, path string, body func(k int) []byte, want []byte) {
+		probes.Go(func() {
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for k := 0; ; k++ {
+				select {
+				case <-probeCtx.Done():
+					return
+				case <-tick.C:
+				}
 				t0 := time.Now()
-				status, got, err := do(probeCtx, srv.base, p.method, p.path, p.body)
+				status, got, err := do(probeCtx, srv.base, method, path, body(k))
 				if probeCtx.Err() != nil {
 					return
 				}
-				*p.into = append(*p.into, time.Since(t0))
-				if err != nil || status != http.StatusOK || p.want != nil && !bytes.Equal(got, p.want) {
+				*into = append(*into, time.Since(t0))
+				if err != nil || status != http.StatusOK || want != nil && !bytes.Equal(got, want) {
 					bad.Add(1)
 				}
 			}
-		}
-	}()
+		})
+	}
+	probe(&health, http.MethodGet, "/healthz", func(int) []byte { return nil }, nil)
+	probe(&hits, hit.method, hit.path, func(int) []byte { return hit.body }, hit.want)
+	probe(&small, http.MethodPost, "/v1/reshard", func(k int) []byte {
+		return fmt.Appendf(nil, `{"mesh":"x=2,y=4","shape":[%d,64],"dtype":"f32","source":[["x"],["y"]],"target":[["y"],["x"]]}`, 8*(k+1000))
+	}, nil)
 	wg.Wait()
 	took := time.Since(start)
 	freed := slotsFree(ctx, srv.base)
 	stopProbes()
-	<-probes
+	probes.Wait()
 	fmt.Printf("hogs: %d slot-hogging requests at once, all answered in %s; compute slots free %s after the last answer\n", n, took.Round(time.Millisecond), freed)
 	for _, k := range slices.Sorted(maps.Keys(statuses)) {
 		fmt.Printf("  %s: %d\n", k, statuses[k])
