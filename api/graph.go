@@ -239,6 +239,10 @@ func (s *Server) prepareGraph(body []byte, mod *GraphRequest) (*graphInput, erro
 		if req, err = readGraphRequest(body); err != nil {
 			return nil, err
 		}
+		// Refuse too many tensors before their shardings are parsed.
+		if n, most := len(req.wire.order), s.limits.MaxGraphTensors; most > 0 && n > most {
+			return nil, tooManyTensors(n, most)
+		}
 	}
 	if err := s.validateGraphRequest(req); err != nil {
 		return nil, err
@@ -325,7 +329,7 @@ func (s *Server) validateGraphRequest(req *GraphRequest) error {
 func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 	lim := s.limits
 	if lim.MaxGraphTensors > 0 && len(g.Tensors) > lim.MaxGraphTensors {
-		return limitExceeded("tensors", "has %d tensors; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS)", len(g.Tensors), lim.MaxGraphTensors)
+		return tooManyTensors(len(g.Tensors), lim.MaxGraphTensors)
 	}
 	if n := g.NumOps(); lim.MaxGraphOps > 0 && n > lim.MaxGraphOps {
 		return limitExceeded("ops", "has %d ops (regions included); the limit is %d (SHARDPLAN_MAX_GRAPH_OPS)", n, lim.MaxGraphOps)
@@ -343,6 +347,11 @@ func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 		}
 	}
 	return badErr
+}
+
+// tooManyTensors is the 400 of a graph of n tensors, over the limit most.
+func tooManyTensors(n, most int) *Problem {
+	return limitExceeded("tensors", "has %d tensors; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS)", n, most)
 }
 
 // fill sets resp's Shardings and Explain maps from ta and returns resp.
