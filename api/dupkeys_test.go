@@ -86,14 +86,29 @@ func refDuplicateKey(body []byte) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	type frame struct {
 		obj       bool
-		keys      map[string]bool
+		keys      []string
+		key       string // the current key
 		expectKey bool
+		// exact: keys are data (tensor ids; anything under attrs or cost_model) and
+		// compare exactly; other objects' keys compare as encoding/json matches fields.
+		exact, exactTree bool
 	}
 	var stack []frame
 	afterValue := func() {
 		if n := len(stack); n > 0 && stack[n-1].obj {
 			stack[n-1].expectKey = true
 		}
+	}
+	push := func(f frame) {
+		if n := len(stack); n > 0 {
+			pk := ""
+			if stack[n-1].obj {
+				pk = stack[n-1].key
+			}
+			f.exactTree = stack[n-1].exactTree || pk == "attrs" || pk == "cost_model"
+			f.exact = f.exactTree || pk == "tensors"
+		}
+		stack = append(stack, f)
 	}
 	for {
 		tok, err := dec.Token()
@@ -104,20 +119,24 @@ func refDuplicateKey(body []byte) (string, bool) {
 		case json.Delim:
 			switch t {
 			case '{':
-				stack = append(stack, frame{obj: true, keys: map[string]bool{}, expectKey: true})
+				push(frame{obj: true, expectKey: true})
 			case '[':
-				stack = append(stack, frame{})
+				push(frame{})
 			default:
 				stack = stack[:len(stack)-1]
 				afterValue()
 			}
 		case string:
 			if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].expectKey {
-				if stack[n-1].keys[t] {
-					return t, true
+				top := &stack[n-1]
+				for _, k := range top.keys {
+					if k == t || !top.exact && strings.EqualFold(k, t) {
+						return t, true
+					}
 				}
-				stack[n-1].keys[t] = true
-				stack[n-1].expectKey = false
+				top.keys = append(top.keys, t)
+				top.key = t
+				top.expectKey = false
 				continue
 			}
 			afterValue()
