@@ -41,12 +41,16 @@ func newDrainListener(l net.Listener) *drainListener {
 // queue is empty, blocks until Close.
 func (dl *drainListener) Accept() (net.Conn, error) {
 	for {
-		if dl.draining.Load() && dl.deadline != nil {
+		polled := dl.draining.Load() && dl.deadline != nil
+		if polled {
 			_ = dl.deadline.SetDeadline(time.Now().Add(drainPoll))
 		}
 		c, err := dl.Listener.Accept()
 		if err == nil || !dl.draining.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return c, err
+		}
+		if !polled {
+			continue // woken by drain from a wait without a deadline: poll the queue
 		}
 		dl.emptyOnce.Do(func() { close(dl.empty) })
 		<-dl.closed
@@ -60,8 +64,18 @@ func (dl *drainListener) drain(limit time.Duration) {
 	if dl.deadline == nil {
 		return
 	}
+	dl.beginDrain()
+	dl.waitEmpty(limit)
+}
+
+// beginDrain makes Accept poll the queue, waking one that waits without a deadline.
+func (dl *drainListener) beginDrain() {
 	dl.draining.Store(true)
-	_ = dl.deadline.SetDeadline(time.Now()) // wake an Accept blocked without a deadline
+	_ = dl.deadline.SetDeadline(time.Now())
+}
+
+// waitEmpty returns once a polling Accept found the queue empty, or after limit.
+func (dl *drainListener) waitEmpty(limit time.Duration) {
 	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {

@@ -25,6 +25,9 @@ func TestDrainTakesQueuedConnections(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = clients[i].Close() })
 	}
+	// Draining begins before anything accepts: every connection is taken by a polling
+	// Accept, as when the server's accept loop is behind its queue.
+	dl.beginDrain()
 	accepted := make(chan net.Conn, n+1)
 	done := make(chan error, 1)
 	go func() {
@@ -37,7 +40,7 @@ func TestDrainTakesQueuedConnections(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	dl.drain(time.Minute) // a generous cap: it returns once the queue is empty
+	dl.waitEmpty(time.Minute) // a generous cap: it returns once the queue is empty
 	require.NoError(t, dl.Close())
 	assert.ErrorIs(t, <-done, net.ErrClosed)
 	require.Len(t, accepted, n, "every queued connection was accepted")
