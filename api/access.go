@@ -50,15 +50,15 @@ func (h keyHashes) match(key string) bool {
 	return found == 1
 }
 
-// presentedKey is the key a request carries: a Bearer token or X-API-Key.
+// presentedKey is the key a request carries: a Bearer token, else X-API-Key.
 func presentedKey(r *http.Request) (string, bool) {
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		scheme, token, ok := strings.Cut(auth, " ")
 		if ok && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(token) != "" {
 			return strings.TrimSpace(token), true
 		}
-		return "", false
 	}
+	// Another scheme (Basic credentials a proxy adds) does not hide an X-API-Key.
 	if k := r.Header.Get("X-API-Key"); k != "" {
 		return k, true
 	}

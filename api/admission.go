@@ -33,8 +33,9 @@ import (
 
 // bufferBody reads the whole body (capped by limitBody) under Limits.BodyReadTimeout
 // before the request goes on, so a client sending slowly is cut off with 408 and never
-// holds an in-flight slot or eats into the request deadline. Handlers read the buffered
-// copy.
+// holds an in-flight slot or eats into the request deadline. A JSON body nested more
+// than Limits.MaxJSONDepth deep is a 400 before anything decodes it. Handlers read the
+// buffered copy.
 func (s *Server) bufferBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
@@ -56,6 +57,10 @@ func (s *Server) bufferBody(next http.Handler) http.Handler {
 				return
 			}
 			s.writeProblem(w, r, bodyReadProblem(err, s.limits.BodyReadTimeout))
+			return
+		}
+		if path, deep := jsonTooDeep(body, s.limits.MaxJSONDepth); deep && isJSONBody(r) {
+			s.writeProblem(w, r, tooDeep(path, s.limits.MaxJSONDepth))
 			return
 		}
 		r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}

@@ -81,12 +81,17 @@ func nestedWhiles(depth int) string {
 
 func TestGraphDepthLimit(t *testing.T) {
 	s := newTestServer(t, func(d *Deps) { d.Limits.MaxGraphDepth = 8 })
-	for _, depth := range []int{10, 2490} { // ops inside 9 and 2,489 whiles
-		rec := do(t, s, http.MethodPost, "/v1/graph", "application/json", nestedWhiles(depth))
+	// Ops inside 9 whiles pass the JSON depth limit and fail the graph's; inside 2,489
+	// the body fails the JSON depth limit before it is decoded.
+	for _, tc := range []struct {
+		depth int
+		limit string
+	}{{10, "SHARDPLAN_MAX_GRAPH_DEPTH"}, {2490, "SHARDPLAN_MAX_JSON_DEPTH"}} {
+		rec := do(t, s, http.MethodPost, "/v1/graph", "application/json", nestedWhiles(tc.depth))
 		p := requireProblem(t, rec, http.StatusBadRequest, slugLimitExceeded)
 		require.Len(t, p.Errors, 1, p.Detail)
 		assert.True(t, strings.HasPrefix(p.Errors[0].Field, "ops[0]"+strings.Repeat(".body.ops[0]", 8)), p.Errors[0].Field)
-		assert.Contains(t, p.Errors[0].Message, "SHARDPLAN_MAX_GRAPH_DEPTH")
+		assert.Contains(t, p.Errors[0].Message, tc.limit)
 	}
 	rec := do(t, s, http.MethodPost, "/v1/graph", "application/json", nestedWhiles(9))
 	assert.NotContains(t, rec.Body.String(), slugLimitExceeded, "ops inside 8 whiles are within the limit")

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Strict JSON: encoding/json lets the last of two equal keys win, so {"mesh": "x=2",
@@ -19,14 +21,23 @@ const maxLinearKeys = 16
 // dupFrame is one open object or array of the scan.
 type dupFrame struct {
 	array bool
-	idx   int      // array: index of the current element (-1 before the first)
-	key   []byte   // object: the current key, unescaped
-	keys  [][]byte // object: keys seen so far, while few
-	set   map[string]struct{}
+	// exact: this object is a map whose keys are data (tensor ids, attribute names) and
+	// compare exactly; the keys of any other object are struct fields, which
+	// encoding/json and the graph reader match without regard to case, so they compare
+	// case-folded ({"mesh": ..., "MESH": ...} is a repeat). exactTree: so is every
+	// object under this one (attrs, cost_model).
+	exact, exactTree bool
+	idx              int      // array: index of the current element (-1 before the first)
+	key              []byte   // object: the current key, unescaped
+	keys             [][]byte // object: keys seen so far, while few
+	set              map[string]struct{}
 }
 
 // seen records key in the frame and reports whether it was there already.
 func (f *dupFrame) seen(key []byte) bool {
+	if !f.exact {
+		key = foldKey(key)
+	}
 	if f.set != nil {
 		if _, ok := f.set[string(key)]; ok {
 			return true
@@ -148,12 +159,23 @@ func scanKeys(body []byte, onKey func(stack []dupFrame) bool) (string, bool) {
 		switch c := body[i]; c {
 		case '{', '[':
 			startValue()
+			f := dupFrame{array: c == '[', idx: -1}
+			if n := len(stack); n > 0 {
+				parent := &stack[n-1]
+				key := string(parent.key)
+				if parent.array {
+					key = ""
+				}
+				f.exactTree = parent.exactTree || exactTrees[key]
+				f.exact = f.exactTree || key == "tensors"
+			}
 			// Reuse a popped frame's key slice: one allocation per depth, not per object.
 			if n := len(stack); n < cap(stack) {
 				stack = stack[:n+1]
-				stack[n] = dupFrame{array: c == '[', idx: -1, keys: stack[n].keys[:0]}
+				f.keys = stack[n].keys[:0]
+				stack[n] = f
 			} else {
-				stack = append(stack, dupFrame{array: c == '[', idx: -1})
+				stack = append(stack, f)
 			}
 			expectKey = c == '{'
 		case '}', ']':
@@ -239,4 +261,37 @@ func dupPath(stack []dupFrame) string {
 		b.Write(f.key)
 	}
 	return b.String()
+}
+
+// exactTrees are the members under which every object's keys are data or are matched
+// exactly by their own reader (cost models), never case-folded.
+var exactTrees = map[string]bool{"attrs": true, "cost_model": true}
+
+// foldKey folds key as encoding/json matches field names (bytes.EqualFold: each rune to
+// the least of its simple case folding orbit), so two keys fold alike exactly when they
+// name the same field.
+func foldKey(key []byte) []byte {
+	ascii, lower := true, false
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+		lower = lower || 'a' <= c && c <= 'z'
+	}
+	switch {
+	case ascii && !lower:
+		return key
+	case ascii:
+		return bytes.ToUpper(key) // the least of an ASCII letter's orbit is its upper case
+	}
+	out := make([]byte, 0, len(key))
+	for _, r := range string(key) {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		out = utf8.AppendRune(out, least)
+	}
+	return out
 }

@@ -20,7 +20,13 @@ func TestDuplicateKey(t *testing.T) {
 		{"none", `{"mesh":"x=2","shape":[4]}`, ""},
 		{"top level", `{"mesh":"x=2","shape":[4],"mesh":"x=4"}`, "mesh"},
 		{"escaped twin", `{"mesh":"x=2","m\u0065sh":"x=4"}`, "mesh"},
-		{"case differs", `{"mesh":"x=2","Mesh":"x=4"}`, ""},
+		{"case differs: one field to encoding/json", `{"mesh":"x=2","MESH":"x=4"}`, "MESH"},
+		{"case differs, nested field", `{"policy":{"forbid_full_rematerialization":true,"Forbid_Full_Rematerialization":false}}`, "policy.Forbid_Full_Rematerialization"},
+		{"kelvin sign folds to k", "{\"k\":1,\"\u212a\":2}", "\u212a"},
+		{"tensor ids differ in case", `{"tensors":{"x":{"shape":[1]},"X":{"shape":[2]}}}`, ""},
+		{"a tensor's fields fold", `{"tensors":{"x":{"shape":[1],"Shape":[2]}}}`, "tensors.x.Shape"},
+		{"attribute names differ in case", `{"ops":[{"attrs":{"a":1,"A":{"b":1,"B":2}}}]}`, ""},
+		{"cost model axis links differ in case", `{"cost_model":{"axis_links":{"x":"ib","X":"ib"}}}`, ""},
 		{"same key in sibling objects", `{"a":{"k":1},"b":{"k":2}}`, ""},
 		{"same key at two depths", `{"k":{"k":{"k":1}}}`, ""},
 		{"nested object", `{"mesh":{"name":"m","axes":[{"name":"x","size":2,"size":4}]}}`, "mesh.axes[0].size"},
@@ -58,6 +64,8 @@ func TestDuplicateKeyAnswers400(t *testing.T) {
 		name, path, body, field string
 	}{
 		{"tiles mesh twice", "/v1/tiles", `{"mesh":"x=2","shape":[4],"dtype":"f32","sharding":[[0]],"mesh":"x=2"}`, "mesh"},
+		{"reshard mesh in two cases", "/v1/reshard", `{"mesh":"x=2","MESH":"x=4","shape":[4],"dtype":"f32","source":[["x"]],"target":[null]}`, "MESH"},
+		{"graph mesh in two cases", "/v1/graph", `{"mesh":"x=2","Mesh":"x=4","tensors":{"a":{"shape":[4]}},"ops":[]}`, "Mesh"},
 		{"reshard mesh twice", "/v1/reshard", `{"mesh":"x=2","shape":[4],"dtype":"f32","source":[["x"]],"target":[null],"mesh":"x=4"}`, "mesh"},
 		{"reshard nested", "/v1/reshard", `{"mesh":{"axes":[{"name":"x","size":2,"name":"y"}]},"shape":[4],"dtype":"f32","source":[["x"]],"target":[null]}`, "mesh.axes[0].name"},
 		{"graph tensor twice", "/v1/graph", `{"mesh":"x=2","tensors":{"a":{"shape":[4]},"a":{"shape":[8]}},"ops":[]}`, "tensors.a"},
@@ -78,14 +86,29 @@ func refDuplicateKey(body []byte) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	type frame struct {
 		obj       bool
-		keys      map[string]bool
+		keys      []string
+		key       string // the current key
 		expectKey bool
+		// exact: keys are data (tensor ids; anything under attrs or cost_model) and
+		// compare exactly; other objects' keys compare as encoding/json matches fields.
+		exact, exactTree bool
 	}
 	var stack []frame
 	afterValue := func() {
 		if n := len(stack); n > 0 && stack[n-1].obj {
 			stack[n-1].expectKey = true
 		}
+	}
+	push := func(f frame) {
+		if n := len(stack); n > 0 {
+			pk := ""
+			if stack[n-1].obj {
+				pk = stack[n-1].key
+			}
+			f.exactTree = stack[n-1].exactTree || pk == "attrs" || pk == "cost_model"
+			f.exact = f.exactTree || pk == "tensors"
+		}
+		stack = append(stack, f)
 	}
 	for {
 		tok, err := dec.Token()
@@ -96,20 +119,24 @@ func refDuplicateKey(body []byte) (string, bool) {
 		case json.Delim:
 			switch t {
 			case '{':
-				stack = append(stack, frame{obj: true, keys: map[string]bool{}, expectKey: true})
+				push(frame{obj: true, expectKey: true})
 			case '[':
-				stack = append(stack, frame{})
+				push(frame{})
 			default:
 				stack = stack[:len(stack)-1]
 				afterValue()
 			}
 		case string:
 			if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].expectKey {
-				if stack[n-1].keys[t] {
-					return t, true
+				top := &stack[n-1]
+				for _, k := range top.keys {
+					if k == t || !top.exact && strings.EqualFold(k, t) {
+						return t, true
+					}
 				}
-				stack[n-1].keys[t] = true
-				stack[n-1].expectKey = false
+				top.keys = append(top.keys, t)
+				top.key = t
+				top.expectKey = false
 				continue
 			}
 			afterValue()

@@ -202,14 +202,18 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if body, err = moduleEnvelope(r, body); err != nil {
+	mod, route, err := moduleRequest(r, body)
+	if err != nil {
 		return err
 	}
-	if wantsMLIR(r) {
-		return s.graphMLIR(w, r, body)
+	if mod == nil {
+		route = "graph"
 	}
-	return s.respondExact(w, r, "graph", body, false, func(ctx context.Context, _ bool, ref *string) ([]byte, bool, error) {
-		in, err := s.prepareGraph(body)
+	if wantsMLIR(r) {
+		return s.graphMLIR(w, r, route, body, mod)
+	}
+	return s.respondExact(w, r, route, body, false, func(ctx context.Context, _ bool, ref *string) ([]byte, bool, error) {
+		in, err := s.prepareGraph(body, mod)
 		if err != nil {
 			return nil, false, err
 		}
@@ -227,11 +231,18 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// prepareGraph decodes and validates a graph body and computes its key.
-func (s *Server) prepareGraph(body []byte) (*graphInput, error) {
-	req, err := readGraphRequest(body)
-	if err != nil {
-		return nil, err
+// prepareGraph decodes and validates a graph body (or takes mod, a raw module's request,
+// when not nil) and computes its key.
+func (s *Server) prepareGraph(body []byte, mod *GraphRequest) (*graphInput, error) {
+	req, err := mod, error(nil)
+	if req == nil {
+		if req, err = readGraphRequest(body); err != nil {
+			return nil, err
+		}
+		// Refuse too many tensors before their shardings are parsed.
+		if n, most := len(req.wire.order), s.limits.MaxGraphTensors; most > 0 && n > most {
+			return nil, tooManyTensors(n, most)
+		}
 	}
 	if err := s.validateGraphRequest(req); err != nil {
 		return nil, err
@@ -318,25 +329,29 @@ func (s *Server) validateGraphRequest(req *GraphRequest) error {
 func (s *Server) checkGraphLimits(g *propagation.Graph) error {
 	lim := s.limits
 	if lim.MaxGraphTensors > 0 && len(g.Tensors) > lim.MaxGraphTensors {
-		return limitExceeded("tensors", "has %d tensors; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS)", len(g.Tensors), lim.MaxGraphTensors)
+		return tooManyTensors(len(g.Tensors), lim.MaxGraphTensors)
 	}
 	if n := g.NumOps(); lim.MaxGraphOps > 0 && n > lim.MaxGraphOps {
 		return limitExceeded("ops", "has %d ops (regions included); the limit is %d (SHARDPLAN_MAX_GRAPH_OPS)", n, lim.MaxGraphOps)
 	}
-	if lim.MaxRank <= 0 {
-		return nil
-	}
-	// The first id in sorted order whose rank is over the limit, found without sorting.
+	// The first id in sorted order whose shape is over the rank or element limit (or
+	// has a dim < 1), found without sorting.
 	bad, found := "", false
+	var badErr error
 	for id, t := range g.Tensors {
-		if len(t.Shape) > lim.MaxRank && (!found || id < bad) {
-			bad, found = id, true
+		if found && id > bad {
+			continue
+		}
+		if err := shapeWithin(t.Shape, "tensors."+id+".shape", lim, 0); err != nil {
+			bad, found, badErr = id, true, err
 		}
 	}
-	if found {
-		return limitExceeded("tensors."+bad+".shape", "has rank %d; the limit is %d (SHARDPLAN_MAX_RANK)", len(g.Tensors[bad].Shape), lim.MaxRank)
-	}
-	return nil
+	return badErr
+}
+
+// tooManyTensors is the 400 of a graph of n tensors, over the limit most.
+func tooManyTensors(n, most int) *Problem {
+	return limitExceeded("tensors", "has %d tensors; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS)", n, most)
 }
 
 // fill sets resp's Shardings and Explain maps from ta and returns resp.

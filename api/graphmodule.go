@@ -86,14 +86,18 @@ func wantsMLIR(r *http.Request) bool {
 // the same name.
 var moduleQuery = []string{"function", "mesh", "strategy", "cost_model", "conflict_resolution", "op_priority", "include"}
 
-// moduleEnvelope turns a raw MLIR body (Content-Type: application/mlir) and its query
-// parameters into the equivalent JSON body; a JSON body is returned as is.
-func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
+// moduleRequest reads a raw MLIR body (Content-Type: application/mlir) and its query
+// parameters into the GraphRequest the equivalent JSON body gives, taking the module
+// text as it is (one copy of the body, never escaped into JSON and decoded again). It
+// also returns the exact-request memo's route for it: "graph-module" and the query
+// parameters in canonical form, so equal requests share the exact key of route and body.
+// A JSON body gives a nil request.
+func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, route string, err error) {
 	if !isMLIR(r) {
-		return body, nil
+		return nil, "", nil
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
+		return nil, "", Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
 	}
 	q := r.URL.Query()
 	var fes []*sharding.FieldError
@@ -103,51 +107,56 @@ func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
 		}
 	}
 	if len(fes) > 0 {
-		return nil, Invalid(slugInvalidRequest, "Invalid request", fes...)
+		return nil, "", Invalid(slugInvalidRequest, "Invalid request", fes...)
 	}
-	env := map[string]any{"module": string(body)}
-	for _, k := range []string{"function", "strategy"} {
-		if v := q.Get(k); v != "" {
-			env[k] = v
+	req = &GraphRequest{Module: string(body), Function: q.Get("function"), Strategy: q.Get("strategy")}
+	for _, f := range []struct {
+		name string
+		dst  *json.RawMessage
+	}{{"mesh", &req.Mesh}, {"cost_model", &req.CostModel}} {
+		if v := q.Get(f.name); v != "" {
+			*f.dst, _ = json.Marshal(v) // a string always encodes
 		}
 	}
-	if v := q.Get("mesh"); v != "" {
-		env["mesh"] = v
-	}
-	if v := q.Get("cost_model"); v != "" {
-		env["cost_model"] = v
-	}
-	opts := map[string]any{}
+	opts := &GraphOptions{}
 	if v := q.Get("conflict_resolution"); v != "" {
-		opts["conflict_resolution"] = v
+		opts.ConflictResolution = &v
 	}
 	switch v := q.Get("op_priority"); v {
 	case "":
 	case "true", "false":
-		opts["op_priority"] = v == "true"
+		b := v == "true"
+		opts.OpPriority = &b
 	default:
-		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("op_priority", "must be true or false (got %q)", v))
+		return nil, "", Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("op_priority", "must be true or false (got %q)", v))
 	}
-	if len(opts) > 0 {
-		env["options"] = opts
+	if *opts != (GraphOptions{}) {
+		req.Options = opts
 	}
 	if v := q.Get("include"); v != "" {
-		env["include"] = strings.Split(v, ",")
+		req.Include = strings.Split(v, ",")
 	}
-	return json.Marshal(env) // map keys marshal sorted: equal requests give equal bytes
+	params := map[string]string{}
+	for _, k := range moduleQuery {
+		if v := q.Get(k); v != "" {
+			params[k] = v
+		}
+	}
+	canon, _ := json.Marshal(params) // map keys marshal sorted: equal requests give equal bytes
+	return req, "graph-module\x00" + string(canon), nil
 }
 
 // graphMLIR answers a module request with the module annotated as sdy_opt prints a
 // propagated one (propagation only: the collectives are in the JSON answer).
-func (s *Server) graphMLIR(w http.ResponseWriter, r *http.Request, body []byte) error {
-	out, hit, err := s.memo.Do(r.Context(), exactKey("graph-mlir", false, body), func(ctx context.Context) ([]byte, error) {
+func (s *Server) graphMLIR(w http.ResponseWriter, r *http.Request, route string, body []byte, mod *GraphRequest) error {
+	out, hit, err := s.memo.Do(r.Context(), exactKey("graph-mlir\x00"+route, false, body), func(ctx context.Context) ([]byte, error) {
 		// Only work that is not answered from the memo takes slots (admission.go).
 		release, err := s.admit(ctx)
 		if err != nil {
 			return nil, err
 		}
 		defer release()
-		in, err := s.prepareGraph(body)
+		in, err := s.prepareGraph(body, mod)
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ func TestGraphTensorsEncoding(t *testing.T) {
 	s := newTestServer(t, nil)
 	for name, body := range graphBodies(t) {
 		t.Run(name, func(t *testing.T) {
-			in, err := s.prepareGraph([]byte(body))
+			in, err := s.prepareGraph([]byte(body), nil)
 			require.NoError(t, err)
 			resp, ta, err := s.planGraphTensors(t.Context(), in)
 			require.NoError(t, err)

@@ -153,8 +153,10 @@ func (v *verdict) problem(body []byte) *Problem {
 
 // Shared pieces of the reshard and graph answers.
 
-// modelFingerprint names model in a plan id: a custom model by its fingerprint, a
-// profile by its name.
+// modelFingerprint names model in a plan id by everything its answers depend on: the
+// name and every figure (cost.Fabric.Fingerprint), so two requests share a plan id only
+// when their models price alike. A model without a fingerprint (none the API resolves)
+// is named by its name.
 func modelFingerprint(model cost.Model) string {
 	if cm, ok := model.(interface{ Fingerprint() string }); ok {
 		return cm.Fingerprint()

@@ -159,7 +159,7 @@ func TestVerdictFromValueMatchesBytes(t *testing.T) {
 			var answer any
 			var read func([]byte) (*verdict, error)
 			if filepath.Base(tc.file)[:5] == "graph" {
-				in, err := s.prepareGraph(raw)
+				in, err := s.prepareGraph(raw, nil)
 				require.NoError(t, err)
 				resp, err := s.planGraph(t.Context(), in)
 				require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5/middleware"
 
@@ -106,15 +107,47 @@ func NewProblem(status int, slug, title, format string, args ...any) *Problem {
 	return &Problem{Type: ProblemTypeBase + slug, Title: title, Status: status, Detail: detail}
 }
 
-// Invalid is a 400 listing field errors; detail joins them.
+// Invalid is a 400 listing field errors; detail joins them. At most maxListedErrors are
+// listed (in "errors" and in detail), each field and message cut at maxErrorText bytes;
+// the number left out is the "more_errors" member and the end of detail, so a body of
+// many bad values gets a bounded answer.
 func Invalid(slug, title string, errs ...*sharding.FieldError) *Problem {
-	p := &Problem{Type: ProblemTypeBase + slug, Title: title, Status: http.StatusBadRequest, Errors: errs}
-	parts := make([]string, len(errs))
-	for i, e := range errs {
+	listed := errs
+	if len(errs) > maxListedErrors {
+		listed = errs[:maxListedErrors]
+	}
+	p := &Problem{Type: ProblemTypeBase + slug, Title: title, Status: http.StatusBadRequest, Errors: make([]*sharding.FieldError, len(listed))}
+	parts := make([]string, len(listed), len(listed)+1)
+	for i, e := range listed {
+		e = &sharding.FieldError{Field: cutText(e.Field), Message: cutText(e.Message)}
+		p.Errors[i] = e
 		parts[i] = e.Error()
+	}
+	if more := len(errs) - len(listed); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more errors (the first %d are listed; fix them and send the request again)", more, len(listed)))
+		p.With("more_errors", more)
 	}
 	p.Detail = strings.Join(parts, "; ")
 	return p
+}
+
+// maxListedErrors is how many field errors a 400 lists; maxErrorText bounds each one's
+// field and message (a path into a deeply nested body can be long).
+const (
+	maxListedErrors = 100
+	maxErrorText    = 1024
+)
+
+// cutText cuts s to maxErrorText bytes at a rune boundary, marking the cut.
+func cutText(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // Problem slugs and titles used by shardplan.

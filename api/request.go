@@ -132,23 +132,37 @@ func prefixProblem(err error, field string) error {
 	return &out
 }
 
-// maxElements bounds a tensor's element count so byte sizes (up to 128 bits per element)
-// stay inside int64.
+// maxElements is the hard ceiling of Limits.MaxElements: a tensor's byte size (up to
+// 128 bits per element) stays inside int64.
 const maxElements = int64(1) << 55
 
-// checkShape enforces the rank limit and the element-count bound (dims >= 1 are checked
-// by the validate tags).
+// checkShape enforces the rank limit and the element limit (Limits.MaxElements, at most
+// maxElements) on a shape; dims must be >= 1. Every path that takes a tensor (tiles,
+// reshard, graph tensors, module values) checks its shapes with it.
 func checkShape(shape []int64, field string, lim Limits) error {
+	return shapeWithin(shape, field, lim, 1)
+}
+
+// shapeWithin is checkShape with the least dim allowed (graph tensors may have dims of
+// 0, tiles and reshards may not).
+func shapeWithin(shape []int64, field string, lim Limits, least int64) error {
 	if lim.MaxRank > 0 && len(shape) > lim.MaxRank {
 		return limitExceeded(field, "has rank %d; the limit is %d (SHARDPLAN_MAX_RANK)", len(shape), lim.MaxRank)
 	}
+	most := maxElements
+	if lim.MaxElements > 0 && lim.MaxElements < most {
+		most = lim.MaxElements
+	}
 	n := int64(1)
 	for d, v := range shape {
-		if v < 1 {
-			return sharding.Fieldf(field+"["+itoa(d)+"]", "must be >= 1 (got %d)", v)
+		if v < least {
+			return sharding.Fieldf(field+"["+itoa(d)+"]", "must be >= %d (got %d)", least, v)
 		}
-		if v > maxElements || n > maxElements/v {
-			return limitExceeded(field, "has more than 2^55 elements; shardplan sizes buffers in int64 bytes")
+		if v == 0 {
+			return nil // no elements
+		}
+		if v > most || n > most/v {
+			return limitExceeded(field, "has more than %d elements, the limit (SHARDPLAN_MAX_ELEMENTS); plan a smaller tensor", most)
 		}
 		n *= v
 	}

@@ -55,6 +55,12 @@ type Limits struct {
 	// MaxModuleDepth bounds the nesting of a StableHLO module (regions, attribute
 	// brackets, inlined calls).
 	MaxModuleDepth int // SHARDPLAN_MAX_MODULE_DEPTH
+	// MaxJSONDepth bounds how deep a JSON body's arrays and objects nest (400 above),
+	// checked in one pass before the body is decoded.
+	MaxJSONDepth int // SHARDPLAN_MAX_JSON_DEPTH
+	// MaxElements bounds the elements of any one tensor on every path (tiles, reshard,
+	// graph tensors, module values); at most 2^55, so byte sizes stay inside int64.
+	MaxElements int64 // SHARDPLAN_MAX_ELEMENTS
 }
 
 // DefaultLimits are the limits of a service started with no configuration.
@@ -78,6 +84,8 @@ func DefaultLimits() Limits {
 		MaxGraphOps:       100000,
 		MaxGraphTensors:   200000,
 		MaxModuleDepth:    64,
+		MaxJSONDepth:      256,
+		MaxElements:       1 << 55,
 	}
 }
 
@@ -206,8 +214,10 @@ func (s *Server) routes() chi.Router {
 	r.Get("/openapi3.json", s.handle(s.openAPI3))
 	r.Get("/docs", s.handle(s.docs))
 	r.Get("/docs/{asset}", s.handle(s.docsAsset))
-	r.Get("/v1/cost-models", s.handle(s.costModels))
-	r.Get("/v1/cost-models/{name}", s.handle(s.costModel))
+	// Like every /v1 route, the cost models need a key when keys are on, and count
+	// against the client's rate limit.
+	r.With(s.requireAPIKey, s.rateLimit).Get("/v1/cost-models", s.handle(s.costModels))
+	r.With(s.requireAPIKey, s.rateLimit).Get("/v1/cost-models/{name}", s.handle(s.costModel))
 
 	// The API routes. An inline group (not a sub-router) so its middleware runs after
 	// routing and the route pattern is complete even for a 413/415/503 it answers.

@@ -29,7 +29,7 @@ func TestAmplifyingRequests(t *testing.T) {
 	}{
 		{"transfers on a=32,b=32", "/v1/reshard", fmt.Sprintf(amplifying, 32, 32), http.StatusUnprocessableEntity, "SHARDPLAN_MAX_RESPONSE_BYTES"},
 		{"transfers on a=64,b=64", "/v1/reshard", fmt.Sprintf(amplifying, 64, 64), http.StatusUnprocessableEntity, "SHARDPLAN_MAX_RESPONSE_BYTES"},
-		{"while ops 2,490 deep", "/v1/graph", nested.String(), http.StatusBadRequest, "SHARDPLAN_MAX_GRAPH_DEPTH"},
+		{"while ops 2,490 deep", "/v1/graph", nested.String(), http.StatusBadRequest, "SHARDPLAN_MAX_JSON_DEPTH"}, // refused before the body is decoded
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,6 +74,8 @@ func TestAPIKeys(t *testing.T) {
 		{"bearer", map[string]string{"Authorization": "Bearer " + current}, http.StatusOK},
 		{"previous key still valid", map[string]string{"X-API-Key": previous}, http.StatusOK},
 		{"key from the file", map[string]string{"authorization": "bearer " + fromFile}, http.StatusOK},
+		{"basic credentials beside a key", map[string]string{"Authorization": "Basic dXNlcjpwdw==", "X-API-Key": current}, http.StatusOK},
+		{"a wrong bearer wins over a key", map[string]string{"Authorization": "Bearer sk-wrong-0123456789abcdef", "X-API-Key": current}, http.StatusUnauthorized},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,6 +90,14 @@ func TestAPIKeys(t *testing.T) {
 	}
 	resp, _ := sendWith(t, c, http.MethodGet, base+"/healthz", "", nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "probes need no key")
+	for _, path := range []string{"/v1/cost-models", "/v1/cost-models/h100"} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			resp, _ = sendWith(t, c, method, base+path, "", nil)
+			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s %s needs a key like every /v1 route", method, path)
+			resp, _ = sendWith(t, c, method, base+path, "", map[string]string{"X-API-Key": current})
+			assert.Equal(t, http.StatusOK, resp.StatusCode, "%s %s", method, path)
+		}
+	}
 	resp, _ = sendWith(t, c, http.MethodGet, base+"/metrics", "", nil)
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "metrics on the API address need a key")
 	resp, _ = sendWith(t, c, http.MethodGet, base+"/metrics", "", map[string]string{"X-API-Key": current})

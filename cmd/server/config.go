@@ -43,6 +43,8 @@ type config struct {
 	MaxGraphOps     int
 	MaxGraphTensors int
 	MaxModuleDepth  int
+	MaxJSONDepth    int
+	MaxElements     int64
 	CacheTTL        time.Duration
 	CacheMaxBytes   int64
 	// Garbage collector (gc.go): applied at start unless GOGC / GOMEMLIMIT are set.
@@ -91,6 +93,8 @@ func defaultConfig() config {
 		MaxGraphOps:     l.MaxGraphOps,
 		MaxGraphTensors: l.MaxGraphTensors,
 		MaxModuleDepth:  l.MaxModuleDepth,
+		MaxJSONDepth:    l.MaxJSONDepth,
+		MaxElements:     l.MaxElements,
 		CacheTTL:        time.Hour,
 		CacheMaxBytes:   64 << 20,
 		GCPercent:       defaultGCPercent,
@@ -134,6 +138,8 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_MAX_GRAPH_OPS", "max-graph-ops", "most ops in a graph, while regions included", &c.MaxGraphOps},
 		{"SHARDPLAN_MAX_GRAPH_TENSORS", "max-graph-tensors", "most tensors in a graph", &c.MaxGraphTensors},
 		{"SHARDPLAN_MAX_MODULE_DEPTH", "max-module-depth", "deepest nesting of a StableHLO module on /v1/graph (regions, attribute brackets, inlined calls)", &c.MaxModuleDepth},
+		{"SHARDPLAN_MAX_JSON_DEPTH", "max-json-depth", "deepest nesting of arrays and objects in a JSON request body (400 above, checked before decoding)", &c.MaxJSONDepth},
+		{"SHARDPLAN_MAX_ELEMENTS", "max-elements", "most elements of any one tensor, on every path (400 above; at most 2^55)", &c.MaxElements},
 		{"SHARDPLAN_CACHE_TTL", "cache-ttl", "how long a memoized plan is kept", &c.CacheTTL},
 		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes (with Redis: the near cache in front of it)", &c.CacheMaxBytes},
 		{"SHARDPLAN_CACHE_TIMEOUT", "cache-timeout", "deadline of one cache call (a slower Redis is a miss)", &c.CacheTimeout},
@@ -300,6 +306,8 @@ func (c config) validate() error {
 		{"SHARDPLAN_MAX_GRAPH_OPS", int64(c.MaxGraphOps)},
 		{"SHARDPLAN_MAX_GRAPH_TENSORS", int64(c.MaxGraphTensors)},
 		{"SHARDPLAN_MAX_MODULE_DEPTH", int64(c.MaxModuleDepth)},
+		{"SHARDPLAN_MAX_JSON_DEPTH", int64(c.MaxJSONDepth)},
+		{"SHARDPLAN_MAX_ELEMENTS", c.MaxElements},
 		{"SHARDPLAN_CACHE_TTL", int64(c.CacheTTL)},
 		{"SHARDPLAN_CACHE_TIMEOUT", int64(c.CacheTimeout)},
 		{"SHARDPLAN_REDIS_DIAL_TIMEOUT", int64(c.RedisDialTimeout)},
@@ -333,6 +341,14 @@ func (c config) validate() error {
 	}
 	if c.MaxModuleDepth > 10000 {
 		bad("SHARDPLAN_MAX_MODULE_DEPTH", "%d is above the hard ceiling of 10000", c.MaxModuleDepth)
+	}
+	if c.MaxJSONDepth > 10000 {
+		bad("SHARDPLAN_MAX_JSON_DEPTH", "%d is above the hard ceiling of 10000 (encoding/json's own)", c.MaxJSONDepth)
+	} else if need := jsonDepthFor(c.MaxGraphDepth); c.MaxJSONDepth > 0 && c.MaxJSONDepth < need {
+		bad("SHARDPLAN_MAX_JSON_DEPTH", "%d is below the %d a graph of SHARDPLAN_MAX_GRAPH_DEPTH (%d) nested whiles needs; raise it or lower SHARDPLAN_MAX_GRAPH_DEPTH", c.MaxJSONDepth, need, c.MaxGraphDepth)
+	}
+	if c.MaxElements > 1<<55 {
+		bad("SHARDPLAN_MAX_ELEMENTS", "%d is above the hard ceiling of 2^55 (byte sizes must fit int64)", c.MaxElements)
 	}
 	if c.MaxMeshAxes > 64 {
 		bad("SHARDPLAN_MAX_MESH_AXES", "%d is above the hard ceiling of 64", c.MaxMeshAxes)
@@ -380,6 +396,8 @@ func (c config) limits() api.Limits {
 		MaxGraphOps:       c.MaxGraphOps,
 		MaxGraphTensors:   c.MaxGraphTensors,
 		MaxModuleDepth:    c.MaxModuleDepth,
+		MaxJSONDepth:      c.MaxJSONDepth,
+		MaxElements:       c.MaxElements,
 	}
 }
 
@@ -465,3 +483,7 @@ func (c config) apiKeys() ([]string, error) {
 	}
 	return keys, nil
 }
+
+// jsonDepthFor is the JSON nesting a graph body of whiles nested graphDepth deep needs:
+// three levels per while (the ops array, the op, its body) and a few for the request.
+func jsonDepthFor(graphDepth int) int { return 3*graphDepth + 8 }

@@ -123,7 +123,7 @@ type service struct {
 	api        *api.Server
 	memo       *cache.Cache
 	hs         *http.Server
-	ln         net.Listener
+	ln         *drainListener
 	ms         *http.Server // nil: the metrics are served with the API
 	mln        net.Listener
 	cancelBase context.CancelFunc // cancels every request's context
@@ -133,9 +133,11 @@ type service struct {
 // "listening on HOST:PORT" (and "metrics listening on HOST:PORT") to stdout.
 func (s *service) listen(stdout io.Writer, tlsConfig *tls.Config, apiKeys bool) error {
 	var err error
-	if s.ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
 		return fmt.Errorf("listen on %s (SHARDPLAN_ADDR): %w", s.cfg.Addr, err)
 	}
+	s.ln = newDrainListener(ln)
 	addr := s.ln.Addr().String()
 	s.logger.Info("listening", slog.String("addr", addr), slog.Bool("tls", tlsConfig != nil), slog.Bool("api_keys", apiKeys))
 	fmt.Fprintf(stdout, "listening on %s\n", addr)
@@ -207,8 +209,9 @@ func (s *service) serve(ctx context.Context, stop context.CancelFunc) error {
 	return g.Wait()
 }
 
-// shutdown fails readiness, waits the drain delay, drains the API, then closes the
-// metrics server and, last, the plan cache.
+// shutdown fails readiness, waits the drain delay, accepts what the listener's queue
+// holds, drains the API (every accepted request is answered), then closes the metrics
+// server and, last, the plan cache.
 func (s *service) shutdown(ctx context.Context) error {
 	cfg, logger := s.cfg, s.logger
 	logger.Info("shutting down", slog.Duration("drain_delay", cfg.DrainDelay), slog.Duration("timeout", cfg.ShutdownTimeout))
@@ -217,6 +220,9 @@ func (s *service) shutdown(ctx context.Context) error {
 		// Keep serving (readiness 503) so load balancers stop routing here first.
 		time.Sleep(cfg.DrainDelay)
 	}
+	// Take every connection the kernel accepted before the socket closes: closing it
+	// would reset them unanswered.
+	s.ln.drain(cfg.ShutdownTimeout)
 	err := drain(ctx, s.hs, s.cancelBase, cfg.ShutdownTimeout, logger)
 	if s.ms != nil {
 		// Metrics stay up through the drain; they go with the API.

@@ -69,7 +69,9 @@ func open(key string, entry []byte) ([]byte, error) {
 	}
 	sum, err1 := strconv.ParseUint(string(fields[2]), 16, 32)
 	n, err2 := strconv.Atoi(string(fields[3]))
-	if err := errors.Join(err1, err2); err != nil || len(fields[2]) != 8 {
+	// Only the header seal writes opens: 8 lower-case hex digits and the length in
+	// plain decimal (no upper case, sign or leading zeros).
+	if err := errors.Join(err1, err2); err != nil || fmt.Sprintf("%08x", sum) != string(fields[2]) || strconv.Itoa(n) != string(fields[3]) {
 		return nil, &corruptError{reasonFormat}
 	}
 	payload := entry[nl+1:]

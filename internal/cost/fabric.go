@@ -77,6 +77,9 @@ const (
 	minBandwidthGBps = 1e-6
 	maxBandwidthGBps = 1e6
 	maxLatencyUS     = 1e6
+	// minEfficiency keeps the slowest bandwidth (minBandwidthGBps × minEfficiency) far
+	// enough from zero that the largest tensor's time is finite.
+	minEfficiency = 1e-6
 )
 
 var (
@@ -107,6 +110,8 @@ type Fabric struct {
 
 	keyOnce sync.Once // poolKey's fabric part, computed once
 	key     string
+	fpOnce  sync.Once // Fingerprint, computed once
+	fp      string
 	// lastKey is the last mesh poolKey named, with its key: one request asks for the
 	// key of its mesh several times (a router per goroutine, the heuristic's memos).
 	lastKey    atomic.Pointer[meshKey]
@@ -174,8 +179,8 @@ func (f *Fabric) setOptions(p *ProfileInfo, field string) *fielderr.FieldError {
 	if p.Efficiency == 0 {
 		p.Efficiency = 1
 	}
-	if !(p.Efficiency > 0 && p.Efficiency <= 1) {
-		return fielderr.New(join(field, "efficiency"), "is %v; give the achievable fraction of peak bandwidth in (0, 1], e.g. 0.824", p.Efficiency)
+	if !(p.Efficiency >= minEfficiency && p.Efficiency <= 1) {
+		return fielderr.New(join(field, "efficiency"), "is %v; give the achievable fraction of peak bandwidth in [%g, 1], e.g. 0.824", p.Efficiency, minEfficiency)
 	}
 	if p.GPUsPerNode < 0 || p.GPUsPerNode > sharding.MaxMeshDevices {
 		return fielderr.New(join(field, "gpus_per_node"), "is %d; give 0 (every axis on ici) or the number of GPUs per NVLink domain, e.g. 8", p.GPUsPerNode)

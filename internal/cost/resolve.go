@@ -111,7 +111,7 @@ func resolveObject(raw json.RawMessage, field string) (*Fabric, *fielderr.FieldE
 		case "efficiency":
 			p.Efficiency, err = num(v, f)
 			if err == nil && p.Efficiency == 0 {
-				err = fielderr.New(f, "is 0; give the achievable fraction of peak bandwidth in (0, 1], e.g. 0.824")
+				err = fielderr.New(f, "is 0; give the achievable fraction of peak bandwidth in [%g, 1], e.g. 0.824", minEfficiency)
 			}
 			p.Sources = setSource(p.Sources, k)
 		case "gpus_per_node":

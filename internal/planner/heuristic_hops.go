@@ -287,6 +287,9 @@ func (hb *hopBound) compute() float64 {
 			sum := 0.0
 			for _, k := range hb.live {
 				ax := &hb.axes[k]
+				if ax.tab == nil {
+					continue // not enumerated: its term is bounded by 0
+				}
 				i := 0
 				for _, v := range ax.in {
 					i = i*sp.atoms[v].Size + int(hb.vals[v])
@@ -376,13 +379,17 @@ func (hb *hopBound) prepare(k int) {
 
 // buildTable computes axis k's table (see prepare): for each assignment of the inputs, the
 // largest over its other q digits and its E holder digits of the smallest over its F
-// holder digits of the axis' hop latency between holder and q.
+// holder digits of the axis' hop latency between holder and q. It is nil when that is
+// more than maxHopTableWork distances: the axis' term is then 0, which bounds every path.
 func (hb *hopBound) buildTable(k int) []float64 {
 	ax := &hb.axes[k]
 	sp := hb.sp
 	in := ax.in
 	size := 1
 	for _, v := range in {
+		if size > maxHopTableWork/sp.atoms[v].Size {
+			return nil // too large to enumerate (see maxHopTableWork)
+		}
 		size *= sp.atoms[v].Size
 	}
 	isInput := make([]bool, len(sp.atoms))
@@ -406,9 +413,12 @@ func (hb *hopBound) buildTable(k int) []float64 {
 			minned = append(minned, a)
 		}
 	}
+	if hopTableWork(sp, size, maxed, minned) > maxHopTableWork {
+		return nil
+	}
+	t := make([]float64, size)
 	q := make([]int, len(sp.atoms))
 	h := make([]int, len(sp.atoms))
-	t := make([]float64, size)
 	for idx := range t {
 		x := idx
 		for i := len(in) - 1; i >= 0; i-- {
@@ -450,6 +460,28 @@ func (hb *hopBound) buildTable(k int) []float64 {
 		t[idx] = float64(best) * ax.hop.LatencyUS
 	}
 	return t
+}
+
+// maxHopTableWork caps the hop distances one table may enumerate (entries × maxed ×
+// minned assignments; about 10 ns each). A large axis split into few atoms (a 65,536
+// device ring is one atom) would take minutes and hold its request's compute slot past
+// any deadline; its table is left at 0 instead. Tables on axes of up to 2,048 devices
+// are enumerated in full.
+const maxHopTableWork = 1 << 16
+
+// hopTableWork is the number of hop distances buildTable enumerates for a table of size
+// entries over the maxed and minned atoms, saturating at maxHopTableWork+1.
+func hopTableWork(sp *space, size int, maxed, minned []uint8) int {
+	work := size
+	for _, atoms := range [][]uint8{maxed, minned} {
+		for _, a := range atoms {
+			if work > maxHopTableWork/sp.atoms[a].Size {
+				return maxHopTableWork + 1
+			}
+			work *= sp.atoms[a].Size
+		}
+	}
+	return work
 }
 
 // eachDigits calls f with every assignment of digits to atoms (f's slice is reused).

@@ -520,7 +520,10 @@ func (p *preparer) indexUsers() {
 			elems[n.rule] = n.elems
 		}
 		for q, id := range n.tensors {
-			if !slices.Contains(n.tensors[:q], id) {
+			// Nodes come in order: id is new to this node unless its last user is ni
+			// (a linear test, where searching the node's earlier tensors was quadratic
+			// in its operands).
+			if u := gs.users[id]; len(u) == 0 || u[len(u)-1] != ni {
 				gs.users[id] = append(gs.users[id], ni)
 			}
 			if q < n.nOperands && !n.edge && len(gs.tensors[id].shape) > 0 && gs.tensors[id].uses > 1 {
@@ -536,10 +539,12 @@ func (p *preparer) indexUsers() {
 func (p *preparer) userLists() [][]int {
 	gs := p.gs
 	counts := make([]int, len(gs.tensors))
+	last := make([]int, len(gs.tensors)) // per tensor, 1 + the last node counted
 	total := 0
-	for _, n := range gs.nodes {
-		for q, id := range n.tensors {
-			if !slices.Contains(n.tensors[:q], id) {
+	for ni, n := range gs.nodes {
+		for _, id := range n.tensors {
+			if last[id] != ni+1 {
+				last[id] = ni + 1
 				counts[id]++
 				total++
 			}

@@ -461,19 +461,31 @@ func (c *axisPick) eligible(f int) bool {
 }
 
 // best is the best candidate over every eligible factor, tensor and prefix length, or
-// false when none grows an assignment.
+// false when none grows an assignment. A candidate depends only on the factor and the
+// axes, so a tensor whose projection equals one already tried adds nothing and is
+// skipped: an op of many operands sharded alike (a concatenate of 50,000) costs one
+// pass over them per factor, not one per operand.
 func (c *axisPick) best() (axisCand, bool) {
 	var best axisCand
 	found := false
+	var tried [][]axisRef
 	for f := range c.nf {
 		if !c.eligible(f) {
 			continue
 		}
+		tried = tried[:0]
+	tensors:
 		for t := range c.nt {
 			fs := &c.p.proj[t*c.nf+f]
 			if !fs.present {
 				continue
 			}
+			for _, axes := range tried {
+				if slices.Equal(axes, fs.axes) {
+					continue tensors
+				}
+			}
+			tried = append(tried, fs.axes)
 			for k := len(c.assign[f]); k <= len(fs.axes); k++ {
 				if k == 0 {
 					continue

@@ -67,7 +67,7 @@ func ParseHLO(text string, m *Mesh, shape []int64, field string) (Sharding, erro
 	if err != nil {
 		return Sharding{}, err
 	}
-	if p.peek() != 0 {
+	if !p.atEnd() {
 		return Sharding{}, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
 	}
 	return sp.express(p, m, shape)
@@ -115,7 +115,7 @@ func ParseHLOTuple(text string, m *Mesh, shapes [][]int64, field string) ([]Shar
 			specs = append(specs, sp)
 		}
 	}
-	if p.peek() != 0 {
+	if !p.atEnd() {
 		return nil, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
 	}
 	out := make([]Sharding, len(specs))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -181,6 +182,10 @@ func parseObject(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sha
 	}
 	var errs Errors
 	refs := func(raw json.RawMessage, f string) []AxisRef {
+		if fe := tooManyRefs(m, arrayLen(raw), f); fe != nil {
+			errs = append(errs, fe)
+			return nil
+		}
 		items, fe := rawList(raw, f, "axis names")
 		if fe != nil {
 			errs = append(errs, fe)
@@ -330,6 +335,10 @@ func parseArray(raw json.RawMessage, m *Mesh, shape []int64, field string) (Shar
 		switch {
 		case bytes.Equal(e, []byte("null")):
 		case len(e) > 0 && e[0] == '[':
+			if fe := tooManyRefs(m, arrayLen(e), f); fe != nil {
+				errs = append(errs, fe)
+				continue
+			}
 			var items []json.RawMessage
 			if err := json.Unmarshal(e, &items); err != nil {
 				errs = append(errs, Fieldf(f, "must be an array of axis names or mesh axis indices"))
@@ -417,6 +426,13 @@ func (p *textParser) peek() byte {
 		return p.s[p.pos]
 	}
 	return 0
+}
+
+// atEnd reports whether only whitespace is left. A NUL byte is text, not the end (peek
+// answers 0 for both).
+func (p *textParser) atEnd() bool {
+	p.skip()
+	return p.pos >= len(p.s)
 }
 
 func (p *textParser) expect(c byte) error {
@@ -543,7 +559,7 @@ func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, err
 			return Sharding{}, err
 		}
 	}
-	if p.peek() != 0 {
+	if !p.atEnd() {
 		return Sharding{}, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
 	}
 	return finish(s, m, shape, pt)
@@ -659,4 +675,67 @@ func (p *textParser) shardyAxisSets(s *Sharding, pt *textPather) error {
 
 func isIdent(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+// maxRefs is the most axis refs one list of a valid sharding on m can hold: each mesh
+// axis once, or split into sub-axes of size >= 2 (at most log2 of its size of them).
+func maxRefs(m *Mesh) int {
+	n := 0
+	for _, a := range m.Axes {
+		n += max(1, bits.Len(uint(a.Size))-1)
+	}
+	return n
+}
+
+// tooManyRefs is the error of a list of n axis refs at field f that no valid sharding on
+// m holds (nil when n is within maxRefs): a long list is rejected whole, not ref by ref.
+func tooManyRefs(m *Mesh, n int, f string) *FieldError {
+	if m == nil {
+		return nil
+	}
+	if most := maxRefs(m); n > most {
+		return Fieldf(f, "lists %d axes; on this mesh a sharding uses each axis or sub-axis once, so at most %d fit", n, most)
+	}
+	return nil
+}
+
+// arrayLen counts the elements of raw when it is a JSON array (0 otherwise), in one pass
+// that copies nothing: a list far too long is refused before it is decoded. On malformed
+// JSON the count is approximate (the decoder reports the error).
+func arrayLen(raw []byte) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '[' {
+		return 0
+	}
+	n, depth, empty := 0, 0, true
+	for i := 1; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+			empty = false
+		case '[', '{':
+			depth++
+			empty = false
+		case ']', '}':
+			if depth == 0 {
+				if !empty {
+					n++
+				}
+				return n
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				n++
+			}
+		case ' ', '\t', '\n', '\r':
+		default:
+			empty = false
+		}
+	}
+	return n
 }

@@ -68,7 +68,7 @@ func ParsePartitionSpecText(text string, m *Mesh, shape []int64, field string) (
 	if err != nil {
 		return Sharding{}, err
 	}
-	if p.peek() != 0 {
+	if !p.atEnd() {
 		return Sharding{}, p.fail("unexpected %q after the PartitionSpec", p.s[p.pos:min(len(p.s), p.pos+10)])
 	}
 	return finishSpec(s, pt, m, shape)

@@ -1,6 +1,7 @@
 package stablehlo
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -578,7 +579,9 @@ func (p *parser) typ() Type {
 }
 
 // parseTensorType reads "<8x16xf32>" (with its angle brackets). A dynamic dim (?) or an
-// unranked tensor gives a non-tensor Type (opaque to propagation).
+// unranked tensor gives a non-tensor Type (opaque to propagation). A static dim is kept
+// however large (one past int64 as math.MaxInt64): the service's size limit refuses the
+// value by name.
 func parseTensorType(text string) Type {
 	ty := Type{Text: "tensor" + text}
 	body := strings.TrimSuffix(strings.TrimPrefix(text, "<"), ">")
@@ -596,8 +599,8 @@ func parseTensorType(text string) Type {
 			break
 		}
 		n, err := strconv.ParseInt(body[:j], 10, 64)
-		if err != nil || n > 1<<40 {
-			return ty
+		if err != nil {
+			n = math.MaxInt64 // past int64: the size limit names the value
 		}
 		shape = append(shape, n)
 		body = body[j+1:]

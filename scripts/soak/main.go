@@ -4,6 +4,7 @@
 //
 //	go run ./scripts/soak                      # 60 s, 8 clients
 //	go run ./scripts/soak -duration 20s -clients 4
+//	go run ./scripts/soak -duration 10s -hogs 8   # then slot-hogging requests
 //
 // It builds ./cmd/server, starts a private redis-server on a free 127.0.0.1 port (no
 // persistence, its own temp dir) and two servers on 127.0.0.1:0: a reference one without
@@ -52,8 +53,9 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed of the request mix")
 	near := flag.Int64("near-bytes", 256<<10, "SHARDPLAN_CACHE_MAX_BYTES of the server under test: a small near cache sends most hits to Redis")
 	overload := flag.Int("overload", 0, "after the soak, send this many concurrent uncached 256-device plans (each ~0.1 s of CPU) and measure /healthz and a cached hit meanwhile (0: skip)")
+	hogCount := flag.Int("hogs", 0, "after the soak, send this many slot-hogging requests at once (testdata/hostile's: a 65,536-device axis, a concatenate of 20,000, 40 tensors of 100,000 axes, a mesh nested 9,000 deep) and check that /healthz (p99 under 50 ms), a cached hit and small uncached plans keep answering meanwhile (0: skip)")
 	flag.Parse()
-	if err := soak(*duration, *clients, *seed, *near, *overload); err != nil {
+	if err := soak(*duration, *clients, *seed, *near, *overload, *hogCount); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
@@ -68,9 +70,9 @@ type request struct {
 	planID             string
 }
 
-func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, overload int) error {
-	if duration <= 0 || duration > 10*time.Minute || clients < 1 || clients > 256 || overload < 0 || overload > 2000 {
-		return errors.New("want 0 < -duration <= 10m, 1 <= -clients <= 256 and 0 <= -overload <= 2000")
+func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, overload, hogCount int) error {
+	if duration <= 0 || duration > 10*time.Minute || clients < 1 || clients > 256 || overload < 0 || overload > 2000 || hogCount < 0 || hogCount > 64 {
+		return errors.New("want 0 < -duration <= 10m, 1 <= -clients <= 256, 0 <= -overload <= 2000 and 0 <= -hogs <= 64")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), duration+2*time.Minute)
 	defer cancel()
@@ -146,6 +148,9 @@ func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, ove
 	bad := st.wrong.Load() + st.unexpected.Load()
 	if overload > 0 {
 		bad += overloadRun(ctx, srv, reqs, overload)
+	}
+	if hogCount > 0 {
+		bad += hogRun(ctx, srv, reqs, hogCount)
 	}
 	if bad > 0 {
 		return fmt.Errorf("%d wrong or unexpected answers", bad)
