@@ -1,0 +1,95 @@
+package hlo
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// seedCollective is what seed 003's text says of one collective of its dumps.
+type seedCollective struct {
+	name   string
+	kind   cost.Kind
+	axes   string // the mesh axes, major to minor, comma-separated
+	groups int
+	remat  bool
+}
+
+// TestSeed003 decodes the four compiled dumps of seed 003 onto the meshes the seed's
+// JAX code builds: every collective onto the axes the reshard names, the full
+// rematerialization of case 4 (all-gather to [2048,2048], then a dynamic-slice fusion)
+// found and none in cases 1-3.
+func TestSeed003(t *testing.T) {
+	big := "C=1,D=2,Y=8,X=4,T=4"
+	cases := []struct {
+		file   string
+		mesh   string
+		colls  []seedCollective
+		remats int
+	}{
+		{"seed003_case1.hlo", "X=2,Y=4", []seedCollective{{"collective-permute", cost.CollectivePermute, "X,Y", 8, false}}, 0},
+		{"seed003_case2.hlo", "X=2,Y=4", []seedCollective{
+			{"all-to-all.1", cost.AllToAll, "Y:(2)2", 4, false},
+			{"collective-permute", cost.CollectivePermute, "X,Y", 8, false},
+		}, 0},
+		{"seed003_case3.hlo", big, []seedCollective{{"all-to-all.1", cost.AllToAll, "X,T", 16, false}}, 0},
+		{"seed003_case4.hlo", big, []seedCollective{
+			{"all-gather", cost.AllGather, "X,Y", 8, true},
+			{"all-gather.1", cost.AllGather, "D", 128, true},
+		}, 1},
+	}
+	model, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			require.NoError(t, err)
+			m, err := Parse(string(src), Limits{})
+			require.NoError(t, err)
+			mesh, err := sharding.ParseMeshString(tc.mesh, "mesh")
+			require.NoError(t, err)
+			a, err := Analyze(m, Options{Mesh: mesh, Model: model})
+			require.NoError(t, err)
+			require.Len(t, a.Collectives, len(tc.colls))
+			var total float64
+			for i, want := range tc.colls {
+				got := a.Collectives[i]
+				assert.Equal(t, want.name, got.Name)
+				assert.Equal(t, want.kind, got.Kind)
+				assert.Equal(t, want.axes, axesText(got.MeshAxes), "%s: %s", got.Name, got.AxesNote)
+				assert.Equal(t, want.groups, got.GroupCount)
+				assert.Equal(t, want.remat, got.FullRematerialization, got.Name)
+				assert.Positive(t, got.Cost.TimeUS, got.Name)
+				assert.Positive(t, got.BytesPerDevice, got.Name)
+				total += got.Cost.TimeUS
+			}
+			assert.InDelta(t, total, a.TimeUS, 1e-9)
+			require.Len(t, a.Remats, tc.remats)
+			if tc.remats > 0 {
+				r := a.Remats[0]
+				assert.Equal(t, []string{"all-gather", "all-gather.1"}, r.Gathers)
+				assert.Equal(t, "multiply_dynamic-slice_fusion", r.Slice)
+				assert.Equal(t, []int64{2048, 2048}, r.Shape.Dims)
+				assert.Equal(t, "param", r.Source)
+				assert.Equal(t, "jit(reshard_4)/reshard", r.Metadata.OpName)
+			}
+		})
+	}
+}
+
+func axesText(axes []sharding.AxisRef) string {
+	s := ""
+	for i, a := range axes {
+		if i > 0 {
+			s += ","
+		}
+		s += a.String()
+	}
+	return s
+}
