@@ -48,6 +48,9 @@ func (s *Server) importModule(in *graphInput) error {
 		}
 		reqMesh = m
 	}
+	if looksLikeHLO(in.req.Module) {
+		return sharding.Fieldf("module", "line 1, column 1: this is a compiled HLO module (HloModule ...), not StableHLO: post it to /v1/audit as \"hlo_module\" or with Content-Type %s", hloMediaType)
+	}
 	imp, err := stablehlo.Read(in.req.Module, stablehlo.Options{Function: in.req.Function, Mesh: reqMesh, Limits: stablehlo.Limits{
 		MaxDepth: s.limits.MaxModuleDepth, MaxOps: s.limits.MaxGraphOps, MaxTensors: s.limits.MaxGraphTensors,
 		MaxDevices: s.limits.MaxDevices, MaxMeshAxes: s.limits.MaxMeshAxes,
