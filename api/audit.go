@@ -171,17 +171,17 @@ type HLOCollective struct {
 	Name        string `json:"name" example:"all-gather.1"`
 	Opcode      string `json:"opcode" example:"all-gather"`
 	// Kind is the collective in the step vocabulary (all_gather, all_to_all, ...).
-	Kind        string  `json:"kind" example:"all_gather"`
-	Line        int     `json:"line"`
-	Column      int     `json:"column"`
-	OpName      string  `json:"op_name,omitempty" example:"jit(f)/reshard"`
-	SourceFile  string  `json:"source_file,omitempty"`
-	SourceLine  int     `json:"source_line,omitempty"`
-	ChannelID   int     `json:"channel_id,omitempty"`
-	Dimensions  []int64 `json:"dimensions,omitempty"`
-	GroupSize   int     `json:"group_size"`
-	GroupCount  int     `json:"group_count"`
-	Pairs       [][2]int `json:"pairs,omitempty"`
+	Kind       string   `json:"kind" example:"all_gather"`
+	Line       int      `json:"line"`
+	Column     int      `json:"column"`
+	OpName     string   `json:"op_name,omitempty" example:"jit(f)/reshard"`
+	SourceFile string   `json:"source_file,omitempty"`
+	SourceLine int      `json:"source_line,omitempty"`
+	ChannelID  int      `json:"channel_id,omitempty"`
+	Dimensions []int64  `json:"dimensions,omitempty"`
+	GroupSize  int      `json:"group_size"`
+	GroupCount int      `json:"group_count"`
+	Pairs      [][2]int `json:"pairs,omitempty"`
 	// MeshAxes are the axes its groups run over (collective-permute: the axes some pair
 	// moves along); AxesNote says why they are missing.
 	MeshAxes              []string `json:"mesh_axes"`
