@@ -78,7 +78,9 @@ type MemoryPoint struct {
 	Op    string
 	Index int
 	// LiveBytes are the tiles of the tensors live at the op (defined at or before it,
-	// used at or after it; arguments and results held throughout); TransientBytes the
+	// used at or after it; arguments and results held throughout: the graph's inputs
+	// and outputs, or without them the tensors no op defines and those no op uses);
+	// TransientBytes the
 	// largest buffer its reshards and reductions make while they run (each plan's
 	// peak_bytes_per_device; they run one at a time).
 	LiveBytes      int64
@@ -351,11 +353,34 @@ func memory(r *Request, gp *graphplan.Result, order []int, opIndex map[string]in
 			last[t] = max(last[t], k)
 		}
 	}
+	// Arguments are the graph's inputs, else the tensors no top-level op defines; results
+	// its outputs, else the tensors no top-level op uses.
+	inputs, outputs := g.Inputs, g.Outputs
+	if len(inputs) == 0 {
+		for id := range last {
+			if _, ok := def[id]; !ok {
+				inputs = append(inputs, id)
+			}
+		}
+	}
+	if len(outputs) == 0 {
+		used := map[string]bool{}
+		for _, i := range order {
+			for _, t := range g.Ops[i].Operands {
+				used[t] = true
+			}
+		}
+		for id := range def {
+			if !used[id] {
+				outputs = append(outputs, id)
+			}
+		}
+	}
 	held, input := map[string]bool{}, map[string]bool{}
-	for _, t := range g.Inputs {
+	for _, t := range inputs {
 		held[t], input[t] = true, true
 	}
-	for _, t := range g.Outputs {
+	for _, t := range outputs {
 		held[t] = true
 	}
 	diff := make([]int64, n+1)
@@ -375,7 +400,7 @@ func memory(r *Request, gp *graphplan.Result, order []int, opIndex map[string]in
 	for id := range last {
 		ids = append(ids, id)
 	}
-	for _, id := range g.Inputs {
+	for _, id := range inputs {
 		if _, ok := last[id]; !ok {
 			ids = append(ids, id)
 		}
