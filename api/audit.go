@@ -212,6 +212,16 @@ type HLORemat struct {
 	OpName              string  `json:"op_name,omitempty"`
 	TimeUS              float64 `json:"time_us"`
 	BytesPerDevice      int64   `json:"bytes_per_device"`
+	// TargetPartitionSpec is the sharding the dynamic-slice cuts (its start indices
+	// evaluated for every partition), when it reads on the mesh.
+	TargetPartitionSpec string `json:"target_partition_spec,omitempty"`
+	// Plan is shardplan's plan of the same reshard (source to target) and SavedUS the
+	// time it saves over XLA's chain; SuggestedConstraints let XLA avoid its fallback.
+	Plan                 *GraphPlan   `json:"plan,omitempty"`
+	SavedUS              *float64     `json:"saved_us,omitempty"`
+	SuggestedConstraints []Suggestion `json:"suggested_constraints,omitempty"`
+	// Note says why there is no plan beside (a side's sharding does not read).
+	Note string `json:"note,omitempty"`
 } // @name HLORemat
 
 // audit godoc
@@ -500,7 +510,35 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	if err != nil {
 		return nil, err
 	}
-	return compiledResponse(a, model), nil
+	plans, err := audit.PlanRemats(ctx, a, model)
+	if err != nil {
+		return nil, err
+	}
+	resp := compiledResponse(a, model)
+	sw := &shardingWriter{m: a.Mesh}
+	cr := collectiveRenderer{sw: sw, model: model, lists: s.listsFor(a.Mesh, nil), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	for i, rp := range plans {
+		hr := &resp.Remats[i]
+		hr.Note = a.Remats[i].Note
+		if rp == nil {
+			continue
+		}
+		gc, _, err := cr.render(ctx, rp.Reshard)
+		if err != nil {
+			return nil, err
+		}
+		saved := rp.SavedUS
+		hr.Plan, hr.SavedUS = gc.Plan, &saved
+		if ps, ok := rp.Reshard.To.PartitionSpecText(); ok {
+			hr.TargetPartitionSpec = ps
+		}
+		if info := rp.Reshard.XLA; info != nil {
+			hr.SuggestedConstraints = appendSuggestions(nil, info.Suggested, sw)
+		}
+		// The plan's own XLA fields describe the XLA prediction, not shardplan's plan.
+		hr.Plan.XLAWarning, hr.Plan.XLAPath, hr.Plan.SuggestedConstraints, hr.Plan.SuggestionNote = "", nil, nil, ""
+	}
+	return resp, nil
 }
 
 // compiledResponse renders a compiled module's analysis.

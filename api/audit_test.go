@@ -194,8 +194,22 @@ func TestAuditCompiledSeed003(t *testing.T) {
 			assert.Len(t, a.Remats, tc.remats)
 			assert.Equal(t, tc.remats > 0, a.Totals.FullRematerializations > 0)
 			if tc.remats > 0 {
-				assert.Equal(t, "P('D', ('X','Y'))", a.Remats[0].SourcePartitionSpec)
-				assert.Equal(t, []int64{2048, 2048}, a.Remats[0].Shape)
+				r := a.Remats[0]
+				assert.Equal(t, "P('D', ('X','Y'))", r.SourcePartitionSpec)
+				assert.Equal(t, "P(None, ('D','Y','X','T'))", r.TargetPartitionSpec)
+				assert.Equal(t, []int64{2048, 2048}, r.Shape)
+				// shardplan's plan of the same reshard beside XLA's chain, and the fix.
+				require.NotNil(t, r.Plan, r.Note)
+				require.NotNil(t, r.SavedUS)
+				assert.InDelta(t, r.TimeUS-r.Plan.Summary.TimeUS, *r.SavedUS, 1e-9)
+				assert.Greater(t, *r.SavedUS, 0.0)
+				assert.False(t, r.Plan.Summary.FullRematerialization)
+				require.NotEmpty(t, r.SuggestedConstraints)
+				assert.Equal(t, "P('D', ('X','Y','T'))", r.SuggestedConstraints[0].PartitionSpec)
+				// XLA's chain costs what strategy xla predicts for the same reshard as a program.
+				prog := do(t, srv, http.MethodPost, "/v1/audit", "application/json", readFile(t, "../examples/audit-ci-gate.json"))
+				require.Equal(t, http.StatusOK, prog.Code)
+				assert.InDelta(t, readAudit(t, prog.Body.Bytes()).Totals.TimeUS, a.Totals.TimeUS, 1e-6)
 			}
 		})
 	}

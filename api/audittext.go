@@ -52,6 +52,17 @@ func AuditText(a *AuditResponse) string {
 				fmt.Fprintf(&b, " %s", r.SourcePartitionSpec)
 			}
 			fmt.Fprintf(&b, " whole (%v) on every device, then %%%s slices it: %s, %s per device\n", r.Shape, r.Slice, us(r.TimeUS), byteSize(r.BytesPerDevice))
+			if r.Plan != nil && r.SavedUS != nil {
+				fmt.Fprintf(&b, "    shardplan: %s -> %s in %s (%d step(s)), saving %s\n", r.SourcePartitionSpec, r.TargetPartitionSpec,
+					us(r.Plan.Summary.TimeUS), len(r.Plan.Steps), us(*r.SavedUS))
+			}
+			if len(r.SuggestedConstraints) > 0 {
+				b.WriteString("    fix: insert these sharding constraints, in order:")
+				for _, sc := range r.SuggestedConstraints {
+					fmt.Fprintf(&b, " %s", suggestionText(sc))
+				}
+				b.WriteString("\n")
+			}
 		}
 	default:
 		fmt.Fprintf(&b, "\nXLA full rematerializations: %d\n", len(t.XLARemats))

@@ -34,7 +34,7 @@ func TestCLIAudit(t *testing.T) {
 		{"over the time threshold", []string{"audit", mlp, "--max-time-us", "6"}, exitViolation, nil, []string{"communication time 6.07 us exceeds --max-time-us 6"}, false},
 		{"graph with an XLA remat", []string{"audit", example("graph-ci-gate.json"), "--fail-on-remat"}, exitViolation, []string{"XLA full rematerializations: 1", "P('D', ('X','Y','T'))"}, []string{"1 full rematerialization(s)"}, false},
 		{"graph with an XLA remat, no gate", []string{"audit", example("graph-ci-gate.json")}, exitOK, []string{"XLA full rematerializations: 1"}, nil, false},
-		{"compiled with a remat", []string{"audit", seedHLO("4"), "--mesh", big, "--fail-on-remat"}, exitViolation, []string{"full rematerializations: 1", "all_gather %all-gather.1 over (D) [REMAT]"}, []string{"--fail-on-remat"}, false},
+		{"compiled with a remat", []string{"audit", seedHLO("4"), "--mesh", big, "--fail-on-remat"}, exitViolation, []string{"full rematerializations: 1", "all_gather %all-gather.1 over (D) [REMAT]", "shardplan: P('D', ('X','Y')) -> P(None, ('D','Y','X','T')) in 12.64 us", "fix: insert these sharding constraints, in order: P('D', ('X','Y','T'))"}, []string{"--fail-on-remat"}, false},
 		{"compiled without remat", []string{"audit", seedHLO("1"), "--mesh", "X=2,Y=4", "--fail-on-remat"}, exitOK, []string{"collective_permute %collective-permute over (X,Y)"}, nil, false},
 		{"json and a failed gate", []string{"audit", "--json", seedHLO("4"), "--fail-on-remat"}, exitViolation, []string{`"input":"compiled"`}, nil, true},
 		{"bad mesh", []string{"audit", seedHLO("1"), "--mesh", "x=3"}, exitBadInput, nil, []string{"400 Invalid mesh", "the module runs on 8"}, false},

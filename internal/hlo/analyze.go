@@ -82,6 +82,11 @@ type Remat struct {
 	// TimeUS and BytesPerDevice sum the chain's gathers.
 	TimeUS         float64
 	BytesPerDevice int64
+	// From and To are the shardings on both sides of the chain on the mesh: the
+	// source's sharding=, and the tiles the dynamic-slice cuts for each partition (nil
+	// when they do not read; Note says why).
+	From, To *sharding.Sharding
+	Note     string
 }
 
 // Analysis is a module's collectives and remats, priced.
@@ -456,9 +461,11 @@ func (a *Analysis) findRemats() error {
 					}
 					line, col := LineCol(a.Module.Src, in.Pos)
 					shape := comp.Instr(op).Shape
-					a.Remats = append(a.Remats, Remat{Computation: comp.Name, Gathers: ch.gathers, Slice: in.Name, Line: line, Column: col,
+					r := Remat{Computation: comp.Name, Gathers: ch.gathers, Slice: in.Name, Line: line, Column: col,
 						Shape: shape, Source: ch.source, SourceSharding: ch.sharding, Metadata: parseMetadata(in.Attrs["metadata"]),
-						TimeUS: ch.time, BytesPerDevice: ch.bytes})
+						TimeUS: ch.time, BytesPerDevice: ch.bytes}
+					a.readSides(&r, comp, in, i)
+					a.Remats = append(a.Remats, r)
 					for _, g := range ch.gathers {
 						if c := byName[comp.Name+"/"+g]; c != nil {
 							c.FullRematerialization = true
@@ -503,4 +510,23 @@ func (a *Analysis) fusionSlices(in *Instr, operand int) bool {
 // String names c for people: "all-gather %all-gather.1 over (D) at line 12".
 func (c *Collective) String() string {
 	return fmt.Sprintf("%s %%%s over %s at line %d", c.Opcode, c.Name, refsText(c.MeshAxes), c.Line)
+}
+
+// readSides fills r.From and r.To where both shardings read on the mesh.
+func (a *Analysis) readSides(r *Remat, comp *Computation, slice *Instr, operand int) {
+	if r.SourceSharding == "" {
+		r.Note = "the chain's source has no sharding= to read"
+		return
+	}
+	from, err := sharding.ParseHLO(r.SourceSharding, a.Mesh, r.Shape.Dims, "source")
+	if err != nil {
+		r.Note = "the source's sharding does not read on the mesh: " + err.Error()
+		return
+	}
+	to, err := a.inferTarget(comp, slice, operand, r.Shape.Dims)
+	if err != nil {
+		r.Note = "the target sharding does not read: " + err.Error()
+		return
+	}
+	r.From, r.To = &from, &to
 }

@@ -78,6 +78,12 @@ func TestSeed003(t *testing.T) {
 				assert.Equal(t, []int64{2048, 2048}, r.Shape.Dims)
 				assert.Equal(t, "param", r.Source)
 				assert.Equal(t, "jit(reshard_4)/reshard", r.Metadata.OpName)
+				// Both sides read back as the seed's reshard: [M @ D, N @ (X,Y)] -> [M, N @ (D,Y,X,T)].
+				require.NotNil(t, r.From, r.Note)
+				require.NotNil(t, r.To, r.Note)
+				ps := func(s *sharding.Sharding) string { p, _ := s.PartitionSpecText(); return p }
+				assert.Equal(t, "P('D', ('X','Y'))", ps(r.From))
+				assert.Equal(t, "P(None, ('D','Y','X','T'))", ps(r.To))
 			}
 		})
 	}
@@ -92,4 +98,27 @@ func axesText(axes []sharding.AxisRef) string {
 		s += a.String()
 	}
 	return s
+}
+
+// TestInferTargetTables evaluates seed 003 case 1's slice offsets, which XLA computes
+// from tables of constants indexed by partition-id (subtracted, bitcast, through the
+// fusion's parameters): within each X half, device y takes row block y/2 and column
+// block y%2 of the local [1024,2048] buffer, replicated over X.
+func TestInferTargetTables(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "seed003_case1.hlo"))
+	require.NoError(t, err)
+	m, err := Parse(string(src), Limits{})
+	require.NoError(t, err)
+	mesh, err := sharding.ParseMeshString("X=2,Y=4", "mesh")
+	require.NoError(t, err)
+	a, err := Analyze(m, Options{Mesh: mesh})
+	require.NoError(t, err)
+	fusion := m.Entry.Instr("bitcast_dynamic-slice_fusion")
+	require.NotNil(t, fusion)
+	got, err := a.inferTarget(m.Entry, fusion, 0, []int64{1024, 2048})
+	require.NoError(t, err)
+	assert.Equal(t, `[{"Y":(1)2}, {"Y":(2)2}]`, got.Body())
+
+	_, err = a.inferTarget(m.Entry, m.Entry.Instr("collective-permute"), 0, []int64{1024, 2048})
+	assert.ErrorContains(t, err, "no dynamic-slice")
 }
