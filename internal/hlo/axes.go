@@ -23,6 +23,9 @@ func GroupAxes(m *sharding.Mesh, groups [][]int) ([]sharding.AxisRef, error) {
 		groups = [][]int{all}
 	}
 	size := len(groups[0])
+	if size == 0 {
+		return nil, fmt.Errorf("group 0 is empty; every group lists its devices")
+	}
 	seen := make([]bool, n)
 	for gi, g := range groups {
 		if len(g) != size {
@@ -98,6 +101,9 @@ func groupAxes(m *sharding.Mesh, g []int) ([]sharding.AxisRef, error) {
 func subAxisOf(ax sharding.Axis, vals map[int]bool) (sharding.AxisRef, bool) {
 	vs := sortedKeys(vals)
 	k := len(vs)
+	if k < 2 {
+		return sharding.AxisRef{}, false
+	}
 	stride := vs[1] - vs[0]
 	for i := 1; i < k; i++ {
 		if vs[i]-vs[i-1] != stride {

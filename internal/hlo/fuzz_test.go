@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // FuzzParse: any text parses or fails with a field error naming a line and column; a
@@ -46,6 +47,47 @@ func FuzzParse(f *testing.F) {
 		}
 		if d := sum - a.TimeUS; d > 1e-6 || d < -1e-6 {
 			t.Fatalf("total %v != sum %v", a.TimeUS, sum)
+		}
+	})
+}
+
+// FuzzParseGroups: replica_groups text parses or fails with an error; parsed groups list
+// ids below the limit, and GroupAxes on a small mesh either decodes them to axes whose
+// sizes multiply to the group size or says why not.
+func FuzzParseGroups(f *testing.F) {
+	for _, s := range []string{"{}", "{{0,1},{2,3}}", "[4,2]<=[8]", "[2,4]<=[4,2]T(1,0)", "[4,2]<=[2,2,2]T(1,0,2)", "{{0,2},{1,3},{4,6},{5,7}}", "[1,8]<=[2,2,2]T(2,0,1)"} {
+		f.Add(s)
+	}
+	mesh, err := sharding.ParseMeshString("x=2,y=4", "mesh")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		groups, err := ParseGroups(text, 8)
+		if err != nil {
+			return
+		}
+		for _, g := range groups {
+			for _, id := range g {
+				if id < 0 || id >= 8 {
+					t.Fatalf("id %d out of range in %q", id, text)
+				}
+			}
+		}
+		axes, err := GroupAxes(mesh, groups)
+		if err != nil {
+			return
+		}
+		size := 8
+		if len(groups) > 0 {
+			size = len(groups[0])
+		}
+		n := 1
+		for _, a := range axes {
+			n *= a.Size
+		}
+		if n != size {
+			t.Fatalf("%q: axes %v span %d devices, groups have %d", text, axes, n, size)
 		}
 	})
 }

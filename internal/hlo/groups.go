@@ -37,6 +37,9 @@ func ParseGroups(text string, maxDevices int) ([][]int, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("group %d is empty; every group lists its devices", len(groups))
+		}
 		total += len(ids)
 		if total > maxDevices {
 			return nil, fmt.Errorf("the groups list more than %d devices", maxDevices)

@@ -42,6 +42,7 @@ func TestParseGroups(t *testing.T) {
 		{"{{0,9}}", nil, "from 0 to 7"},
 		{"[4,2]<=[8", nil, "expected [n,...]"},
 		{"{{0,1}", nil, "unclosed group"},
+		{"{{0,1},{}}", nil, "group 1 is empty"},
 	}
 	for _, tc := range cases {
 		got, err := ParseGroups(tc.text, 8)

@@ -51,3 +51,18 @@ func TestOpLocation(t *testing.T) {
 	assert.False(t, ok)
 	assert.Equal(t, 12, imp.OpLine("6"))
 }
+
+// FuzzResolveLoc: any loc text (and alias table entry, which may refer to itself)
+// resolves without panicking or looping, and a file location always has a file.
+func FuzzResolveLoc(f *testing.F) {
+	for _, s := range []string{`"x.py":1:2`, `"n"(#a)`, `callsite("a"("f":1:1) at #a)`, `fused<"m">["a", "f":2:3]`, `#a`, `unknown`, `"a\"b"("c":3:4 to :5)`} {
+		f.Add(s, `#a`)
+	}
+	f.Fuzz(func(t *testing.T, text, alias string) {
+		m := &Module{LocAliases: map[string]string{"a": alias}}
+		l := m.ResolveLoc(text)
+		if l.Line != 0 && l.File == "" {
+			t.Fatalf("%q: a line without a file: %+v", text, l)
+		}
+	})
+}
