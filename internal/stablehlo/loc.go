@@ -60,7 +60,7 @@ func (r *locReader) read(text string, l *Location, depth int) {
 		rest = strings.TrimSpace(rest)
 		switch {
 		case strings.HasPrefix(rest, ":"):
-			if l.File == "" {
+			if l.File == "" && s != "" { // an empty file name says nothing
 				l.File = s
 				line, col := lineColOf(rest[1:])
 				l.Line, l.Column = line, col
