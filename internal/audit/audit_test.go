@@ -60,6 +60,15 @@ func TestMemoryTimeline(t *testing.T) {
 	assert.Equal(t, int64(128), mem.HeldBytes)
 	assert.Equal(t, []string{"d"}, mem.OverBudget)
 
+	// Without inputs and outputs, the arguments are the tensors no op defines (a) and the
+	// results those no op uses (d): the same timeline.
+	g.Inputs, g.Outputs = nil, nil
+	res2, err := Run(t.Context(), &Request{Graph: g, Mesh: m, Options: propagation.DefaultOptions(), Strategy: planner.XLA, Model: model})
+	require.NoError(t, err)
+	assert.Equal(t, want, res2.Memory.Timeline)
+	assert.Equal(t, int64(128), res2.Memory.HeldBytes)
+	assert.Empty(t, res2.Memory.OverBudget)
+
 	require.Len(t, res.Sites, 1)
 	s := res.Sites[0]
 	assert.Equal(t, graphplan.KindReshard, s.Kind)
