@@ -309,14 +309,8 @@ func auditEnvelope(r *http.Request, body []byte) ([]byte, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf(hlo.Field, "the request body is empty; send the compiled module's text"))
 	}
-	var fes []*sharding.FieldError
-	for k := range q {
-		if !slices.Contains(auditQuery, k) {
-			fes = append(fes, sharding.Fieldf(k, "unknown query parameter; a text/x-hlo body takes %s", strings.Join(auditQuery, ", ")))
-		}
-	}
-	if len(fes) > 0 {
-		return nil, Invalid(slugInvalidRequest, "Invalid request", fes...)
+	if err := checkQuery(q, auditQuery, "a text/x-hlo body"); err != nil {
+		return nil, err
 	}
 	env := map[string]any{"hlo_module": string(body)}
 	if v := q.Get("mesh"); v != "" {

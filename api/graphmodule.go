@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -89,6 +90,21 @@ func wantsMLIR(r *http.Request) bool {
 // the same name.
 var moduleQuery = []string{"function", "mesh", "strategy", "cost_model", "conflict_resolution", "op_priority", "include"}
 
+// checkQuery refuses query parameters other than allowed, naming each (what names
+// the body that takes them).
+func checkQuery(q url.Values, allowed []string, what string) error {
+	var fes []*sharding.FieldError
+	for k := range q {
+		if !slices.Contains(allowed, k) {
+			fes = append(fes, sharding.Fieldf(k, "unknown query parameter; %s takes %s", what, strings.Join(allowed, ", ")))
+		}
+	}
+	if len(fes) > 0 {
+		return Invalid(slugInvalidRequest, "Invalid request", fes...)
+	}
+	return nil
+}
+
 // moduleEnvelope turns a raw MLIR body (Content-Type: application/mlir) and its query
 // parameters into the equivalent JSON body; a JSON body is returned as is.
 func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
@@ -99,14 +115,8 @@ func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
 		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
 	}
 	q := r.URL.Query()
-	var fes []*sharding.FieldError
-	for k := range q {
-		if !slices.Contains(moduleQuery, k) {
-			fes = append(fes, sharding.Fieldf(k, "unknown query parameter; a module body takes %s", strings.Join(moduleQuery, ", ")))
-		}
-	}
-	if len(fes) > 0 {
-		return nil, Invalid(slugInvalidRequest, "Invalid request", fes...)
+	if err := checkQuery(q, moduleQuery, "a module body"); err != nil {
+		return nil, err
 	}
 	env := map[string]any{"module": string(body)}
 	for _, k := range []string{"function", "strategy"} {

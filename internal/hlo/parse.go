@@ -204,32 +204,16 @@ func (p *parser) failAt(pos int, format string, args ...any) {
 func (p *parser) fail(format string, args ...any) { p.failAt(p.pos, format, args...) }
 
 // space skips blanks, newlines and /*...*/ comments.
-func (p *parser) space() {
-	for p.pos < len(p.src) {
-		c := p.src[p.pos]
-		switch {
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-			p.pos++
-		case strings.HasPrefix(p.src[p.pos:], "/*"):
-			end := strings.Index(p.src[p.pos+2:], "*/")
-			if end < 0 {
-				p.fail("unclosed comment")
-				p.pos = len(p.src)
-				return
-			}
-			p.pos += end + 4
-		default:
-			return
-		}
-	}
-}
+func (p *parser) space() { p.skip(true) }
 
 // lineSpace skips blanks and comments without leaving the line.
-func (p *parser) lineSpace() {
+func (p *parser) lineSpace() { p.skip(false) }
+
+func (p *parser) skip(newlines bool) {
 	for p.pos < len(p.src) {
 		c := p.src[p.pos]
 		switch {
-		case c == ' ' || c == '\t' || c == '\r':
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n' && newlines:
 			p.pos++
 		case strings.HasPrefix(p.src[p.pos:], "/*"):
 			end := strings.Index(p.src[p.pos+2:], "*/")
