@@ -304,26 +304,13 @@ func (p *parser) module() *Module {
 		p.fail("expected the module's name after HloModule, found %s", p.found())
 		return nil
 	}
-	for p.err == nil {
-		p.lineSpace()
-		if !p.accept(',') {
-			break
-		}
-		p.lineSpace()
-		keyPos := p.pos
-		key := p.ident()
-		if key == "" || !p.accept('=') {
-			p.failAt(keyPos, "expected key=value in the HloModule header, found %s", p.found())
-			return nil
-		}
-		valPos := p.pos
-		val := p.attrValue()
+	p.attributes("in the HloModule header", func(key string, valPos int, val string) {
 		switch key {
 		case "num_partitions", "replica_count", "num_replicas":
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 1 || n > p.lim.MaxDevices {
 				p.failAt(valPos, "%s must be an integer from 1 to %d, got %q", key, p.lim.MaxDevices, val)
-				return nil
+				return
 			}
 			if key == "num_partitions" {
 				m.NumPartitions = n
@@ -331,6 +318,9 @@ func (p *parser) module() *Module {
 				m.NumReplicas = n
 			}
 		}
+	})
+	if p.err != nil {
+		return nil
 	}
 	for p.err == nil {
 		p.space()
@@ -475,24 +465,12 @@ func (p *parser) instr() *Instr {
 	if in.Opcode != "constant" {
 		in.Operands = operandNames(in.Args)
 	}
-	for p.err == nil {
-		p.lineSpace()
-		if !p.accept(',') {
-			break
-		}
-		p.lineSpace()
-		keyPos := p.pos
-		key := p.ident()
-		if key == "" || !p.accept('=') {
-			p.failAt(keyPos, "expected attribute=value after ',' in %%%s, found %s", in.Name, p.found())
-			return nil
-		}
+	p.attributes("after ',' in %"+in.Name, func(key string, pos int, val string) {
 		if in.Attrs == nil {
 			in.Attrs, in.AttrPos = map[string]string{}, map[string]int{}
 		}
-		in.AttrPos[key] = p.pos
-		in.Attrs[key] = p.attrValue()
-	}
+		in.AttrPos[key], in.Attrs[key] = pos, val
+	})
 	if p.err != nil {
 		return nil
 	}
@@ -502,6 +480,26 @@ func (p *parser) instr() *Instr {
 		return nil
 	}
 	return in
+}
+
+// attributes reads ", key=value" pairs to the end of the line, giving each value and
+// where it starts to each; where names the place in errors.
+func (p *parser) attributes(where string, each func(key string, pos int, val string)) {
+	for p.err == nil {
+		p.lineSpace()
+		if !p.accept(',') {
+			return
+		}
+		p.lineSpace()
+		keyPos := p.pos
+		key := p.ident()
+		if key == "" || !p.accept('=') {
+			p.failAt(keyPos, "expected key=value %s, found %s", where, p.found())
+			return
+		}
+		pos := p.pos
+		each(key, pos, p.attrValue())
+	}
 }
 
 // operandNames picks the %names of an operand list ("%a, %b" or "f32[2] %a, f32[2] %b").

@@ -105,7 +105,7 @@ func TestParseErrors(t *testing.T) {
 		{"no opcode paren", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter\n}\n", "line 3, column 27: expected '('"},
 		{"unclosed", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0)\n", "line 2, column 1: computation %e is not closed"},
 		{"dup", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0)\n  %p = f32[8]{0} parameter(1)\n}\n", "line 4, column 3: instruction %p is defined twice"},
-		{"bad attr", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0), 12\n}\n", "line 3, column 32: expected attribute=value"},
+		{"bad attr", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0), 12\n}\n", "line 3, column 32: expected key=value after ',' in %p"},
 		{"string", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0), metadata={op_name=\"x}\n}\n", "line 3, column 50: unterminated string"},
 		{"partitions", "HloModule m, num_partitions=0\nENTRY %e {\n}\n", "line 1, column 29: num_partitions must be"},
 	}
