@@ -515,6 +515,9 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 		hr := &resp.Remats[i]
 		hr.Note = a.Remats[i].Note
 		if rp == nil {
+			if i >= audit.MaxRematPlans && hr.Note == "" {
+				hr.Note = "not planned: a module's first " + strconv.Itoa(audit.MaxRematPlans) + " remats are"
+			}
 			continue
 		}
 		gc, _, err := cr.render(ctx, rp.Reshard)

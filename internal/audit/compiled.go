@@ -18,13 +18,17 @@ type RematPlan struct {
 	SavedUS float64
 }
 
+// MaxRematPlans bounds the remats of one module PlanRemats plans (the first ones in
+// module order); a module with more is a module to fix before planning each.
+const MaxRematPlans = 64
+
 // PlanRemats plans, for every remat of a whose shardings on both sides read (Remat.From
 // and To), the optimal reshard, and asks strategy xla for the constraints that let XLA
-// avoid its fallback. Entries of remats whose sides do not read are nil. Errors are the
-// context's.
+// avoid its fallback. Entries of remats whose sides do not read, or past
+// MaxRematPlans, are nil. Errors are the context's.
 func PlanRemats(ctx context.Context, a *hlo.Analysis, model cost.Model) ([]*RematPlan, error) {
 	out := make([]*RematPlan, len(a.Remats))
-	for i := range a.Remats {
+	for i := range a.Remats[:min(len(a.Remats), MaxRematPlans)] {
 		r := &a.Remats[i]
 		if r.From == nil || r.To == nil {
 			continue
