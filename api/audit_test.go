@@ -76,6 +76,27 @@ func TestAuditStableHLOMLP(t *testing.T) {
 	}
 }
 
+// TestAuditTransformerRanking: two layers of the transformer communicate in four
+// all_reduces over model (the attention output and the second MLP matmul contract over
+// it), each of a bf16 [8,128,512] tile split four ways over data: 256 KiB, of which a
+// ring all_reduce over 8 devices receives 2*7/8 = 448 KiB. Equal times rank in program
+// order.
+func TestAuditTransformerRanking(t *testing.T) {
+	srv := newTestServer(t, nil)
+	rec := do(t, srv, http.MethodPost, "/v1/audit", "application/json", testgen.TransformerGraphJSON(2))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	a := readAudit(t, rec.Body.Bytes())
+	var got []string
+	for _, s := range a.Sites {
+		got = append(got, s.Reduction+" "+s.Op)
+		assert.Equal(t, int64(448<<10), s.BytesPerDevice, s.Op)
+		assert.Equal(t, []string{"model"}, s.Axes)
+		assert.InDelta(t, a.Sites[0].TimeUS, s.TimeUS, 1e-9)
+	}
+	assert.Equal(t, []string{"all_reduce l0.attn", "all_reduce l0.mlp2", "all_reduce l1.attn", "all_reduce l1.mlp2"}, got)
+	assert.InDelta(t, 4*a.Sites[0].TimeUS, a.Totals.TimeUS, 1e-9)
+}
+
 // TestAuditTransformerMatchesGraph: the audit of the transformer plans what /v1/graph
 // plans (same strategy: the same total), ranks its sites dearest first, and every
 // layer's sites cost what the first layer's do.
