@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -40,6 +41,9 @@ type AuditRequest struct {
 	// MemoryBudgetBytesPerDevice flags the ops where the memory timeline exceeds it.
 	MemoryBudgetBytesPerDevice *int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=0" example:"17179869184"`
 } // @name AuditRequest
+
+// hloAuditFields are the fields of a compiled module's audit.
+var hloAuditFields = []string{"hlo_module", "mesh", "cost_model", "memory_budget_bytes_per_device"}
 
 // hloAuditRequest is the body of a compiled-module audit, read strictly.
 type hloAuditRequest struct {
@@ -327,7 +331,7 @@ func auditEnvelope(r *http.Request, body []byte) ([]byte, error) {
 
 // auditFields are the top-level fields an audit reads beside a graph request's.
 type auditFields struct {
-	HLOModule *string         `json:"hlo_module"`
+	HLOModule json.RawMessage `json:"hlo_module"`
 	Budget    json.RawMessage `json:"memory_budget_bytes_per_device"`
 }
 
@@ -337,7 +341,7 @@ func (s *Server) runAudit(ctx context.Context, body []byte) (*AuditResponse, err
 	if err := json.Unmarshal(body, &f); err != nil {
 		return nil, decodeBytes(body, &struct{}{}) // names the syntax error
 	}
-	if f.HLOModule != nil {
+	if len(f.HLOModule) > 0 && string(f.HLOModule) != "null" {
 		return s.auditCompiled(ctx, body)
 	}
 	budget, err := readBudget(f.Budget)
@@ -462,13 +466,21 @@ func (s *Server) auditProgram(ctx context.Context, in *graphInput, budget *int64
 
 // auditCompiled decodes and prices a compiled HLO module.
 func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(body, &keys); err != nil {
+		return nil, decodeBytes(body, &struct{}{})
+	}
+	var fes sharding.Errors
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if !slices.Contains(hloAuditFields, k) {
+			fes = append(fes, sharding.Fieldf(k, "a compiled module's audit takes %s only; leave %s out, or send a program as module or a graph", strings.Join(hloAuditFields, ", "), k))
+		}
+	}
+	if len(fes) > 0 {
+		return nil, Invalid(slugInvalidRequest, "Invalid request", fes...)
+	}
 	var req hloAuditRequest
 	if err := decodeBytes(body, &req); err != nil {
-		var p *Problem
-		if pp, ok := err.(*Problem); ok && strings.Contains(pp.Detail, "unknown field") {
-			p = Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("hlo_module", "a compiled module's audit takes hlo_module, mesh, cost_model and memory_budget_bytes_per_device only (%s)", pp.Detail))
-			return nil, p
-		}
 		return nil, err
 	}
 	if strings.TrimSpace(req.HLOModule) == "" {
@@ -477,7 +489,6 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var fes sharding.Errors
 	model, err := cost.Resolve(req.CostModel, "cost_model")
 	if err != nil {
 		fes = appendFieldErrors(fes, err)
