@@ -68,9 +68,12 @@ type AuditResponse struct {
 	// Collectives are a compiled module's collectives in module order, decoded.
 	Collectives []HLOCollective `json:"collectives,omitempty"`
 	// Remats are a compiled module's full-rematerialization chains.
-	Remats    []HLORemat     `json:"remats,omitempty"`
-	Totals    AuditTotals    `json:"totals"`
-	OpaqueOps []OpaqueOpJSON `json:"opaque_ops,omitempty"`
+	Remats []HLORemat `json:"remats,omitempty"`
+	// Parameters are a compiled module's entry parameters with their sharding= read on
+	// the mesh.
+	Parameters []HLOParameter `json:"parameters,omitempty"`
+	Totals     AuditTotals    `json:"totals"`
+	OpaqueOps  []OpaqueOpJSON `json:"opaque_ops,omitempty"`
 } // @name AuditResponse
 
 // AuditLocation is where a site comes from: the user's source file and line and the op
@@ -199,6 +202,18 @@ type HLOCollective struct {
 	Link                  string   `json:"link,omitempty"`
 	FullRematerialization bool     `json:"full_rematerialization"`
 } // @name HLOCollective
+
+// HLOParameter is an entry parameter of a compiled module.
+type HLOParameter struct {
+	Name string `json:"name" example:"param"`
+	// Shape is one device's buffer; GlobalShape the whole array (from the sharding's
+	// tile counts).
+	Shape         []int64 `json:"shape"`
+	GlobalShape   []int64 `json:"global_shape,omitempty"`
+	DType         string  `json:"dtype" example:"f32"`
+	Sharding      string  `json:"sharding,omitempty" example:"{devices=[2,1,4]<=[8] last_tile_dim_replicate}"`
+	PartitionSpec string  `json:"partition_spec,omitempty" example:"P('X', None)"`
+} // @name HLOParameter
 
 // HLORemat is XLA's full-rematerialization pattern in a compiled module: gathers to the
 // whole tensor, then a dynamic-slice.
@@ -595,6 +610,13 @@ func compiledResponse(a *hlo.Analysis, model cost.Model) *AuditResponse {
 	t.Sites = len(order)
 	if t.TimeUS > 0 {
 		t.Top10Share = t.Top10TimeUS / t.TimeUS
+	}
+	for _, p := range a.Parameters() {
+		hp := HLOParameter{Name: p.Name, Shape: p.Shape.Dims, GlobalShape: p.GlobalShape, DType: p.Shape.Elem, Sharding: p.Sharding}
+		if p.Read != nil {
+			hp.PartitionSpec, _ = p.Read.PartitionSpecText()
+		}
+		resp.Parameters = append(resp.Parameters, hp)
 	}
 	for _, r := range a.Remats {
 		hr := HLORemat{Computation: r.Computation, Gathers: r.Gathers, Slice: r.Slice, Line: r.Line, Column: r.Column, Shape: r.Shape.Dims,

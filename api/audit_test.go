@@ -187,11 +187,12 @@ func TestAuditCompiledSeed003(t *testing.T) {
 		file, mesh string
 		axes       map[string][]string
 		remats     int
+		param      string // the source sharding the seed names
 	}{
-		{"seed003_case1.hlo", "X=2,Y=4", map[string][]string{"collective-permute": {"X", "Y"}}, 0},
-		{"seed003_case2.hlo", "X=2,Y=4", map[string][]string{"all-to-all.1": {"Y:(2)2"}, "collective-permute": {"X", "Y"}}, 0},
-		{"seed003_case3.hlo", big, map[string][]string{"all-to-all.1": {"X", "T"}}, 0},
-		{"seed003_case4.hlo", big, map[string][]string{"all-gather": {"X", "Y"}, "all-gather.1": {"D"}}, 1},
+		{"seed003_case1.hlo", "X=2,Y=4", map[string][]string{"collective-permute": {"X", "Y"}}, 0, "P('X', None)"},
+		{"seed003_case2.hlo", "X=2,Y=4", map[string][]string{"all-to-all.1": {"Y:(2)2"}, "collective-permute": {"X", "Y"}}, 0, "P('Y', None)"},
+		{"seed003_case3.hlo", big, map[string][]string{"all-to-all.1": {"X", "T"}}, 0, "P(None, ('X','T'))"},
+		{"seed003_case4.hlo", big, map[string][]string{"all-gather": {"X", "Y"}, "all-gather.1": {"D"}}, 1, "P('D', ('X','Y'))"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -212,6 +213,9 @@ func TestAuditCompiledSeed003(t *testing.T) {
 			for i, s := range a.Sites[1:] {
 				assert.GreaterOrEqual(t, a.Sites[i].TimeUS, s.TimeUS)
 			}
+			require.Len(t, a.Parameters, 1)
+			assert.Equal(t, tc.param, a.Parameters[0].PartitionSpec)
+			assert.Equal(t, []int64{2048, 2048}, a.Parameters[0].GlobalShape)
 			assert.Len(t, a.Remats, tc.remats)
 			assert.Equal(t, tc.remats > 0, a.Totals.FullRematerializations > 0)
 			if tc.remats > 0 {

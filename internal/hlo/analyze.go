@@ -356,18 +356,11 @@ func TileCount(text string) (int, bool) {
 	if t == "replicated" || strings.HasPrefix(t, "maximal") {
 		return 1, true
 	}
-	rest, ok := strings.CutPrefix(t, "devices=[")
-	if !ok {
+	dims, ok := tileDims(t)
+	if !ok || len(dims) == 0 {
 		return 0, false
 	}
-	end := strings.IndexByte(rest, ']')
-	if end < 0 {
-		return 0, false
-	}
-	dims, err := intList(rest[:end], 1<<30)
-	if err != nil || len(dims) == 0 {
-		return 0, false
-	}
+	rest := t
 	drop := 0
 	if strings.Contains(rest, "last_tile_dim_replicate") {
 		drop = 1
@@ -529,4 +522,61 @@ func (a *Analysis) readSides(r *Remat, comp *Computation, slice *Instr, operand 
 		return
 	}
 	r.From, r.To = &from, &to
+}
+
+// Parameter is an entry parameter of the module with its sharding.
+type Parameter struct {
+	Name string
+	// Shape is one device's buffer; GlobalShape the whole tensor (Shape times the tile
+	// counts of its sharding; nil when the sharding does not tell them).
+	Shape       Shape
+	GlobalShape []int64
+	Sharding    string
+	// Read is the sharding on the mesh (nil when it does not read there).
+	Read *sharding.Sharding
+}
+
+// Parameters lists the entry computation's parameters, read onto the mesh.
+func (a *Analysis) Parameters() []Parameter {
+	var out []Parameter
+	for _, in := range a.Module.Entry.Instrs {
+		if in.Opcode != "parameter" {
+			continue
+		}
+		p := Parameter{Name: in.Name, Shape: in.Shape, Sharding: in.Attrs["sharding"]}
+		if t, ok := TileCount(p.Sharding); ok && t == 1 && !in.Shape.IsTuple() {
+			p.GlobalShape = in.Shape.Dims // replicated (or one tile)
+			if s, err := sharding.ParseHLO(p.Sharding, a.Mesh, p.GlobalShape, "sharding"); err == nil {
+				p.Read = &s
+			}
+		} else if dims, ok := tileDims(p.Sharding); ok && len(dims) >= len(in.Shape.Dims) && !in.Shape.IsTuple() {
+			p.GlobalShape = make([]int64, len(in.Shape.Dims))
+			for d, n := range in.Shape.Dims {
+				p.GlobalShape[d] = n * int64(dims[d])
+			}
+			if s, err := sharding.ParseHLO(p.Sharding, a.Mesh, p.GlobalShape, "sharding"); err == nil {
+				p.Read = &s
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// tileDims reads the tile assignment dims of {devices=[...]...}.
+func tileDims(text string) ([]int, bool) {
+	t := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(text), "{"), "}"))
+	if t == "replicated" {
+		return nil, false
+	}
+	rest, ok := strings.CutPrefix(t, "devices=[")
+	if !ok {
+		return nil, false
+	}
+	end := strings.IndexByte(rest, ']')
+	if end < 0 {
+		return nil, false
+	}
+	dims, err := intList(rest[:end], 1<<30)
+	return dims, err == nil
 }

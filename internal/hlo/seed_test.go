@@ -70,6 +70,10 @@ func TestSeed003(t *testing.T) {
 				total += got.Cost.TimeUS
 			}
 			assert.InDelta(t, total, a.TimeUS, 1e-9)
+			params := a.Parameters()
+			require.Len(t, params, 1)
+			require.NotNil(t, params[0].Read, params[0].Sharding)
+			assert.Equal(t, []int64{2048, 2048}, params[0].GlobalShape, "every case reshards a [2048, 2048] array")
 			require.Len(t, a.Remats, tc.remats)
 			if tc.remats > 0 {
 				r := a.Remats[0]
