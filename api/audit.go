@@ -535,6 +535,7 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 		return nil, err
 	}
 	resp := compiledResponse(a, model)
+	resp.Memory = compiledMemory(a, req.MemoryBudgetBytesPerDevice)
 	sw := &shardingWriter{m: a.Mesh}
 	cr := collectiveRenderer{sw: sw, model: model, lists: s.listsFor(a.Mesh, nil), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
 	for i, rp := range plans {
@@ -562,6 +563,32 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 		hr.Plan.XLAWarning, hr.Plan.XLAPath, hr.Plan.SuggestedConstraints, hr.Plan.SuggestionNote = "", nil, nil, ""
 	}
 	return resp, nil
+}
+
+// compiledMemory renders the estimate of one device's memory over the entry
+// computation's schedule.
+func compiledMemory(a *hlo.Analysis, budget *int64) *AuditMemory {
+	mem := a.Memory()
+	am := &AuditMemory{PeakBytesPerDevice: mem.PeakBytes, HeldBytesPerDevice: mem.HeldBytes, MemoryBudgetBytesPerDevice: budget,
+		Timeline: make([]MemoryPoint, len(mem.Timeline))}
+	for i, p := range mem.Timeline {
+		am.Timeline[i] = MemoryPoint{Op: p.Instr, LiveBytes: p.LiveBytes, Bytes: p.LiveBytes}
+		if budget != nil && p.LiveBytes > *budget {
+			am.OverBudgetCount++
+			if len(am.OverBudgetOps) < 100 {
+				am.OverBudgetOps = append(am.OverBudgetOps, p.Instr)
+			}
+		}
+	}
+	am.OverBudget = am.OverBudgetCount > 0
+	if len(mem.Timeline) > 0 {
+		peak := mem.Timeline[mem.PeakIndex]
+		am.PeakOp = peak.Instr
+		in := a.Module.Entry.Instrs[mem.PeakIndex]
+		md := hlo.ParseMetadata(in.Attrs["metadata"])
+		am.PeakLocation = AuditLocation{File: md.SourceFile, Line: md.SourceLine, OpName: md.OpName, ModuleLine: peak.Line}
+	}
+	return am
 }
 
 // compiledResponse renders a compiled module's analysis.

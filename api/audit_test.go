@@ -218,7 +218,11 @@ func TestAuditCompiledSeed003(t *testing.T) {
 			assert.Equal(t, []int64{2048, 2048}, a.Parameters[0].GlobalShape)
 			assert.Len(t, a.Remats, tc.remats)
 			assert.Equal(t, tc.remats > 0, a.Totals.FullRematerializations > 0)
+			require.NotNil(t, a.Memory)
 			if tc.remats > 0 {
+				// The whole tensor, gathered while the buffer it was gathered from lives.
+				assert.Equal(t, "all-gather.1", a.Memory.PeakOp)
+				assert.Equal(t, int64(256<<10+64<<10+4+8<<20+16<<20), a.Memory.PeakBytesPerDevice)
 				r := a.Remats[0]
 				assert.Equal(t, "P('D', ('X','Y'))", r.SourcePartitionSpec)
 				assert.Equal(t, "P(None, ('D','Y','X','T'))", r.TargetPartitionSpec)

@@ -35,6 +35,7 @@ func TestCLIAudit(t *testing.T) {
 		{"graph with an XLA remat", []string{"audit", example("graph-ci-gate.json"), "--fail-on-remat"}, exitViolation, []string{"XLA full rematerializations: 1", "P('D', ('X','Y','T'))"}, []string{"1 full rematerialization(s)"}, false},
 		{"graph with an XLA remat, no gate", []string{"audit", example("graph-ci-gate.json")}, exitOK, []string{"XLA full rematerializations: 1"}, nil, false},
 		{"compiled with a remat", []string{"audit", seedHLO("4"), "--mesh", big, "--fail-on-remat"}, exitViolation, []string{"full rematerializations: 1", "all_gather %all-gather.1 over (D) [REMAT]", "shardplan: P('D', ('X','Y')) -> P(None, ('D','Y','X','T')) in 12.64 us", "fix: insert these sharding constraints, in order: P('D', ('X','Y','T'))"}, []string{"--fail-on-remat"}, false},
+		{"compiled over the memory budget", []string{"audit", seedHLO("4"), "--mesh", big, "--memory-budget", "16777216"}, exitViolation, []string{"memory: peak 24.3 MiB per device at op all-gather.1"}, []string{"exceeds --memory-budget 16777216"}, false},
 		{"compiled without remat", []string{"audit", seedHLO("1"), "--mesh", "X=2,Y=4", "--fail-on-remat"}, exitOK, []string{"collective_permute %collective-permute over (X,Y)"}, nil, false},
 		{"json and a failed gate", []string{"audit", "--json", seedHLO("4"), "--fail-on-remat"}, exitViolation, []string{`"input":"compiled"`}, nil, true},
 		{"bad mesh", []string{"audit", seedHLO("1"), "--mesh", "x=3"}, exitBadInput, nil, []string{"400 Invalid mesh", "the module runs on 8"}, false},

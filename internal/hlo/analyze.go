@@ -171,7 +171,7 @@ func (a *Analysis) errAt(in *Instr, attr string, format string, args ...any) err
 // decode reads one collective instruction.
 func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.Model, router *cost.Router) (Collective, error) {
 	line, col := LineCol(a.Module.Src, in.Pos)
-	out := Collective{Computation: c.Name, Name: in.Name, Opcode: in.Opcode, Kind: kind, Line: line, Column: col, Metadata: parseMetadata(in.Attrs["metadata"])}
+	out := Collective{Computation: c.Name, Name: in.Name, Opcode: in.Opcode, Kind: kind, Line: line, Column: col, Metadata: ParseMetadata(in.Attrs["metadata"])}
 	if v, ok := in.Attr("channel_id"); ok {
 		id, err := strconv.Atoi(v)
 		if err != nil || id < 0 {
@@ -296,8 +296,9 @@ func (a *Analysis) decodePermute(in *Instr, out Collective, model cost.Model, ro
 	return out, nil
 }
 
-// parseMetadata reads op_name="...", source_file="..." and source_line=N.
-func parseMetadata(text string) Metadata {
+// ParseMetadata reads an instruction's metadata={...}: op_name="...",
+// source_file="..." and source_line=N.
+func ParseMetadata(text string) Metadata {
 	var md Metadata
 	text = strings.TrimSpace(text)
 	text = strings.TrimSuffix(strings.TrimPrefix(text, "{"), "}")
@@ -455,7 +456,7 @@ func (a *Analysis) findRemats() error {
 					line, col := LineCol(a.Module.Src, in.Pos)
 					shape := comp.Instr(op).Shape
 					r := Remat{Computation: comp.Name, Gathers: ch.gathers, Slice: in.Name, Line: line, Column: col,
-						Shape: shape, Source: ch.source, SourceSharding: ch.sharding, Metadata: parseMetadata(in.Attrs["metadata"]),
+						Shape: shape, Source: ch.source, SourceSharding: ch.sharding, Metadata: ParseMetadata(in.Attrs["metadata"]),
 						TimeUS: ch.time, BytesPerDevice: ch.bytes}
 					a.readSides(&r, comp, in, i)
 					a.Remats = append(a.Remats, r)

@@ -126,3 +126,39 @@ func TestInferTargetTables(t *testing.T) {
 	_, err = a.inferTarget(m.Entry, m.Entry.Instr("collective-permute"), 0, []int64{1024, 2048})
 	assert.ErrorContains(t, err, "no dynamic-slice")
 }
+
+// TestMemorySeed003Case4 follows case 4's schedule by hand (f32, one device):
+//
+//	param [1024,64]      256 KiB  held (parameter)
+//	copy [1024,64]       256 KiB  until all-gather
+//	all-gather [1024,2048] 8 MiB  until copy.1
+//	copy.1 [1024,2048]     8 MiB  until all-gather.1
+//	all-gather.1 [2048,2048] 16 MiB until the fusion
+//	fusion [2048,8]       64 KiB  held (root)
+//
+// The peak is at all-gather.1: the parameter, the root, copy.1 and the whole tensor.
+func TestMemorySeed003Case4(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "seed003_case4.hlo"))
+	require.NoError(t, err)
+	m, err := Parse(string(src), Limits{})
+	require.NoError(t, err)
+	a, err := Analyze(m, Options{})
+	require.NoError(t, err)
+	mem := a.Memory()
+	const KiB, MiB = 1 << 10, 1 << 20
+	held := int64(256*KiB + 64*KiB)
+	assert.Equal(t, held, mem.HeldBytes)
+	got := map[string]int64{}
+	for _, p := range mem.Timeline {
+		got[p.Instr] = p.LiveBytes
+	}
+	pid := int64(4) // partition-id's u32[]
+	assert.Equal(t, held+pid, got["partition-id"])
+	assert.Equal(t, held+pid+256*KiB, got["copy"])
+	assert.Equal(t, held+pid+256*KiB+8*MiB, got["all-gather"])
+	assert.Equal(t, held+pid+8*MiB+8*MiB, got["copy.1"])
+	assert.Equal(t, held+pid+8*MiB+16*MiB, got["all-gather.1"])
+	assert.Equal(t, held+pid+16*MiB, got["multiply_dynamic-slice_fusion"])
+	assert.Equal(t, held+pid+8*MiB+16*MiB, mem.PeakBytes)
+	assert.Equal(t, "all-gather.1", mem.Timeline[mem.PeakIndex].Instr)
+}
