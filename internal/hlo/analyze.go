@@ -21,6 +21,8 @@ type Options struct {
 	// MeshField names Mesh in errors ("mesh").
 	MeshField string
 	Model     cost.Model
+	// MaxDecodeWork bounds the device entries decoded (0: DefaultMaxDecodeWork).
+	MaxDecodeWork int
 }
 
 // Collective is one collective instruction of the module, decoded and priced.
@@ -98,7 +100,24 @@ type Analysis struct {
 	// TimeUS and BytesPerDevice sum every collective (no overlap assumed).
 	TimeUS         float64
 	BytesPerDevice int64
+
+	// groups memoizes the decoding of each replica_groups text (a module repeats a few).
+	groups map[string]decodedGroups
+	// work counts the device entries decoded, against maxWork.
+	work, maxWork int
 }
+
+// decodedGroups is one replica_groups text decoded on the mesh.
+type decodedGroups struct {
+	size, count int
+	axes        []sharding.AxisRef
+	note        string
+}
+
+// DefaultMaxDecodeWork bounds the device entries Analyze decodes over a whole module
+// (distinct replica_groups texts, each listing every device once, and the partitions of
+// the remat slices it evaluates): 2^24, 256 distinct groupings on 65,536 devices.
+const DefaultMaxDecodeWork = 1 << 24
 
 // collectiveOps maps the opcodes of collectives to their kinds ("-start" forms are
 // the collective; "-done" ones are skipped).
@@ -131,7 +150,10 @@ func Analyze(m *Module, opts Options) (*Analysis, error) {
 		}
 		return nil, fielderr.New(field, "the mesh %s has %d devices; the module runs on %d (num_partitions=%d, replica_count=%d): give a mesh of %d devices, or none", mesh, mesh.NumDevices(), devices, m.NumPartitions, m.NumReplicas, devices)
 	}
-	a := &Analysis{Module: m, Mesh: mesh}
+	a := &Analysis{Module: m, Mesh: mesh, maxWork: opts.MaxDecodeWork}
+	if a.maxWork <= 0 {
+		a.maxWork = DefaultMaxDecodeWork
+	}
 	var router *cost.Router
 	if f, ok := opts.Model.(*cost.Fabric); ok {
 		router = f.NewRouter(mesh)
@@ -204,25 +226,35 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 	if kind == cost.CollectivePermute {
 		return a.decodePermute(in, out, model, router)
 	}
-	groups := [][]int(nil)
-	if v, ok := in.Attr("replica_groups"); ok {
-		g, err := ParseGroups(v, n)
-		if err != nil {
-			return out, a.errAt(in, "replica_groups", "replica_groups: %v", err)
+	text, _ := in.Attr("replica_groups")
+	dg, ok := a.groups[text]
+	if !ok {
+		if a.work += n; a.work > a.maxWork {
+			return out, a.errAt(in, "replica_groups", "the module's collectives have more than %d device entries to decode in all (distinct replica_groups times devices); audit a smaller module", a.maxWork)
 		}
-		groups = g
+		var groups [][]int
+		if text != "" {
+			g, err := ParseGroups(text, n)
+			if err != nil {
+				return out, a.errAt(in, "replica_groups", "replica_groups: %v", err)
+			}
+			groups = g
+		}
+		dg = decodedGroups{size: n, count: 1}
+		if len(groups) > 0 {
+			dg.size, dg.count = len(groups[0]), len(groups)
+		}
+		if axes, err := GroupAxes(a.Mesh, groups); err != nil {
+			dg.note = err.Error()
+		} else {
+			dg.axes = axes
+		}
+		if a.groups == nil {
+			a.groups = map[string]decodedGroups{}
+		}
+		a.groups[text] = dg
 	}
-	if len(groups) == 0 {
-		out.GroupSize, out.GroupCount = n, 1
-	} else {
-		out.GroupSize, out.GroupCount = len(groups[0]), len(groups)
-	}
-	axes, err := GroupAxes(a.Mesh, groups)
-	if err != nil {
-		out.AxesNote = err.Error()
-	} else {
-		out.MeshAxes = axes
-	}
+	out.GroupSize, out.GroupCount, out.MeshAxes, out.AxesNote = dg.size, dg.count, dg.axes, dg.note
 	k := int64(out.GroupSize)
 	cc := cost.Collective{Kind: kind, Mesh: a.Mesh, Axes: out.MeshAxes}
 	switch kind {
@@ -508,6 +540,10 @@ func (c *Collective) String() string {
 
 // readSides fills r.From and r.To where both shardings read on the mesh.
 func (a *Analysis) readSides(r *Remat, comp *Computation, slice *Instr, operand int) {
+	if a.work += a.Mesh.NumDevices() * max(1, len(r.Shape.Dims)); a.work > a.maxWork {
+		r.Note = "not read: the module has more remats than the decoding budget covers"
+		return
+	}
 	if r.SourceSharding == "" {
 		r.Note = "the chain's source has no sharding= to read"
 		return

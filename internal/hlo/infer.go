@@ -217,7 +217,7 @@ func (a *Analysis) inferTarget(comp *Computation, in *Instr, operand int, shape 
 		return sharding.Sharding{}, fmt.Errorf("%%%s: dynamic_slice_sizes do not match the whole shape %v", ds.Name, shape)
 	}
 	n := a.Mesh.NumDevices()
-	e.budget = 64 * n * (len(shape) + 1) * maxEvalDepth
+	e.budget = n * len(shape) * maxEvalDepth // a real index takes a dozen steps
 	counts := make([]int, len(shape))
 	for d := range shape {
 		if sizes[d] <= 0 || shape[d]%sizes[d] != 0 {

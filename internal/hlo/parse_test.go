@@ -1,6 +1,7 @@
 package hlo
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,4 +165,26 @@ func TestTileCount(t *testing.T) {
 	}
 	_, ok := TileCount("{manual}")
 	assert.False(t, ok)
+}
+
+// TestAnalyzeDecodeBudget: distinct replica_groups texts cost a pass over the devices
+// each; past the budget the module is refused at the collective that crosses it, and
+// a repeated text is decoded once.
+func TestAnalyzeDecodeBudget(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("HloModule m, num_partitions=8\nENTRY %e (p: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n")
+	groups := []string{"[1,8]<=[8]", "[2,4]<=[8]", "[4,2]<=[8]", "[2,4]<=[8]", "[2,4]<=[4,2]T(1,0)"}
+	for i, g := range groups {
+		fmt.Fprintf(&b, "  %%r%d = f32[8]{0} all-reduce(%%p), channel_id=%d, replica_groups=%s, to_apply=%%add\n", i, i+1, g)
+	}
+	b.WriteString("  ROOT %t = f32[8]{0} copy(%p)\n}\n")
+	m, err := Parse(b.String(), Limits{})
+	require.NoError(t, err)
+	a, err := Analyze(m, Options{MaxDecodeWork: 4 * 8})
+	require.NoError(t, err, "four distinct texts on 8 devices: within 32")
+	assert.Len(t, a.Collectives, 5)
+	assert.Equal(t, "devices:(2)4", axesText(a.Collectives[3].MeshAxes), "the repeated text decodes as the first")
+	_, err = Analyze(m, Options{MaxDecodeWork: 3 * 8})
+	assert.ErrorContains(t, err, "line 8, column 64: %r4")
+	assert.ErrorContains(t, err, "more than 24 device entries")
 }
