@@ -525,7 +525,8 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 		return nil, fes
 	}
 	start := time.Now()
-	a, err := hlo.Analyze(mod, hlo.Options{Mesh: mesh, MeshField: "mesh", Model: model})
+	// 256 distinct groupings of the largest mesh the server takes.
+	a, err := hlo.Analyze(mod, hlo.Options{Mesh: mesh, MeshField: "mesh", Model: model, MaxDecodeWork: 256 * s.limits.MaxDevices})
 	s.metrics.observePlan("audit", planner.XLA, start)
 	if err != nil {
 		return nil, err
