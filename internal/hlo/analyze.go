@@ -1,7 +1,6 @@
 package hlo
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -531,11 +530,6 @@ func (a *Analysis) fusionSlices(in *Instr, operand int) bool {
 		}
 	}
 	return false
-}
-
-// String names c for people: "all-gather %all-gather.1 over (D) at line 12".
-func (c *Collective) String() string {
-	return fmt.Sprintf("%s %%%s over %s at line %d", c.Opcode, c.Name, refsText(c.MeshAxes), c.Line)
 }
 
 // readSides fills r.From and r.To where both shardings read on the mesh.

@@ -2,7 +2,6 @@ package hlo
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -220,9 +219,4 @@ func clip(s string) string {
 		return s[:40] + "..."
 	}
 	return s
-}
-
-// sameGroups reports whether two group lists hold the same groups in the same order.
-func sameGroups(a, b [][]int) bool {
-	return slices.EqualFunc(a, b, slices.Equal[[]int])
 }

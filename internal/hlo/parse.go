@@ -114,36 +114,6 @@ func (s Shape) Bytes() int64 {
 	return sharding.BufferBytes(s.Elements(), ElemBits(s.Elem))
 }
 
-// String prints s as HLO does, without layouts: f32[8,128], (f32[2], s32[]).
-func (s Shape) String() string {
-	var b strings.Builder
-	s.write(&b)
-	return b.String()
-}
-
-func (s Shape) write(b *strings.Builder) {
-	if s.IsTuple() {
-		b.WriteByte('(')
-		for i, t := range s.Tuple {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			t.write(b)
-		}
-		b.WriteByte(')')
-		return
-	}
-	b.WriteString(s.Elem)
-	b.WriteByte('[')
-	for i, d := range s.Dims {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatInt(d, 10))
-	}
-	b.WriteByte(']')
-}
-
 // ElemBits is the size in bits of an HLO element type (0 for token and opaque types and
 // types it does not know).
 func ElemBits(elem string) int {
@@ -164,12 +134,11 @@ func ElemBits(elem string) int {
 }
 
 type parser struct {
-	src  string
-	pos  int
-	lim  Limits
-	n    int // instructions so far
-	err  error
-	name string
+	src string
+	pos int
+	lim Limits
+	n   int // instructions so far
+	err error
 }
 
 // Parse reads the text of a compiled HLO module as XLA prints it (JAX's
