@@ -39,7 +39,7 @@ type AuditRequest struct {
 	// (default: one axis "devices" of num_partitions devices).
 	HLOModule string `json:"hlo_module,omitempty" example:"HloModule jit_f, num_partitions=8 ..."`
 	// MemoryBudgetBytesPerDevice flags the ops where the memory timeline exceeds it.
-	MemoryBudgetBytesPerDevice *int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=0" example:"17179869184"`
+	MemoryBudgetBytesPerDevice *int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=1" minimum:"1" example:"17179869184"`
 } // @name AuditRequest
 
 // hloAuditFields are the fields of a compiled module's audit.
@@ -305,8 +305,8 @@ func auditEnvelope(r *http.Request, body []byte) ([]byte, error) {
 	var budget *int64
 	if v := q.Get("memory_budget_bytes_per_device"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("memory_budget_bytes_per_device", "must be a non-negative integer (got %q)", v))
+		if err != nil || n < 1 {
+			return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("memory_budget_bytes_per_device", "must be a positive integer of bytes (got %q)", v))
 		}
 		budget = &n
 	}
@@ -383,8 +383,8 @@ func readBudget(raw json.RawMessage) (*int64, error) {
 		return nil, nil
 	}
 	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
-	if err != nil || n < 0 {
-		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("memory_budget_bytes_per_device", "must be a non-negative integer of bytes (got %s)", raw))
+	if err != nil || n < 1 {
+		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("memory_budget_bytes_per_device", "must be a positive integer of bytes (got %s)", raw))
 	}
 	return &n, nil
 }
@@ -531,10 +531,18 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	if err != nil {
 		return nil, err
 	}
-	plans, err := audit.PlanRemats(ctx, a, model)
-	if err != nil {
-		return nil, err
+	// shardplan's plans beside XLA's are an extra: they get half the time the request has
+	// left, and the audit answers without those that do not finish in it.
+	pctx, cancel := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		pctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
 	}
+	plans, err := audit.PlanRemats(pctx, a, model)
+	cancel()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	unfinished := err != nil
 	resp := compiledResponse(a, model)
 	resp.Memory = compiledMemory(a, req.MemoryBudgetBytesPerDevice)
 	sw := &shardingWriter{m: a.Mesh}
@@ -542,7 +550,13 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	for i, rp := range plans {
 		hr := &resp.Remats[i]
 		hr.Note = a.Remats[i].Note
+		if to := a.Remats[i].To; to != nil {
+			hr.TargetPartitionSpec, _ = to.PartitionSpecText()
+		}
 		if rp == nil {
+			if unfinished && hr.Note == "" && a.Remats[i].From != nil && a.Remats[i].To != nil {
+				hr.Note = "not planned within half the request's time (SHARDPLAN_REQUEST_TIMEOUT): POST /v1/reshard with these shardings plans it alone"
+			}
 			if i >= audit.MaxRematPlans && hr.Note == "" {
 				hr.Note = "not planned: a module's first " + strconv.Itoa(audit.MaxRematPlans) + " remats are"
 			}
@@ -554,9 +568,6 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 		}
 		saved := rp.SavedUS
 		hr.Plan, hr.SavedUS = gc.Plan, &saved
-		if ps, ok := rp.Reshard.To.PartitionSpecText(); ok {
-			hr.TargetPartitionSpec = ps
-		}
 		if info := rp.Reshard.XLA; info != nil {
 			hr.SuggestedConstraints = appendSuggestions(nil, info.Suggested, sw)
 		}

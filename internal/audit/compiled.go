@@ -25,7 +25,8 @@ const MaxRematPlans = 64
 // PlanRemats plans, for every remat of a whose shardings on both sides read (Remat.From
 // and To), the optimal reshard, and asks strategy xla for the constraints that let XLA
 // avoid its fallback. Entries of remats whose sides do not read, or past
-// MaxRematPlans, are nil. Errors are the context's.
+// MaxRematPlans, are nil; so are those not planned when ctx ends, which PlanRemats then
+// reports by returning ctx's error beside the plans it made.
 func PlanRemats(ctx context.Context, a *hlo.Analysis, model cost.Model) ([]*RematPlan, error) {
 	out := make([]*RematPlan, len(a.Remats))
 	for i := range a.Remats[:min(len(a.Remats), MaxRematPlans)] {
@@ -37,14 +38,14 @@ func PlanRemats(ctx context.Context, a *hlo.Analysis, model cost.Model) ([]*Rema
 		p, err := planner.Reshard(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return out, ctx.Err()
 			}
 			continue // a reshard the planner cannot express: no plan beside
 		}
 		_, info, err := planner.ReshardXLA(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return out, ctx.Err()
 			}
 			info = nil
 		}
