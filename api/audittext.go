@@ -56,6 +56,9 @@ func AuditText(a *AuditResponse) string {
 				fmt.Fprintf(&b, "    shardplan: %s -> %s in %s (%d step(s)), saving %s\n", r.SourcePartitionSpec, r.TargetPartitionSpec,
 					us(r.Plan.Summary.TimeUS), len(r.Plan.Steps), us(*r.SavedUS))
 			}
+			if r.Plan == nil && r.Note != "" {
+				fmt.Fprintf(&b, "    no plan beside: %s\n", r.Note)
+			}
 			if len(r.SuggestedConstraints) > 0 {
 				b.WriteString("    fix: insert these sharding constraints, in order:")
 				for _, sc := range r.SuggestedConstraints {
