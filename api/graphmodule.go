@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -48,6 +49,9 @@ func (s *Server) importModule(in *graphInput) error {
 		}
 		reqMesh = m
 	}
+	if looksLikeHLO(in.req.Module) {
+		return sharding.Fieldf("module", "line 1, column 1: this is a compiled HLO module (HloModule ...), not StableHLO: post it to /v1/audit as \"hlo_module\" or with Content-Type %s", hloMediaType)
+	}
 	imp, err := stablehlo.Read(in.req.Module, stablehlo.Options{Function: in.req.Function, Mesh: reqMesh, Limits: stablehlo.Limits{
 		MaxDepth: s.limits.MaxModuleDepth, MaxOps: s.limits.MaxGraphOps, MaxTensors: s.limits.MaxGraphTensors,
 		MaxDevices: s.limits.MaxDevices, MaxMeshAxes: s.limits.MaxMeshAxes,
@@ -86,6 +90,31 @@ func wantsMLIR(r *http.Request) bool {
 // the same name.
 var moduleQuery = []string{"function", "mesh", "strategy", "cost_model", "conflict_resolution", "op_priority", "include"}
 
+// checkQuery refuses query parameters other than allowed, naming each (what names
+// the body that takes them).
+func checkQuery(q url.Values, allowed []string, what string) error {
+	var fes []*sharding.FieldError
+	for k := range q {
+		if !slices.Contains(allowed, k) {
+			fes = append(fes, sharding.Fieldf(k, "unknown query parameter; %s takes %s", what, strings.Join(allowed, ", ")))
+		}
+	}
+	if len(fes) > 0 {
+		return Invalid(slugInvalidRequest, "Invalid request", fes...)
+	}
+	return nil
+}
+
+// moduleEnvelope is moduleRequest's request as the equivalent JSON body (the audit reads
+// a program from JSON); a JSON body is returned as is.
+func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
+	req, _, err := moduleRequest(r, body)
+	if err != nil || req == nil {
+		return body, err
+	}
+	return json.Marshal(req)
+}
+
 // moduleRequest reads a raw MLIR body (Content-Type: application/mlir) and its query
 // parameters into the GraphRequest the equivalent JSON body gives, taking the module
 // text as it is (one copy of the body, never escaped into JSON and decoded again). It
@@ -100,14 +129,8 @@ func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, route strin
 		return nil, "", Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
 	}
 	q := r.URL.Query()
-	var fes []*sharding.FieldError
-	for k := range q {
-		if !slices.Contains(moduleQuery, k) {
-			fes = append(fes, sharding.Fieldf(k, "unknown query parameter; a module body takes %s", strings.Join(moduleQuery, ", ")))
-		}
-	}
-	if len(fes) > 0 {
-		return nil, "", Invalid(slugInvalidRequest, "Invalid request", fes...)
+	if err := checkQuery(q, moduleQuery, "a module body"); err != nil {
+		return nil, "", err
 	}
 	req = &GraphRequest{Module: string(body), Function: q.Get("function"), Strategy: q.Get("strategy")}
 	for _, f := range []struct {

@@ -129,6 +129,7 @@ func TestGraphModuleErrors(t *testing.T) {
 		msg            string
 	}{
 		{"syntax error names line and column", "application/mlir", "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n  %0 = stablehlo.add %arg0, %arg0 : tensor<8xf32>\n  return %0 : tensor<8xf32>\n", 400, "invalid-module", "module", "line 4, column 1"},
+		{"no terminator", "application/mlir", "sdy.mesh @mesh = <[\"x\"=2]>\nfunc.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n  %0 = stablehlo.add %arg0, %arg0 : tensor<8xf32>\n}\n", 400, "invalid-module", "module", "line 3, column 3: function @main ends without a terminator"},
 		{"undefined value", "application/mlir", "sdy.mesh @mesh = <[\"x\"=2]>\nfunc.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n  return %1 : tensor<8xf32>\n}\n", 400, "invalid-module", "module", "line 3, column 3: %1 is used but not defined"},
 		{"bad sharding names its column", "application/mlir", "sdy.mesh @mesh = <[\"x\"=2]>\nfunc.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"y\"}]>}) -> tensor<8xf32> {\n  return %arg0 : tensor<8xf32>\n}\n", 400, "invalid-module", "module", "line 2, column 77: sharding of argument %arg0: unknown mesh axis \"y\""},
 		{"op attribute error names the op's line", "application/mlir", "sdy.mesh @mesh = <[\"x\"=2]>\nfunc.func @main(%arg0: tensor<8x4xf32>) -> tensor<4x8xf32> {\n  %0 = stablehlo.transpose %arg0, dims = [0, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>\n  return %0 : tensor<4x8xf32>\n}\n", 400, "invalid-module", "module", "line 3, column 3: op \"0\" (transpose)"},

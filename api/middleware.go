@@ -215,8 +215,11 @@ func (s *Server) requireMedia(extra ...string) func(http.Handler) http.Handler {
 				if ct := r.Header.Get("Content-Type"); ct != "" {
 					mt, _, err := mime.ParseMediaType(ct)
 					if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json") && !slices.Contains(extra, mt)) {
-						s.writeProblem(w, r, NewProblem(http.StatusUnsupportedMediaType, slugUnsupportedMedia, "Unsupported media type",
-							"Content-Type %q is not supported; send the body as JSON with Content-Type: application/json", ct).
+						detail := "Content-Type %q is not supported; send the body as JSON with Content-Type: application/json"
+						if mt == hloMediaType {
+							detail = "Content-Type %q is a compiled HLO module, which POST /v1/audit takes; send StableHLO here as application/mlir"
+						}
+						s.writeProblem(w, r, NewProblem(http.StatusUnsupportedMediaType, slugUnsupportedMedia, "Unsupported media type", detail, ct).
 							WithHeader("Accept-Post", accepted))
 						return
 					}

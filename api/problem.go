@@ -262,11 +262,11 @@ func classifyFields(fes sharding.Errors) (slug, title string) {
 		switch root {
 		case "mesh":
 			kinds[slugInvalidMesh] = true
-		case "", "shape", "dtype", "element_bytes", "locate", "devices", "include", "cost_model", "strategy", "policy", "allowed_ops", "options":
+		case "", "shape", "dtype", "element_bytes", "locate", "devices", "include", "cost_model", "strategy", "policy", "allowed_ops", "options", "memory_budget_bytes_per_device":
 			kinds[slugInvalidRequest] = true
 		case "ops", "inputs", "outputs":
 			kinds[slugInvalidGraph] = true
-		case "module", "function":
+		case "module", "function", "hlo_module":
 			kinds[slugInvalidModule] = true
 		case "tensors":
 			if strings.Contains(fe.Field, ".sharding") {

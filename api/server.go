@@ -234,6 +234,10 @@ func (s *Server) routes() chi.Router {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
 		r.Post("/v1/graph", s.handle(s.graph))
 	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
+		r.Post("/v1/audit", s.handle(s.audit))
+	})
 	return r
 }
 

@@ -47,6 +47,8 @@ func TestExamplesValidate(t *testing.T) {
 			path = "/v1/tiles"
 		case strings.HasPrefix(base, "graph-"):
 			path = "/v1/graph"
+		case strings.HasPrefix(base, "audit-"):
+			path = "/v1/audit"
 		}
 		raw, err := os.ReadFile(f)
 		require.NoError(t, err)

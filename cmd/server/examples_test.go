@@ -135,6 +135,14 @@ var exampleCases = []exampleCase{
 		"collectives.#":                  1, "collectives.0.op_name": "4", "collectives.0.reduction": "all_reduce",
 		"collectives.0.mesh_axes": []any{"model"}, "opaque_ops": nil,
 	}},
+	// XLA's fallback predicted in the program, with the constraint that avoids it; the
+	// memory peak is the source and target tiles (256 KiB, 64 KiB) plus XLA's whole
+	// 16 MiB gathered tensor, over the 16 MiB budget.
+	{"audit-ci-gate.json", 200, map[string]any{
+		"strategy": "xla", "sites.#": 1, "sites.0.op": "constrain", "sites.0.xla_full_rematerialization": true,
+		"totals.xla_remats.0.suggested_constraints.0.partition_spec": "P('D', ('X','Y','T'))",
+		"memory.peak_op": "constrain", "memory.peak_bytes_per_device": float64(262144 + 65536 + 16777216), "memory.over_budget": true,
+	}},
 	{"graph-ci-gate.json", 422, map[string]any{
 		"violations.0.op_name": "constrain", "violations.0.tensor": "a",
 		"violations.0.suggested_constraints.0.partition_spec": "P('D', ('X','Y','T'))",
@@ -155,6 +163,8 @@ func endpointOf(file string) string {
 		return "/v1/tiles"
 	case strings.HasPrefix(file, "graph-"):
 		return "/v1/graph"
+	case strings.HasPrefix(file, "audit-"):
+		return "/v1/audit"
 	}
 	return "/v1/reshard"
 }

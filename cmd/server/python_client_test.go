@@ -19,7 +19,7 @@ import (
 // skipped for want of SHARDPLAN_URL cannot pass silently.
 const (
 	pythonClientMinTests = 45
-	pythonClientMinLive  = 14
+	pythonClientMinLive  = 15
 	pythonClientTimeout  = 3 * time.Minute
 )
 

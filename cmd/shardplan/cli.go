@@ -30,7 +30,7 @@ const (
 // maxInput bounds what is read from FILE or standard input.
 const maxInput = 256 << 20
 
-const usage = `usage: shardplan [flags] reshard|graph|tiles FILE|-
+const usage = `usage: shardplan [flags] reshard|graph|tiles|audit FILE|-
 
 Posts FILE (- for standard input) to POST /v1/<command> and prints the answer: the plan
 summary, policy violations and suggested constraints, or the raw response with --json.
@@ -38,8 +38,15 @@ With no --server (and no SHARDPLAN_SERVER) it answers in-process with the servic
 embedded defaults. A server that needs an API key gets SHARDPLAN_API_KEY as a Bearer
 token. graph also takes a StableHLO module as text (sent as {"module": ...}).
 
-Exit status: 0 success, 1 policy violation (HTTP 422), 2 bad input or usage, 3 server or
-transport error.
+audit takes a graph request (JSON), a StableHLO module (MLIR text) or a compiled HLO
+module (HloModule text) and prints the audit report: the dearest collective sites with
+their source lines, the memory peak, the remats and their fixes. Its gates make the exit
+status 1: --fail-on-remat (a site XLA would fully rematerialize, or a remat in a compiled
+module), --memory-budget (the memory peak over it), --max-time-us (the communication
+time over it).
+
+Exit status: 0 success, 1 policy violation (HTTP 422) or a failed audit gate, 2 bad
+input or usage, 3 server or transport error.
 
 flags:
 `
@@ -51,7 +58,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	server := fs.String("server", getenv("SHARDPLAN_SERVER"), "base URL of a shardplan server, e.g. http://localhost:8080 (env SHARDPLAN_SERVER; empty: in-process)")
 	asJSON := fs.Bool("json", false, "print the raw JSON response (problem+json on errors) instead of the summary")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up on the request after this long")
-	function := fs.String("function", "", "graph with a StableHLO module: the function to read (default main)")
+	function := fs.String("function", "", "graph or audit with a StableHLO module: the function to read (default main)")
+	var ao auditOptions
+	fs.StringVar(&ao.mesh, "mesh", "", "audit of a module: the mesh as \"x=2,y=4\" (a compiled module's default: one axis of num_partitions devices)")
+	fs.StringVar(&ao.costModel, "cost-model", "", "audit of a module: a cost model profile name (default tpu-v5p)")
+	fs.StringVar(&ao.strategy, "strategy", "", "audit of a StableHLO module: xla (default) or optimal")
+	fs.Int64Var(&ao.budget, "memory-budget", 0, "audit: per-device memory budget in bytes; exit 1 when the memory peak exceeds it (0: none)")
+	fs.BoolVar(&ao.failOnRemat, "fail-on-remat", false, "audit: exit 1 when XLA would fully rematerialize some site (or a compiled module does)")
+	fs.Float64Var(&ao.maxTimeUS, "max-time-us", 0, "audit: exit 1 when the total communication time exceeds this many microseconds (0: none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -70,8 +84,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		pos, rest = append(pos, rest[0]), rest[1:]
 	}
-	if len(pos) != 2 || (pos[0] != "reshard" && pos[0] != "graph" && pos[0] != "tiles") {
-		fmt.Fprintf(stderr, "shardplan: want a command (reshard, graph or tiles) and a FILE or -, got %q\n\n", pos)
+	if len(pos) != 2 || (pos[0] != "reshard" && pos[0] != "graph" && pos[0] != "tiles" && pos[0] != "audit") {
+		fmt.Fprintf(stderr, "shardplan: want a command (reshard, graph, tiles or audit) and a FILE or -, got %q\n\n", pos)
 		fs.Usage()
 		return exitBadInput
 	}
@@ -82,8 +96,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintf(stderr, "shardplan: %v\n", err)
 		return exitBadInput
 	}
-	if cmd == "graph" {
+	contentType, query := "application/json", ""
+	switch cmd {
+	case "graph":
 		body = graphBody(body, *function)
+	case "audit":
+		ao.function = *function
+		if body, contentType, query, err = ao.request(body); err != nil {
+			fmt.Fprintf(stderr, "shardplan: %v\n", err)
+			return exitBadInput
+		}
 	}
 
 	client, base, err := newClient(*server)
@@ -93,12 +115,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/"+cmd, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/"+cmd+query, bytes.NewReader(body))
 	if err != nil {
 		fmt.Fprintf(stderr, "shardplan: %v\n", err)
 		return exitBadInput
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	if key := getenv("SHARDPLAN_API_KEY"); key != "" && *server != "" {
 		// From the environment only: a flag would show the key in process lists.
@@ -116,6 +138,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitServer
 	}
 	code := exitCode(resp.StatusCode, out)
+	if cmd == "audit" && code == exitOK {
+		return ao.report(stdout, stderr, out, *asJSON)
+	}
 	if *asJSON {
 		stdout.Write(out)
 		if len(out) > 0 && out[len(out)-1] != '\n' {

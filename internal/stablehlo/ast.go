@@ -9,6 +9,9 @@ type Module struct {
 	// BodyStart is where a declaration can be inserted at the top of the module's body
 	// (after "module ... {", or 0 without a module op).
 	BodyStart int
+	// LocAliases are the #loc aliases ("loc3" for #loc3 = loc(...)): the text between
+	// loc's parentheses.
+	LocAliases map[string]string
 }
 
 // MeshDecl is `sdy.mesh @name = <["x"=2, "y"=4], device_ids=[...]>`.
@@ -49,6 +52,8 @@ type Param struct {
 	// the insertion point (right after the type) when there is none; Start -1 when the
 	// text has no place for it (the generic form's arg_attrs).
 	Dict Span
+	// Loc is the text of its loc(...), without the parentheses ("" when none).
+	Loc string
 }
 
 // Span is a byte range [Start, End) of Src.
@@ -124,6 +129,8 @@ type Op struct {
 	Generic     bool
 	// Slice holds the pretty slice's [start:limit:stride, ...] ranges.
 	Slice [][3]int64
+	// Loc is the text of the op's loc(...), without the parentheses ("" when none).
+	Loc string
 }
 
 // positional is a bare value in an op's pretty form with its position.

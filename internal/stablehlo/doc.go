@@ -10,8 +10,10 @@
 // to "builtin.module" and "func.func"). It keeps what sharding needs: sdy.mesh
 // declarations, functions with their argument and result attributes, ops with their
 // results (%1:2 gives 1#0 and 1#1), operands, attributes, result types and regions, and
-// for every attribute dictionary the byte span Annotate rewrites. loc(...) and #loc
-// aliases are skipped; attributes it does not interpret are kept as text (Raw).
+// for every attribute dictionary the byte span Annotate rewrites. Every op's and
+// parameter's loc(...) is kept as text with the module's #loc aliases, and ResolveLoc
+// (Import.OpLocation) reads it into a file, line and op name; attributes it does not
+// interpret are kept as text (Raw).
 //
 //	MLIR text ──Parse──▶ Module ──FromModule──▶ Import{Graph, Mesh, Opaque}
 //	                                                  │

@@ -209,6 +209,14 @@ func (b *builder) function(fn *Func) {
 		g.Inputs = append(g.Inputs, id)
 		b.annotateParam(id, a, "argument %"+name)
 	}
+	if n := len(fn.Body.Ops); n == 0 || !isReturn(fn.Body.Ops[n-1].Name) {
+		pos := fn.Pos
+		if n > 0 {
+			pos = fn.Body.Ops[n-1].Pos
+		}
+		b.errAt(pos, "function @%s ends without a terminator: its body's last op must be return (func.return)", fn.Name)
+		return
+	}
 	ret := b.ops(e, fn.Body.Ops, &g.Ops, fn.Name)
 	if b.err != nil {
 		return
@@ -233,6 +241,14 @@ func (b *builder) function(fn *Func) {
 		b.imp.opPos[id] = fn.ResultsStart
 		g.Outputs = append(g.Outputs, id)
 	}
+}
+
+func isReturn(op string) bool {
+	switch op {
+	case "func.return", "stablehlo.return", "sdy.return", "mhlo.return":
+		return true
+	}
+	return false
 }
 
 // annotateParam sets tensor id's sharding from a parameter's sdy.sharding or

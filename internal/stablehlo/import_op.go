@@ -41,8 +41,7 @@ func (b *builder) ops(e *env, ops []*Op, out *[]propagation.Op, fnName string) [
 			b.errAt(op.Pos, "the graph has more than %d ops (calls inlined); the limit is configurable (SHARDPLAN_MAX_GRAPH_OPS)", b.lim.MaxOps)
 			return nil
 		}
-		switch op.Name {
-		case "func.return", "stablehlo.return", "sdy.return", "mhlo.return":
+		if isReturn(op.Name) {
 			ret = ret[:0]
 			for _, v := range op.Operands {
 				ret = append(ret, b.use(e, v, op.Pos))

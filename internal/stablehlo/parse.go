@@ -183,14 +183,20 @@ func (p *parser) topLevel(m *Module, nested bool) {
 		case t.kind == tIdent && (t.text == "func.func" || t.text == "func"):
 			p.function(m)
 		case t.kind == tHash || t.kind == tBang:
-			// #alias = attr, !alias = type
+			// #alias = attr, !alias = type; #loc aliases are kept for ResolveLoc.
 			p.advance()
 			if !p.expect("=") {
 				return
 			}
-			if t.kind == tBang {
+			switch {
+			case t.kind == tBang:
 				p.typ()
-			} else {
+			case p.tok.kind == tIdent && p.tok.text == "loc":
+				if m.LocAliases == nil {
+					m.LocAliases = map[string]string{}
+				}
+				m.LocAliases[t.text] = p.loc()
+			default:
 				p.value(true)
 			}
 		default:
@@ -437,15 +443,23 @@ func (p *parser) paramAttrs(a *Param) {
 		a.Dict = Span{p.lx.lastEnd(p.tok), p.lx.lastEnd(p.tok)}
 	}
 	if p.tok.kind == tIdent && p.tok.text == "loc" {
-		p.skipLoc()
+		a.Loc = p.loc()
 	}
 }
 
-func (p *parser) skipLoc() {
+func (p *parser) skipLoc() { p.loc() }
+
+// loc reads loc(...) and returns the text between its parentheses.
+func (p *parser) loc() string {
 	p.advance() // loc
-	if p.tok.is("(") {
-		p.balanced()
+	if !p.tok.is("(") {
+		return ""
 	}
+	text := p.balanced()
+	if len(text) >= 2 {
+		text = text[1 : len(text)-1]
+	}
+	return text
 }
 
 // balanced skips a bracketed group starting at the current token ('(', '[', '{' or '<')

@@ -161,7 +161,7 @@ func (p *parser) genericOp(op *Op) {
 	}
 	p.opType(op)
 	if p.tok.kind == tIdent && p.tok.text == "loc" {
-		p.skipLoc()
+		op.Loc = p.loc()
 	}
 }
 
@@ -287,7 +287,7 @@ func (p *parser) prettyOp(op *Op) {
 				op.Positional = append(op.Positional, positional{Raw{p.balanced()}, t.pos})
 			}
 		case t.kind == tIdent && t.text == "loc" && p.peek().is("("):
-			p.skipLoc()
+			op.Loc = p.loc()
 		case t.kind == tIdent && p.peek().is("="):
 			p.keyword(op)
 		case t.kind == tIdent && p.peek().is("<") && !p.peek().nl:
@@ -326,7 +326,7 @@ func (p *parser) trailing(op *Op) {
 		t := p.tok
 		switch {
 		case t.kind == tIdent && t.text == "loc" && p.peek().is("("):
-			p.skipLoc()
+			op.Loc = p.loc()
 		case t.kind == tIdent && t.text == "reducer":
 			p.advance()
 			var args []*Param

@@ -100,6 +100,7 @@ func polymorphic(doc *openapi3.T) error {
 		"ReshardRequest": {"mesh": meshInput, "source": shardingInput, "target": shardingInput, "cost_model": costModelInput},
 		"TilesRequest":   {"mesh": meshInput, "sharding": shardingInput},
 		"GraphRequest":   {"mesh": meshInput, "cost_model": costModelInput},
+		"AuditRequest":   {"mesh": meshInput, "cost_model": costModelInput},
 		"GraphTensor":    {"sharding": shardingInput},
 	}
 	for name, props := range fields {

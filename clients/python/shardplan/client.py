@@ -56,6 +56,17 @@ def _header(headers: Mapping[str, str], name: str) -> Optional[str]:
     return None
 
 
+def _modules(fields: Dict[str, Any], **texts: Optional[str]) -> Dict[str, Any]:
+    """Adds the module texts given (not None) to fields, each checked to be a str."""
+    for key, text in texts.items():
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            raise TypeError("%s must be the module's text (str), not %s" % (key, type(text).__name__))
+        fields[key] = text
+    return fields
+
+
 def _merge(body: Optional[Mapping[str, Any]], fields: Mapping[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = dict(body or {})
     out.update(fields)
@@ -108,11 +119,22 @@ class Client:
         module's text as ``module`` (``jax.jit(f).lower(*args).as_text()``), sent as
         ``{"module": text, ...}`` with the other fields (``function``, ``strategy``,
         ``policy``...) beside it."""
-        if module is not None:
-            if not isinstance(module, str):
-                raise TypeError("module must be the module's text (str), not %s" % type(module).__name__)
-            fields["module"] = module
-        return self._request("POST", "/v1/graph", _merge(body, fields))
+        return self._request("POST", "/v1/graph", _merge(body, _modules(fields, module=module)))
+
+    def audit(self, body: Optional[Mapping[str, Any]] = None, /, module: Optional[str] = None,
+              hlo_module: Optional[str] = None, **fields: Any) -> Result:
+        """POST /v1/audit: where a program's communication time and memory go, line by line.
+
+        Give a program as ``graph`` takes it (JSON fields, or a StableHLO module's text as
+        ``module``), or a compiled module's text as ``hlo_module``
+        (``jax.jit(f).lower(*args).compile().as_text()``) with ``mesh``; options such as
+        ``cost_model`` and ``memory_budget_bytes_per_device`` go beside it."""
+        return self._request("POST", "/v1/audit", _merge(body, _modules(fields, module=module, hlo_module=hlo_module)))
+
+    def audit_report(self, body: Optional[Mapping[str, Any]] = None, /, module: Optional[str] = None,
+                     hlo_module: Optional[str] = None, **fields: Any) -> TextResult:
+        """POST /v1/audit with ``Accept: text/plain``: the audit as a terminal report."""
+        return self._request("POST", "/v1/audit", _merge(body, _modules(fields, module=module, hlo_module=hlo_module)), accept="text/plain")
 
     def cost_models(self) -> Result:
         """GET /v1/cost-models: the built-in bandwidth profiles and the default one."""

@@ -272,6 +272,28 @@ class ClientTest(unittest.TestCase):
         self.assertEqual([c["reduction"] for c in r["collectives"]], ["all_reduce"])
 
 
+    def test_audit(self):
+        # The MLP module before XLA: its one all_reduce at the line its loc names.
+        examples = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")
+        with open(os.path.join(examples, "graph-stablehlo-mlp.mlir"), encoding="utf-8") as f:
+            module = f.read()
+        r = self.c.audit(module=module, memory_budget_bytes_per_device=1 << 20)
+        self.assertEqual(r["input"], "program")
+        self.assertEqual(r["sites"][0]["location"]["line"], 12)
+        self.assertFalse(r["memory"]["over_budget"])
+        # Seed 003's case 4 as XLA compiled it: the remat, and shardplan's plan beside it.
+        with open(os.path.join(examples, "audit-seed003-case4.hlo"), encoding="utf-8") as f:
+            hlo = f.read()
+        r = self.c.audit(hlo_module=hlo, mesh="C=1,D=2,Y=8,X=4,T=4")
+        self.assertEqual(r["input"], "compiled")
+        self.assertEqual(r["remats"][0]["target_partition_spec"], "P(None, ('D','Y','X','T'))")
+        self.assertGreater(r["remats"][0]["saved_us"], 0)
+        text = self.c.audit_report(hlo_module=hlo, mesh="C=1,D=2,Y=8,X=4,T=4")
+        self.assertIn("full rematerializations: 1", text)
+        with self.assertRaises(TypeError):
+            self.c.audit(hlo_module=b"bytes")
+
+
 class _Capture(http.server.BaseHTTPRequestHandler):
     bodies = []
 

@@ -1,0 +1,673 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardplan/shardplan/internal/audit"
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/graphplan"
+	"github.com/shardplan/shardplan/internal/hlo"
+	"github.com/shardplan/shardplan/internal/planner"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// POST /v1/audit: where a whole program's communication time and memory go, line by
+// line. A program (what POST /v1/graph takes: a graph, a StableHLO module, an
+// application/mlir body) is planned as /v1/graph plans it and audited (internal/audit);
+// a compiled HLO module ({"hlo_module": ...} or a text/x-hlo body) has what XLA emitted
+// decoded and priced (internal/hlo).
+
+// hloMediaType is the Content-Type of a raw compiled HLO module body.
+const hloMediaType = "text/x-hlo"
+
+// AuditRequest is the body of POST /v1/audit: every field of a graph request (a graph,
+// or a StableHLO module), or a compiled HLO module in hlo_module with mesh and
+// cost_model; plus the memory budget.
+type AuditRequest struct {
+	GraphRequest
+	// HLOModule is the text of a compiled HLO module (jax.jit(f).lower(x).compile().as_text())
+	// instead of a graph or a StableHLO module. Its collectives are decoded onto mesh
+	// (default: one axis "devices" of num_partitions devices).
+	HLOModule string `json:"hlo_module,omitempty" example:"HloModule jit_f, num_partitions=8 ..."`
+	// MemoryBudgetBytesPerDevice flags the ops where the memory timeline exceeds it.
+	MemoryBudgetBytesPerDevice *int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=1" minimum:"1" example:"17179869184"`
+} // @name AuditRequest
+
+// hloAuditFields are the fields of a compiled module's audit.
+var hloAuditFields = []string{"hlo_module", "mesh", "cost_model", "memory_budget_bytes_per_device"}
+
+// hloAuditRequest is the body of a compiled-module audit, read strictly.
+type hloAuditRequest struct {
+	HLOModule                  string          `json:"hlo_module"`
+	Mesh                       json.RawMessage `json:"mesh,omitempty"`
+	CostModel                  json.RawMessage `json:"cost_model,omitempty"`
+	MemoryBudgetBytesPerDevice *int64          `json:"memory_budget_bytes_per_device,omitempty"`
+}
+
+// AuditResponse is a program's or a compiled module's audit.
+type AuditResponse struct {
+	// Input is "program" (a graph or a StableHLO module) or "compiled" (an HLO module).
+	Input     string     `json:"input" enums:"program,compiled"`
+	Mesh      MeshObject `json:"mesh"`
+	CostModel string     `json:"cost_model" example:"tpu-v5p"`
+	// Strategy plans the program's reshards (program; default xla: what the compiler does).
+	Strategy string `json:"strategy,omitempty" enums:"optimal,xla"`
+	// Sites are every collective, dearest first (ties in program order).
+	Sites []AuditSite `json:"sites"`
+	// Memory is the program's per-device memory timeline (program only).
+	Memory *AuditMemory `json:"memory,omitempty"`
+	// Collectives are a compiled module's collectives in module order, decoded.
+	Collectives []HLOCollective `json:"collectives,omitempty"`
+	// Remats are a compiled module's full-rematerialization chains.
+	Remats []HLORemat `json:"remats,omitempty"`
+	// Parameters are a compiled module's entry parameters with their sharding= read on
+	// the mesh.
+	Parameters []HLOParameter `json:"parameters,omitempty"`
+	Totals     AuditTotals    `json:"totals"`
+	OpaqueOps  []OpaqueOpJSON `json:"opaque_ops,omitempty"`
+} // @name AuditResponse
+
+// AuditLocation is where a site comes from: the user's source file and line and the op
+// name as the module's loc(...) (or an HLO instruction's metadata) prints them, and the
+// line of the module's text.
+type AuditLocation struct {
+	File       string `json:"file,omitempty" example:"model.py"`
+	Line       int    `json:"line,omitempty" example:"12"`
+	OpName     string `json:"op_name,omitempty" example:"jit(f)/dot_general"`
+	ModuleLine int    `json:"module_line,omitempty" example:"7"`
+} // @name AuditLocation
+
+// AuditSite is one collective of the audited program or module.
+type AuditSite struct {
+	Rank     int           `json:"rank" example:"1"`
+	Location AuditLocation `json:"location"`
+	// Kind is reshard or reduction (program), or the collective (compiled module).
+	Kind string `json:"kind" example:"reshard"`
+	// Op is the graph op (program) or the HLO instruction (compiled) that needs it.
+	Op     string   `json:"op" example:"mm"`
+	Tensor string   `json:"tensor,omitempty" example:"x"`
+	Shape  []int64  `json:"shape,omitempty"`
+	Axes   []string `json:"mesh_axes,omitempty"`
+	// Reduction is a reduction's collective (all_reduce or reduce_scatter).
+	Reduction      string  `json:"reduction,omitempty"`
+	BytesPerDevice int64   `json:"bytes_per_device"`
+	TimeUS         float64 `json:"time_us"`
+	// FullRematerialization: the site's plan (program) or XLA's emitted chain (compiled)
+	// makes the whole tensor on every device.
+	FullRematerialization bool `json:"full_rematerialization"`
+	// XLAFullRematerialization (program reshards): XLA's partitioner would take its
+	// last-resort path here; SuggestedConstraints then avoid it.
+	XLAFullRematerialization bool         `json:"xla_full_rematerialization,omitempty"`
+	XLATimeUS                *float64     `json:"xla_time_us,omitempty"`
+	SuggestedConstraints     []Suggestion `json:"suggested_constraints,omitempty"`
+	SuggestionNote           string       `json:"suggestion_note,omitempty"`
+	// PeakBytesPerDevice is the largest buffer the site's plan makes.
+	PeakBytesPerDevice int64 `json:"peak_bytes_per_device,omitempty"`
+	// Plan (reshards) and Steps (reductions) are the site's plan, as /v1/graph gives it.
+	Plan  *GraphPlan `json:"plan,omitempty"`
+	Steps []StepJSON `json:"steps,omitempty"`
+	// Collective is the site's index in collectives (compiled).
+	Collective *int `json:"collective,omitempty"`
+} // @name AuditSite
+
+// AuditMemory is the per-device memory timeline over the program's op order.
+type AuditMemory struct {
+	PeakBytesPerDevice int64         `json:"peak_bytes_per_device"`
+	PeakOp             string        `json:"peak_op"`
+	PeakLocation       AuditLocation `json:"peak_location"`
+	// HeldBytesPerDevice are the arguments' and results' tiles, live throughout.
+	HeldBytesPerDevice         int64  `json:"held_bytes_per_device"`
+	MemoryBudgetBytesPerDevice *int64 `json:"memory_budget_bytes_per_device,omitempty"`
+	// OverBudget: some op's bytes exceed the budget; OverBudgetOps lists them (the
+	// first 100) and OverBudgetCount counts them.
+	OverBudget      bool          `json:"over_budget"`
+	OverBudgetOps   []string      `json:"over_budget_ops,omitempty"`
+	OverBudgetCount int           `json:"over_budget_count,omitempty"`
+	Timeline        []MemoryPoint `json:"timeline"`
+} // @name AuditMemory
+
+// MemoryPoint is the memory at one op: live tiles plus the transient buffers of its
+// reshards and reductions.
+type MemoryPoint struct {
+	Op             string `json:"op"`
+	LiveBytes      int64  `json:"live_bytes"`
+	TransientBytes int64  `json:"transient_bytes"`
+	Bytes          int64  `json:"bytes"`
+} // @name MemoryPoint
+
+// AuditTotals sum the sites.
+type AuditTotals struct {
+	// TimeUS sums every site (a serial upper bound; no overlap assumed).
+	TimeUS         float64 `json:"time_us"`
+	BytesPerDevice int64   `json:"bytes_per_device"`
+	Sites          int     `json:"sites"`
+	Top10TimeUS    float64 `json:"top10_time_us"`
+	// Top10Share is Top10TimeUS / TimeUS (0 when nothing communicates).
+	Top10Share float64 `json:"top10_share"`
+	// FullRematerializations counts the sites whose plan (or XLA's emitted chain) makes
+	// a whole tensor on every device.
+	FullRematerializations int `json:"full_rematerializations"`
+	// XLARemats (program) are the reshards XLA's partitioner would fully rematerialize,
+	// with the constraints that avoid each.
+	XLARemats []AuditRemat `json:"xla_remats"`
+} // @name AuditTotals
+
+// AuditRemat is one site XLA would fully rematerialize, and its fix.
+type AuditRemat struct {
+	Rank                 int           `json:"rank"`
+	Op                   string        `json:"op"`
+	Tensor               string        `json:"tensor,omitempty"`
+	Location             AuditLocation `json:"location"`
+	TimeUS               float64       `json:"time_us"`
+	SuggestedConstraints []Suggestion  `json:"suggested_constraints,omitempty"`
+	SuggestionNote       string        `json:"suggestion_note,omitempty"`
+} // @name AuditRemat
+
+// HLOCollective is one collective instruction of a compiled module, decoded and priced.
+type HLOCollective struct {
+	Computation string `json:"computation" example:"main.0_spmd"`
+	Name        string `json:"name" example:"all-gather.1"`
+	Opcode      string `json:"opcode" example:"all-gather"`
+	// Kind is the collective in the step vocabulary (all_gather, all_to_all, ...).
+	Kind       string   `json:"kind" example:"all_gather"`
+	Line       int      `json:"line"`
+	Column     int      `json:"column"`
+	OpName     string   `json:"op_name,omitempty" example:"jit(f)/reshard"`
+	SourceFile string   `json:"source_file,omitempty"`
+	SourceLine int      `json:"source_line,omitempty"`
+	ChannelID  int      `json:"channel_id,omitempty"`
+	Dimensions []int64  `json:"dimensions,omitempty"`
+	GroupSize  int      `json:"group_size"`
+	GroupCount int      `json:"group_count"`
+	Pairs      [][2]int `json:"pairs,omitempty"`
+	// MeshAxes are the axes its groups run over (collective-permute: the axes some pair
+	// moves along); AxesNote says why they are missing.
+	MeshAxes              []string `json:"mesh_axes"`
+	AxesNote              string   `json:"axes_note,omitempty"`
+	InBytes               int64    `json:"in_bytes"`
+	OutBytes              int64    `json:"out_bytes"`
+	BytesPerDevice        int64    `json:"bytes_per_device"`
+	TimeUS                float64  `json:"time_us"`
+	LatencyUS             float64  `json:"latency_us"`
+	BandwidthUS           float64  `json:"bandwidth_us"`
+	Link                  string   `json:"link,omitempty"`
+	FullRematerialization bool     `json:"full_rematerialization"`
+} // @name HLOCollective
+
+// HLOParameter is an entry parameter of a compiled module.
+type HLOParameter struct {
+	Name string `json:"name" example:"param"`
+	// Shape is one device's buffer; GlobalShape the whole array (from the sharding's
+	// tile counts).
+	Shape         []int64 `json:"shape"`
+	GlobalShape   []int64 `json:"global_shape,omitempty"`
+	DType         string  `json:"dtype" example:"f32"`
+	Sharding      string  `json:"sharding,omitempty" example:"{devices=[2,1,4]<=[8] last_tile_dim_replicate}"`
+	PartitionSpec string  `json:"partition_spec,omitempty" example:"P('X', None)"`
+} // @name HLOParameter
+
+// HLORemat is XLA's full-rematerialization pattern in a compiled module: gathers to the
+// whole tensor, then a dynamic-slice.
+type HLORemat struct {
+	Computation    string   `json:"computation"`
+	Gathers        []string `json:"gathers"`
+	Slice          string   `json:"slice" example:"multiply_dynamic-slice_fusion"`
+	Line           int      `json:"line"`
+	Column         int      `json:"column"`
+	Shape          []int64  `json:"shape"`
+	Source         string   `json:"source"`
+	SourceSharding string   `json:"source_sharding,omitempty"`
+	// SourcePartitionSpec is SourceSharding on the request's mesh, when it reads there.
+	SourcePartitionSpec string  `json:"source_partition_spec,omitempty"`
+	OpName              string  `json:"op_name,omitempty"`
+	TimeUS              float64 `json:"time_us"`
+	BytesPerDevice      int64   `json:"bytes_per_device"`
+	// TargetPartitionSpec is the sharding the dynamic-slice cuts (its start indices
+	// evaluated for every partition), when it reads on the mesh.
+	TargetPartitionSpec string `json:"target_partition_spec,omitempty"`
+	// Plan is shardplan's plan of the same reshard (source to target) and SavedUS the
+	// time it saves over XLA's chain; SuggestedConstraints let XLA avoid its fallback.
+	Plan                 *GraphPlan   `json:"plan,omitempty"`
+	SavedUS              *float64     `json:"saved_us,omitempty"`
+	SuggestedConstraints []Suggestion `json:"suggested_constraints,omitempty"`
+	// Note says why there is no plan beside (a side's sharding does not read).
+	Note string `json:"note,omitempty"`
+} // @name HLORemat
+
+// audit godoc
+//
+//	@Summary		Audit a program before and after XLA: where the communication time and the memory go, line by line
+//	@Description	Takes what POST /v1/graph takes (a graph, `module` with StableHLO text, or an `application/mlir` body) and answers every collective site the propagated program needs, ranked by time, with its source location from the module's `loc(...)` (file, line, op name), bytes, plan and whether it fully rematerializes; XLA's predicted remats with the sharding constraints that avoid each; and a per-device memory timeline (live tiles by last use, arguments and results held throughout, each reshard's largest buffer while it runs) with its peak, against `memory_budget_bytes_per_device`. Strategy defaults to `xla` (what the compiler does). A compiled HLO module (`hlo_module`, or a `text/x-hlo` body) instead has every emitted collective decoded onto `mesh` (default: one axis of num_partitions devices), priced, totalled, and XLA's gather-then-dynamic-slice remats found. `Accept: text/plain` gives a terminal report.
+//	@Tags			graph
+//	@Accept			json
+//	@Accept			application/mlir
+//	@Accept			text/x-hlo
+//	@Produce		json
+//	@Produce		text/plain
+//	@Produce		application/problem+json
+//	@Param			request							body		AuditRequest	true	"a graph request (tensors/ops or module), or hlo_module; an application/mlir or text/x-hlo body is the module's text"
+//	@Param			function						query		string			false	"application/mlir body: the function to audit (default main)"
+//	@Param			mesh							query		string			false	"raw body: the mesh as \"x=2,y=4\""
+//	@Param			strategy						query		string			false	"application/mlir body: xla (default) or optimal"	Enums(optimal, xla)
+//	@Param			cost_model						query		string			false	"raw body: a cost model profile name"
+//	@Param			memory_budget_bytes_per_device	query		int				false	"raw body: the per-device memory budget"
+//	@Success		200								{object}	AuditResponse
+//	@Failure		400								{object}	Problem	"invalid request, graph, module (naming its line and column), or an HLO module where StableHLO is expected (and the reverse)"
+//	@Failure		401								{object}	Problem	"no or a wrong API key (when SHARDPLAN_API_KEYS is set)"
+//	@Failure		408								{object}	Problem	"the body did not arrive within SHARDPLAN_BODY_READ_TIMEOUT"
+//	@Failure		413								{object}	Problem	"body too large"
+//	@Failure		415								{object}	Problem	"neither JSON, application/mlir nor text/x-hlo"
+//	@Failure		422								{object}	Problem	"response-too-large"
+//	@Failure		429								{object}	Problem	"over the per-client rate limit"
+//	@Failure		503								{object}	Problem	"overloaded or timed out"
+//	@Router			/v1/audit [post]
+func (s *Server) audit(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if body, err = auditEnvelope(r, body); err != nil {
+		return err
+	}
+	return s.respondExact(w, r, "audit", body, true, func(ctx context.Context, text bool, _ *string) ([]byte, bool, error) {
+		resp, err := s.runAudit(ctx, body)
+		if err != nil {
+			return nil, false, err
+		}
+		if text {
+			return []byte(AuditText(resp)), false, nil
+		}
+		out, err := encodeJSON(resp)
+		return out, false, err
+	})
+}
+
+// auditQuery lists the query parameters of a raw text/x-hlo body.
+var auditQuery = []string{"mesh", "cost_model", "memory_budget_bytes_per_device"}
+
+// auditEnvelope turns a raw body (application/mlir or text/x-hlo) and its query
+// parameters into the equivalent JSON body; a JSON body is returned as is.
+func auditEnvelope(r *http.Request, body []byte) ([]byte, error) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != hloMediaType && mt != mlirMediaType {
+		return body, nil
+	}
+	q := r.URL.Query()
+	var budget *int64
+	if v := q.Get("memory_budget_bytes_per_device"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("memory_budget_bytes_per_device", "must be a positive integer of bytes (got %q)", v))
+		}
+		budget = &n
+	}
+	if mt == mlirMediaType {
+		q.Del("memory_budget_bytes_per_device")
+		r2 := r.Clone(r.Context())
+		r2.URL.RawQuery = q.Encode()
+		env, err := moduleEnvelope(r2, body)
+		if err != nil || budget == nil {
+			return env, err
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(env, &m); err != nil {
+			return nil, err
+		}
+		m["memory_budget_bytes_per_device"] = json.RawMessage(strconv.FormatInt(*budget, 10))
+		return json.Marshal(m)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf(hlo.Field, "the request body is empty; send the compiled module's text"))
+	}
+	if err := checkQuery(q, auditQuery, "a text/x-hlo body"); err != nil {
+		return nil, err
+	}
+	env := map[string]any{"hlo_module": string(body)}
+	if v := q.Get("mesh"); v != "" {
+		env["mesh"] = v
+	}
+	if v := q.Get("cost_model"); v != "" {
+		env["cost_model"] = v
+	}
+	if budget != nil {
+		env["memory_budget_bytes_per_device"] = *budget
+	}
+	return json.Marshal(env) // map keys marshal sorted: equal requests give equal bytes
+}
+
+// auditFields are the top-level fields an audit reads beside a graph request's.
+type auditFields struct {
+	HLOModule json.RawMessage `json:"hlo_module"`
+	Budget    json.RawMessage `json:"memory_budget_bytes_per_device"`
+}
+
+// runAudit audits the body: a compiled module, or a program.
+func (s *Server) runAudit(ctx context.Context, body []byte) (*AuditResponse, error) {
+	var f auditFields
+	if err := json.Unmarshal(body, &f); err != nil {
+		return nil, decodeBytes(body, &struct{}{}) // names the syntax error
+	}
+	if len(f.HLOModule) > 0 && string(f.HLOModule) != "null" {
+		return s.auditCompiled(ctx, body)
+	}
+	budget, err := readBudget(f.Budget)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Budget) > 0 {
+		if body, err = withoutKey(body, "memory_budget_bytes_per_device"); err != nil {
+			return nil, err
+		}
+	}
+	in, err := s.prepareGraph(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	if in.req.Strategy == "" {
+		in.strategy = planner.XLA
+	}
+	return s.auditProgram(ctx, in, budget)
+}
+
+func readBudget(raw json.RawMessage) (*int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	if err != nil || n < 1 {
+		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("memory_budget_bytes_per_device", "must be a positive integer of bytes (got %s)", raw))
+	}
+	return &n, nil
+}
+
+// withoutKey re-encodes a JSON object without one top-level key.
+func withoutKey(body []byte, key string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, decodeBytes(body, &struct{}{})
+	}
+	delete(m, key)
+	return json.Marshal(m)
+}
+
+// looksLikeHLO reports whether text starts as a compiled HLO module.
+func looksLikeHLO(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), "HloModule ")
+}
+
+// auditProgram plans and audits a graph or a StableHLO module.
+func (s *Server) auditProgram(ctx context.Context, in *graphInput, budget *int64) (*AuditResponse, error) {
+	start := time.Now()
+	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort}
+	if budget != nil {
+		req.BudgetBytes = *budget
+	}
+	locate := func(op string) AuditLocation { return AuditLocation{} }
+	if imp := in.imp; imp != nil {
+		locate = func(op string) AuditLocation {
+			l, _ := imp.OpLocation(op)
+			return AuditLocation{File: l.File, Line: l.Line, OpName: l.Name, ModuleLine: imp.OpLine(op)}
+		}
+		req.Locate = func(op string) audit.Location {
+			l, _ := imp.OpLocation(op)
+			return audit.Location{File: l.File, Line: l.Line, OpName: l.Name}
+		}
+	}
+	res, err := audit.Run(ctx, req)
+	s.metrics.observePlan("audit", in.strategy, start)
+	if err != nil {
+		return nil, in.locate(err)
+	}
+	m := in.mesh
+	sw := &shardingWriter{m: m}
+	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.listsFor(m, in.include), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	resp := &AuditResponse{Input: "program", Mesh: meshJSON(m), CostModel: in.model.Name(), Strategy: string(in.strategy), Sites: make([]AuditSite, len(res.Sites))}
+	for i := range res.Sites {
+		site := &res.Sites[i]
+		gc, _, err := cr.render(ctx, site.Collective)
+		if err != nil {
+			return nil, err
+		}
+		as := AuditSite{Rank: i + 1, Location: locate(site.Op), Kind: gc.Kind, Op: gc.OpName, Tensor: gc.Tensor, Shape: gc.Shape, Axes: gc.MeshAxes,
+			Reduction: gc.Reduction, BytesPerDevice: gc.BytesPerDevice, TimeUS: gc.TimeUS, FullRematerialization: gc.FullRematerialization,
+			PeakBytesPerDevice: site.Plan.Summary.PeakBytesPerDevice, Plan: gc.Plan, Steps: gc.Steps}
+		if site.Kind == graphplan.KindReshard {
+			as.XLAFullRematerialization = site.XLARemat()
+			if site.XLA != nil && in.strategy != planner.XLA {
+				t := site.XLA.Summary.TimeUS
+				as.XLATimeUS = &t
+			}
+			if info := site.XLAInfo; info != nil && as.XLAFullRematerialization {
+				as.SuggestedConstraints = appendSuggestions(nil, info.Suggested, sw)
+				as.SuggestionNote = info.SuggestionNote
+			}
+		}
+		resp.Sites[i] = as
+	}
+	t := res.Totals
+	resp.Totals = AuditTotals{TimeUS: t.TimeUS, BytesPerDevice: t.BytesPerDevice, Sites: t.Sites, Top10TimeUS: t.Top10TimeUS, Top10Share: t.Top10Share,
+		FullRematerializations: t.FullRematerializations, XLARemats: []AuditRemat{}}
+	for _, i := range t.XLARemats {
+		as := &resp.Sites[i]
+		resp.Totals.XLARemats = append(resp.Totals.XLARemats, AuditRemat{Rank: as.Rank, Op: as.Op, Tensor: as.Tensor, Location: as.Location,
+			TimeUS: as.TimeUS, SuggestedConstraints: as.SuggestedConstraints, SuggestionNote: as.SuggestionNote})
+	}
+	mem := res.Memory
+	am := &AuditMemory{PeakBytesPerDevice: mem.PeakBytesPerDevice, PeakOp: mem.PeakOp, HeldBytesPerDevice: mem.HeldBytes,
+		MemoryBudgetBytesPerDevice: budget, OverBudget: len(mem.OverBudget) > 0, OverBudgetCount: len(mem.OverBudget),
+		Timeline: make([]MemoryPoint, len(mem.Timeline))}
+	if mem.PeakOp != "" {
+		am.PeakLocation = locate(mem.PeakOp)
+	}
+	am.OverBudgetOps = mem.OverBudget[:min(len(mem.OverBudget), 100)]
+	for i, p := range mem.Timeline {
+		am.Timeline[i] = MemoryPoint{Op: p.Op, LiveBytes: p.LiveBytes, TransientBytes: p.TransientBytes, Bytes: p.Total()}
+	}
+	resp.Memory = am
+	if in.imp != nil {
+		resp.OpaqueOps = opaqueOpsJSON(in.imp.Opaque)
+	}
+	return resp, nil
+}
+
+// auditCompiled decodes and prices a compiled HLO module.
+func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(body, &keys); err != nil {
+		return nil, decodeBytes(body, &struct{}{})
+	}
+	var fes sharding.Errors
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if !slices.Contains(hloAuditFields, k) {
+			fes = append(fes, sharding.Fieldf(k, "a compiled module's audit takes %s only; leave %s out, or send a program as module or a graph", strings.Join(hloAuditFields, ", "), k))
+		}
+	}
+	if len(fes) > 0 {
+		return nil, Invalid(slugInvalidRequest, "Invalid request", fes...)
+	}
+	var req hloAuditRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.HLOModule) == "" {
+		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf(hlo.Field, "is empty; paste the text of jax.jit(f).lower(x).compile().as_text()"))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	model, err := cost.Resolve(req.CostModel, "cost_model")
+	if err != nil {
+		fes = appendFieldErrors(fes, err)
+	}
+	var mesh *sharding.Mesh
+	if raw := bytes.TrimSpace(req.Mesh); len(raw) > 0 && string(raw) != "null" {
+		m, err := parseMesh(req.Mesh, "mesh", s.limits)
+		if err != nil {
+			return nil, err
+		}
+		mesh = m
+	}
+	lim := hlo.Limits{MaxInstructions: s.limits.MaxGraphOps, MaxDevices: s.limits.MaxDevices}
+	mod, err := hlo.Parse(req.HLOModule, lim)
+	if err != nil {
+		fes = appendFieldErrors(fes, err)
+	}
+	if len(fes) > 0 {
+		return nil, fes
+	}
+	start := time.Now()
+	// 256 distinct groupings of the largest mesh the server takes.
+	a, err := hlo.Analyze(mod, hlo.Options{Mesh: mesh, MeshField: "mesh", Model: model, MaxDecodeWork: 256 * s.limits.MaxDevices})
+	s.metrics.observePlan("audit", planner.XLA, start)
+	if err != nil {
+		return nil, err
+	}
+	// shardplan's plans beside XLA's are an extra: they get half the time the request has
+	// left, and the audit answers without those that do not finish in it.
+	pctx, cancel := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		pctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+	}
+	plans, err := audit.PlanRemats(pctx, a, model)
+	cancel()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	unfinished := err != nil
+	resp := compiledResponse(a, model)
+	resp.Memory = compiledMemory(a, req.MemoryBudgetBytesPerDevice)
+	sw := &shardingWriter{m: a.Mesh}
+	cr := collectiveRenderer{sw: sw, model: model, lists: s.listsFor(a.Mesh, nil), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	for i, rp := range plans {
+		hr := &resp.Remats[i]
+		hr.Note = a.Remats[i].Note
+		if to := a.Remats[i].To; to != nil {
+			hr.TargetPartitionSpec, _ = to.PartitionSpecText()
+		}
+		if rp == nil {
+			if unfinished && hr.Note == "" && a.Remats[i].From != nil && a.Remats[i].To != nil {
+				hr.Note = "not planned within half the request's time (SHARDPLAN_REQUEST_TIMEOUT): POST /v1/reshard with these shardings plans it alone"
+			}
+			if i >= audit.MaxRematPlans && hr.Note == "" {
+				hr.Note = "not planned: a module's first " + strconv.Itoa(audit.MaxRematPlans) + " remats are"
+			}
+			continue
+		}
+		gc, _, err := cr.render(ctx, rp.Reshard)
+		if err != nil {
+			return nil, err
+		}
+		saved := rp.SavedUS
+		hr.Plan, hr.SavedUS = gc.Plan, &saved
+		if info := rp.Reshard.XLA; info != nil {
+			hr.SuggestedConstraints = appendSuggestions(nil, info.Suggested, sw)
+		}
+		// The plan's own XLA fields describe the XLA prediction, not shardplan's plan.
+		hr.Plan.XLAWarning, hr.Plan.XLAPath, hr.Plan.SuggestedConstraints, hr.Plan.SuggestionNote = "", nil, nil, ""
+	}
+	return resp, nil
+}
+
+// compiledMemory renders the estimate of one device's memory over the entry
+// computation's schedule.
+func compiledMemory(a *hlo.Analysis, budget *int64) *AuditMemory {
+	mem := a.Memory()
+	am := &AuditMemory{PeakBytesPerDevice: mem.PeakBytes, HeldBytesPerDevice: mem.HeldBytes, MemoryBudgetBytesPerDevice: budget,
+		Timeline: make([]MemoryPoint, len(mem.Timeline))}
+	for i, p := range mem.Timeline {
+		am.Timeline[i] = MemoryPoint{Op: p.Instr, LiveBytes: p.LiveBytes, Bytes: p.LiveBytes}
+		if budget != nil && p.LiveBytes > *budget {
+			am.OverBudgetCount++
+			if len(am.OverBudgetOps) < 100 {
+				am.OverBudgetOps = append(am.OverBudgetOps, p.Instr)
+			}
+		}
+	}
+	am.OverBudget = am.OverBudgetCount > 0
+	if len(mem.Timeline) > 0 {
+		peak := mem.Timeline[mem.PeakIndex]
+		am.PeakOp = peak.Instr
+		in := a.Module.Entry.Instrs[mem.PeakIndex]
+		md := hlo.ParseMetadata(in.Attrs["metadata"])
+		am.PeakLocation = AuditLocation{File: md.SourceFile, Line: md.SourceLine, OpName: md.OpName, ModuleLine: peak.Line}
+	}
+	return am
+}
+
+// compiledResponse renders a compiled module's analysis.
+func compiledResponse(a *hlo.Analysis, model cost.Model) *AuditResponse {
+	resp := &AuditResponse{Input: "compiled", Mesh: meshJSON(a.Mesh), CostModel: model.Name(),
+		Collectives: make([]HLOCollective, len(a.Collectives)), Remats: []HLORemat{}}
+	order := make([]int, len(a.Collectives))
+	for i, c := range a.Collectives {
+		order[i] = i
+		resp.Collectives[i] = HLOCollective{Computation: c.Computation, Name: c.Name, Opcode: c.Opcode, Kind: string(c.Kind), Line: c.Line, Column: c.Column,
+			OpName: c.Metadata.OpName, SourceFile: c.Metadata.SourceFile, SourceLine: c.Metadata.SourceLine, ChannelID: c.ChannelID, Dimensions: c.Dims,
+			GroupSize: c.GroupSize, GroupCount: c.GroupCount, MeshAxes: refStrings(c.MeshAxes), AxesNote: c.AxesNote,
+			InBytes: c.InBytes, OutBytes: c.OutBytes, BytesPerDevice: c.BytesPerDevice,
+			TimeUS: c.Cost.TimeUS, LatencyUS: c.Cost.LatencyUS, BandwidthUS: c.Cost.BandwidthUS, Link: c.Cost.Link, FullRematerialization: c.FullRematerialization}
+		if len(c.Pairs) <= 1024 {
+			resp.Collectives[i].Pairs = c.Pairs
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		tx, ty := a.Collectives[x].Cost.TimeUS, a.Collectives[y].Cost.TimeUS
+		switch {
+		case tx > ty:
+			return -1
+		case tx < ty:
+			return 1
+		}
+		return 0
+	})
+	resp.Sites = make([]AuditSite, len(order))
+	t := &resp.Totals
+	t.XLARemats = []AuditRemat{}
+	for rank, i := range order {
+		c := &resp.Collectives[i]
+		idx := i
+		resp.Sites[rank] = AuditSite{Rank: rank + 1, Location: AuditLocation{File: c.SourceFile, Line: c.SourceLine, OpName: c.OpName, ModuleLine: c.Line},
+			Kind: c.Kind, Op: c.Name, Axes: c.MeshAxes, BytesPerDevice: c.BytesPerDevice, TimeUS: c.TimeUS, FullRematerialization: c.FullRematerialization, Collective: &idx}
+		t.TimeUS += c.TimeUS
+		t.BytesPerDevice += c.BytesPerDevice
+		if rank < 10 {
+			t.Top10TimeUS += c.TimeUS
+		}
+		if c.FullRematerialization {
+			t.FullRematerializations++
+		}
+	}
+	t.Sites = len(order)
+	if t.TimeUS > 0 {
+		t.Top10Share = t.Top10TimeUS / t.TimeUS
+	}
+	for _, p := range a.Parameters() {
+		hp := HLOParameter{Name: p.Name, Shape: p.Shape.Dims, GlobalShape: p.GlobalShape, DType: p.Shape.Elem, Sharding: p.Sharding}
+		if p.Read != nil {
+			hp.PartitionSpec, _ = p.Read.PartitionSpecText()
+		}
+		resp.Parameters = append(resp.Parameters, hp)
+	}
+	for _, r := range a.Remats {
+		hr := HLORemat{Computation: r.Computation, Gathers: r.Gathers, Slice: r.Slice, Line: r.Line, Column: r.Column, Shape: r.Shape.Dims,
+			Source: r.Source, SourceSharding: r.SourceSharding, OpName: r.Metadata.OpName, TimeUS: r.TimeUS, BytesPerDevice: r.BytesPerDevice}
+		if r.SourceSharding != "" && len(r.Shape.Dims) > 0 {
+			if sh, err := sharding.ParseHLO(r.SourceSharding, a.Mesh, r.Shape.Dims, "sharding"); err == nil {
+				if ps, ok := sh.PartitionSpecText(); ok {
+					hr.SourcePartitionSpec = ps
+				}
+			}
+		}
+		resp.Remats = append(resp.Remats, hr)
+	}
+	return resp
+}

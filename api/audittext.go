@@ -1,0 +1,166 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+)
+
+// AuditText renders an audit for a person in a terminal: totals, the dearest sites with
+// their source lines, the memory peak, and the remats with their fixes. The server
+// answers it to Accept: text/plain and the CLI prints it.
+func AuditText(a *AuditResponse) string {
+	var b strings.Builder
+	t := a.Totals
+	what := "program"
+	if a.Input == "compiled" {
+		what = "compiled module"
+	}
+	fmt.Fprintf(&b, "audit of a %s on mesh %s, cost model %s", what, meshText(a.Mesh), a.CostModel)
+	if a.Strategy != "" {
+		fmt.Fprintf(&b, ", strategy %s", a.Strategy)
+	}
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "communication: %s over %d site(s), %s per device; top 10 sites: %s (%.0f%%)\n",
+		us(t.TimeUS), t.Sites, byteSize(t.BytesPerDevice), us(t.Top10TimeUS), 100*t.Top10Share)
+	if len(a.Sites) > 0 {
+		b.WriteString("\ntop sites:\n")
+		fmt.Fprintf(&b, "  %4s  %12s  %12s  %-34s  %s\n", "rank", "time", "bytes/device", "where", "what")
+		for _, s := range a.Sites[:min(len(a.Sites), 10)] {
+			fmt.Fprintf(&b, "  %4d  %12s  %12s  %-34s  %s\n", s.Rank, us(s.TimeUS), byteSize(s.BytesPerDevice), where(s.Location), siteWhat(&s))
+		}
+	}
+	if m := a.Memory; m != nil {
+		fmt.Fprintf(&b, "\nmemory: peak %s per device at op %s", byteSize(m.PeakBytesPerDevice), m.PeakOp)
+		if w := where(m.PeakLocation); w != "-" {
+			fmt.Fprintf(&b, " (%s)", w)
+		}
+		fmt.Fprintf(&b, "; arguments and results hold %s\n", byteSize(m.HeldBytesPerDevice))
+		if m.MemoryBudgetBytesPerDevice != nil {
+			if m.OverBudget {
+				fmt.Fprintf(&b, "OVER BUDGET: %d op(s) exceed %s per device, first %s\n", m.OverBudgetCount, byteSize(*m.MemoryBudgetBytesPerDevice), m.OverBudgetOps[0])
+			} else {
+				fmt.Fprintf(&b, "within the budget of %s per device\n", byteSize(*m.MemoryBudgetBytesPerDevice))
+			}
+		}
+	}
+	switch {
+	case a.Input == "compiled":
+		fmt.Fprintf(&b, "\nfull rematerializations: %d\n", len(a.Remats))
+		for _, r := range a.Remats {
+			fmt.Fprintf(&b, "  line %d: %s make %%%s", r.Line, strings.Join(prefixAll(r.Gathers, "%"), ", "), r.Source)
+			if r.SourcePartitionSpec != "" {
+				fmt.Fprintf(&b, " %s", r.SourcePartitionSpec)
+			}
+			fmt.Fprintf(&b, " whole (%v) on every device, then %%%s slices it: %s, %s per device\n", r.Shape, r.Slice, us(r.TimeUS), byteSize(r.BytesPerDevice))
+			if r.Plan != nil && r.SavedUS != nil {
+				fmt.Fprintf(&b, "    shardplan: %s -> %s in %s (%d step(s)), saving %s\n", r.SourcePartitionSpec, r.TargetPartitionSpec,
+					us(r.Plan.Summary.TimeUS), len(r.Plan.Steps), us(*r.SavedUS))
+			}
+			if r.Plan == nil && r.Note != "" {
+				fmt.Fprintf(&b, "    no plan beside: %s\n", r.Note)
+			}
+			if len(r.SuggestedConstraints) > 0 {
+				b.WriteString("    fix: insert these sharding constraints, in order:")
+				for _, sc := range r.SuggestedConstraints {
+					fmt.Fprintf(&b, " %s", suggestionText(sc))
+				}
+				b.WriteString("\n")
+			}
+		}
+	default:
+		fmt.Fprintf(&b, "\nXLA full rematerializations: %d\n", len(t.XLARemats))
+		for _, r := range t.XLARemats {
+			fmt.Fprintf(&b, "  #%d %s (op %s, tensor %s)\n", r.Rank, where(r.Location), r.Op, r.Tensor)
+			switch {
+			case len(r.SuggestedConstraints) > 0:
+				b.WriteString("    fix: insert these sharding constraints, in order:")
+				for _, sc := range r.SuggestedConstraints {
+					fmt.Fprintf(&b, " %s", suggestionText(sc))
+				}
+				b.WriteString("\n")
+			case r.SuggestionNote != "":
+				fmt.Fprintf(&b, "    no fix: %s\n", r.SuggestionNote)
+			}
+		}
+	}
+	return b.String()
+}
+
+func siteWhat(s *AuditSite) string {
+	switch {
+	case s.Kind == "reshard" && s.Plan != nil:
+		w := fmt.Sprintf("reshard %s of op %s: %s -> %s", s.Tensor, s.Op, shardingText(s.Plan.Source), shardingText(s.Plan.Target))
+		if s.XLAFullRematerialization {
+			w += " [XLA REMAT]"
+		}
+		if s.FullRematerialization {
+			w += " [REMAT]"
+		}
+		return w
+	case s.Kind == "reduction":
+		return fmt.Sprintf("%s of %s for op %s over %s", s.Reduction, s.Tensor, s.Op, strings.Join(s.Axes, ","))
+	}
+	w := fmt.Sprintf("%s %%%s over (%s)", s.Kind, s.Op, strings.Join(s.Axes, ","))
+	if s.FullRematerialization {
+		w += " [REMAT]"
+	}
+	return w
+}
+
+func where(l AuditLocation) string {
+	switch {
+	case l.File != "":
+		return fmt.Sprintf("%s:%d", l.File, l.Line)
+	case l.OpName != "":
+		return l.OpName
+	case l.ModuleLine > 0:
+		return fmt.Sprintf("module line %d", l.ModuleLine)
+	}
+	return "-"
+}
+
+func shardingText(s ShardingJSON) string {
+	if s.PartitionSpec != "" {
+		return s.PartitionSpec
+	}
+	return s.Text
+}
+
+func suggestionText(sc Suggestion) string {
+	if sc.PartitionSpec != "" {
+		return sc.PartitionSpec
+	}
+	return sc.Sharding.Text
+}
+
+func meshText(m MeshObject) string {
+	parts := make([]string, len(m.Axes))
+	for i, a := range m.Axes {
+		parts[i] = fmt.Sprintf("%s=%d", a.Name, a.Size)
+	}
+	return strings.Join(parts, ",")
+}
+
+func prefixAll(ss []string, p string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = p + s
+	}
+	return out
+}
+
+func us(t float64) string { return fmt.Sprintf("%.2f us", t) }
+
+// byteSize prints n bytes with a binary unit.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}

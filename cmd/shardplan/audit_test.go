@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func seedHLO(n string) string {
+	return filepath.Join("..", "..", "internal", "hlo", "testdata", "seed003_case"+n+".hlo")
+}
+
+// TestCLIAudit runs audit against a real server on a random loopback port and checks
+// its exit status for every gate. The MLP module's memory peak is 49664 bytes per
+// device and its communication 6.07 us (api's TestAuditStableHLOMLP).
+func TestCLIAudit(t *testing.T) {
+	server := realServer(t)
+	mlp := example("graph-stablehlo-mlp.mlir")
+	big := "C=1,D=2,Y=8,X=4,T=4"
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr []string
+		json   bool
+	}{
+		{"module, no gate", []string{"audit", mlp}, exitOK, []string{"/tmp/mlp.py:12", "memory: peak 48.5 KiB per device at op 2"}, nil, false},
+		{"within every gate", []string{"audit", mlp, "--memory-budget", "49664", "--max-time-us", "7", "--fail-on-remat"}, exitOK, []string{"within the budget"}, nil, false},
+		{"over the memory budget", []string{"audit", mlp, "--memory-budget", "49663"}, exitViolation, []string{"OVER BUDGET"}, []string{"memory peak 49664 bytes per device at op 2 exceeds --memory-budget 49663"}, false},
+		{"over the time threshold", []string{"audit", mlp, "--max-time-us", "6"}, exitViolation, nil, []string{"communication time 6.07 us exceeds --max-time-us 6"}, false},
+		{"graph with an XLA remat", []string{"audit", example("graph-ci-gate.json"), "--fail-on-remat"}, exitViolation, []string{"XLA full rematerializations: 1", "P('D', ('X','Y','T'))"}, []string{"1 full rematerialization(s)"}, false},
+		{"graph with an XLA remat, no gate", []string{"audit", example("graph-ci-gate.json")}, exitOK, []string{"XLA full rematerializations: 1"}, nil, false},
+		{"compiled with a remat", []string{"audit", seedHLO("4"), "--mesh", big, "--fail-on-remat"}, exitViolation, []string{"full rematerializations: 1", "all_gather %all-gather.1 over (D) [REMAT]", "shardplan: P('D', ('X','Y')) -> P(None, ('D','Y','X','T')) in 12.64 us", "fix: insert these sharding constraints, in order: P('D', ('X','Y','T'))"}, []string{"--fail-on-remat"}, false},
+		{"compiled over the memory budget", []string{"audit", seedHLO("4"), "--mesh", big, "--memory-budget", "16777216"}, exitViolation, []string{"memory: peak 24.3 MiB per device at op all-gather.1"}, []string{"exceeds --memory-budget 16777216"}, false},
+		{"compiled without remat", []string{"audit", seedHLO("1"), "--mesh", "X=2,Y=4", "--fail-on-remat"}, exitOK, []string{"collective_permute %collective-permute over (X,Y)"}, nil, false},
+		{"json and a failed gate", []string{"audit", "--json", seedHLO("4"), "--fail-on-remat"}, exitViolation, []string{`"input":"compiled"`}, nil, true},
+		{"bad mesh", []string{"audit", seedHLO("1"), "--mesh", "x=3"}, exitBadInput, nil, []string{"400 Invalid mesh", "the module runs on 8"}, false},
+		{"not a module", []string{"audit", example("graph-stablehlo-mlp.json"), "--mesh", "nonsense"}, exitBadInput, nil, []string{"400"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, nil, "", append([]string{"--server", server}, tc.args...)...)
+			require.Equal(t, tc.code, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			for _, want := range tc.stdout {
+				assert.Contains(t, r.stdout, want)
+			}
+			for _, want := range tc.stderr {
+				assert.Contains(t, r.stderr, want)
+			}
+			if tc.json {
+				assert.True(t, json.Valid([]byte(r.stdout)), r.stdout)
+			}
+		})
+	}
+}
+
+// TestCLIAuditInProcess: without --server the audit runs in-process with the same answer.
+func TestCLIAuditInProcess(t *testing.T) {
+	r := runCLI(t, nil, "", "audit", example("graph-stablehlo-mlp.mlir"), "--max-time-us", "6")
+	assert.Equal(t, exitViolation, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "/tmp/mlp.py:12")
+}

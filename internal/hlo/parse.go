@@ -1,0 +1,616 @@
+package hlo
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/shardplan/shardplan/internal/fielderr"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// Field is the wire field every module error names.
+const Field = "hlo_module"
+
+// Limits bound what Parse accepts. Zero fields take DefaultLimits' values.
+type Limits struct {
+	// MaxInstructions bounds the instructions of all computations together.
+	MaxInstructions int
+	// MaxDevices bounds num_partitions and every device id a collective lists.
+	MaxDevices int
+}
+
+// DefaultLimits are generous for real compiled programs.
+func DefaultLimits() Limits { return Limits{MaxInstructions: 400000, MaxDevices: 65536} }
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxInstructions <= 0 {
+		l.MaxInstructions = d.MaxInstructions
+	}
+	if l.MaxDevices <= 0 {
+		l.MaxDevices = d.MaxDevices
+	}
+	return l
+}
+
+// Module is a parsed HloModule.
+type Module struct {
+	Name          string
+	NumPartitions int // 1 when the header does not say
+	NumReplicas   int // 1 when the header does not say
+	Computations  []*Computation
+	Entry         *Computation
+	Src           string
+}
+
+// Computation is one HLO computation: the entry or a fused, reducer or called one.
+type Computation struct {
+	Name   string
+	Entry  bool
+	Instrs []*Instr
+	Pos    int
+	byName map[string]*Instr
+}
+
+// Instr returns the instruction of c named name (without '%'), or nil.
+func (c *Computation) Instr(name string) *Instr { return c.byName[name] }
+
+// Instr is one instruction: "[ROOT] %name = shape opcode(operands), attr=value, ...".
+type Instr struct {
+	Name     string
+	Root     bool
+	Shape    Shape
+	Opcode   string
+	Operands []string // instruction names without '%'
+	// Args is the raw text between the opcode's parentheses (constant literals,
+	// parameter numbers).
+	Args string
+	// Attrs are the attributes' raw values ("{1}", "[4,2]<=[8]", "%fused_computation").
+	Attrs map[string]string
+	// Pos is the byte offset of the instruction; AttrPos of each attribute value.
+	Pos     int
+	AttrPos map[string]int
+}
+
+// Attr returns the raw value of the named attribute and whether it is present.
+func (in *Instr) Attr(name string) (string, bool) {
+	v, ok := in.Attrs[name]
+	return v, ok
+}
+
+// Shape is an array shape (Elem and Dims) or a tuple (Tuple non-nil).
+type Shape struct {
+	Elem  string
+	Dims  []int64
+	Tuple []Shape
+}
+
+// IsTuple reports whether s is a tuple shape.
+func (s Shape) IsTuple() bool { return s.Tuple != nil }
+
+// Elements is the element count of an array shape (1 for a scalar, 0 for a tuple).
+func (s Shape) Elements() int64 {
+	if s.IsTuple() {
+		return 0
+	}
+	n := int64(1)
+	for _, d := range s.Dims {
+		n *= d
+	}
+	return n
+}
+
+// Bytes is the buffer size of s: the sum of a tuple's elements, element bits times
+// elements for an array (sub-byte types rounded up per buffer; token and opaque types
+// hold nothing).
+func (s Shape) Bytes() int64 {
+	if s.IsTuple() {
+		var b int64
+		for _, t := range s.Tuple {
+			b += t.Bytes()
+		}
+		return b
+	}
+	return sharding.BufferBytes(s.Elements(), ElemBits(s.Elem))
+}
+
+// ElemBits is the size in bits of an HLO element type (0 for token and opaque types and
+// types it does not know).
+func ElemBits(elem string) int {
+	if b, ok := sharding.DTypeBits(elem); ok {
+		return b
+	}
+	switch {
+	case strings.HasPrefix(elem, "f8"):
+		return 8
+	case strings.HasPrefix(elem, "f4"), strings.HasPrefix(elem, "s4"), strings.HasPrefix(elem, "u4"):
+		return 4
+	case elem == "s2" || elem == "u2":
+		return 2
+	case elem == "s1" || elem == "u1":
+		return 1
+	}
+	return 0
+}
+
+type parser struct {
+	src string
+	pos int
+	lim Limits
+	n   int // instructions so far
+	err error
+}
+
+// Parse reads the text of a compiled HLO module as XLA prints it (JAX's
+// jax.jit(f).lower(x).compile().as_text(), or an --xla_dump_to file): the HloModule
+// header, then computations of instructions. Every error is a *fielderr.FieldError on
+// Field whose message starts with "line L, column C". Parse never panics and runs in
+// time linear in len(src).
+func Parse(src string, lim Limits) (*Module, error) {
+	p := &parser{src: src, lim: lim.withDefaults()}
+	m := p.module()
+	if p.err != nil {
+		return nil, p.err
+	}
+	return m, nil
+}
+
+// LineCol gives the 1-based line and column (in bytes) of offset off in src.
+func LineCol(src string, off int) (line, col int) {
+	off = min(max(off, 0), len(src))
+	line = 1 + strings.Count(src[:off], "\n")
+	return line, off - (strings.LastIndexByte(src[:off], '\n') + 1) + 1
+}
+
+func (p *parser) failAt(pos int, format string, args ...any) {
+	if p.err != nil {
+		return
+	}
+	line, col := LineCol(p.src, pos)
+	p.err = fielderr.New(Field, "line %d, column %d: "+format, append([]any{line, col}, args...)...)
+}
+
+func (p *parser) fail(format string, args ...any) { p.failAt(p.pos, format, args...) }
+
+// space skips blanks, newlines and /*...*/ comments.
+func (p *parser) space() { p.skip(true) }
+
+// lineSpace skips blanks and comments without leaving the line.
+func (p *parser) lineSpace() { p.skip(false) }
+
+func (p *parser) skip(newlines bool) {
+	for p.pos < len(p.src) {
+		c := p.src[p.pos]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n' && newlines:
+			p.pos++
+		case strings.HasPrefix(p.src[p.pos:], "/*"):
+			end := strings.Index(p.src[p.pos+2:], "*/")
+			if end < 0 {
+				p.fail("unclosed comment")
+				p.pos = len(p.src)
+				return
+			}
+			p.pos += end + 4
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) peek() byte {
+	if p.pos < len(p.src) {
+		return p.src[p.pos]
+	}
+	return 0
+}
+
+func (p *parser) accept(c byte) bool {
+	if p.peek() == c {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+func (p *parser) expect(c byte, what string) bool {
+	if p.accept(c) {
+		return true
+	}
+	p.fail("expected '%c' %s, found %s", c, what, p.found())
+	return false
+}
+
+// found describes the text at the cursor for an error message.
+func (p *parser) found() string {
+	if p.pos >= len(p.src) {
+		return "the end of the text"
+	}
+	end := p.pos
+	for end < len(p.src) && end-p.pos < 20 && p.src[end] != '\n' {
+		end++
+	}
+	if end == p.pos {
+		return "the end of the line"
+	}
+	return strconv.Quote(p.src[p.pos:end])
+}
+
+func isNameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+}
+
+// ident reads a name: letters, digits, '_', '.', '-'.
+func (p *parser) ident() string {
+	start := p.pos
+	for p.pos < len(p.src) && isNameChar(p.src[p.pos]) {
+		p.pos++
+	}
+	return p.src[start:p.pos]
+}
+
+// valueName reads "%name" or "name".
+func (p *parser) valueName() string {
+	p.accept('%')
+	return p.ident()
+}
+
+func (p *parser) module() *Module {
+	m := &Module{Src: p.src, NumPartitions: 1, NumReplicas: 1}
+	p.space()
+	if !strings.HasPrefix(p.src[p.pos:], "HloModule") {
+		if p.looksLikeMLIR() {
+			p.fail("this is MLIR (StableHLO) text, not a compiled HLO module: post it as \"module\" or with Content-Type application/mlir")
+		} else {
+			p.fail("expected \"HloModule name, ...\" (the text of jax.jit(f).lower(x).compile().as_text()), found %s", p.found())
+		}
+		return nil
+	}
+	p.pos += len("HloModule")
+	p.lineSpace()
+	m.Name = p.ident()
+	if m.Name == "" {
+		p.fail("expected the module's name after HloModule, found %s", p.found())
+		return nil
+	}
+	p.attributes("in the HloModule header", func(key string, valPos int, val string) {
+		switch key {
+		case "num_partitions", "replica_count", "num_replicas":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 || n > p.lim.MaxDevices {
+				p.failAt(valPos, "%s must be an integer from 1 to %d, got %q", key, p.lim.MaxDevices, val)
+				return
+			}
+			if key == "num_partitions" {
+				m.NumPartitions = n
+			} else {
+				m.NumReplicas = n
+			}
+		}
+	})
+	if p.err != nil {
+		return nil
+	}
+	for p.err == nil {
+		p.space()
+		if p.pos >= len(p.src) {
+			break
+		}
+		c := p.computation()
+		if c == nil {
+			break
+		}
+		m.Computations = append(m.Computations, c)
+		if c.Entry {
+			if m.Entry != nil {
+				p.failAt(c.Pos, "a second ENTRY computation (%%%s); a module has one", c.Name)
+				return nil
+			}
+			m.Entry = c
+		}
+	}
+	if p.err != nil {
+		return nil
+	}
+	if m.Entry == nil {
+		if len(m.Computations) == 0 {
+			p.fail("the module has no computations")
+			return nil
+		}
+		m.Entry = m.Computations[len(m.Computations)-1] // as XLA: the last one
+		m.Entry.Entry = true
+	}
+	return m
+}
+
+func (p *parser) looksLikeMLIR() bool {
+	head := p.src[p.pos:min(len(p.src), p.pos+4096)]
+	return strings.HasPrefix(head, "module") || strings.HasPrefix(head, "#loc") || strings.HasPrefix(head, "func.func") ||
+		strings.Contains(head, "stablehlo.") || strings.Contains(head, "sdy.mesh")
+}
+
+// computation parses "[ENTRY] %name [(params) -> shape] { instructions }".
+func (p *parser) computation() *Computation {
+	c := &Computation{Pos: p.pos, byName: map[string]*Instr{}}
+	if strings.HasPrefix(p.src[p.pos:], "ENTRY") && !isNameChar(p.at(p.pos+5)) {
+		c.Entry = true
+		p.pos += 5
+		p.lineSpace()
+	}
+	namePos := p.pos
+	c.Name = p.valueName()
+	if c.Name == "" {
+		p.failAt(namePos, "expected a computation (\"%%name (params) -> shape {\"), found %s", p.found())
+		return nil
+	}
+	p.lineSpace()
+	if p.peek() == '(' {
+		p.balanced()
+		p.lineSpace()
+	}
+	if strings.HasPrefix(p.src[p.pos:], "->") {
+		p.pos += 2
+		p.lineSpace()
+		p.shape()
+		p.lineSpace()
+	}
+	if !p.expect('{', "opening the computation's body") {
+		return nil
+	}
+	for p.err == nil {
+		p.space()
+		if p.accept('}') {
+			return c
+		}
+		if p.pos >= len(p.src) {
+			p.failAt(c.Pos, "computation %%%s is not closed by '}'", c.Name)
+			return nil
+		}
+		in := p.instr()
+		if in == nil {
+			return nil
+		}
+		if _, dup := c.byName[in.Name]; dup {
+			p.failAt(in.Pos, "instruction %%%s is defined twice in %%%s", in.Name, c.Name)
+			return nil
+		}
+		c.byName[in.Name] = in
+		c.Instrs = append(c.Instrs, in)
+	}
+	return nil
+}
+
+func (p *parser) at(i int) byte {
+	if i < len(p.src) {
+		return p.src[i]
+	}
+	return 0
+}
+
+// instr parses one instruction line.
+func (p *parser) instr() *Instr {
+	in := &Instr{Pos: p.pos}
+	p.n++
+	if p.n > p.lim.MaxInstructions {
+		p.fail("the module has more than %d instructions (SHARDPLAN_MAX_GRAPH_OPS)", p.lim.MaxInstructions)
+		return nil
+	}
+	if strings.HasPrefix(p.src[p.pos:], "ROOT") && !isNameChar(p.at(p.pos+4)) {
+		in.Root = true
+		p.pos += 4
+		p.lineSpace()
+	}
+	if p.peek() != '%' && !isNameChar(p.peek()) {
+		p.fail("expected an instruction (\"%%name = shape opcode(operands)\"), found %s", p.found())
+		return nil
+	}
+	in.Name = p.valueName()
+	p.lineSpace()
+	if !p.expect('=', "after the instruction's name") {
+		return nil
+	}
+	p.lineSpace()
+	in.Shape = p.shape()
+	if p.err != nil {
+		return nil
+	}
+	p.lineSpace()
+	opPos := p.pos
+	in.Opcode = p.ident()
+	if in.Opcode == "" {
+		p.failAt(opPos, "expected an opcode after the shape, found %s", p.found())
+		return nil
+	}
+	if p.peek() != '(' {
+		p.fail("expected '(' after opcode %s, found %s", in.Opcode, p.found())
+		return nil
+	}
+	argsStart := p.pos + 1
+	p.balanced()
+	if p.err != nil {
+		return nil
+	}
+	in.Args = p.src[argsStart : p.pos-1]
+	if in.Opcode != "constant" {
+		in.Operands = operandNames(in.Args)
+	}
+	p.attributes("after ',' in %"+in.Name, func(key string, pos int, val string) {
+		if in.Attrs == nil {
+			in.Attrs, in.AttrPos = map[string]string{}, map[string]int{}
+		}
+		in.AttrPos[key], in.Attrs[key] = pos, val
+	})
+	if p.err != nil {
+		return nil
+	}
+	p.lineSpace()
+	if p.pos < len(p.src) && p.src[p.pos] != '\n' && p.src[p.pos] != '}' {
+		p.fail("unexpected %s after instruction %%%s", p.found(), in.Name)
+		return nil
+	}
+	return in
+}
+
+// attributes reads ", key=value" pairs to the end of the line, giving each value and
+// where it starts to each; where names the place in errors.
+func (p *parser) attributes(where string, each func(key string, pos int, val string)) {
+	for p.err == nil {
+		p.lineSpace()
+		if !p.accept(',') {
+			return
+		}
+		p.lineSpace()
+		keyPos := p.pos
+		key := p.ident()
+		if key == "" || !p.accept('=') {
+			p.failAt(keyPos, "expected key=value %s, found %s", where, p.found())
+			return
+		}
+		pos := p.pos
+		each(key, pos, p.attrValue())
+	}
+}
+
+// operandNames picks the %names of an operand list ("%a, %b" or "f32[2] %a, f32[2] %b").
+func operandNames(args string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] != '%' {
+			continue
+		}
+		j := i + 1
+		for j < len(args) && isNameChar(args[j]) {
+			j++
+		}
+		if j > i+1 {
+			out = append(out, args[i+1:j])
+		}
+		i = j - 1
+	}
+	return out
+}
+
+// shape parses "f32[8,128]{1,0}", "u32[]", "(f32[2]{0}, /*index=1*/s32[])", "token[]".
+func (p *parser) shape() Shape {
+	if p.accept('(') {
+		s := Shape{Tuple: []Shape{}}
+		for p.err == nil {
+			p.space()
+			if p.accept(')') {
+				return s
+			}
+			if len(s.Tuple) > 0 {
+				if !p.expect(',', "between tuple elements") {
+					return s
+				}
+				p.space()
+			}
+			s.Tuple = append(s.Tuple, p.shape())
+		}
+		return s
+	}
+	start := p.pos
+	for p.pos < len(p.src) && (p.src[p.pos] >= 'a' && p.src[p.pos] <= 'z' || p.src[p.pos] >= '0' && p.src[p.pos] <= '9') {
+		p.pos++
+	}
+	s := Shape{Elem: p.src[start:p.pos]}
+	if s.Elem == "" || s.Elem[0] < 'a' || s.Elem[0] > 'z' {
+		p.failAt(start, "expected a shape (f32[8,128], (f32[2], s32[]), token[]), found %s", p.found())
+		return s
+	}
+	if !p.expect('[', "opening the shape's dims") {
+		return s
+	}
+	s.Dims = []int64{}
+	for p.err == nil && !p.accept(']') {
+		if len(s.Dims) > 0 && !p.expect(',', "between dims") {
+			return s
+		}
+		p.accept('<') // bounded dynamic dims print as <=N
+		p.accept('=')
+		p.accept('?')
+		dpos := p.pos
+		for p.pos < len(p.src) && p.src[p.pos] >= '0' && p.src[p.pos] <= '9' {
+			p.pos++
+		}
+		d, err := strconv.ParseInt(p.src[dpos:p.pos], 10, 64)
+		if err != nil || d > 1<<40 {
+			p.failAt(dpos, "expected a dim size (an integer up to 2^40), found %s", p.found())
+			return s
+		}
+		s.Dims = append(s.Dims, d)
+	}
+	if p.peek() == '{' { // layout
+		p.balanced()
+	}
+	return s
+}
+
+// balanced skips a bracketed group ('(', '[' or '{') and the strings inside it. It is
+// iterative, so deep nesting costs no stack.
+func (p *parser) balanced() {
+	start := p.pos
+	depth := 0
+	for p.pos < len(p.src) {
+		c := p.src[p.pos]
+		switch c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case '"':
+			p.pos++
+			p.skipString(p.pos - 1)
+			if p.err != nil {
+				return
+			}
+			continue
+		}
+		p.pos++
+		if depth == 0 {
+			return
+		}
+	}
+	p.failAt(start, "unclosed '%c'", p.src[start])
+}
+
+// skipString skips the rest of a "..." string (the cursor is after its opening quote).
+func (p *parser) skipString(start int) {
+	for p.pos < len(p.src) {
+		switch p.src[p.pos] {
+		case '\\':
+			p.pos += 2
+			continue
+		case '"':
+			p.pos++
+			return
+		case '\n':
+			p.failAt(start, "unterminated string")
+			return
+		}
+		p.pos++
+	}
+	p.failAt(start, "unterminated string")
+}
+
+// attrValue reads an attribute value up to the next ',' or end of line outside
+// brackets and strings, and returns it trimmed.
+func (p *parser) attrValue() string {
+	start := p.pos
+	for p.pos < len(p.src) && p.err == nil {
+		c := p.src[p.pos]
+		switch c {
+		case '(', '[', '{':
+			p.balanced()
+			continue
+		case '"':
+			p.pos++
+			p.skipString(p.pos - 1)
+			continue
+		case ',', '\n', ')', ']', '}':
+			return strings.TrimSpace(p.src[start:p.pos])
+		}
+		p.pos++
+	}
+	return strings.TrimSpace(p.src[start:p.pos])
+}
