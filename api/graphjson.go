@@ -497,6 +497,12 @@ func (e *jsonAppender) summary(s *SummaryJSON) {
 	if s.XLAFallback {
 		e.b = append(e.b, `,"xla_fallback":true`...)
 	}
+	if s.Optimality != "" {
+		e.strAt(`,"optimality":`, s.Optimality)
+	}
+	if s.OptimalityGapUS != 0 {
+		e.floatAt(`,"optimality_gap_us":`, s.OptimalityGapUS)
+	}
 	e.intAt(`,"search_expansions":`, int64(s.SearchExpansions))
 	if len(s.Candidates) > 0 {
 		e.b = append(e.b, `,"candidates":`...)
