@@ -70,17 +70,33 @@ func finish(s Sharding, m *Mesh, shape []int64, pt pather) (Sharding, error) {
 // P( or PartitionSpec( (ParsePartitionSpecText), the repr of a JAX NamedSharding or
 // GSPMDSharding (what jax.Array.sharding prints), else Shardy's textual form (ParseText;
 // `{"x"}` is a Shardy dim missing its brackets).
+//
+// What the frameworks print around these is read too (printed.go): an HLO dump's
+// "sharding={...}, metadata={...}", Shardy's "#sdy.sharding<@mesh, [...]>" and
+// "<@mesh, [...]>", and DTensor placements as torch prints them ("(Shard(dim=0),
+// Replicate())", a DTensor repr's placements=...). Errors say which form the text was
+// read as.
 func ParseString(text string, m *Mesh, shape []int64, field string) (Sharding, error) {
-	if t, ok := strings.CutPrefix(strings.TrimSpace(text), "{"); ok {
-		if t = strings.TrimSpace(t); t != "" && (t[0] == '{' || (t[0] >= 'a' && t[0] <= 'z')) {
-			return ParseHLO(text, m, shape, field)
-		}
+	form := ShardingForm(text)
+	s, err := parseStringAs(form, text, m, shape, field)
+	if err != nil {
+		return Sharding{}, withForm(err, form)
 	}
-	if isPartitionSpecText(text) {
+	return s, nil
+}
+
+func parseStringAs(form, text string, m *Mesh, shape []int64, field string) (Sharding, error) {
+	switch form {
+	case formHLO:
+		return ParseHLO(text, m, shape, field)
+	case formHLODump:
+		return parseHLODump(text, m, shape, field)
+	case formPSpec:
 		return ParsePartitionSpecText(text, m, shape, field)
-	}
-	if isJAXRepr(text) {
+	case formJAXRepr:
 		return parseJAXRepr(text, m, shape, field)
+	case formPlacements, formDTensor:
+		return parsePlacementsText(text, m, shape, field)
 	}
 	return ParseText(text, m, shape, field)
 }
@@ -552,13 +568,18 @@ func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, err
 // shardyWrapper reads the "sharding<@mesh," that may open Shardy's text, checks that it
 // names the request's mesh and reports whether it was there.
 func (p *textParser) shardyWrapper() (bool, error) {
-	if p.peek() != 's' {
+	switch c := p.peek(); {
+	case c == '<': // the attribute's body as it stands in a module: <@mesh, [...]>
+		p.pos++
+	case c == '#' && strings.HasPrefix(p.s[p.pos:], "#sdy.sharding<"): // as as_text() prints it
+		p.pos += len("#sdy.sharding<")
+	case c != 's':
 		return false, nil
-	}
-	if !strings.HasPrefix(p.s[p.pos:], "sharding<") {
+	case !strings.HasPrefix(p.s[p.pos:], "sharding<"):
 		return false, p.fail("expected '[' or \"sharding<@mesh, [...]>\" (Shardy), '{' (an HLO sharding) or P(...) (a PartitionSpec)")
+	default:
+		p.pos += len("sharding<")
 	}
-	p.pos += len("sharding<")
 	if err := p.expect('@'); err != nil {
 		return false, err
 	}
