@@ -311,6 +311,7 @@ func reshardKey(in *reshardInput) string {
 //	@Accept			json
 //	@Produce		json
 //	@Produce		text/plain
+//	@Produce		image/svg+xml
 //	@Produce		application/problem+json
 //	@Param			request	body		ReshardRequest	true	"mesh, tensor, source and target shardings"
 //	@Success		200		{object}	ReshardResponse
@@ -325,6 +326,9 @@ func reshardKey(in *reshardInput) string {
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/reshard [post]
 func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
+	if wantsSVG(r) {
+		return s.reshardAsSVG(w, r)
+	}
 	raw, err := readBody(r)
 	if err != nil {
 		return err

@@ -79,6 +79,7 @@ type Located struct {
 //	@Tags			tiles
 //	@Accept			json
 //	@Produce		json
+//	@Produce		image/svg+xml
 //	@Produce		application/problem+json
 //	@Param			request	body		TilesRequest	true	"tensor, mesh and sharding"
 //	@Success		200		{object}	TilesResponse
@@ -186,6 +187,17 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := r.Context().Err(); err != nil {
 		return err
+	}
+	if wantsSVG(r) {
+		if resp.Devices == nil {
+			return limitExceeded("mesh", "has %d devices; SVG drawings are made for meshes of up to %d devices (ask for JSON)", n, maxSVGDevices)
+		}
+		body, err := tilesSVG(m, req.Shape, &resp)
+		if err != nil {
+			return err
+		}
+		writeSVG(w, body)
+		return nil
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }
