@@ -324,7 +324,7 @@
       m[2] += bytes || 0;
       moves.set(k, m);
     };
-    if (step.transfers) for (const t of step.transfers) add(t.from, t.to, t.bytes);
+    if (step.transfers && step.transfers.length) for (const t of step.transfers) add(t.from, t.to, t.bytes);
     else if (step.pairs) for (const [f, t] of step.pairs) add(f, t, step.bytes_per_device);
     return [...moves.values()];
   }
@@ -454,7 +454,6 @@
       if (info.count > MAX_DRAWN_DEVICES) throw new Error("the mesh has " + info.count + " devices; this page draws up to " + MAX_DRAWN_DEVICES);
       await present(plan, info);
       setStatus("status", plan.steps.length + " step" + (plan.steps.length === 1 ? "" : "s") + ", " + fmtUS(plan.summary.time_us) + " (plan " + plan.plan_id.slice(0, 12) + "…)");
-      document.getElementById("plan").dataset.ready = "true";
     } catch (e) {
       setStatus("status", e.message, true);
     } finally {
@@ -465,6 +464,10 @@
   // present draws a plan: the mesh, the source and target tiles, and its first step.
   async function present(plan, info) {
     stopPlay();
+    const planEl = document.getElementById("plan");
+    delete planEl.dataset.ready;
+    delete planEl.dataset.drawn;
+    planEl.dataset.steps = String(plan.steps.length);
     state.plan = plan;
     state.info = info;
     state.tiles = new Map();
@@ -476,6 +479,8 @@
     renderSteps();
     await showStep(0);
     document.getElementById("views").hidden = false;
+    planEl.dataset.planId = plan.plan_id || "";
+    planEl.dataset.ready = "true";
   }
 
   function renderMeshPanel() {
@@ -668,13 +673,16 @@
     try {
       let resp;
       if (/^\s*\{/.test(text)) {
-        resp = await post("/v1/graph", JSON.parse(text));
+        const req = JSON.parse(text);
+        req.include = [...new Set((req.include || []).concat(["ops"]))];
+        resp = await post("/v1/graph", req);
       } else {
-        const q = new URLSearchParams();
+        const q = new URLSearchParams({ include: "ops" });
         if (mesh) q.set("mesh", mesh);
         resp = await post("/v1/graph?" + q.toString(), text, "application/mlir");
       }
       renderGraph(resp);
+      document.getElementById("graph-view").dataset.ready = "true";
       setStatus("graph-status", resp.collectives.length + " collectives, " + fmtUS(resp.summary.time_us));
     } catch (e) {
       setStatus("graph-status", e.message, true);
@@ -690,6 +698,16 @@
       const copy = el("div", { class: "copy" });
       renderCopy(copy, sh, info);
       body.append(el("tr", { dataset: { tensor: id } }, el("td", {}, el("code", {}, id)), el("td", {}, el("code", {}, sh.partition_spec || sh.text)), el("td", {}, copy)));
+    }
+    const ops = document.querySelector("#graph-ops tbody");
+    ops.replaceChildren();
+    const short = (sh) => sh.partition_spec || sh.text;
+    for (const op of resp.ops || []) {
+      const moves = resp.collectives.filter((c) => c.op_name === op.name).map((c) => c.kind + " of " + c.tensor);
+      ops.append(el("tr", { dataset: { op: op.name } }, el("td", {}, el("code", {}, op.name)), el("td", {}, op.kind),
+        el("td", {}, el("code", {}, (op.operands || []).map(short).join("  ·  "))),
+        el("td", {}, el("code", {}, (op.results || []).map(short).join("  ·  "))),
+        el("td", {}, moves.join(", "))));
     }
     const list = document.getElementById("graph-collectives");
     list.replaceChildren();
@@ -758,12 +776,11 @@
     'sdy.mesh @mesh = <["data"=2, "model"=4]>',
     "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"data\"}, {}]>},",
     "                %arg1: tensor<16x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"model\"}]>},",
-    "                %arg2: tensor<32x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"model\"}, {}]>}) -> tensor<8x16xf32> {",
+    "                %arg2: tensor<32x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"model\"}, {}]>})",
+    "    -> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"model\"}, {\"data\"}]>}) {",
     "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>",
     "  %1 = stablehlo.dot_general %0, %arg2, contracting_dims = [1] x [0] : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>",
-    "  %2 = stablehlo.transpose %1, dims = [1, 0] : (tensor<8x16xf32>) -> tensor<16x8xf32>",
-    "  %3 = stablehlo.transpose %2, dims = [1, 0] : (tensor<16x8xf32>) -> tensor<8x16xf32>",
-    "  return %3 : tensor<8x16xf32>",
+    "  return %1 : tensor<8x16xf32>",
     "}",
   ].join("\n");
 

@@ -10,9 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,18 +33,7 @@ const (
 // "Try it" on POST /v1/tiles and POST /v1/reshard (text/plain) works, and the page loads
 // nothing from outside the server.
 func TestDocsPageInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test skipped in -short mode")
-	}
-	for _, bin := range []string{chromiumPath, chromedriverPath} {
-		if _, err := os.Stat(bin); err != nil {
-			msg := fmt.Sprintf("%s missing (install Debian's chromium chromium-driver: scripts/ci/chromium.sh): %v", bin, err)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
+	requireBrowser(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
@@ -120,15 +107,7 @@ func TestDocsPageInBrowser(t *testing.T) {
 	}
 
 	wd.script(ctx, t, `document.querySelector(arguments[0] + " .controls").scrollIntoView({block: "start"})`, tiles)
-	shot := wd.screenshot(ctx, t)
-	dir := os.Getenv("SHARDPLAN_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	path := filepath.Join(dir, "docs.png")
-	require.NoError(t, os.WriteFile(path, shot, 0o644))
-	t.Logf("screenshot: %s", path)
+	wd.saveScreenshot(ctx, t, "docs.png")
 }
 
 // webDriver is a WebDriver session on a chromedriver this test started.
