@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,21 +32,9 @@ const (
 // "Try it" on POST /v1/tiles and POST /v1/reshard (text/plain) works, and the page loads
 // nothing from outside the server.
 func TestDocsPageInBrowser(t *testing.T) {
-	requireBrowser(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
+	ctx, base, wd := openInBrowser(t, "/docs", 60*time.Second)
 
-	base, _, _, _ := startServer(t, nil)
-	wd := startWebDriver(ctx, t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			wd.diagnose(t)
-		}
-	})
-
-	require.NoError(t, wd.post(ctx, "/url", map[string]string{"url": base + "/docs"}, nil))
-
-	// The endpoint list is built from /openapi.json.
+	// The endpoint list is built from /openapi2.json.
 	list := wd.waitElement(ctx, t, `#endpoint-list[data-state="ready"]`)
 	listText := wd.text(ctx, t, list)
 	for _, want := range []string{"POST /v1/reshard", "POST /v1/tiles", "GET /v1/cost-models", "GET /healthz"} {
@@ -93,18 +80,9 @@ func TestDocsPageInBrowser(t *testing.T) {
 	assert.Contains(t, graphBody, `"shardings"`)
 	assert.Contains(t, graphBody, `"all_reduce"`)
 
-	// Everything the page fetched came from the server.
-	var urls []string
-	raw := wd.script(ctx, t, `return JSON.stringify([location.href].concat(performance.getEntriesByType("resource").map(e => e.name)))`)
-	require.NoError(t, json.Unmarshal([]byte(raw.(string)), &urls))
-	assert.GreaterOrEqual(t, len(urls), 4, "page, app.js, style.css, openapi.json at least: %v", urls)
-	for _, u := range urls {
-		assert.True(t, strings.HasPrefix(u, base+"/"), "request outside the server: %s", u)
-	}
-	// Console errors would include CSP violations and failed loads.
-	for _, entry := range wd.browserLog(ctx, t) {
-		assert.NotEqual(t, "SEVERE", entry.Level, "console: %s", entry.Message)
-	}
+	// Everything the page fetched came from the server (page, app.js, style.css,
+	// openapi2.json at least).
+	assertSelfContained(ctx, t, wd, base, 4)
 
 	wd.script(ctx, t, `document.querySelector(arguments[0] + " .controls").scrollIntoView({block: "start"})`, tiles)
 	wd.saveScreenshot(ctx, t, "docs.png")

@@ -35,6 +35,38 @@ func requireBrowser(t *testing.T) {
 	}
 }
 
+// openInBrowser starts the server and a headless Chromium, and opens path in it.
+func openInBrowser(t *testing.T, path string, timeout time.Duration) (context.Context, string, *webDriver) {
+	t.Helper()
+	requireBrowser(t)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	base, _, _, _ := startServer(t, nil)
+	wd := startWebDriver(ctx, t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			wd.diagnose(t)
+		}
+	})
+	require.NoError(t, wd.post(ctx, "/url", map[string]string{"url": base + path}, nil))
+	return ctx, base, wd
+}
+
+// assertSelfContained checks that every resource the page fetched (at least min) came
+// from the server and that the console logged no error (CSP violations, failed loads).
+func assertSelfContained(ctx context.Context, t *testing.T, wd *webDriver, base string, min int) {
+	t.Helper()
+	var urls []string
+	wd.scriptJSON(ctx, t, &urls, `return JSON.stringify([location.href].concat(performance.getEntriesByType("resource").map(e => e.name)))`)
+	assert.GreaterOrEqual(t, len(urls), min, "page, script, stylesheet and what it fetched: %v", urls)
+	for _, u := range urls {
+		assert.True(t, strings.HasPrefix(u, base+"/"), "request outside the server: %s", u)
+	}
+	for _, entry := range wd.browserLog(ctx, t) {
+		assert.NotEqual(t, "SEVERE", entry.Level, "console: %s", entry.Message)
+	}
+}
+
 // artifactPath is where a test writes its artifact name: $SHARDPLAN_ARTIFACTS, else a
 // temporary directory.
 func artifactPath(t *testing.T, name string) string {
@@ -123,18 +155,7 @@ func (s browserStep) moves() []string {
 // stepped through (and played) and each step's arrows are the plan's pairs; a module's
 // reshard is stepped through from the graph view. Screenshots go to $SHARDPLAN_ARTIFACTS.
 func TestExplorerInBrowser(t *testing.T) {
-	requireBrowser(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
-	defer cancel()
-
-	base, _, _, _ := startServer(t, nil)
-	wd := startWebDriver(ctx, t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			wd.diagnose(t)
-		}
-	})
-	require.NoError(t, wd.post(ctx, "/url", map[string]string{"url": base + "/explore"}, nil))
+	ctx, base, wd := openInBrowser(t, "/explore", 120*time.Second)
 
 	// The default example: seed 003's case 1 pasted as JAX and Shardy print it.
 	explicit := `{"mesh": "X=2,Y=4", "shape": [2048, 2048], "dtype": "f32", "source": ["X", null], "target": ["Y", "X"], "cost_model": "tpu-v5p", "include": ["pairs"]}`
@@ -276,15 +297,7 @@ func TestExplorerInBrowser(t *testing.T) {
 	checkSteps(ctx, t, wd, graph.Collectives[reshard].Plan.Steps, "explore-graph-step")
 
 	// Everything the page fetched came from the server; the console has no errors.
-	var urls []string
-	wd.scriptJSON(ctx, t, &urls, `return JSON.stringify([location.href].concat(performance.getEntriesByType("resource").map(e => e.name)))`)
-	assert.GreaterOrEqual(t, len(urls), 5, "page, script, stylesheet and API calls: %v", urls)
-	for _, u := range urls {
-		assert.True(t, strings.HasPrefix(u, base+"/"), "request outside the server: %s", u)
-	}
-	for _, entry := range wd.browserLog(ctx, t) {
-		assert.NotEqual(t, "SEVERE", entry.Level, "console: %s", entry.Message)
-	}
+	assertSelfContained(ctx, t, wd, base, 5)
 }
 
 // checkSteps steps through a drawn plan with the next button: each step's arrows are its
