@@ -60,12 +60,16 @@ type GraphRequest struct {
 
 // GraphTensor is one tensor of a graph.
 type GraphTensor struct {
+	// Shape is the tensor's shape (or give tensor instead).
 	Shape []int64 `json:"shape" example:"8,16"`
 	// DType is the element type (default f32).
 	DType string `json:"dtype,omitempty" example:"bf16"`
 	// Sharding is an annotation in any input form (object, Shardy text, PartitionSpec
 	// array or "P(...)" text, XLA HloSharding text, DTensor {"placements": [...]}).
 	Sharding json.RawMessage `json:"sharding,omitempty" swaggertype:"object"`
+	// Tensor is the shape and dtype in one, as MLIR or XLA print a tensor type
+	// ("tensor<8x16xbf16>", "bf16[8,16]"), instead of shape and dtype.
+	Tensor string `json:"tensor,omitempty" example:"tensor<8x16xbf16>"`
 
 	err *fielderr.FieldError // the first value of the wrong JSON type or unknown field (path relative to the tensor)
 } // @name GraphTensor
@@ -396,6 +400,8 @@ func (r *wireReader) tensorField(t *GraphTensor, key string) {
 		t.Shape = r.int64s(&fe, "shape")
 	case foldEq(key, "dtype"):
 		r.constString(&t.DType, &fe, "dtype")
+	case foldEq(key, "tensor"):
+		r.constString(&t.Tensor, &fe, "tensor")
 	case foldEq(key, "sharding"):
 		if t.Sharding = r.raw(); string(t.Sharding) == "null" {
 			t.Sharding = nil

@@ -80,3 +80,39 @@ func TestPrintedFormErrors(t *testing.T) {
 		require.Contains(t, p.Detail, "write "+lit.js)
 	}
 }
+
+// A graph's tensors may be given as printed tensor types: the same plan as shape and dtype.
+func TestGraphTensorTypes(t *testing.T) {
+	s := newTestServer(t, nil)
+	graph := func(x, w, y string) string {
+		return `{"mesh": "Mesh('data': 2, 'model': 4)", "tensors": {"x": ` + x + `, "w": ` + w + `, "y": ` + y + `},
+		 "ops": [{"name": "mm", "op": "dot_general", "operands": ["x", "w"], "results": ["y"],
+		          "attrs": {"lhs_contracting_dimensions": [1], "rhs_contracting_dimensions": [0]}}],
+		 "inputs": ["x", "w"], "outputs": ["y"]}`
+	}
+	planID := func(body string) string {
+		t.Helper()
+		rec := do(t, s, http.MethodPost, "/v1/graph", "application/json", body)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		var out struct {
+			PlanID string `json:"plan_id"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out))
+		return out.PlanID
+	}
+	want := planID(graph(`{"shape": [8, 16], "dtype": "bf16", "sharding": ["data", null]}`,
+		`{"shape": [16, 32], "dtype": "bf16", "sharding": "[{}, {\"model\"}]"}`, `{"shape": [8, 32], "dtype": "bf16"}`))
+	got := planID(graph(`{"tensor": "tensor<8x16xbf16>", "sharding": "#sdy.sharding<@mesh, [{\"data\"}, {}]>"}`,
+		`{"tensor": "bf16[16,32]", "sharding": "(Replicate(), Shard(dim=1))"}`, `{"tensor": "tensor<8x32xbf16>"}`))
+	require.Equal(t, want, got)
+
+	rec := do(t, s, http.MethodPost, "/v1/graph", "application/json", graph(`{"tensor": "tensor<8x16xbf16>", "shape": [8, 16]}`, `{"tensor": "bf16[16,32]"}`, `{"tensor": "q9[8,32]"}`))
+	p := requireProblem(t, rec, http.StatusBadRequest, "invalid-graph")
+	require.NotEmpty(t, p.Errors)
+	require.Equal(t, "tensors.x.tensor", p.Errors[0].Field)
+	require.Contains(t, p.Errors[0].Message, "not both")
+	rec = do(t, s, http.MethodPost, "/v1/graph", "application/json", graph(`{"tensor": "tensor<8x16xbf16>"}`, `{"tensor": "bf16[16,32]"}`, `{"tensor": "q9[8,32]"}`))
+	p = requireProblem(t, rec, http.StatusBadRequest, "invalid-graph")
+	require.Equal(t, "tensors.y.tensor", p.Errors[0].Field)
+	require.Contains(t, p.Errors[0].Message, `unknown element type "q9"`)
+}

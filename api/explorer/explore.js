@@ -725,11 +725,12 @@
   }
 
   async function showGraphReshard(resp, c) {
-    // The reshard's plan, with the tensor's shape read back from its local shapes.
+    // The reshard's plan on the tensor's shape (read back from its local shapes when the
+    // answer does not carry it).
     const s0 = c.plan.steps[0];
     const before = s0 ? s0.before : resp.shardings[c.tensor];
     const counts = before.dims.map((d) => d.axes.reduce((n, a) => n * axisSize(resp.mesh, a), 1));
-    const shape = s0 ? s0.local_shape_before.map((n, d) => n * counts[d]) : [];
+    const shape = c.shape || (s0 ? s0.local_shape_before.map((n, d) => n * counts[d]) : []);
     const plan = { ...c.plan, mesh: resp.mesh, shape, source: before, target: c.plan.steps.length ? c.plan.steps[c.plan.steps.length - 1].after : before };
     await present(plan, meshInfo(resp.mesh));
     document.getElementById("plan").scrollIntoView({ block: "start" });
