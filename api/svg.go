@@ -132,6 +132,7 @@ func groupColor(k int) string { return fmt.Sprintf("hsl(%d, 70%%, 38%%)", (k*67+
 // heading writes a caption line and moves down.
 func (d *svgDoc) heading(text string) {
 	d.y += 18
+	d.w = math.Max(d.w, 8+6.7*float64(len([]rune(text))))
 	d.printf(`<text class="heading" x="4" y="%s">%s</text>`+"\n", num(d.y-4), esc(text))
 }
 
@@ -191,7 +192,21 @@ func (d *svgDoc) tensor(shape []int64, tiles []sharding.DeviceTile, role string)
 	w, h := math.Max(24, float64(cols)*scale), math.Max(24, float64(rows)*scale)
 	d.printf(`<g class="tensor" data-role="%s" data-shape="%s" transform="translate(4 %s)">`+"\n", role, esc(jsonText(shape)), num(d.y))
 	d.printf(`<rect x="0" y="0" width="%s" height="%s" fill="#eee"/>`+"\n", num(w), num(h))
-	for _, t := range tiles {
+	// Replicas of a tile are drawn over one another, the lowest id last (on top, as the
+	// explorer colours a tile by its lowest owner), and labelled once.
+	order := make([]int, len(tiles))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return tiles[order[a]].Device > tiles[order[b]].Device })
+	type label struct {
+		x, y, w, h float64
+		owner, n   int
+	}
+	labels := map[string]*label{}
+	var labelOrder []string
+	for _, i := range order {
+		t := tiles[i]
 		shown := true
 		for dim, r := range t.Ranges {
 			if dim != rowsDim && dim != colsDim && r[0] != 0 {
@@ -210,6 +225,24 @@ func (d *svgDoc) tensor(shape []int64, tiles []sharding.DeviceTile, role string)
 		tw, th := float64(cr[1]-cr[0])*w/float64(cols), float64(rr[1]-rr[0])*h/float64(rows)
 		d.printf(`<rect class="tile" data-device="%d" data-ranges="%s" x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#fff"><title>device %d: %s</title></rect>`+"\n",
 			t.Device, esc(jsonText(t.Ranges)), num(x), num(y), num(tw), num(th), deviceColor(t.Device), t.Device, esc(rangesText(t.Ranges)))
+		key := jsonText(t.Ranges)
+		if l, ok := labels[key]; ok {
+			l.owner, l.n = t.Device, l.n+1
+		} else {
+			labels[key] = &label{x, y, tw, th, t.Device, 1}
+			labelOrder = append(labelOrder, key)
+		}
+	}
+	for _, k := range labelOrder {
+		l := labels[k]
+		if l.w < 26 || l.h < 14 {
+			continue
+		}
+		text := strconv.Itoa(l.owner)
+		if l.n > 1 {
+			text += fmt.Sprintf(" ×%d", l.n)
+		}
+		d.printf(`<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", num(l.x+l.w/2), num(l.y+l.h/2+4), text)
 	}
 	d.printf("</g>\n")
 	d.y += h + 6

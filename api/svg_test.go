@@ -101,13 +101,25 @@ func TestTilesSVGMatchesJSON(t *testing.T) {
 
 		devices := map[string]bool{}
 		tiles := map[string]svgElem{}
+		top := map[string]string{} // ranges -> the device drawn last (on top)
 		for _, e := range elems {
 			switch e.class {
 			case "device":
 				devices[e.attrs["data-device"]] = true
 			case "tile":
 				tiles[e.attrs["data-device"]] = e
+				top[e.attrs["data-ranges"]] = e.attrs["data-device"]
 			}
+		}
+		lowest := map[string]int{}
+		for _, d := range js.Devices {
+			k := jsonText(d.Ranges)
+			if v, ok := lowest[k]; !ok || d.Device < v {
+				lowest[k] = d.Device
+			}
+		}
+		for k, id := range top {
+			assert.Equal(t, strconv.Itoa(lowest[k]), id, "the lowest owner of %s is drawn on top", k)
 		}
 		n := 1
 		for _, a := range js.Mesh.Axes {
