@@ -19,7 +19,7 @@ import (
 
 // ReshardRequest is the body of POST /v1/reshard.
 type ReshardRequest struct {
-	// Mesh is a mesh object or the string "x=2,y=4".
+	// Mesh is a mesh object, the string "x=2,y=4", or a mesh as JAX, Shardy or torch print it.
 	Mesh json.RawMessage `json:"mesh" validate:"required" swaggertype:"object"`
 	// Shape is the global tensor shape; every dim >= 1 (or give tensor instead).
 	Shape []int64 `json:"shape,omitempty" validate:"required_without=Tensor,dive,gte=1" example:"2048,2048"`
