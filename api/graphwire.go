@@ -16,8 +16,9 @@ import (
 // GraphRequest is the body of POST /v1/graph (API.md). Every field it rejects is named by
 // its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").
 type GraphRequest struct {
-	// Mesh is a mesh object, the string "x=2,y=4", or a mesh as JAX, Shardy or torch print it. With a module that declares an
-	// sdy.mesh it may be left out (required without module).
+	// Mesh is a mesh object, the string "x=2,y=4", or a mesh as JAX, Shardy or torch
+	// print it. With a module that declares an sdy.mesh it may be left out (required
+	// without module).
 	Mesh json.RawMessage `json:"mesh,omitempty" swaggertype:"object"`
 	// Module is a StableHLO module in MLIR text (jax's lower(...).as_text(), Shardy's
 	// printed form or the generic form) instead of tensors, ops, inputs and outputs.
