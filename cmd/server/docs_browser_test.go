@@ -80,6 +80,14 @@ func TestDocsPageInBrowser(t *testing.T) {
 	assert.Contains(t, graphBody, `"shardings"`)
 	assert.Contains(t, graphBody, `"all_reduce"`)
 
+	// The same operation with an application/mlir body: the module is posted as it is.
+	wd.click(ctx, t, wd.waitElement(ctx, t, graph+` select.content-type option[value="application/mlir"]`))
+	assert.Contains(t, wd.script(ctx, t, `return document.querySelector(arguments[0] + " textarea.body-input").value`, graph), "sdy.mesh")
+	wd.click(ctx, t, wd.waitElement(ctx, t, graph+` button.try`))
+	wd.waitScript(ctx, t, "graph module response", `return document.querySelector(arguments[0]).dataset.state === "done" && document.querySelector(arguments[0] + " .curl").textContent.includes("application/mlir")`, graph)
+	assert.Equal(t, "200", wd.script(ctx, t, `return document.querySelector(arguments[0] + " .status").dataset.code`, graph))
+	assert.Contains(t, wd.text(ctx, t, wd.waitElement(ctx, t, graph+` pre.body`)), `"arg0"`, "tensor ids are the module's SSA names")
+
 	// Everything the page fetched came from the server (page, app.js, style.css,
 	// openapi2.json at least).
 	assertSelfContained(ctx, t, wd, base, 4)
