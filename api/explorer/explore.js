@@ -651,6 +651,14 @@
       tip.textContent = t.dataset.tip;
       tip.hidden = false;
       tip.dataset.devices = t.dataset.devices || "";
+      // Light up the tile's owners in the mesh drawing.
+      for (const id of (t.dataset.devices || "").split(" ").filter(Boolean)) {
+        const cell = document.querySelector('#mesh-view g.device[data-device="' + id + '"] rect');
+        if (cell) {
+          cell.setAttribute("fill", t.dataset.color || "#ffd54f");
+          cell.classList.add("lit");
+        }
+      }
     });
     document.addEventListener("mousemove", (e) => {
       if (!tip.hidden) {
@@ -659,7 +667,13 @@
       }
     });
     document.addEventListener("mouseout", (e) => {
-      if (e.target.closest && e.target.closest("[data-tip]")) tip.hidden = true;
+      if (e.target.closest && e.target.closest("[data-tip]")) {
+        tip.hidden = true;
+        for (const cell of document.querySelectorAll("#mesh-view rect.lit")) {
+          cell.setAttribute("fill", "#fff");
+          cell.classList.remove("lit");
+        }
+      }
     });
   }
 

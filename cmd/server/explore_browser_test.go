@@ -226,6 +226,8 @@ func TestExplorerInBrowser(t *testing.T) {
 	assert.Contains(t, tip, "device 5")
 	assert.Contains(t, tip, "dim 0 [512, 1024)")
 	assert.Contains(t, tip, "dim 1 [1024, 2048)")
+	assert.Equal(t, []any{"5"}, wd.script(ctx, t, `return [...document.querySelectorAll("#mesh-view rect.lit")].map(r => r.parentNode.dataset.device)`),
+		"the hovered tile's owner is lit in the mesh")
 	wd.saveScreenshot(ctx, t, "explore-hover.png")
 
 	// Another example: XLA's plan of the same reshard (a slice, then collective_permute
