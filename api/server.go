@@ -201,15 +201,16 @@ func (s *Server) routes() chi.Router {
 	r.With(jsonOnly).Get("/readyz", s.handle(s.readyz))
 	if !s.access.MetricsElsewhere {
 		// On the API's address, /metrics needs a key when keys are on.
-		r.With(s.requireAPIKey).Method(http.MethodGet, "/metrics", s.Metrics())
+		r.With(s.requireAPIKey, s.offers(textMediaType, "application/openmetrics-text")).Method(http.MethodGet, "/metrics", s.Metrics())
 	}
 	r.With(jsonOnly).Get("/openapi.json", s.handle(s.openAPI3))
 	r.With(jsonOnly).Get("/openapi3.json", s.handle(s.openAPI3))
 	r.With(jsonOnly).Get("/openapi2.json", s.handle(s.openAPI))
 	r.With(s.offers(htmlMediaType)).Get("/docs", s.handle(s.docs))
-	r.Get("/docs/{asset}", s.handle(pageAssets("/docs", docsAssets)))
+	assets := s.offers("text/javascript", "text/css", svgMediaType)
+	r.With(assets).Get("/docs/{asset}", s.handle(pageAssets("/docs", docsAssets)))
 	r.With(s.offers(htmlMediaType)).Get("/explore", s.handle(s.explore))
-	r.Get("/explore/{asset}", s.handle(pageAssets("/explore", exploreAssets)))
+	r.With(assets).Get("/explore/{asset}", s.handle(pageAssets("/explore", exploreAssets)))
 	r.With(jsonOnly).Get("/v1/cost-models", s.handle(s.costModels))
 	r.With(jsonOnly).Get("/v1/cost-models/{name}", s.handle(s.costModel))
 
