@@ -302,6 +302,7 @@ func FuzzParseString(f *testing.F) {
 		`[{"x"}]`,
 		`#sdy.sharding<@mesh, [{"x"}, {"y", "z"}]>`,
 		`<@mesh, [{"x"}, {?}], replicated={"w"}>`,
+		`#sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>]>`,
 		`sharding={devices=[4,12]<=[48]}, metadata={op_name="x"}`,
 		`sharding={devices=[4,1,12]<=[4,12]T(1,0) last_tile_dim_replicate}, frontend_attributes={a="}"}`,
 		`(Shard(dim=0), Replicate(), Partial(), Replicate())`,

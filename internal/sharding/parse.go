@@ -415,6 +415,8 @@ type textParser struct {
 	pos   int
 	field string
 	m     *Mesh
+	// perValue: the text is a #sdy.sharding_per_value<[...]> of one value.
+	perValue bool
 }
 
 func (p *textParser) fail(format string, args ...any) error {
@@ -559,6 +561,17 @@ func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, err
 			return Sharding{}, err
 		}
 	}
+	if p.perValue {
+		if p.peek() == ',' {
+			return Sharding{}, p.fail("a sdy.sharding_per_value of several values; give the sharding of one tensor")
+		}
+		if err := p.expect(']'); err != nil {
+			return Sharding{}, err
+		}
+		if err := p.expect('>'); err != nil {
+			return Sharding{}, err
+		}
+	}
 	if p.peek() != 0 {
 		return Sharding{}, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
 	}
@@ -573,6 +586,12 @@ func (p *textParser) shardyWrapper() (bool, error) {
 		p.pos++
 	case c == '#' && strings.HasPrefix(p.s[p.pos:], "#sdy.sharding<"): // as as_text() prints it
 		p.pos += len("#sdy.sharding<")
+	case c == '#' && strings.HasPrefix(p.s[p.pos:], "#sdy.sharding_per_value<["): // an op's, of one value
+		p.pos += len("#sdy.sharding_per_value<[")
+		p.perValue = true
+		if err := p.expect('<'); err != nil {
+			return false, err
+		}
 	case c != 's':
 		return false, nil
 	case !strings.HasPrefix(p.s[p.pos:], "sharding<"):

@@ -40,7 +40,7 @@ func ShardingForm(text string) string {
 		return formDTensor
 	case placementsTuple(t):
 		return formPlacements
-	case strings.HasPrefix(t, "#sdy.sharding<"), strings.HasPrefix(t, "<@"):
+	case strings.HasPrefix(t, "#sdy.sharding<"), strings.HasPrefix(t, "#sdy.sharding_per_value<"), strings.HasPrefix(t, "<@"):
 		return formSdyAttr
 	}
 	return formShardy

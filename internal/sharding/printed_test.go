@@ -18,6 +18,7 @@ func TestPrintedShardingForms(t *testing.T) {
 	}{
 		{"X=2,Y=4", []int64{2048, 2048}, `#sdy.sharding<@mesh, [{"X"}, {}]>`, `["X", null]`},
 		{"X=2,Y=4", []int64{2048, 2048}, `<@mesh, [{"Y"}, {"X"}]>`, `["Y", "X"]`},
+		{"X=2,Y=4", []int64{2048, 2048}, `#sdy.sharding_per_value<[<@mesh, [{"Y"}, {}]>]>`, `["Y", null]`},
 		{"X=2,Y=4", []int64{2048, 2048}, ` #sdy.sharding<@mesh, [{"X", "Y"}, {?}], replicated={}> `, `{"dims": [{"axes": ["X", "Y"]}, {"axes": [], "open": true}]}`},
 		{"X=2,Y=4", []int64{2048, 2048}, `sharding={devices=[2,4]<=[8]}`, `["X", "Y"]`},
 		{"X=2,Y=4", []int64{2048, 2048}, `sharding={devices=[2,4]<=[8]}, metadata={op_name="x"}`, `["X", "Y"]`},
@@ -59,6 +60,7 @@ func TestPrintedShardingMismatch(t *testing.T) {
 	cases := []struct{ text, form, mismatch string }{
 		{`#sdy.sharding<@mesh, [{"Z"}, {}]>`, "Shardy #sdy.sharding attribute", `unknown mesh axis "Z"`},
 		{`#sdy.sharding<@other, [{"X"}, {}]>`, "Shardy #sdy.sharding attribute", "mesh @other"},
+		{`#sdy.sharding_per_value<[<@mesh, [{"X"}, {}]>, <@mesh, [{}, {}]>]>`, "Shardy #sdy.sharding attribute", "several values"},
 		{`sharding={devices=[2,2]<=[4]}, metadata={op_name="x"}`, "HLO dump's sharding={...}", "4"},
 		{`(Shard(dim=0),)`, "DTensor placements", "1 placements but the mesh has 2 axes"},
 		{`(Shard(dim=0), Shard(dim=5))`, "DTensor placements", "out of range"},
