@@ -473,12 +473,22 @@ func TestPathAt(t *testing.T) {
 }
 
 func TestOpenAPIServed(t *testing.T) {
-	s := newTestServer(t, func(d *Deps) { d.OpenAPI = []byte(`{"swagger":"2.0"}`) })
-	rec := do(t, s, http.MethodGet, "/openapi.json", "", "")
-	require.Equal(t, http.StatusOK, rec.Code)
-	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-	assert.JSONEq(t, `{"swagger":"2.0"}`, rec.Body.String())
-	rec = do(t, s, http.MethodGet, "/docs", "", "")
+	s := newTestServer(t, func(d *Deps) {
+		d.OpenAPI = []byte(`{"swagger":"2.0"}`)
+		d.OpenAPI3 = []byte(`{"openapi":"3.0.3"}`)
+	})
+	for path, want := range map[string]string{
+		"/openapi.json":  `{"openapi":"3.0.3"}`,
+		"/openapi3.json": `{"openapi":"3.0.3"}`,
+		"/openapi2.json": `{"swagger":"2.0"}`,
+	} {
+		rec := do(t, s, http.MethodGet, path, "", "")
+		require.Equal(t, http.StatusOK, rec.Code, path)
+		assert.Equal(t, "application/json", rec.Header().Get("Content-Type"), path)
+		assert.JSONEq(t, want, rec.Body.String(), path)
+	}
+	rec := do(t, s, http.MethodGet, "/docs", "", "")
 	assert.Equal(t, http.StatusOK, rec.Code)
-	assert.Contains(t, rec.Body.String(), "/openapi.json")
+	assert.Contains(t, rec.Body.String(), "openapi.json")
+	assert.Contains(t, string(docsAppJS), `"openapi2.json"`, "the docs page reads the Swagger 2.0 document")
 }

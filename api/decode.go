@@ -72,6 +72,9 @@ func jsonProblem(body []byte, dec *json.Decoder, err error) *Problem {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
+		if word, fix := pythonLiteral(body, se.Offset); word != "" {
+			return malformed("malformed JSON at offset %d: %s is Python, not JSON; write %s (JSON's literals are null, true and false)", se.Offset-1, word, fix)
+		}
 		return malformed("malformed JSON at offset %d: %v", se.Offset, se)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return malformed("malformed JSON: the body ends at offset %d in the middle of a value", len(body))
@@ -92,6 +95,21 @@ func jsonProblem(body []byte, dec *json.Decoder, err error) *Problem {
 			sharding.Fieldf(field, "unknown field %q; see GET /openapi.json for the request's fields", name))
 	}
 	return malformed("%s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// pythonLiteral reports the Python literal (None, True, False) that starts where a JSON
+// syntax error stopped (off is just past the offending byte), and its JSON spelling.
+func pythonLiteral(body []byte, off int64) (word, fix string) {
+	if off < 1 || off > int64(len(body)) {
+		return "", ""
+	}
+	rest := body[off-1:]
+	for _, l := range [...][2]string{{"None", "null"}, {"True", "true"}, {"False", "false"}} {
+		if bytes.HasPrefix(rest, []byte(l[0])) {
+			return l[0], l[1]
+		}
+	}
+	return "", ""
 }
 
 // goTypeName names a Go type the way a JSON user thinks of it.

@@ -21,7 +21,7 @@ func TestDocsServed(t *testing.T) {
 		contains    string
 	}{
 		{"page", "/docs", "text/html; charset=utf-8", `<script src="docs/app.js"`},
-		{"script", "/docs/app.js", "text/javascript; charset=utf-8", "openapi.json"},
+		{"script", "/docs/app.js", "text/javascript; charset=utf-8", "openapi2.json"},
 		{"styles", "/docs/style.css", "text/css; charset=utf-8", ".try"},
 		{"icon", "/docs/icon.svg", "image/svg+xml", "<svg"},
 	}
@@ -79,39 +79,56 @@ var (
 	inlineAttrRE  = regexp.MustCompile(`(?i)\s(?:on[a-z]+|style)=`)
 )
 
-// TestDocsSelfContained checks the page loads nothing from elsewhere and nothing inline,
-// so it works offline under its Content-Security-Policy.
+// TestDocsSelfContained checks the docs and explorer pages load nothing from elsewhere
+// and nothing inline, so they work offline under their Content-Security-Policy.
 func TestDocsSelfContained(t *testing.T) {
-	s := newTestServer(t, func(d *Deps) { d.OpenAPI = []byte(`{"swagger":"2.0"}`) })
-	html := do(t, s, http.MethodGet, "/docs", "", "").Body.String()
-
-	for name, body := range map[string]string{"index.html": html, "app.js": string(docsAppJS), "style.css": string(docsStyleCSS)} {
-		assert.Empty(t, externalURLRE.FindAllString(body, -1), "%s references another origin", name)
-		assert.NotContains(t, body, "@import", name)
+	s := newTestServer(t, func(d *Deps) {
+		d.OpenAPI = []byte(`{"swagger":"2.0"}`)
+		d.OpenAPI3 = []byte(`{"openapi":"3.0.3"}`)
+	})
+	pages := []struct {
+		path   string
+		assets map[string]string
+	}{
+		{"/docs", map[string]string{"app.js": string(docsAppJS), "style.css": string(docsStyleCSS)}},
+		{"/explore", map[string]string{"explore.js": string(exploreJS), "explore.css": string(exploreCSS)}},
 	}
-
-	scripts := scriptTagRE.FindAllStringSubmatch(html, -1)
-	require.NotEmpty(t, scripts)
-	for _, m := range scripts {
-		assert.Contains(t, m[1], "src=", "inline script: %s", m[0])
-		assert.Empty(t, strings.TrimSpace(m[2]), "inline script: %s", m[0])
-	}
-	assert.Empty(t, inlineAttrRE.FindAllString(html, -1), "inline handlers or styles are blocked by the CSP")
-
-	// Every relative reference resolves, from /docs, to something this server answers.
-	page, err := url.Parse("http://service.test/docs")
-	require.NoError(t, err)
-	refs := refAttrRE.FindAllStringSubmatch(html, -1)
-	require.NotEmpty(t, refs)
-	for _, m := range refs {
-		if strings.HasPrefix(m[1], "#") {
-			continue
+	for _, pg := range pages {
+		rec := do(t, s, http.MethodGet, pg.path, "", "")
+		require.Equal(t, http.StatusOK, rec.Code, pg.path)
+		assert.Equal(t, docsCSP, rec.Header().Get("Content-Security-Policy"), pg.path)
+		html := rec.Body.String()
+		pg.assets["index.html"] = html
+		for name, body := range pg.assets {
+			// The SVG namespace is a name, not a place anything is fetched from.
+			body = strings.ReplaceAll(body, `"http://www.w3.org/2000/svg"`, `""`)
+			assert.Empty(t, externalURLRE.FindAllString(body, -1), "%s%s references another origin", pg.path, name)
+			assert.NotContains(t, body, "@import", name)
 		}
-		ref, err := url.Parse(m[1])
-		require.NoError(t, err, m[1])
-		assert.Empty(t, ref.Host, "absolute reference %s", m[1])
-		target := page.ResolveReference(ref)
-		rec := do(t, s, http.MethodGet, target.Path, "", "")
-		assert.Equal(t, http.StatusOK, rec.Code, "%s -> %s", m[1], target.Path)
+
+		scripts := scriptTagRE.FindAllStringSubmatch(html, -1)
+		require.NotEmpty(t, scripts)
+		for _, m := range scripts {
+			assert.Contains(t, m[1], "src=", "inline script: %s", m[0])
+			assert.Empty(t, strings.TrimSpace(m[2]), "inline script: %s", m[0])
+		}
+		assert.Empty(t, inlineAttrRE.FindAllString(html, -1), "inline handlers or styles are blocked by the CSP")
+
+		// Every relative reference resolves, from the page, to something this server answers.
+		page, err := url.Parse("http://service.test" + pg.path)
+		require.NoError(t, err)
+		refs := refAttrRE.FindAllStringSubmatch(html, -1)
+		require.NotEmpty(t, refs)
+		for _, m := range refs {
+			if strings.HasPrefix(m[1], "#") {
+				continue
+			}
+			ref, err := url.Parse(m[1])
+			require.NoError(t, err, m[1])
+			assert.Empty(t, ref.Host, "absolute reference %s", m[1])
+			target := page.ResolveReference(ref)
+			rec := do(t, s, http.MethodGet, target.Path, "", "")
+			assert.Equal(t, http.StatusOK, rec.Code, "%s: %s -> %s", pg.path, m[1], target.Path)
+		}
 	}
 }

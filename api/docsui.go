@@ -67,15 +67,18 @@ func (s *Server) docs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// docsAsset serves the page's script, stylesheet and icon (GET /docs/{asset}).
-func (s *Server) docsAsset(w http.ResponseWriter, r *http.Request) error {
-	name := chi.URLParam(r, "asset")
-	f, ok := docsAssets[name]
-	if !ok {
-		return NewProblem(http.StatusNotFound, slugNotFound, "Not found", "no docs asset %q; the page is at GET /docs", name)
+// pageAssets serves the script, stylesheet and icon of the page at page (GET
+// page/{asset}); any other name is a 404.
+func pageAssets(page string, assets map[string]docsFile) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		name := chi.URLParam(r, "asset")
+		f, ok := assets[name]
+		if !ok {
+			return NewProblem(http.StatusNotFound, slugNotFound, "Not found", "no asset %q; the page is at GET %s", name, page)
+		}
+		serveDocsFile(w, r, f)
+		return nil
 	}
-	serveDocsFile(w, r, f)
-	return nil
 }
 
 // serveDocsFile writes f with the docs security headers. The ETag lets browsers revalidate

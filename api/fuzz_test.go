@@ -64,6 +64,9 @@ func FuzzReshardBody(f *testing.F) {
 		`{"mesh": "x=2,y=2", "shape": [5, 3], "dtype": "s4", "source": "[{\"x\", ?}, {\"y\"}]", "target": [null, ["y", "x"]]}`,
 		`{"mesh": "x=4", "shape": [8], "dtype": "f32", "source": {"dims": [{"axes": ["x:(1)2"]}], "unreduced": ["x:(2)2"]}, "target": ["x"], "strategy": "xla"}`,
 		`{"mesh": "x=2", "shape": [4], "element_bytes": 3, "source": [0], "target": [null], "allowed_ops": ["all_gather"]}`,
+		`{"mesh": "Mesh('X': 2, 'Y': 4)", "tensor": "tensor<64x64xf32>", "source": "#sdy.sharding<@mesh, [{\"X\"}, {}]>", "target": "(Shard(dim=1), Shard(dim=0))"}`,
+		`{"mesh": "DeviceMesh('cuda', [[0, 2], [1, 3]], mesh_dim_names=('a', 'b'))", "tensor": "bf16[8,4]{1,0}", "source": "sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}, metadata={op_name=\"x\"}", "target": {"placements": "(_StridedShard(dim=0, sf=2), Shard(dim=0))"}}`,
+		`{"mesh": "sdy.mesh @m = <[\"a\"=2]>", "shape": [4], "dtype": "f32", "source": "<@m, [{\"a\"}]>", "target": [None]}`,
 	} {
 		f.Add(seed)
 	}

@@ -179,7 +179,7 @@ func (in *graphInput) tensorIDs() []string {
 //	@Produce		application/problem+json
 //	@Param			request				body		GraphRequest	true	"mesh, tensors, ops; or module (an application/mlir body is the module's text)"
 //	@Param			function			query		string			false	"application/mlir body: the function to plan (default main)"
-//	@Param			mesh				query		string			false	"application/mlir body: the mesh as \"x=2,y=4\" when the module declares no sdy.mesh"
+//	@Param			mesh				query		string			false	"application/mlir body: the mesh, as x=2,y=4 or as a framework prints it (Mesh(...), sdy.mesh, DeviceMesh(...)), when the module declares no sdy.mesh"
 //	@Param			strategy			query		string			false	"application/mlir body: optimal or xla"	Enums(optimal, xla)
 //	@Param			cost_model			query		string			false	"application/mlir body: a cost model profile name"
 //	@Param			conflict_resolution	query		string			false	"application/mlir body: options.conflict_resolution"	Enums(aggressive, basic, basic_then_aggressive)

@@ -141,6 +141,19 @@ func (wt *GraphTensor) toTensor(t *propagation.Tensor, anns *annotations, id str
 	if wt.err != nil {
 		return under(field(), wt.err)
 	}
+	if wt.Tensor != "" {
+		if wt.Shape != nil || wt.DType != "" {
+			return fielderr.New(field()+".tensor", "give tensor, or shape with dtype, not both")
+		}
+		shape, dtype, err := sharding.ParseTensorType(wt.Tensor, field()+".tensor")
+		if err != nil {
+			return err
+		}
+		if shape == nil {
+			shape = []int64{}
+		}
+		wt.Shape, wt.DType = shape, dtype
+	}
 	if wt.Shape == nil {
 		return fielderr.New(field()+".shape", "is required: an array of dim sizes ([] for a scalar)")
 	}

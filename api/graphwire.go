@@ -16,8 +16,9 @@ import (
 // GraphRequest is the body of POST /v1/graph (API.md). Every field it rejects is named by
 // its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").
 type GraphRequest struct {
-	// Mesh is a mesh object or the string "x=2,y=4". With a module that declares an
-	// sdy.mesh it may be left out (required without module).
+	// Mesh is a mesh object, the string "x=2,y=4", or a mesh as JAX, Shardy or torch
+	// print it. With a module that declares an sdy.mesh it may be left out (required
+	// without module).
 	Mesh json.RawMessage `json:"mesh,omitempty" swaggertype:"object"`
 	// Module is a StableHLO module in MLIR text (jax's lower(...).as_text(), Shardy's
 	// printed form or the generic form) instead of tensors, ops, inputs and outputs.
@@ -60,12 +61,16 @@ type GraphRequest struct {
 
 // GraphTensor is one tensor of a graph.
 type GraphTensor struct {
+	// Shape is the tensor's shape (or give tensor instead).
 	Shape []int64 `json:"shape" example:"8,16"`
 	// DType is the element type (default f32).
 	DType string `json:"dtype,omitempty" example:"bf16"`
 	// Sharding is an annotation in any input form (object, Shardy text, PartitionSpec
 	// array or "P(...)" text, XLA HloSharding text, DTensor {"placements": [...]}).
 	Sharding json.RawMessage `json:"sharding,omitempty" swaggertype:"object"`
+	// Tensor is the shape and dtype in one, as MLIR or XLA print a tensor type
+	// ("tensor<8x16xbf16>", "bf16[8,16]"), instead of shape and dtype.
+	Tensor string `json:"tensor,omitempty" example:"tensor<8x16xbf16>"`
 
 	err *fielderr.FieldError // the first value of the wrong JSON type or unknown field (path relative to the tensor)
 } // @name GraphTensor
@@ -396,6 +401,8 @@ func (r *wireReader) tensorField(t *GraphTensor, key string) {
 		t.Shape = r.int64s(&fe, "shape")
 	case foldEq(key, "dtype"):
 		r.constString(&t.DType, &fe, "dtype")
+	case foldEq(key, "tensor"):
+		r.constString(&t.Tensor, &fe, "tensor")
 	case foldEq(key, "sharding"):
 		if t.Sharding = r.raw(); string(t.Sharding) == "null" {
 			t.Sharding = nil

@@ -84,11 +84,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 
 // openAPI godoc
 //
-//	@Summary	OpenAPI spec
-//	@Tags		ops
-//	@Produce	json
-//	@Success	200	{object}	object
-//	@Router		/openapi.json [get]
+//	@Summary		OpenAPI 2.0 spec
+//	@Description	The API as swag writes it (Swagger 2.0), from which /openapi.json is converted; the /docs page reads it.
+//	@Tags			ops
+//	@Produce		json
+//	@Success		200	{object}	object
+//	@Failure		406	{object}	Problem	"Accept admits no JSON"
+//	@Router			/openapi2.json [get]
 func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) error {
 	if len(s.openapi) == 0 {
 		return NewProblem(http.StatusNotFound, slugNotFound, "Not found", "this build carries no OpenAPI spec")
@@ -100,10 +102,12 @@ func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) error {
 // openAPI3 godoc
 //
 //	@Summary		OpenAPI 3 spec
-//	@Description	The same API as /openapi.json, converted to OpenAPI 3.0 with the fields a request may give in several forms (mesh, shardings, cost_model) described as oneOf, for client generators.
+//	@Description	The API in OpenAPI 3.0, with the fields a request may give in several forms (mesh, shardings, cost_model) described as oneOf, for client generators. Also at /openapi3.json; the Swagger 2.0 original is at /openapi2.json.
 //	@Tags			ops
 //	@Produce		json
 //	@Success		200	{object}	object
+//	@Failure		406	{object}	Problem	"Accept admits no JSON"
+//	@Router			/openapi.json [get]
 //	@Router			/openapi3.json [get]
 func (s *Server) openAPI3(w http.ResponseWriter, _ *http.Request) error {
 	if len(s.openapi3) == 0 {

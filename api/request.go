@@ -45,8 +45,10 @@ func parseMesh(raw json.RawMessage, field string, lim Limits) (*sharding.Mesh, e
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, sharding.Fieldf(field, "is not a valid JSON string")
 		}
-		// Count axes before parsing so a huge string cannot cost much.
-		if n := bytes.Count(raw, []byte(",")) + 1; lim.MaxMeshAxes > 0 && n > lim.MaxMeshAxes {
+		// Count axes before parsing so a huge string cannot cost much (a printed form's
+		// commas also separate device ids: its axes are counted once it is read, in
+		// time linear in its length).
+		if n := bytes.Count(raw, []byte(",")) + 1; sharding.MeshForm(s) == "" && lim.MaxMeshAxes > 0 && n > lim.MaxMeshAxes {
 			return nil, limitExceeded(field, "mesh has %d axes; the limit is %d (SHARDPLAN_MAX_MESH_AXES)", n, lim.MaxMeshAxes)
 		}
 		parsed, err := sharding.ParseMeshString(s, field)
@@ -188,3 +190,23 @@ func elementBits(dtype string, elementBytes *int, dtypeField string) (int, error
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// tensorType fills shape and dtype from a printed tensor type ("tensor<8x16xf32>",
+// "f32[8,16]") given instead of them; it is a 400 to give both.
+func tensorType(tensor string, shape *[]int64, dtype *string, elementBytes *int) error {
+	if tensor == "" {
+		return nil
+	}
+	if len(*shape) > 0 || *dtype != "" || elementBytes != nil {
+		return sharding.Fieldf("tensor", "give tensor, or shape with dtype (or element_bytes), not both")
+	}
+	s, d, err := sharding.ParseTensorType(tensor, "tensor")
+	if err != nil {
+		return err
+	}
+	if len(s) == 0 {
+		return sharding.Fieldf("tensor", "%q is a scalar; shardplan lays out tensors of rank >= 1", tensor)
+	}
+	*shape, *dtype = s, d
+	return nil
+}

@@ -19,10 +19,10 @@ import (
 
 // ReshardRequest is the body of POST /v1/reshard.
 type ReshardRequest struct {
-	// Mesh is a mesh object or the string "x=2,y=4".
+	// Mesh is a mesh object, the string "x=2,y=4", or a mesh as JAX, Shardy or torch print it.
 	Mesh json.RawMessage `json:"mesh" validate:"required" swaggertype:"object"`
-	// Shape is the global tensor shape; every dim >= 1.
-	Shape []int64 `json:"shape" validate:"required,dive,gte=1" example:"2048,2048"`
+	// Shape is the global tensor shape; every dim >= 1 (or give tensor instead).
+	Shape []int64 `json:"shape,omitempty" validate:"required_without=Tensor,dive,gte=1" example:"2048,2048"`
 	// DType is the element type (or give element_bytes instead): an XLA name (pred, s8,
 	// u8, s16, u16, f16, bf16, s32, u32, f32, s64, u64, f64, c64, c128, f8e4m3fn, f8e5m2,
 	// s4, u4) or its NumPy/JAX/PyTorch spelling (float32, bfloat16, int8, bool,
@@ -30,6 +30,9 @@ type ReshardRequest struct {
 	DType string `json:"dtype,omitempty" example:"f32"`
 	// ElementBytes is the element size in bytes, instead of dtype.
 	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64" minimum:"1" maximum:"64"`
+	// Tensor is the shape and dtype in one, as MLIR or XLA print a tensor type
+	// ("tensor<2048x2048xf32>", "f32[2048,2048]"), instead of shape and dtype.
+	Tensor string `json:"tensor,omitempty" example:"tensor<2048x2048xf32>"`
 	// Source and Target shardings, each in any input form (object, Shardy text,
 	// PartitionSpec array or "P(...)" text, XLA HloSharding text, or DTensor
 	// {"placements": [...]}).
@@ -198,6 +201,9 @@ func (s *Server) prepareReshard(in *reshardInput) error {
 		return err
 	}
 	in.mesh = m
+	if err := tensorType(req.Tensor, &req.Shape, &req.DType, req.ElementBytes); err != nil {
+		return err
+	}
 	if err := checkShape(req.Shape, "shape", s.limits); err != nil {
 		return err
 	}
@@ -305,6 +311,7 @@ func reshardKey(in *reshardInput) string {
 //	@Accept			json
 //	@Produce		json
 //	@Produce		text/plain
+//	@Produce		image/svg+xml
 //	@Produce		application/problem+json
 //	@Param			request	body		ReshardRequest	true	"mesh, tensor, source and target shardings"
 //	@Success		200		{object}	ReshardResponse
@@ -319,6 +326,9 @@ func reshardKey(in *reshardInput) string {
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/reshard [post]
 func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
+	if wantsSVG(r) {
+		return s.reshardAsSVG(w, r)
+	}
 	raw, err := readBody(r)
 	if err != nil {
 		return err

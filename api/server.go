@@ -103,9 +103,9 @@ type Deps struct {
 	Memo Memo
 	// Checks are readiness checks by name (e.g. "cache"); /readyz runs them all.
 	Checks map[string]Check
-	// OpenAPI is the spec served at GET /openapi.json (Swagger 2.0, as swag writes it;
-	// the /docs explorer reads it), OpenAPI3 the OpenAPI 3 conversion with the
-	// polymorphic input fields as oneOf, served at GET /openapi3.json.
+	// OpenAPI is the Swagger 2.0 spec as swag writes it, served at GET /openapi2.json
+	// (the /docs page reads it); OpenAPI3 its OpenAPI 3 conversion with the polymorphic
+	// input fields as oneOf, served at GET /openapi.json (and /openapi3.json).
 	OpenAPI  []byte
 	OpenAPI3 []byte
 	// Access is access control (API keys, CORS); the zero value is open.
@@ -204,20 +204,25 @@ func (s *Server) routes() chi.Router {
 			WithHeader("Allow", strings.Join(allowed, ", ")))
 	})
 
-	r.Get("/healthz", s.handle(s.healthz))
-	r.Get("/readyz", s.handle(s.readyz))
+	jsonOnly := s.offers("application/json")
+	r.With(jsonOnly).Get("/healthz", s.handle(s.healthz))
+	r.With(jsonOnly).Get("/readyz", s.handle(s.readyz))
 	if !s.access.MetricsElsewhere {
 		// On the API's address, /metrics needs a key when keys are on.
-		r.With(s.requireAPIKey).Method(http.MethodGet, "/metrics", s.Metrics())
+		r.With(s.requireAPIKey, s.offers(textMediaType, "application/openmetrics-text")).Method(http.MethodGet, "/metrics", s.Metrics())
 	}
-	r.Get("/openapi.json", s.handle(s.openAPI))
-	r.Get("/openapi3.json", s.handle(s.openAPI3))
-	r.Get("/docs", s.handle(s.docs))
-	r.Get("/docs/{asset}", s.handle(s.docsAsset))
+	r.With(jsonOnly).Get("/openapi.json", s.handle(s.openAPI3))
+	r.With(jsonOnly).Get("/openapi3.json", s.handle(s.openAPI3))
+	r.With(jsonOnly).Get("/openapi2.json", s.handle(s.openAPI))
+	r.With(s.offers(htmlMediaType)).Get("/docs", s.handle(s.docs))
+	assets := s.offers("text/javascript", "text/css", svgMediaType)
+	r.With(assets).Get("/docs/{asset}", s.handle(pageAssets("/docs", docsAssets)))
+	r.With(s.offers(htmlMediaType)).Get("/explore", s.handle(s.explore))
+	r.With(assets).Get("/explore/{asset}", s.handle(pageAssets("/explore", exploreAssets)))
 	// Like every /v1 route, the cost models need a key when keys are on, and count
 	// against the client's rate limit.
-	r.With(s.requireAPIKey, s.rateLimit).Get("/v1/cost-models", s.handle(s.costModels))
-	r.With(s.requireAPIKey, s.rateLimit).Get("/v1/cost-models/{name}", s.handle(s.costModel))
+	r.With(s.requireAPIKey, s.rateLimit, jsonOnly).Get("/v1/cost-models", s.handle(s.costModels))
+	r.With(s.requireAPIKey, s.rateLimit, jsonOnly).Get("/v1/cost-models/{name}", s.handle(s.costModel))
 
 	// The API routes. An inline group (not a sub-router) so its middleware runs after
 	// routing and the route pattern is complete even for a 413/415/503 it answers.
@@ -225,14 +230,14 @@ func (s *Server) routes() chi.Router {
 	// the request deadline; slots are taken only by work that computes.
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout)
-		r.With(s.throttle).Post("/v1/tiles", s.handle(s.tiles))
-		r.Post("/v1/reshard", s.handle(s.reshard))
-		r.Get("/v1/plans/{plan_id}", s.handle(s.plan))
+		r.With(s.offers("application/json", svgMediaType), s.throttle).Post("/v1/tiles", s.handle(s.tiles))
+		r.With(s.offers("application/json", textMediaType, svgMediaType)).Post("/v1/reshard", s.handle(s.reshard))
+		r.With(jsonOnly).Get("/v1/plans/{plan_id}", s.handle(s.plan))
 	})
 	// Graphs are bigger than single reshards: their own body limit.
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
-		r.Post("/v1/graph", s.handle(s.graph))
+		r.With(s.offers("application/json", mlirMediaType)).Post("/v1/graph", s.handle(s.graph))
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)

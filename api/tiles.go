@@ -10,10 +10,10 @@ import (
 
 // TilesRequest is the body of POST /v1/tiles.
 type TilesRequest struct {
-	// Mesh is a mesh object or the string "x=2,y=4".
+	// Mesh is a mesh object, the string "x=2,y=4", or a mesh as JAX, Shardy or torch print it.
 	Mesh json.RawMessage `json:"mesh" validate:"required" swaggertype:"object"`
-	// Shape is the global tensor shape; every dim >= 1.
-	Shape []int64 `json:"shape" validate:"required,dive,gte=1" example:"16,23"`
+	// Shape is the global tensor shape; every dim >= 1 (or give tensor instead).
+	Shape []int64 `json:"shape,omitempty" validate:"required_without=Tensor,dive,gte=1" example:"16,23"`
 	// DType is the element type (or give element_bytes instead): an XLA name (pred, s8,
 	// u8, s16, u16, f16, bf16, s32, u32, f32, s64, u64, f64, c64, c128, f8e4m3fn, f8e5m2,
 	// s4, u4) or its NumPy/JAX/PyTorch spelling (float32, bfloat16, int8, bool,
@@ -21,6 +21,9 @@ type TilesRequest struct {
 	DType string `json:"dtype,omitempty" example:"f32"`
 	// ElementBytes is the element size in bytes, instead of dtype.
 	ElementBytes *int `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=64" minimum:"1" maximum:"64"`
+	// Tensor is the shape and dtype in one, as MLIR or XLA print a tensor type
+	// ("tensor<2048x2048xf32>", "f32[2048,2048]"), instead of shape and dtype.
+	Tensor string `json:"tensor,omitempty" example:"tensor<2048x2048xf32>"`
 	// Sharding in any input form: object, Shardy text, PartitionSpec-like array (e.g.
 	// [[0],[1]] or ["x", null]; fewer entries than the rank leave the rest replicated),
 	// JAX PartitionSpec text ("P('x', None)") or jax.Array.sharding's repr
@@ -76,6 +79,7 @@ type Located struct {
 //	@Tags			tiles
 //	@Accept			json
 //	@Produce		json
+//	@Produce		image/svg+xml
 //	@Produce		application/problem+json
 //	@Param			request	body		TilesRequest	true	"tensor, mesh and sharding"
 //	@Success		200		{object}	TilesResponse
@@ -94,6 +98,9 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 	}
 	m, err := parseMesh(req.Mesh, "mesh", s.limits)
 	if err != nil {
+		return err
+	}
+	if err := tensorType(req.Tensor, &req.Shape, &req.DType, req.ElementBytes); err != nil {
 		return err
 	}
 	if err := checkShape(req.Shape, "shape", s.limits); err != nil {
@@ -180,6 +187,17 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := r.Context().Err(); err != nil {
 		return err
+	}
+	if wantsSVG(r) {
+		if resp.Devices == nil {
+			return limitExceeded("mesh", "has %d devices; SVG drawings are made for meshes of up to %d devices (ask for JSON)", n, maxSVGDevices)
+		}
+		body, err := tilesSVG(m, req.Shape, &resp)
+		if err != nil {
+			return err
+		}
+		writeSVG(w, body)
+		return nil
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }

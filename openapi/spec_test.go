@@ -81,3 +81,18 @@ func TestShardingForms(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"mesh": "x=2", "shape": [8], "dtype": "f32", "source": 7, "target": ["x"]}`), &bad))
 	assert.Error(t, s.VisitJSON(bad), "a number is no sharding")
 }
+
+// TestParameterDescriptionsWhole: no description is cut short by a quote swag's
+// annotation parser stopped at (it ends a description at an escaped quote).
+func TestParameterDescriptionsWhole(t *testing.T) {
+	doc := loadV3(t)
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for _, p := range op.Parameters {
+				d := p.Value.Description
+				assert.False(t, strings.HasSuffix(d, `\`) || strings.Count(d, `"`)%2 == 1 || strings.HasSuffix(strings.TrimSpace(d), " as"),
+					"%s %s parameter %s: description cut short: %q", method, path, p.Value.Name, d)
+			}
+		}
+	}
+}

@@ -1,4 +1,4 @@
-// shardplan API explorer: reads openapi.json (Swagger 2.0, as swag writes it) from this
+// shardplan API explorer: reads openapi2.json (Swagger 2.0, as swag writes it) from this
 // server, lists its operations by tag and sends requests to them with fetch. No
 // dependencies, nothing loaded from another origin, no inline script (the page is served
 // with a strict Content-Security-Policy).
@@ -306,14 +306,43 @@
     ui.body = el("textarea", { id: inputID, class: "body-input", spellcheck: "false", rows: Math.min(18, ui.example.split("\n").length + 1) });
     ui.body.value = ui.example;
     const tree = schemaTree(o.spec, schema, 3);
-    const consumes = (o.op.consumes || o.spec.consumes || ["application/json"]).join(", ");
+    const consumes = o.op.consumes || o.spec.consumes || ["application/json"];
+    // Several body media types (application/json, application/mlir): a choice, and the
+    // body is sent as the chosen type (JSON checked and compacted, anything else as typed).
+    ui.contentType = consumes.length > 1
+      ? el("select", { id: inputID + "-type", class: "content-type" }, consumes.map((c) => el("option", { value: c }, c)))
+      : null;
+    if (ui.contentType) {
+      ui.contentType.addEventListener("change", () => {
+        const raw = ui.contentType.value !== "application/json";
+        const untouched = ui.body.value === ui.example || ui.body.value === (rawExamples[ui.contentType.value] || "") ||
+          Object.values(rawExamples).includes(ui.body.value);
+        if (untouched) ui.body.value = raw ? (rawExamples[ui.contentType.value] || "") : ui.example;
+      });
+    }
     return el("div", { class: "editor" },
       el("h3", {}, "Request body"),
       bodyParam.description ? richText("p", "hint", bodyParam.description) : null,
       tree ? el("details", { class: "schema-view" }, el("summary", {}, "Schema: " + typeLabel(o.spec, schema)), tree) : null,
-      el("label", { for: inputID }, "Body (" + consumes + ")"),
+      ui.contentType
+        ? el("label", { for: inputID + "-type" }, "Content-Type ", ui.contentType)
+        : null,
+      el("label", { for: inputID }, "Body (" + (ui.contentType ? "as the Content-Type chosen" : consumes.join(", ")) + ")"),
       ui.body);
   }
+
+  // Bodies in the other media types an endpoint consumes.
+  const rawExamples = {
+    "application/mlir": [
+      'sdy.mesh @mesh = <["data"=2, "model"=4]>',
+      "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"data\"}, {}]>},",
+      "                %arg1: tensor<16x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"model\"}]>}) -> tensor<8x32xf32> {",
+      "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>",
+      "  return %0 : tensor<8x32xf32>",
+      "}",
+      "",
+    ].join("\n"),
+  };
 
   function renderResponses(o) {
     const rows = Object.entries(o.op.responses || {}).map(([code, r]) =>
@@ -415,7 +444,11 @@
     const accept = ui.accept ? ui.accept.value : acceptChoices(o).concat(["application/problem+json"]).join(", ");
     headers["Accept"] = accept;
     let body;
-    if (ui.body) {
+    const contentType = ui.contentType ? ui.contentType.value : "application/json";
+    if (ui.body && contentType !== "application/json") {
+      body = ui.body.value;
+      headers["Content-Type"] = contentType;
+    } else if (ui.body) {
       try {
         body = JSON.stringify(JSON.parse(ui.body.value));
       } catch (e) {
@@ -547,8 +580,8 @@
     const list = document.getElementById("endpoint-list");
     let spec;
     try {
-      const resp = await fetch(new URL("openapi.json", document.baseURI), { headers: { Accept: "application/json" } });
-      if (!resp.ok) throw new Error("GET openapi.json answered " + resp.status);
+      const resp = await fetch(new URL("openapi2.json", document.baseURI), { headers: { Accept: "application/json" } });
+      if (!resp.ok) throw new Error("GET openapi2.json answered " + resp.status);
       spec = await resp.json();
     } catch (e) {
       const msg = document.getElementById("load-error");

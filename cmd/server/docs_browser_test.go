@@ -10,11 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,32 +32,9 @@ const (
 // "Try it" on POST /v1/tiles and POST /v1/reshard (text/plain) works, and the page loads
 // nothing from outside the server.
 func TestDocsPageInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test skipped in -short mode")
-	}
-	for _, bin := range []string{chromiumPath, chromedriverPath} {
-		if _, err := os.Stat(bin); err != nil {
-			msg := fmt.Sprintf("%s missing (install Debian's chromium chromium-driver: scripts/ci/chromium.sh): %v", bin, err)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
+	ctx, base, wd := openInBrowser(t, "/docs", 60*time.Second)
 
-	base, _, _, _ := startServer(t, nil)
-	wd := startWebDriver(ctx, t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			wd.diagnose(t)
-		}
-	})
-
-	require.NoError(t, wd.post(ctx, "/url", map[string]string{"url": base + "/docs"}, nil))
-
-	// The endpoint list is built from /openapi.json.
+	// The endpoint list is built from /openapi2.json.
 	list := wd.waitElement(ctx, t, `#endpoint-list[data-state="ready"]`)
 	listText := wd.text(ctx, t, list)
 	for _, want := range []string{"POST /v1/reshard", "POST /v1/tiles", "GET /v1/cost-models", "GET /healthz"} {
@@ -106,29 +80,20 @@ func TestDocsPageInBrowser(t *testing.T) {
 	assert.Contains(t, graphBody, `"shardings"`)
 	assert.Contains(t, graphBody, `"all_reduce"`)
 
-	// Everything the page fetched came from the server.
-	var urls []string
-	raw := wd.script(ctx, t, `return JSON.stringify([location.href].concat(performance.getEntriesByType("resource").map(e => e.name)))`)
-	require.NoError(t, json.Unmarshal([]byte(raw.(string)), &urls))
-	assert.GreaterOrEqual(t, len(urls), 4, "page, app.js, style.css, openapi.json at least: %v", urls)
-	for _, u := range urls {
-		assert.True(t, strings.HasPrefix(u, base+"/"), "request outside the server: %s", u)
-	}
-	// Console errors would include CSP violations and failed loads.
-	for _, entry := range wd.browserLog(ctx, t) {
-		assert.NotEqual(t, "SEVERE", entry.Level, "console: %s", entry.Message)
-	}
+	// The same operation with an application/mlir body: the module is posted as it is.
+	wd.click(ctx, t, wd.waitElement(ctx, t, graph+` select.content-type option[value="application/mlir"]`))
+	assert.Contains(t, wd.script(ctx, t, `return document.querySelector(arguments[0] + " textarea.body-input").value`, graph), "sdy.mesh")
+	wd.click(ctx, t, wd.waitElement(ctx, t, graph+` button.try`))
+	wd.waitScript(ctx, t, "graph module response", `return document.querySelector(arguments[0]).dataset.state === "done" && document.querySelector(arguments[0] + " .curl").textContent.includes("application/mlir")`, graph)
+	assert.Equal(t, "200", wd.script(ctx, t, `return document.querySelector(arguments[0] + " .status").dataset.code`, graph))
+	assert.Contains(t, wd.text(ctx, t, wd.waitElement(ctx, t, graph+` pre.body`)), `"arg0"`, "tensor ids are the module's SSA names")
+
+	// Everything the page fetched came from the server (page, app.js, style.css,
+	// openapi2.json at least).
+	assertSelfContained(ctx, t, wd, base, 4)
 
 	wd.script(ctx, t, `document.querySelector(arguments[0] + " .controls").scrollIntoView({block: "start"})`, tiles)
-	shot := wd.screenshot(ctx, t)
-	dir := os.Getenv("SHARDPLAN_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	path := filepath.Join(dir, "docs.png")
-	require.NoError(t, os.WriteFile(path, shot, 0o644))
-	t.Logf("screenshot: %s", path)
+	wd.saveScreenshot(ctx, t, "docs.png")
 }
 
 // webDriver is a WebDriver session on a chromedriver this test started.

@@ -35,6 +35,18 @@ var exampleCases = []exampleCase{
 		"locate.0.owners.0.device":      10.0,
 		"locate.0.owners.0.local_index": []any{1.0, 5.0},
 	}},
+	// The same tensor and sharding as the frameworks print them.
+	{"tiles-printed-forms.json", 200, map[string]any{
+		"tile_shape":               []any{6.0, 6.0},
+		"devices.10.ranges":        []any{[]any{12.0, 16.0}, []any{12.0, 18.0}},
+		"locate.0.owners.0.device": 10.0,
+		"sharding.partition_spec":  "P('x', 'y')",
+	}},
+	// Seed 003 case 1 as torch, XLA's dump and DTensor print it: the same plan.
+	{"reshard-printed-forms.json", 200, map[string]any{
+		"steps.#": 1, "steps.0.op": "all_to_all_v", "steps.0.transfers.#": 4,
+		"source.partition_spec": "P('X', None)", "target.partition_spec": "P('Y', 'X')",
+	}},
 	// Routed, the direct exchange (four one-hop transfers) beats XLA's permute...
 	{"reshard-seed003-case1.json", 200, map[string]any{
 		"steps.#": 1, "steps.0.op": "all_to_all_v", "steps.0.transfers.#": 4,

@@ -127,7 +127,7 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, "ok", r.Checks["draining"])
 	})
 	t.Run("openapi", func(t *testing.T) {
-		resp, body := send(t, http.MethodGet, base+"/openapi.json", "", nil)
+		resp, body := send(t, http.MethodGet, base+"/openapi2.json", "", nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		var spec struct {
 			Swagger string                    `json:"swagger"`
@@ -137,8 +137,10 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, "2.0", spec.Swagger)
 		assert.Contains(t, spec.Paths["/v1/tiles"], "post")
 
-		resp, body = send(t, http.MethodGet, base+"/openapi3.json", "", nil)
+		resp, body = send(t, http.MethodGet, base+"/openapi.json", "", nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
+		_, again := send(t, http.MethodGet, base+"/openapi3.json", "", nil)
+		assert.Equal(t, string(body), string(again), "/openapi3.json is /openapi.json")
 		var v3 struct {
 			OpenAPI    string                    `json:"openapi"`
 			Paths      map[string]map[string]any `json:"paths"`

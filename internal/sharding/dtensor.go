@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -23,23 +24,48 @@ type placement struct {
 
 // parsePlacements reads the {"placements": [...]} object form.
 func parsePlacements(raw json.RawMessage, m *Mesh, shape []int64, field string) (Sharding, error) {
+	if b := bytes.TrimSpace(raw); len(b) > 0 && b[0] == '"' {
+		// "placements": "(Shard(dim=0), Replicate())", the tuple as torch prints it.
+		var text string
+		if err := json.Unmarshal(b, &text); err != nil {
+			return Sharding{}, Fieldf(field, "is not a valid JSON string")
+		}
+		return parsePlacementsText(text, m, shape, field)
+	}
 	items, fe := rawList(raw, field, "placement strings such as \"Shard(0)\", \"Replicate()\", \"Partial()\"")
 	if fe != nil {
 		return Sharding{}, fe
 	}
-	if len(items) != len(m.Axes) {
-		return Sharding{}, Fieldf(field, "has %d placements but the mesh has %d axes (%s); give one placement per mesh dim, in mesh axis order", len(items), len(m.Axes), m.axisNames())
+	texts := make([]string, len(items))
+	fields := make([]string, len(items))
+	var errs Errors
+	for i, it := range items {
+		fields[i] = index(field, i)
+		if err := json.Unmarshal(it, &texts[i]); err != nil {
+			errs = append(errs, Fieldf(fields[i], "must be a placement string such as \"Shard(0)\", \"Replicate()\" or \"Partial()\""))
+		}
 	}
-	ps := make([]placement, len(items))
+	if len(errs) > 0 {
+		return Sharding{}, errs
+	}
+	if len(texts) == 1 && isPlacementsTupleText(texts[0]) {
+		// "placements": "(Shard(dim=0), Replicate())", as torch prints the tuple.
+		return parsePlacementsText(texts[0], m, shape, fields[0])
+	}
+	return placementsSharding(texts, fields, m, shape, field)
+}
+
+// placementsSharding reads one placement text per mesh dim; fields[i] names the i-th
+// in errors and field the whole list.
+func placementsSharding(texts, fields []string, m *Mesh, shape []int64, field string) (Sharding, error) {
+	if len(texts) != len(m.Axes) {
+		return Sharding{}, Fieldf(field, "has %d placements but the mesh has %d axes (%s); give one placement per mesh dim, in mesh axis order", len(texts), len(m.Axes), m.axisNames())
+	}
+	ps := make([]placement, len(texts))
 	var errs Errors
 	maxDim := -1
-	for i, it := range items {
-		f := index(field, i)
-		var text string
-		if err := json.Unmarshal(it, &text); err != nil {
-			errs = append(errs, Fieldf(f, "must be a placement string such as \"Shard(0)\", \"Replicate()\" or \"Partial()\""))
-			continue
-		}
+	for i, text := range texts {
+		f := fields[i]
 		p, err := parsePlacement(text, f, len(shape), shape != nil)
 		if err != nil {
 			errs = append(errs, err)
@@ -69,7 +95,7 @@ func parsePlacements(raw json.RawMessage, m *Mesh, shape []int64, field string) 
 			deferred[p.dim] = append(deferred[p.dim], i)
 		case 'S':
 			if ended[p.dim] {
-				return Sharding{}, Fieldf(index(field, i), "Shard(%d) after the strided part of dim %d has ended; DTensor does not support this order", p.dim, p.dim)
+				return Sharding{}, Fieldf(fields[i], "Shard(%d) after the strided part of dim %d has ended; DTensor does not support this order", p.dim, p.dim)
 			}
 			s.Dims[p.dim].Axes = append(s.Dims[p.dim].Axes, FullAxis(m.Axes[i]))
 			if pend := deferred[p.dim]; len(pend) > 0 {
@@ -78,7 +104,7 @@ func parsePlacements(raw json.RawMessage, m *Mesh, shape []int64, field string) 
 				for k := len(pend) - 1; k >= 0; k-- {
 					j := pend[k]
 					if ps[j].split != aggregate {
-						return Sharding{}, Fieldf(index(field, j), "_StridedShard(%d, split_factor=%d): split_factor must be %d, the size of the mesh dims sharding dim %d after it", p.dim, ps[j].split, aggregate, p.dim)
+						return Sharding{}, Fieldf(fields[j], "_StridedShard(%d, split_factor=%d): split_factor must be %d, the size of the mesh dims sharding dim %d after it", p.dim, ps[j].split, aggregate, p.dim)
 					}
 					aggregate *= m.Axes[j].Size
 					s.Dims[p.dim].Axes = append(s.Dims[p.dim].Axes, FullAxis(m.Axes[j]))
@@ -88,13 +114,14 @@ func parsePlacements(raw json.RawMessage, m *Mesh, shape []int64, field string) 
 		}
 	}
 	for d, pend := range deferred {
-		return Sharding{}, Fieldf(index(field, pend[0]), "_StridedShard(%d, ...) needs a later Shard(%d) on another mesh dim", d, d)
+		return Sharding{}, Fieldf(fields[pend[0]], "_StridedShard(%d, ...) needs a later Shard(%d) on another mesh dim", d, d)
 	}
 	return finish(s, m, shape, objPather(field))
 }
 
 // parsePlacement reads one placement: Shard(0), Shard(dim=0), S(0), Replicate(), R,
-// Partial(), Partial(sum), Partial(reduce_op='sum'), P, _StridedShard(0, split_factor=2).
+// Partial(), Partial(sum), Partial(reduce_op='sum'), P, _StridedShard(0, split_factor=2),
+// _StridedShard(dim=0, sf=2).
 // Negative dims count from the end when the rank is known.
 func parsePlacement(text, field string, rank int, rankKnown bool) (placement, *FieldError) {
 	t := strings.TrimSpace(text)
@@ -162,6 +189,9 @@ func parsePlacement(text, field string, rank int, rankKnown bool) (placement, *F
 			return placement{}, fe
 		}
 		v, ok := arg(1, "split_factor")
+		if sf, short := keys["sf"]; short && !ok { // torch's repr: _StridedShard(dim=0, sf=2)
+			v, ok = sf, true
+		}
 		sf, err := strconv.Atoi(v)
 		if !ok || err != nil || sf < 1 {
 			return placement{}, Fieldf(field, "%q needs split_factor, a positive integer", text)
@@ -177,4 +207,11 @@ func parsePlacement(text, field string, rank int, rankKnown bool) (placement, *F
 		return placement{}, Fieldf(field, "%q: only Partial(sum) is modelled (partial sums, reduced with all-reduce or reduce-scatter); a %s reduction has no unreduced form here", text, op)
 	}
 	return placement{}, Fieldf(field, "unknown placement %q; use Shard(d), Replicate(), Partial() or _StridedShard(d, split_factor=f)", text)
+}
+
+// isPlacementsTupleText reports whether t is a tuple or list of placements as torch
+// prints one: "(Shard(dim=0), Replicate())".
+func isPlacementsTupleText(t string) bool {
+	t = strings.TrimSpace(t)
+	return (strings.HasPrefix(t, "(") || strings.HasPrefix(t, "[")) && placementsTuple(t)
 }

@@ -132,6 +132,11 @@ func FuzzParseMeshString(f *testing.F) {
 	for _, s := range []string{
 		"x=2,y=4", " a = 3 ", "x=1", "x=1073741824", "x=2,x=2", "x=0", "x=-1", "1x=2", "x", "",
 		"x=1000000000,y=1000000000", "x=4,y=4611686018427387904", "x=2,,y=2", "x=+2",
+		"Mesh('X': 2, 'Y': 4)", "AbstractMesh('X': 2, 'Y': 4, axis_types=(Auto, Auto))",
+		"Mesh(device_ids=array([[0, 2], [1, 3]]), axis_names=('a', 'b'))", "Mesh('X': -2)",
+		`sdy.mesh @mesh = <["X"=2, "Y"=4]>`, `#sdy.mesh<["a"=2], device_ids=[1, 0]>`, `<[]>`, `sdy.mesh @m = <["a"=2`,
+		"DeviceMesh('cuda', [[0, 1], [2, 3]], mesh_dim_names=('dp', 'tp'))", "DeviceMesh:([[0, 1]])",
+		"DeviceMesh('cuda', [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])", "DeviceMesh('cuda', [[0], [1, 2]])",
 	} {
 		f.Add(s)
 	}
@@ -295,6 +300,16 @@ func FuzzParseString(f *testing.F) {
 		"{devices=[48]<=[48]}",
 		"P('x')",
 		`[{"x"}]`,
+		`#sdy.sharding<@mesh, [{"x"}, {"y", "z"}]>`,
+		`<@mesh, [{"x"}, {?}], replicated={"w"}>`,
+		`#sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>]>`,
+		`sharding={devices=[4,12]<=[48]}, metadata={op_name="x"}`,
+		`sharding={devices=[4,1,12]<=[4,12]T(1,0) last_tile_dim_replicate}, frontend_attributes={a="}"}`,
+		`(Shard(dim=0), Replicate(), Partial(), Replicate())`,
+		`[Shard(0), Shard(0), Replicate(), Replicate()]`,
+		`(_StridedShard(dim=0, sf=6), Shard(dim=0), Replicate(), Replicate())`,
+		`DTensor(local_tensor=tensor([1.]), device_mesh=DeviceMesh('cuda', [0]), placements=(Shard(dim=0), Replicate(), Replicate(), Replicate()))`,
+		`(Shard(dim=(((((((((((((((((((((((((((((((((((0)))))))))))))))))))))))))))))))))))),)`,
 	} {
 		f.Add(s)
 	}
@@ -302,5 +317,27 @@ func FuzzParseString(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := ParseString(text, m, nil, "source")
 		checkParsed(t, m, s, err)
+	})
+}
+
+func FuzzParseTensorType(f *testing.F) {
+	for _, s := range []string{
+		"tensor<2048x2048xf32>", "tensor<4xi1>", "tensor<3xcomplex<f32>>", "tensor<f32>", "tensor<?x4xf32>",
+		"f32[2048,2048]", "bf16[8,16]{1,0}", "float32[4]", "ShapedArray(float32[4,8])", "f32[]", "f32[", "x",
+		"tensor<9223372036854775807x2xf32>",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		shape, dtype, err := ParseTensorType(text, "tensor")
+		if err != nil {
+			requireOnlyFieldErrors(t, err, "tensor")
+			return
+		}
+		_, ok := DTypeBits(dtype)
+		require.True(t, ok, "dtype %q", dtype)
+		for _, d := range shape {
+			require.GreaterOrEqual(t, d, int64(1))
+		}
 	})
 }

@@ -63,6 +63,11 @@ func ParseHLO(text string, m *Mesh, shape []int64, field string) (Sharding, erro
 		return Sharding{}, p.fail("a tuple sharding {{...}, ...} shards several values; give the sharding of one tensor")
 	}
 	p.pos = start
+	return p.hloAt(m, shape)
+}
+
+// hloAt parses the one HLO sharding at p.pos, which must end the text.
+func (p *textParser) hloAt(m *Mesh, shape []int64) (Sharding, error) {
 	sp, err := p.hloSharding(m.NumDevices())
 	if err != nil {
 		return Sharding{}, err

@@ -37,8 +37,12 @@ var axisNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // DefaultMeshName is the name a mesh gets when none is given.
 const DefaultMeshName = "mesh"
 
-// ParseMeshString parses the "x=2,y=4" form. field is the wire path used in errors.
+// ParseMeshString parses the "x=2,y=4" form, or a mesh as JAX, Shardy or torch print it
+// (meshforms.go). field is the wire path used in errors.
 func ParseMeshString(s, field string) (*Mesh, error) {
+	if form := MeshForm(s); form != "" {
+		return parsePrintedMesh(s, form, field)
+	}
 	m := &Mesh{Name: DefaultMeshName}
 	s = strings.TrimSpace(s)
 	if s == "" {

@@ -71,17 +71,33 @@ func finish(s Sharding, m *Mesh, shape []int64, pt pather) (Sharding, error) {
 // P( or PartitionSpec( (ParsePartitionSpecText), the repr of a JAX NamedSharding or
 // GSPMDSharding (what jax.Array.sharding prints), else Shardy's textual form (ParseText;
 // `{"x"}` is a Shardy dim missing its brackets).
+//
+// What the frameworks print around these is read too (printed.go): an HLO dump's
+// "sharding={...}, metadata={...}", Shardy's "#sdy.sharding<@mesh, [...]>" and
+// "<@mesh, [...]>", and DTensor placements as torch prints them ("(Shard(dim=0),
+// Replicate())", a DTensor repr's placements=...). Errors say which form the text was
+// read as.
 func ParseString(text string, m *Mesh, shape []int64, field string) (Sharding, error) {
-	if t, ok := strings.CutPrefix(strings.TrimSpace(text), "{"); ok {
-		if t = strings.TrimSpace(t); t != "" && (t[0] == '{' || (t[0] >= 'a' && t[0] <= 'z')) {
-			return ParseHLO(text, m, shape, field)
-		}
+	form := ShardingForm(text)
+	s, err := parseStringAs(form, text, m, shape, field)
+	if err != nil {
+		return Sharding{}, withForm(err, form)
 	}
-	if isPartitionSpecText(text) {
+	return s, nil
+}
+
+func parseStringAs(form, text string, m *Mesh, shape []int64, field string) (Sharding, error) {
+	switch form {
+	case formHLO:
+		return ParseHLO(text, m, shape, field)
+	case formHLODump:
+		return parseHLODump(text, m, shape, field)
+	case formPSpec:
 		return ParsePartitionSpecText(text, m, shape, field)
-	}
-	if isJAXRepr(text) {
+	case formJAXRepr:
 		return parseJAXRepr(text, m, shape, field)
+	case formPlacements, formDTensor:
+		return parsePlacementsText(text, m, shape, field)
 	}
 	return ParseText(text, m, shape, field)
 }
@@ -408,6 +424,8 @@ type textParser struct {
 	pos   int
 	field string
 	m     *Mesh
+	// perValue: the text is a #sdy.sharding_per_value<[...]> of one value.
+	perValue bool
 }
 
 func (p *textParser) fail(format string, args ...any) error {
@@ -559,6 +577,17 @@ func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, err
 			return Sharding{}, err
 		}
 	}
+	if p.perValue {
+		if p.peek() == ',' {
+			return Sharding{}, p.fail("a sdy.sharding_per_value of several values; give the sharding of one tensor")
+		}
+		if err := p.expect(']'); err != nil {
+			return Sharding{}, err
+		}
+		if err := p.expect('>'); err != nil {
+			return Sharding{}, err
+		}
+	}
 	if !p.atEnd() {
 		return Sharding{}, p.fail("unexpected %q after the sharding", p.s[p.pos:min(len(p.s), p.pos+10)])
 	}
@@ -568,13 +597,24 @@ func ParseText(text string, m *Mesh, shape []int64, field string) (Sharding, err
 // shardyWrapper reads the "sharding<@mesh," that may open Shardy's text, checks that it
 // names the request's mesh and reports whether it was there.
 func (p *textParser) shardyWrapper() (bool, error) {
-	if p.peek() != 's' {
+	switch c := p.peek(); {
+	case c == '<': // the attribute's body as it stands in a module: <@mesh, [...]>
+		p.pos++
+	case c == '#' && strings.HasPrefix(p.s[p.pos:], "#sdy.sharding<"): // as as_text() prints it
+		p.pos += len("#sdy.sharding<")
+	case c == '#' && strings.HasPrefix(p.s[p.pos:], "#sdy.sharding_per_value<["): // an op's, of one value
+		p.pos += len("#sdy.sharding_per_value<[")
+		p.perValue = true
+		if err := p.expect('<'); err != nil {
+			return false, err
+		}
+	case c != 's':
 		return false, nil
-	}
-	if !strings.HasPrefix(p.s[p.pos:], "sharding<") {
+	case !strings.HasPrefix(p.s[p.pos:], "sharding<"):
 		return false, p.fail("expected '[' or \"sharding<@mesh, [...]>\" (Shardy), '{' (an HLO sharding) or P(...) (a PartitionSpec)")
+	default:
+		p.pos += len("sharding<")
 	}
-	p.pos += len("sharding<")
 	if err := p.expect('@'); err != nil {
 		return false, err
 	}

@@ -55,7 +55,7 @@ func run(dir string) error {
 
 // The input forms, as schemas.
 func meshInput() *openapi3.SchemaRef {
-	return oneOf("a mesh: \"x=2,y=4\" or a mesh object",
+	return oneOf("a mesh: \"x=2,y=4\", a mesh as JAX, Shardy or torch print it (\"Mesh('x': 2, 'y': 4)\", \"sdy.mesh @mesh = <[\\\"x\\\"=2]>\", \"DeviceMesh('cuda', [[0, 1], [2, 3]], mesh_dim_names=('dp', 'tp'))\"), or a mesh object",
 		&openapi3.Schema{Type: &openapi3.Types{"string"}, Example: "x=2,y=4"},
 		&openapi3.Schema{Type: &openapi3.Types{"object"}, Properties: openapi3.Schemas{
 			"name":       {Ref: "#/components/schemas/MeshObject/properties/name"},
@@ -69,14 +69,17 @@ func shardingInput() *openapi3.SchemaRef {
 	entry := &openapi3.Schema{Nullable: true, OneOf: append(openapi3.SchemaRefs{
 		openapi3.NewArraySchema().WithItems(&openapi3.Schema{OneOf: axis}).NewRef(),
 	}, axis...)}
-	return oneOf("a sharding: Shardy text, XLA HloSharding, P(...) or jax.Array.sharding text; a PartitionSpec-like array (one entry per dim: null, an axis name or index, or a list of them); or an object (dims, replicated, unreduced, or DTensor placements)",
+	return oneOf("a sharding: Shardy text (also #sdy.sharding<@mesh, [...]> as printed), XLA HloSharding (also an HLO dump's sharding={...}, metadata={...}), P(...) or jax.Array.sharding text, DTensor placements as printed ((Shard(dim=0), Replicate())); a PartitionSpec-like array (one entry per dim: null, an axis name or index, or a list of them); or an object (dims, replicated, unreduced, or DTensor placements as a list or as printed)",
 		&openapi3.Schema{Type: &openapi3.Types{"string"}, Example: "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
 		&openapi3.Schema{Type: &openapi3.Types{"array"}, Items: entry.NewRef(), Example: []any{"x", nil}},
 		&openapi3.Schema{Type: &openapi3.Types{"object"}, Properties: openapi3.Schemas{
 			"dims":       openapi3.NewArraySchema().WithItems(openapi3.NewObjectSchema()).NewRef(),
 			"replicated": openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()).NewRef(),
 			"unreduced":  openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()).NewRef(),
-			"placements": openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()).NewRef(),
+			"placements": {Value: &openapi3.Schema{OneOf: openapi3.SchemaRefs{
+				openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()).NewRef(),
+				openapi3.NewStringSchema().NewRef(),
+			}}},
 		}})
 }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Make sure headless Chromium and its WebDriver are installed for the /docs browser test
-# (go test -run DocsPageInBrowser ./cmd/server/, which fails instead of skipping when
-# CI=true). Installs Debian's chromium and chromium-driver only when /usr/bin/chromium or
-# /usr/bin/chromedriver is missing. fonts-liberation is named so the screenshot has real
-# glyphs with recommends off.
+# Make sure headless Chromium and its WebDriver are installed for the /docs and /explore
+# browser tests (go test -run 'DocsPageInBrowser|ExplorerInBrowser' ./cmd/server/, which
+# fail instead of skipping when CI=true). Installs Debian's chromium and chromium-driver
+# only when /usr/bin/chromium or /usr/bin/chromedriver is missing. fonts-liberation is
+# named so the screenshots have real glyphs with recommends off.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 

@@ -7,6 +7,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Mapping, Optional
 
+from .convert import request_fields
 from .errors import ShardplanConnectionError, ShardplanError
 
 __all__ = ["Client", "Result", "TextResult", "DEFAULT_URL"]
@@ -70,7 +71,7 @@ def _modules(fields: Dict[str, Any], **texts: Optional[str]) -> Dict[str, Any]:
 def _merge(body: Optional[Mapping[str, Any]], fields: Mapping[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = dict(body or {})
     out.update(fields)
-    return out
+    return request_fields(out)
 
 
 class Client:

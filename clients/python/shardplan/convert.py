@@ -11,7 +11,7 @@ Everything here is duck-typed: neither JAX nor PyTorch is imported, so the modul
   "unreduced": ["u"]}``.
 """
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "mesh_from_jax",
@@ -518,4 +518,80 @@ def to_placements(sharding: Sharding, mesh_axis_names: Sequence[str], shard_cls:
             out.append(partial_cls())
         else:
             out.append(replicate_cls())
+    return out
+
+
+# -- live objects in a request ----------------------------------------------------------
+
+
+def _is_mesh(v: Any) -> bool:
+    return hasattr(v, "axis_names") and not isinstance(v, (str, dict))
+
+
+def _is_device_mesh(v: Any) -> bool:
+    return "DeviceMesh" in _class_names(v) or hasattr(v, "mesh_dim_names")
+
+
+def _is_dtensor(v: Any) -> bool:
+    return hasattr(v, "placements") and hasattr(v, "device_mesh")
+
+
+def _is_named_sharding(v: Any) -> bool:
+    return hasattr(v, "spec") and hasattr(v, "mesh")
+
+
+def _is_partition_spec(v: Any) -> bool:
+    return any("PartitionSpec" in k for k in _class_names(v))
+
+
+def _is_placements(v: Any) -> bool:
+    if isinstance(v, (str, bytes, dict)) or not isinstance(v, (tuple, list)) or not v:
+        return False
+    return all(any(k in ("Shard", "_StridedShard", "StridedShard", "Replicate", "Partial", "_Partial") for k in _class_names(p)) for p in v)
+
+
+def _mesh_of(v: Any) -> Mesh:
+    if _is_device_mesh(v):
+        return mesh_from_device_mesh(v)
+    return mesh_from_jax(v)
+
+
+def request_fields(fields: Mapping[str, Any]) -> Dict[str, Any]:
+    """A request body with the live framework objects in it turned into the API's forms,
+    the way the converters above do it (duck-typed: neither framework is imported).
+
+    ``mesh``: a ``jax.sharding.Mesh`` / ``AbstractMesh`` or a torch ``DeviceMesh``.
+    ``sharding``, ``source``, ``target``: a ``NamedSharding`` (its mesh fills ``mesh`` when
+    absent), a ``PartitionSpec``, DTensor placements (a tuple of ``Shard``/``Replicate``/
+    ``Partial``/``_StridedShard``, as ``DTensor.placements``), or a DTensor itself (its
+    placements; its device mesh, shape and dtype fill ``mesh``, ``shape`` and ``dtype``
+    when absent). ``dtype``: a jax/numpy or torch dtype. ``shape``: any sequence of ints
+    (``torch.Size``). Everything else is passed as given.
+    """
+    out: Dict[str, Any] = dict(fields)
+    if "shape" in out and out["shape"] is not None and not isinstance(out["shape"], list):
+        out["shape"] = [int(d) for d in out["shape"]]
+    for key in ("sharding", "source", "target"):
+        v = out.get(key)
+        if _is_dtensor(v):
+            out.setdefault("mesh", v.device_mesh)
+            out.setdefault("shape", [int(d) for d in v.shape])
+            if "dtype" not in out and "element_bytes" not in out and "tensor" not in out and getattr(v, "dtype", None) is not None:
+                out["dtype"] = v.dtype
+            out[key] = placements_json(v.placements)
+        elif _is_named_sharding(v):
+            out.setdefault("mesh", v.mesh)
+            out[key] = v.spec
+    for key in ("sharding", "source", "target"):
+        v = out.get(key)
+        if _is_partition_spec(v):
+            shape = out.get("shape")
+            rank = len(shape) if shape is not None else len(tuple(v))
+            out[key] = spec_from_partition_spec(v, rank)
+        elif _is_placements(v):
+            out[key] = placements_json(v)
+    if "mesh" in out and (_is_mesh(out["mesh"]) or _is_device_mesh(out["mesh"])):
+        out["mesh"] = _mesh_of(out["mesh"])
+    if "dtype" in out and out["dtype"] is not None and not isinstance(out["dtype"], str):
+        out["dtype"] = dtype_name(out["dtype"])
     return out

@@ -29,6 +29,11 @@ from tests.fakes import P, NamedSharding, Partial, Replicate, Shard, device_mesh
 
 URL = os.environ.get("SHARDPLAN_URL", "")
 
+
+def repr_mesh(dm):
+    """What torch prints for a DeviceMesh."""
+    return "DeviceMesh(%r, %r, mesh_dim_names=%r)" % (dm.device_type, dm.mesh.tolist(), tuple(dm.mesh_dim_names))
+
 # The API.md /v1/reshard example.
 EXAMPLE = {"mesh": "X=2,Y=4", "shape": [2048, 2048], "dtype": "f32", "source": ["X", None], "target": ["Y", "X"]}
 
@@ -169,6 +174,23 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(r["target"]["hlo"], "{devices=[4,2]<=[2,4]T(1,0)}")
         self.assertEqual(tuple(to_partition_spec(r["target"], P)), ("Y", "X"))
         self.assertEqual(r["steps"][-1]["after"]["hlo"], r["target"]["hlo"])
+
+    def test_live_objects_same_plan(self):
+        # Live framework objects given as fields make the same canonical request as the
+        # explicit forms: the same plan id.
+        want = self.c.reshard(EXAMPLE)["plan_id"]
+        mesh = jax_mesh((2, 4), ("X", "Y"))
+        r = self.c.reshard(shape=(2048, 2048), dtype="float32",
+                           source=NamedSharding(mesh, P("X")), target=NamedSharding(mesh, P("Y", "X")))
+        self.assertEqual(r["plan_id"], want)
+        dm = device_mesh((2, 4), ("X", "Y"))
+        r = self.c.reshard(mesh=dm, tensor="tensor<2048x2048xf32>",
+                           source=(Shard(0), Replicate()), target=(Shard(1), Shard(0)))
+        self.assertEqual(r["plan_id"], want)
+        # The printed forms too, as the frameworks print them.
+        r = self.c.reshard(mesh=repr_mesh(dm), tensor="f32[2048,2048]",
+                           source=repr((Shard(0), Replicate())), target='#sdy.sharding<@mesh, [{"Y"}, {"X"}]>')
+        self.assertEqual(r["plan_id"], want)
 
     def test_dtensor_placements_round_trip(self):
         dm = device_mesh((2, 4), ("dp", "tp"))

@@ -5,6 +5,7 @@ import unittest
 from shardplan import (
     partition_spec_entries,
     placements_json,
+    request_fields,
     to_named_sharding,
     to_partition_spec,
     to_placement_strings,
@@ -273,3 +274,46 @@ class BackToFrameworksTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RequestFieldsTest(unittest.TestCase):
+    """request_fields turns live objects into the API's forms, as the converters do."""
+
+    def test_jax_mesh_and_named_sharding(self):
+        mesh = jax_mesh((2, 4), ("X", "Y"), ids=[0, 1, 2, 3, 7, 6, 5, 4])
+        body = request_fields({"shape": (64, 128), "dtype": "bf16",
+                               "source": NamedSharding(mesh, P("X")), "target": P(None, ("X", "Y"))})
+        self.assertEqual(body["mesh"], mesh_from_jax(mesh))
+        self.assertEqual(body["shape"], [64, 128])
+        self.assertEqual(body["source"], ["X", None])
+        self.assertEqual(body["target"], [None, ["X", "Y"]])
+
+    def test_abstract_mesh(self):
+        body = request_fields({"mesh": AbstractMesh((2, 4), ("a", "b")), "shape": [8], "sharding": P("a")})
+        self.assertEqual(body["mesh"]["axes"], [{"name": "a", "size": 2}, {"name": "b", "size": 4}])
+        self.assertEqual(body["sharding"], ["a"])
+
+    def test_device_mesh_and_placements(self):
+        dm = device_mesh((2, 2), ("dp", "tp"), ranks=[0, 2, 1, 3])
+        body = request_fields({"mesh": dm, "shape": [8, 8], "dtype": "f32",
+                               "source": (Shard(0), Replicate()), "target": [_StridedShard(0, 2), Shard(0)],
+                               "sharding": (Partial(), Shard(1))})
+        self.assertEqual(body["mesh"], mesh_from_device_mesh(dm))
+        self.assertEqual(body["mesh"]["device_ids"], [0, 2, 1, 3])
+        self.assertEqual(body["source"], {"placements": ["Shard(0)", "Replicate()"]})
+        self.assertEqual(body["target"], {"placements": ["_StridedShard(0, split_factor=2)", "Shard(0)"]})
+        self.assertEqual(body["sharding"], {"placements": ["Partial(sum)", "Shard(1)"]})
+
+    def test_dtensor_fills_mesh_and_shape(self):
+        dm = device_mesh((2, 4), ("dp", "tp"))
+        t = DTensor(dm, [Shard(1), Replicate()], (16, 32))
+        body = request_fields({"source": t, "target": (Replicate(), Replicate()), "dtype": "f32"})
+        self.assertEqual(body["mesh"], mesh_from_device_mesh(dm))
+        self.assertEqual(body["shape"], [16, 32])
+        self.assertEqual(body["source"], {"placements": ["Shard(1)", "Replicate()"]})
+        self.assertEqual(body["target"], {"placements": ["Replicate()", "Replicate()"]})
+
+    def test_plain_values_unchanged(self):
+        plain = {"mesh": "X=2", "shape": [4], "dtype": "f32", "source": ["X"], "target": "P(None)",
+                 "cost_model": {"base": "h100"}}
+        self.assertEqual(request_fields(plain), plain)
