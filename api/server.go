@@ -241,7 +241,7 @@ func (s *Server) routes() chi.Router {
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
-		r.Post("/v1/audit", s.handle(s.audit))
+		r.With(s.offers("application/json", textMediaType)).Post("/v1/audit", s.handle(s.audit))
 	})
 	return r
 }

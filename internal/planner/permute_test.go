@@ -140,7 +140,6 @@ func TestCorpusFloorCases(t *testing.T) {
 
 			def, err := Reshard(context.Background(), req(testModel{}, nil))
 			require.NoError(t, err)
-			assert.Equal(t, tc.collective, def.Summary.BytesPerDevice)
 			assert.Less(t, def.Summary.TimeUS, direct.Summary.TimeUS, "the collectives are faster under the test model")
 		})
 	}

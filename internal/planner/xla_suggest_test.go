@@ -190,9 +190,10 @@ func TestXLASuggestionsTakeTheBestChain(t *testing.T) {
 }
 
 // TestXLASuggestionFromAGreedyListWhenFaster: [a][b] -> [b][a] on a=2,b=3, 6x6 (a
-// pricing-corpus case). The optimal plan's states suggest {b, a} on dim 0 (XLA's plan
-// through it: 5.0 µs on tpu-v5p); a greedy one-collective-per-hop list suggests {b} on
-// dim 1, through which XLA's plan is 3.0 µs, and wins. The first list's chain used to.
+// pricing-corpus case). XLA's plan through {b} on dim 1 is 3.0 µs on tpu-v5p (through
+// {b, a} on dim 0, 5.0 µs); the greedy one-collective-per-hop list suggests it, and so
+// does the optimal plan's list (gather a, all-to-all b, slice a), which the chain of
+// the first list may not beat.
 func TestXLASuggestionFromAGreedyListWhenFaster(t *testing.T) {
 	m := mustMesh(t, "a=2,b=3")
 	shape := []int64{6, 6}
@@ -207,8 +208,8 @@ func TestXLASuggestionFromAGreedyListWhenFaster(t *testing.T) {
 	first, firstChain := chainThrough(context.Background(), r, suggestionStates(context.Background(), r, new(boundsOf(r)))[0], boundsOf(r))
 	require.NotNil(t, firstChain)
 	require.Len(t, first, 1)
-	assert.Equal(t, "P(('b','a'), None)", first[0].PartitionSpec, "the optimal plan's list")
-	assert.Less(t, info.Chain.Summary.TimeUS, firstChain.Summary.TimeUS)
+	assert.Equal(t, "P(None, 'b')", first[0].PartitionSpec, "the optimal plan's list")
+	assert.LessOrEqual(t, info.Chain.Summary.TimeUS, firstChain.Summary.TimeUS*(1+1e-9))
 }
 
 // TestXLASuggestionDump writes, for the pricing corpus's fallbacks and 200 random ones,
