@@ -25,12 +25,13 @@
 //
 // # Pipeline
 //
-// Reshard runs these stages in order (plan.go unless named):
+// Reshard (plan.go) runs these stages in order:
 //
 //	problem     reducedRefs, newSpace: the atoms of the two ends, start and goal, the
 //	            reduction of partial sums the target drops (steps.go reduction)
-//	side work   on another goroutine: the lower bounds (bound.go), the direct
-//	            candidates (all_to_all_v, gather_then_slice) and their hybrids
+//	side work   candidates.go, on another goroutine: the lower bounds (bound.go),
+//	            the direct candidates (all_to_all_v, gather_then_slice) and their
+//	            hybrids
 //	greedy      construct.go: Shardy's order of moves; its time bounds the search
 //	search      search.go: A* over goal-directed moves (expand.go) with an admissible
 //	            heuristic (heuristic*.go), in passes:
@@ -39,20 +40,21 @@
 //	                       effort thorough only), beside
 //	              exact    f = g + h, bounded by 1.5x the other candidates
 //	              greedier f = g + 16h, when the first pass reaches no goal
-//	hybrids     a candidate's steps with an all_to_all_v in place of its first, last
-//	            or middle steps, and the best hybrid's own hybrids
+//	hybrids     hybrids.go: a candidate's steps with an all_to_all_v in place of its
+//	            first, last or middle steps, and the best hybrid's own hybrids
 //	complete    complete.go: A* over every state of every mesh axis split into prime
 //	            atoms, every step op as a move, bounded by the best candidate; it
 //	            finds a strictly cheaper plan or proves there is none
-//	choose      the memory budget, then pickBest: no full rematerialization first
-//	            (unless allowed), then time, then fewer collectives, standard
+//	choose      choose.go: the memory budget, then pickBest: no full
+//	            rematerialization first (unless allowed), then time, then fewer collectives, standard
 //	            collectives over permutes over exchanges, fewer steps
 //
 // The candidates before the complete pass are fast heuristics: the complete pass alone
 // decides what is proven. It generates every permute and exchange when the states
 // number at most completeStateLimit (Summary.Optimality is then OptimalityProven when it
-// ends within its budgets), else the structured moves with permutes and exchanges toward
-// the goal (OptimalityBestFound). Its heuristic and edge bounds (the data one device
+// ends within its budgets); above it, one structured step from the source (a slice, a
+// gather or all-to-all of any suffix, a reduction) and then the exchange to the goal,
+// the two rounds of a hierarchical all-to-all (OptimalityBestFound). Its heuristic and edge bounds (the data one device
 // lacks over the most it can take in, the hop latency some lacking byte must travel, the
 // peers an exchange's busiest receiver needs, the cheapest partition of the pending
 // reductions) are lower bounds on the prices of cost.Fabric; oracle_test.go holds the

@@ -641,7 +641,7 @@ func TestHybridPlans(t *testing.T) {
 			continue
 		}
 		for _, c := range p.candidates {
-			if c.name == "complete" {
+			if c.kind == kindComplete {
 				continue // hybrids are made of the candidates before the complete pass
 			}
 			i0 := 0
@@ -654,7 +654,7 @@ func TestHybridPlans(t *testing.T) {
 			// Named search, so that hybridOf tries its middle windows too; priced on the
 			// candidate's own space (the complete pass's plan has its own atoms).
 			sp := c.sp
-			c = &Plan{Request: r, sp: sp, Steps: slices.Clone(c.Steps), name: "search"}
+			c = (&Plan{Request: r, sp: sp, Steps: slices.Clone(c.Steps)}).named(originSearch)
 			for i := range i0 {
 				c.Steps[i].Cost.TimeUS = 1e6
 			}
@@ -873,7 +873,7 @@ func TestHybridsNeverReplicate(t *testing.T) {
 			continue
 		}
 		for _, c := range p.candidates {
-			if c.name == "complete" {
+			if c.kind == kindComplete {
 				continue // hybrids are made of the candidates before the complete pass
 			}
 			h := c.sp.hybridOf(r, c, c.sp.stateOf(r.Target), math.Inf(1))
