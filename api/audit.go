@@ -256,7 +256,7 @@ type HLORemat struct {
 //	@Produce		application/problem+json
 //	@Param			request							body		AuditRequest	true	"a graph request (tensors/ops or module), or hlo_module; an application/mlir or text/x-hlo body is the module's text"
 //	@Param			function						query		string			false	"application/mlir body: the function to audit (default main)"
-//	@Param			mesh							query		string			false	"raw body: the mesh as \"x=2,y=4\""
+//	@Param			mesh							query		string			false	"raw body: the mesh, as x=2,y=4 or as a framework prints it (an HLO dump does not name its axes; without a mesh, one axis of num_partitions devices)"
 //	@Param			strategy						query		string			false	"application/mlir body: xla (default) or optimal"	Enums(optimal, xla)
 //	@Param			cost_model						query		string			false	"raw body: a cost model profile name"
 //	@Param			memory_budget_bytes_per_device	query		int				false	"raw body: the per-device memory budget"
