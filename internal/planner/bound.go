@@ -346,7 +346,7 @@ func nodeNeeds(r *Request, gpusPerNode int) ([]int64, bool) {
 // bytes of the distinct target tiles its devices need that no device of the side holds.
 // Tiles are named by their number in row-major order of the shard indices (at most
 // cutBoundDevices of each sharding), not by strings: the time bound runs once per plan
-// and was a sixth of the suggestion search (issue 12).
+// and was a sixth of the suggestion search .
 func sideNeeds(r *Request, used []bool, sides int, sideOf func(coords []int) int) (need []int64, ok bool) {
 	m := r.Mesh
 	combos := 1

@@ -44,7 +44,7 @@ func (sp *space) greedyIncumbent(r *Request, pre []move, start, goal state) (gre
 
 // sideWork is what a request computes beside its search, on another goroutine: the
 // direct candidates (the all_to_all_v exchange routes every transfer: a sixth of a
-// median request of issue 12's random set) with ub, the cheapest of them without a full
+// median request of testgen.RandomSet) with ub, the cheapest of them without a full
 // rematerialization (+Inf: none), and the plan's bounds. The search reads ub only where
 // it bounds the exact pass (or, when the first pass reaches no goal, the greedier
 // pass's plan) and waits for it there; the anytime pass never sees it, so nothing the
@@ -135,8 +135,8 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 const maxLateTransfers = 1 << 24
 
 // lateTransferCost is what lateExchange budgets per transfer against the request's
-// deadline: about the most a routed transfer took on a torus (8.7 M in 0.80 s,
-// BENCHMARKS.md), twice over.
+// deadline: about the most a routed transfer took on a torus (8.7 M in 0.80 s), twice
+// over.
 const lateTransferCost = 200 * time.Nanosecond
 
 // allRematerialize reports whether every plan in cands goes through a full

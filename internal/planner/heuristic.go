@@ -211,7 +211,7 @@ func eachGroup(sp *space, fn func(k int64, refs []sharding.AxisRef) bool) {
 // (bytes per µs) of a collective_permute and its smallest latency, as lb bounds them;
 // ok is false when some group has no finite injection bandwidth. It depends on the
 // model, the mesh and the atoms only, and a request scans 2^n - 1 groups (a tenth of a
-// median request of issue 12's random set, once per searcher): on models that name
+// median request of testgen.RandomSet, once per searcher): on models that name
 // what their prices depend on (cost.Fabric.MeshKey) it is memoized across requests.
 func groupBounds(sp *space, r *Request, lb lowerBounder) (inj, lat float64, ok bool) {
 	key, keyed := atomsKey(sp, r)
@@ -310,13 +310,13 @@ const hopShare = 50
 // least latMin and a bandwidth term of at least the bytes it moves over the bound's
 // bandwidth (cost.Fabric.LowerBound's contract; TestPropertyCutBoundPerStep holds each
 // term of every step to it), so the path pays max(steps, 1) latencies plus the bytes
-// that must move over that bandwidth. On issue 12's random set this lowers the
-// expansions by 4% (BENCHMARKS.md).
+// that must move over that bandwidth. On testgen.RandomSet this lowers the
+// expansions by 4%.
 //
 // The path's latencies also add up to at least the hop bound (hopBound: the hops some
 // lacking byte must still travel), so the latency term is the larger of the two. On
 // torus meshes, where small reshards are all latency, this is the heuristic's strength:
-// on the random set it takes the expansions from 109,779 to 80,575 (BENCHMARKS.md).
+// on the random set it takes the expansions from 109,779 to 80,575.
 func (b *bound) time(st state) float64 {
 	h, _ := b.timeOver(st, 0, math.Inf(1))
 	return h
@@ -442,7 +442,7 @@ func (b *bound) missing(st state) float64 {
 // ovCacheBits sizes the heuristic's overlap cache: a direct-mapped table of the
 // overlaps whose key packs into a word (a miss, or a slot another key took, computes the
 // overlap again, so the values are exact). The map it replaces took about 6% of a
-// median request's search on issue 12's random set, in hashing and probing.
+// median request's search on testgen.RandomSet, in hashing and probing.
 const (
 	ovCacheBits = 9
 	ovCacheSize = 1 << ovCacheBits

@@ -171,7 +171,7 @@ func (hb *hopBound) dist(st state) float64 {
 // The hop bound of a labelling depends on the labels, the atoms (their axes, sizes and
 // weights) and the model's hop latencies on the mesh, not on the tensor: requests on
 // one mesh and model whose spaces split the axes alike share one family of bounds.
-// hopMemo keeps them across requests (a tenth of a median request of issue 12's random
+// hopMemo keeps them across requests (a tenth of a median request of testgen.RandomSet's
 // set went to computing them again): a map of packed labels per family, each under its
 // own lock (one map keyed by family and labels spent 4% of a median request's search
 // hashing its two-word keys under one lock).
@@ -189,7 +189,7 @@ type hopFamilyMemo struct {
 
 // maxHopMemo bounds the bounds hopMemo keeps (16 bytes of key and value each, plus the
 // maps' overhead: about 10 MiB at the bound; a family that finds the bound reached
-// starts over), and maxHopFamilies its families. Issue 12's random set alone keeps
+// starts over), and maxHopFamilies its families. testgen.RandomSet alone keeps
 // 62,251 (14 families): at 1<<16 a second mesh's requests would have started families
 // over.
 const (

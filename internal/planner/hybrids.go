@@ -20,8 +20,8 @@ const maxHybridTransfers = 1 << 12
 // allow the exchange). A search step moves whole tiles the
 // structured way (a gather, an all-to-all), and what is left (or what comes before) is
 // often a small, scattered move that no one structured collective makes but one
-// exchange does: on issue 12's random set 112 of 250 plans got cheaper this way on
-// tpu-v5p, to 0.24x, geomean 0.911 (BENCHMARKS.md). No hybrid passes through full
+// exchange does: on testgen.RandomSet 112 of 250 plans got cheaper this way on
+// tpu-v5p, to 0.24x, geomean 0.911. No hybrid passes through full
 // replication (the ends may be replicated), folds a reduction of partial sums into an
 // exchange, or prices an exchange of more than maxHybridTransfers transfers with no
 // closed form. Reshard prices the hybrids of its candidates beside the search where it
@@ -43,10 +43,10 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 	if remat && !replicatedEnds {
 		bestT = math.Inf(1) // a hybrid without the rematerialization may cost more
 	}
-	// No hybrid above limit could be chosen. (Until planner/15 a window was also left
-	// out when the kept steps plus the model's least latency reached bestT; but an
-	// exchange whose every receiver holds its tile already costs nothing, and a gather
-	// may leave exactly that: hybridExchange answers a slice then.)
+	// No hybrid above limit could be chosen. A window is not left out because its kept
+	// steps plus the model's least latency reach bestT: an exchange whose every receiver
+	// holds its tile already costs nothing, and a gather may leave exactly that
+	// (hybridExchange answers a slice then).
 	bestT = min(bestT, limit)
 	var best *Plan
 	keep := func(steps []Step) {
@@ -92,14 +92,14 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 			keep(append(append(slices.Clone(c.Steps[:i0]), replaced(d)), c.Steps[k+1:]...))
 		}
 	}
-	// Exchange in the middle (planner/15): c's steps before i kept, one exchange in
+	// Exchange in the middle: c's steps before i kept, one exchange in
 	// place of steps i..k, the steps after k kept (i past the reductions and past c's
 	// first step, k before its last: the two kinds above cover the other windows).
 	// Often a free local slice first, so that the exchange moves less, and a gather
 	// after it. Only a search plan's windows, and only exchanges priced in closed form:
-	// there are quadratically many; on issue 12's random set and large meshes no other
+	// there are quadratically many; on testgen.RandomSet and large meshes no other
 	// candidate's window made a plan faster, and routing the others' exchanges made 6
-	// of 534 faster for 5-10% of h100 large meshes' median (BENCHMARKS.md, session 14).
+	// of 534 faster for 5-10% of h100 large meshes' median.
 	for i := i0 + 1; i < len(c.Steps)-1 && c.fromSearch(); i++ {
 		if c.Steps[i].before == nil || !replicatedEnds && c.Steps[i].Before.IsFullyReplicated() {
 			break // the hybrid would keep a rematerializing prefix

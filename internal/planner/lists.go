@@ -196,8 +196,8 @@ func TransfersContext(ctx context.Context, m *sharding.Mesh, shape []int64, elem
 
 // byReceiver orders ts (receivers below n) by receiver, then by their ranges' starts:
 // a stable counting sort by receiver, then each receiver's transfers (a few) by
-// insertion. A comparison sort of the whole list took a fifth of the render of issue
-// 12's random set (BENCHMARKS.md). Two transfers to one receiver never start at the
+// insertion. A comparison sort of the whole list took a fifth of the render of
+// testgen.RandomSet. Two transfers to one receiver never start at the
 // same place (they come from distinct source tiles, which do not overlap), so the order
 // is total. The result may reuse ts' array.
 func byReceiver(ts []Transfer, n int) []Transfer {

@@ -20,9 +20,9 @@ type Effort string
 
 // The efforts. EffortThorough runs an anytime pass (the weighted search with every
 // move, which goes on after each plan it finds) beside the exact pass; EffortFast
-// leaves it out, as the suggestion search does: on issue 12's random set (tpu-v5p)
+// leaves it out, as the suggestion search does: on testgen.RandomSet (tpu-v5p)
 // it plans a median request in about a third of the time, and its plans take 5.0%
-// longer to run on geomean (2.4% on h100), up to 2x (BENCHMARKS.md, sessions 12, 14).
+// longer to run on geomean (2.4% on h100), up to 2x.
 const (
 	EffortThorough Effort = "thorough"
 	EffortFast     Effort = "fast"
@@ -123,9 +123,9 @@ func boundsOf(r *Request) reshardBounds {
 
 // DefaultMaxExpansions bounds the number of states the search's exact pass expands;
 // its weighted passes take an eighth (the first, or the greedier second) and a
-// thirty-second (the anytime second). At 2,000, 2 of issue 12's 250 random reshards stopped
+// thirty-second (the anytime second). At 2,000, 2 of testgen.RandomSet's 250 reshards stopped
 // at the budget; both finish within 4,000 (about 20 ms each), and the others expand
-// the same states as before (BENCHMARKS.md).
+// the same states as before.
 const DefaultMaxExpansions = 4000
 
 // Step is one step of a plan. Field use by op follows API.md.
@@ -366,7 +366,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			// lines first (random set: 22 plans faster on tpu-v5p, to 0.73x; reshard
 			// 198's two exchanges take half the direct one's time; routing the second
 			// round's exchanges too gained nothing more and cost h100 large meshes
-			// 10-20%; BENCHMARKS.md, session 14).
+			// 10-20%).
 			sp.closedFormOnly = true
 			h2 := bestHybrid(r, cands, []*Plan{sp.hybridOf(r, h, goal, side.limit())})
 			sp.closedFormOnly = false

@@ -10,7 +10,7 @@ import (
 // mapPool recycles maps of one type between searches, cleared: a request's memos
 // (prices, heuristic parts, routes) grow to hundreds of entries, and growing them anew
 // on every request was a fifth of the planner's allocations, which the collector then
-// paid for again (BENCHMARKS.md).
+// paid for again.
 type mapPool[K comparable, V any] struct{ p sync.Pool }
 
 // get returns an empty map.

@@ -20,7 +20,7 @@ import (
 // randomSetMesh is the mesh of issue 12's latency goal (testgen.RandomSetMesh).
 const randomSetMesh = testgen.RandomSetMesh
 
-// randomSet is issue 12's 250 random reshards (testgen.RandomSet: seeded, the same set
+// randomSet is testgen.RandomSet's 250 reshards (testgen.RandomSet: seeded, the same set
 // on every run).
 func randomSet(t testing.TB) []problem {
 	m := mustMesh(t, randomSetMesh)
@@ -46,9 +46,9 @@ func BenchmarkRandomSet(b *testing.B) {
 		set = set[:n]
 	}
 	var lat, exps []float64
-	capped, byRank := 0, map[int][]float64{}
+	capped, complete, byRank := 0, 0, map[int][]float64{}
 	for b.Loop() {
-		lat, exps, capped, byRank = lat[:0], exps[:0], 0, map[int][]float64{}
+		lat, exps, capped, complete, byRank = lat[:0], exps[:0], 0, 0, map[int][]float64{}
 		for _, pb := range set {
 			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, Effort: effort}
 			t0 := time.Now()
@@ -60,8 +60,11 @@ func BenchmarkRandomSet(b *testing.B) {
 			lat = append(lat, us)
 			exps = append(exps, float64(p.Summary.SearchExpansions))
 			byRank[len(pb.shape)] = append(byRank[len(pb.shape)], us)
-			if p.sp != nil && !p.sp.searchExact {
+			if p.searchSp != nil && !p.searchSp.searchExact {
 				capped++ // the exact pass stopped at its budget
+			}
+			if p.kind == kindComplete {
+				complete++ // the complete pass beat every candidate
 			}
 		}
 	}
@@ -71,6 +74,7 @@ func BenchmarkRandomSet(b *testing.B) {
 	b.ReportMetric(pct(lat, 0.9), "p90-µs")
 	b.ReportMetric(pct(lat, 0.99), "p99-µs")
 	b.ReportMetric(float64(capped), "capped")
+	b.ReportMetric(float64(complete), "complete")
 	slices.Sort(exps)
 	b.ReportMetric(pct(exps, 0.5), "p50-expansions")
 	b.ReportMetric(pct(exps, 0.99), "p99-expansions")
@@ -165,7 +169,7 @@ func writeRandomSetBodies(t *testing.T, path string) {
 // of three times, chosen before the timer starts) and reports their mean (µs): the
 // median request's own cost without the set's spread. SHARDPLAN_IDLE_GAP (a duration)
 // sleeps before each request, as a server idles between a client's requests: a core
-// waking from idle takes hundreds of µs to run a new goroutine (BENCHMARKS.md).
+// waking from idle takes hundreds of µs to run a new goroutine.
 //
 //	SHARDPLAN_IDLE_GAP=300us go test -run '^$' -bench BenchmarkRandomSetMiddle -benchtime 5x ./internal/planner/
 func BenchmarkRandomSetMiddle(b *testing.B) {

@@ -289,9 +289,9 @@ func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr 
 // pass leaves them out too); the relaxed pass has those moves, and its plans stand as
 // incumbents. Without the partial gathers, on the random set: 20% fewer expansions, 2
 // searches at the budget instead of 6, plans 1.5% cheaper on geomean as more searches
-// finish (BENCHMARKS.md). Against an exact pass with the relaxed fills, earlier on the
+// finish. Against an exact pass with the relaxed fills, earlier on the
 // same set: 10 of 250 searches stop at the budget instead of 63, 25% less CPU, and plans
-// cost 0.955 of theirs on average (1 slower, by 1.09x; BENCHMARKS.md). r.allMoves gives
+// cost 0.955 of theirs on average (1 slower, by 1.09x). r.allMoves gives
 // the exact pass every move (tests comparing A* with Dijkstra, which has them all).
 func (s *searcher) exactPass(weighted bool, ub float64) {
 	s.weight, s.ub, s.capped, s.anytime = 1, ub*(1+1e-9), false, false
@@ -352,9 +352,9 @@ func (x *exactRun) drop() {
 // goroutine of its own); when the request waits for it before it has begun, the
 // request runs it itself (worker). Its bound never depends on what the weighted passes
 // beside it find, so what the search returns does not depend on their timing. It
-// starts at once rather than after the first weighted pass, which bounded it until
-// session 12: the same plans, and no goroutine of its own queued behind the busy
-// request goroutine (75-90 µs on the random set's median; BENCHMARKS.md).
+// starts at once rather than after the first weighted pass: the same plans, and no
+// goroutine of its own queued behind the busy request goroutine (75-90 µs on
+// testgen.RandomSet's median).
 func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub float64, later func() float64) *exactRun {
 	x := &exactRun{first: make(chan []move, 1)}
 	x.w = newWorker(func() {
@@ -385,20 +385,16 @@ func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub fl
 // other plan (the incumbent's or the direct candidates'), not within that plan's cost.
 // A search plan dearer than the direct all_to_all_v still makes hybrids (its first
 // steps, then an exchange), and those won where the tight bound pruned the plan away
-// (issue 12's random set, reshards 23 and 99, lost to planner/13's cheaper exchange).
-// The exact pass runs on the core the anytime pass leaves idle. On the random set at
-// 1.5: plans 0.9886 of planner/13's time on geomean on tpu-v5p (14 faster, to 0.625x;
-// 1 slower, 1.055x, an equal-cost exact plan whose hybrids are dearer), 0.9902 on h100
-// (8 faster, none slower), large meshes unchanged; exact expansions +18%, median
-// latency unchanged, p99 about 15% higher (BENCHMARKS.md, session 14). 1.25 gave
-// 0.9911, 2 gave 0.9863 with one exact pass at its budget.
+// (testgen.RandomSet, reshards 23 and 99). The exact pass runs on the core the anytime
+// pass leaves idle. At 1.5 the set's plans run 0.9886 of a tight bound's time on
+// geomean on tpu-v5p and 0.9902 on h100, for 18% more exact expansions and a p99 about
+// 15% higher; 1.25 gave 0.9911, 2 gave 0.9863 with one exact pass at its budget.
 const exactBoundSlack = 1.5
 
 // withExact waits for the exact pass x and returns its plan when it costs at most ub
 // (the weighted passes' best, first, or the incumbent's), else first, even when that
 // costs no less than the direct candidates: it stays a candidate, for its hybrids
-// (until session 12 it was dropped then, and with it 28 of the random set's best
-// plans on tpu-v5p).
+// (dropping it lost 28 of testgen.RandomSet's best plans on tpu-v5p).
 func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int, ub float64) ([]move, int, bool, error) {
 	x.w.wait()
 	spent += x.n

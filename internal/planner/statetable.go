@@ -3,7 +3,7 @@ package planner
 import "hash/maphash"
 
 // stateTable is the search's table of what is known of each state (seen), keyed by
-// state: open addressing with linear probing, at most half full. On issue 12's random
+// state: open addressing with linear probing, at most half full. On testgen.RandomSet's
 // set a lookup in it costs a fraction of a Go map's (which spent a twelfth of a median
 // request's search hashing and matching control bytes). An entry whose pass is 0 is
 // empty: the search numbers its passes from 1.
