@@ -451,7 +451,14 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 		return completeResult{proven: c.full}, nil
 	}
 	c.push(c.start, 0, 0, -1, cedge{})
-	for c.open.Len() > 0 {
+	for pops := 1; c.open.Len() > 0; pops++ {
+		if pops&63 == 0 {
+			// Every pop may route an exchange or expand a node: the request's deadline
+			// ends the pass within 64 of them.
+			if err := c.ctx.Err(); err != nil {
+				return completeResult{}, err
+			}
+		}
 		it := heap.Pop(&c.open).(citem)
 		if it.lazy != nil {
 			// A point-to-point edge pushed at its bound: price it now that it is the
@@ -499,14 +506,6 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 			return completeResult{exp: c.expansions}, nil
 		}
 		c.expansions++
-		if completeExpandTrace != nil {
-			completeExpandTrace(c, n)
-		}
-		if c.expansions&63 == 0 {
-			if err := c.ctx.Err(); err != nil {
-				return completeResult{}, err
-			}
-		}
 		c.expand(it.id)
 	}
 	return completeResult{proven: c.full, exp: c.expansions}, nil
@@ -923,11 +922,6 @@ func completePass(ctx context.Context, r *Request, cands []*Plan) (*Plan, bool, 
 		return nil, false, nil // reducedRefs rejected it already
 	}
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
-	defer func() {
-		if completeTrace != nil {
-			completeTrace(cs)
-		}
-	}()
 	free, any := math.Inf(1), math.Inf(1) // the best candidates without and with a rematerialization
 	for _, c := range cands {
 		if c.finishTotals(); r.MemoryBudget > 0 && c.Summary.PeakBytesPerDevice > r.MemoryBudget {
@@ -960,12 +954,6 @@ func completePass(ctx context.Context, r *Request, cands []*Plan) (*Plan, bool, 
 	res, err = cs.run(any)
 	return plan(res), res.proven, err
 }
-
-// completeExpandTrace, when set (tests), sees every node the complete pass expands.
-var completeExpandTrace func(*completeSearch, crec)
-
-// completeTrace, when set (tests), sees every complete pass when it ends.
-var completeTrace func(*completeSearch)
 
 // withinBudget keeps the plans whose peak fits budget.
 func withinBudget(cands []*Plan, budget int64) []*Plan {

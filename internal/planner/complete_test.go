@@ -84,3 +84,19 @@ func TestMemoryBudget(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, free.Summary.TimeUS, p.Summary.TimeUS+1e-9)
 }
+
+// A request whose context is done stops the complete pass within 64 steps of its queue
+// (here a pass that would expand hundreds of states and route thousands of exchanges).
+func TestCompletePassStopsAtItsDeadline(t *testing.T) {
+	tpu, _ := cost.Profile("tpu-v5p")
+	m := mustMesh(t, "a=8,b=4")
+	shape := []int64{32}
+	r := &Request{Mesh: m, Shape: shape, ElemBits: 32, Source: mustSharding(t, m, shape, `{"dims":[{"axes":["a"]}],"unreduced":["b:(1)2"]}`),
+		Target: mustSharding(t, m, shape, `["b:(2)2"]`), Model: tpu}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := completePass(ctx, r, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	_, _, err = completePass(context.Background(), r, nil)
+	require.NoError(t, err)
+}
