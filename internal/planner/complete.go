@@ -33,13 +33,19 @@ import (
 // have.
 //
 // When the state space is small (completeStateLimit) every edge is generated and a pass
-// that ends before its budget proves its answer. Above it the pass keeps the structured
-// moves (slices, gathers, all-to-alls, reductions) and generates permutes and exchanges
-// toward the goal only: its plan is the best found, not proven.
+// that ends before its budget proves its answer. Above it the pass searches the
+// hierarchical family: from the source at most one structured step (slice, gather,
+// all-to-all, reduction), a point-to-point step to the goal or to a state one structured
+// step before it (largeTargets), at most one more point-to-point step to the goal, and
+// the structured step that ends there. Two rounds of exchanges over sub-axes are how
+// hierarchical all-to-all algorithms beat one exchange among every device when latency
+// dominates. Its plan is the best found, not proven; a pass stopped at its budget answers
+// the cheapest path to the goal it has reached.
 //
-// The heuristic is 0 at the goal and at states the goal is a slice of, and else the
-// least price of any collective (floor): every path from such a state takes at least one
-// collective. Edges are pruned only against the incumbent (cost plus heuristic at or
+// The heuristic is 0 at the goal and at states the goal is a slice of, and else a bound
+// on the data some device lacks (every device on meshes of at most lacksDeviceLimit, a
+// sample of them above) over its ingress, at least the least price of any collective
+// (floor): every path from such a state takes at least one collective. Edges are pruned only against the incumbent (cost plus heuristic at or
 // above it), by the request's rules (allowed ops, no full replication in between unless
 // allowed, the memory budget), and by the coverage check.
 
@@ -60,9 +66,12 @@ const completeMaxPrime = 24
 // generation alike).
 const completeExpansions = 20000
 
-// completeLargeExpansions bounds the nodes of a pass over a large space, which takes
-// one structured step from the source and then the exchange to the goal.
+// completeLargeExpansions bounds the nodes of a pass over a large space.
 const completeLargeExpansions = 256
+
+// completeLargeP2PBudget bounds the point-to-point edges a pass over a large space
+// prices; past it the pass searches on over the structured moves.
+const completeLargeP2PBudget = 128
 
 // cnode is a state with its unreduced atoms.
 type cnode struct {
@@ -90,6 +99,11 @@ type completeSearch struct {
 	floor     float64
 	ub        float64 // prune paths that do not cost strictly less
 	maxExp    int
+	maxP2P    int
+	targets   []state // a large space's point-to-point targets (largeTargets)
+	// goalOnly and p2pGoalOnly restrict the node being expanded in a large space to
+	// edges that end at the goal (all of them; its point-to-point ones).
+	goalOnly, p2pGoalOnly bool
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[string]float64
@@ -105,6 +119,7 @@ type completeSearch struct {
 	coords  [][]int
 	hopDist []float64
 	ranges  map[string][][2]int64
+	samples [][]int // sampledLack's devices (their atom digits)
 	// mayEmpty is set when some dim is shorter than the product of every atom (a tile
 	// may hold nothing, and a move may move nothing).
 	mayEmpty bool
@@ -176,9 +191,9 @@ func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal c
 	}
 	rank := len(goal.st)
 	c.full = countStates(len(sp.atoms), rank) <= completeStateLimit
-	c.maxExp = completeExpansions
+	c.maxExp, c.maxP2P = completeExpansions, completeP2PBudget
 	if !c.full {
-		c.maxExp = completeLargeExpansions
+		c.maxExp, c.maxP2P = completeLargeExpansions, completeLargeP2PBudget
 	}
 	c.noRep = !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && rank > 0
 	if hm, ok := r.Model.(hopMetric); ok {
@@ -330,12 +345,18 @@ func (c *completeSearch) bounds(before, after state) pairBounds {
 	if v, ok := c.pairs[k]; ok {
 		return v
 	}
+	if c.pairs == nil {
+		c.pairs = map[string]pairBounds{}
+	}
 	var lack, peers int64
 	hop := 0.0
 	if c.r.Mesh.NumDevices() <= lacksDeviceLimit {
 		lack, hop, peers = c.pairBound(before, after)
-	} else if !c.sp.sliceOnly(before, after) && !c.mayEmpty {
-		lack = 1
+	} else if !c.sp.sliceOnly(before, after) {
+		lack = c.sampledLack(before, after)
+		if lack == 0 && !c.mayEmpty {
+			lack = 1 // some device outside the sample lacks data
+		}
 	}
 	var v pairBounds
 	if lack > 0 {
@@ -351,9 +372,6 @@ func (c *completeSearch) bounds(before, after state) pairBounds {
 			lat := base + max(step, hop) + float64(max(peers, 1)-1)*step
 			v.exchange = max(v.move, c.tb.Combine(max(lat, c.floor), float64(c.sp.bytes(lack))/c.peakIn))
 		}
-	}
-	if c.pairs == nil {
-		c.pairs = map[string]pairBounds{}
 	}
 	c.pairs[k] = v
 	return v
@@ -464,12 +482,15 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 			// A point-to-point edge pushed at its bound: price it now that it is the
 			// cheapest entry, and push its end at its price.
 			from := c.nodes[it.id]
-			if it.g > from.g || c.p2p >= completeP2PBudget {
-				if it.g <= from.g {
-					c.capped = true
-					return completeResult{exp: c.expansions}, nil
-				}
+			if it.g > from.g {
 				continue
+			}
+			if c.p2p >= c.maxP2P {
+				c.capped = true
+				if c.full {
+					return c.bestFound(), nil
+				}
+				continue // a large space searches on without point-to-point edges
 			}
 			lz := it.lazy
 			if !lz.bounded {
@@ -488,6 +509,9 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 				heap.Push(&c.open, it)
 				continue
 			}
+			if !c.full && lz.e.op == OpAllToAllV && !c.cheapExchange(from.n.st, lz.to.st) {
+				continue // it would route more transfers than a large space's pass prices
+			}
 			t := c.price(lz.e, from.n, lz.to)
 			if !c.over(from.g + t + lz.h) {
 				c.push(lz.to, from.g+t, from.steps+1, it.id, lz.e)
@@ -501,14 +525,23 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 		if n.n.key() == c.goalKey {
 			return completeResult{path: c.pathTo(it.id), proven: c.full, exp: c.expansions}, nil
 		}
-		if c.expansions >= c.maxExp || c.p2p >= completeP2PBudget {
+		if c.expansions >= c.maxExp || c.full && c.p2p >= c.maxP2P {
 			c.capped = true
-			return completeResult{exp: c.expansions}, nil
+			return c.bestFound(), nil
 		}
 		c.expansions++
 		c.expand(it.id)
 	}
 	return completeResult{proven: c.full, exp: c.expansions}, nil
+}
+
+// bestFound is the result of a pass stopped at its budget: the cheapest path to the goal
+// it reached (the goal's node, not yet the head of the queue), else none.
+func (c *completeSearch) bestFound() completeResult {
+	if id, ok := c.bykey[c.goalKey]; ok {
+		return completeResult{path: c.pathTo(id), exp: c.expansions}
+	}
+	return completeResult{exp: c.expansions}
 }
 
 func (c *completeSearch) pathTo(id int32) []cstep {
@@ -538,9 +571,15 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 			return
 		}
 		old.g, old.steps, old.prev, old.edge = g, steps, prev, e
+		if k == c.goalKey {
+			c.ub = g
+		}
 		old.n = cnode{st: n.st.clone(), unr: n.unr}
 		heap.Push(&c.open, citem{id: id, f: g + c.h(n), g: g, steps: steps})
 		return
+	}
+	if k == c.goalKey {
+		c.ub = g // only strictly cheaper paths are looked for from now on
 	}
 	id := int32(len(c.nodes))
 	c.nodes = append(c.nodes, crec{n: cnode{st: n.st.clone(), unr: n.unr}, g: g, steps: steps, prev: prev, edge: e})
@@ -553,6 +592,9 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 func (c *completeSearch) consider(id int32, e cedge, nx cnode) {
 	from := c.nodes[id]
 	isGoal := nx.key() == c.goalKey
+	if c.goalOnly && !isGoal {
+		return
+	}
 	if !isGoal {
 		if c.noRep && c.replicated(nx) {
 			return
@@ -604,17 +646,27 @@ func (c *completeSearch) expand(id int32) {
 	r, sp := c.r, c.sp
 	used := st.used()
 	pending := cur.unr & c.reducible
-	if !c.full && c.nodes[id].steps > 0 {
-		// A large space: one structured step from the source, then the exchange to
-		// the goal (the two rounds of a hierarchical all-to-all).
-		if pending == 0 && r.allowed(OpAllToAllV) && cur.unr == c.goal.unr && !sp.sliceOnly(st, c.goal.st) && c.cheapExchange(st, c.goal.st) {
-			c.consider(id, cedge{op: OpAllToAllV}, cnode{c.goal.st, cur.unr})
+	structured := true
+	c.goalOnly, c.p2pGoalOnly = false, false
+	if !c.full {
+		// A large space: a path is the source, at most one structured step, a
+		// point-to-point step to the goal or a state one structured step before it
+		// (largeTargets), at most one more point-to-point step to the goal, then the
+		// structured step that ends at the goal.
+		n := c.nodes[id]
+		switch {
+		case n.steps == 0:
+		case n.edge.op == OpAllToAllV || n.edge.op == OpCollectivePermute:
+			c.goalOnly, c.p2pGoalOnly = true, true
+		case n.steps == 1:
+			structured, c.p2pGoalOnly = false, true
+		default:
+			return
 		}
-		return
 	}
 	// Slices: any sequence of unused atoms appended to one dim, in one step (on an
 	// uneven dim a slice by two atoms can be local where its first atom alone is not).
-	if r.allowed(OpSlice) {
+	if structured && r.allowed(OpSlice) {
 		var free []uint8
 		for a := range sp.atoms {
 			if (used|cur.unr)&(1<<a) == 0 {
@@ -635,6 +687,9 @@ func (c *completeSearch) expand(id int32) {
 	}
 	// Gathers and all-to-alls of every suffix.
 	for d := range st {
+		if !structured {
+			break
+		}
 		n := len(st[d])
 		for j := 1; j <= n; j++ {
 			suffix := slices.Clone(st[d][n-j:])
@@ -667,8 +722,8 @@ func (c *completeSearch) expand(id int32) {
 		c.reductions(id, cur, pending)
 	}
 	p2p := pending == 0
-	// Permutes (in a large space the candidates' permutes stand).
-	if p2p && c.full && r.allowed(OpCollectivePermute) {
+	// Permutes.
+	if p2p && r.allowed(OpCollectivePermute) {
 		for _, nx := range c.permuteTargets(cur) {
 			c.consider(id, cedge{op: OpCollectivePermute, group: changedAtoms(st, nx)}, cnode{nx, cur.unr})
 		}
@@ -794,30 +849,60 @@ func (c *completeSearch) permuteTargets(cur cnode) []state {
 		}
 		return out
 	}
-	if sameCounts(c.goal.st) && !st.equal(c.goal.st) && cur.unr == c.goal.unr {
-		out = append(out, c.goal.st)
+	if cur.unr != c.goal.unr {
+		return nil
 	}
-	// Swaps of two equal-sized atoms (used or not).
-	used := st.used()
-	for a := range c.sp.atoms {
-		for b := a + 1; b < len(c.sp.atoms); b++ {
-			if c.sp.atoms[a].Size != c.sp.atoms[b].Size || (used&(1<<a) == 0 && used&(1<<b) == 0) || (cur.unr>>a|cur.unr>>b)&1 != 0 {
-				continue
-			}
-			nx := st.clone()
-			for d := range nx {
-				for i, x := range nx[d] {
-					switch x {
-					case uint8(a):
-						nx[d][i] = uint8(b)
-					case uint8(b):
-						nx[d][i] = uint8(a)
-					}
-				}
-			}
-			out = append(out, nx)
+	for _, t := range c.largeTargets() {
+		if sameCounts(t) && !t.equal(st) && (!c.p2pGoalOnly || t.equal(c.goal.st)) {
+			out = append(out, t)
 		}
 	}
+	return out
+}
+
+// largeTargets are the point-to-point targets of a large space: the goal and the
+// states one structured step before it (the goal with a free atom sliced onto a dim,
+// a minor suffix gathered, or a minor suffix moved to another dim: the steps that
+// undo one another), so that a path may end exchange, then structured step, and chain
+// exchanges through them (the rounds of a hierarchical all-to-all).
+func (c *completeSearch) largeTargets() []state {
+	if c.targets != nil {
+		return c.targets
+	}
+	g := c.goal.st
+	out := []state{g}
+	seen := map[string]bool{g.key(): true}
+	add := func(s state) {
+		if k := s.key(); !seen[k] {
+			seen[k] = true
+			out = append(out, s)
+		}
+	}
+	blocked := g.used() | c.goal.unr
+	for d := range g {
+		for a := range c.sp.atoms {
+			if blocked&(1<<a) == 0 {
+				nx := g.clone()
+				nx[d] = append(nx[d], uint8(a))
+				add(nx)
+			}
+		}
+		n := len(g[d])
+		for j := 1; j <= n; j++ {
+			nx := g.clone()
+			nx[d] = nx[d][:n-j]
+			add(nx)
+			for b := range g {
+				if b != d {
+					nx := g.clone()
+					nx[d] = nx[d][:n-j]
+					nx[b] = append(nx[b], g[d][n-j:]...)
+					add(nx)
+				}
+			}
+		}
+	}
+	c.targets = out
 	return out
 }
 
@@ -827,10 +912,10 @@ func (c *completeSearch) exchangeTargets(cur cnode) []state {
 	if c.full {
 		return c.statesOver(cur.unr)
 	}
-	if c.cheapExchange(cur.st, c.goal.st) {
+	if c.p2pGoalOnly {
 		return []state{c.goal.st}
 	}
-	return nil
+	return c.largeTargets()
 }
 
 // cheapExchange reports whether the exchange from before to after is priced without
@@ -1209,3 +1294,49 @@ func (sp *space) dimRange(d int, ids []uint8, digits []int) (int64, int64) {
 // canRoute reports whether exchanges are priced by routing their transfers (else by
 // the model's formula, which exchangeBound does not describe).
 func (c *completeSearch) canRoute() bool { return c.sp.canRoute(c.r) }
+
+// boundSamples is how many devices sampledLack looks at.
+const boundSamples = 8
+
+// sampledLack is the most a sampled device (device 0, the last, and a seeded draw)
+// lacks of its tile in after when it holds its tile in before: a lower bound on the most
+// any device lacks, at the cost of a few devices rather than all.
+func (c *completeSearch) sampledLack(before, after state) (lack int64) {
+	sp := c.sp
+	if c.samples == nil {
+		total := 1
+		for _, a := range sp.atoms {
+			total *= a.Size
+		}
+		rng := uint64(0x9e3779b97f4a7c15)
+		ids := []int{0, total - 1}
+		for len(ids) < boundSamples {
+			rng = rng*6364136223846793005 + 1442695040888963407
+			ids = append(ids, int(rng>>33)%total)
+		}
+		for _, i := range ids {
+			c.samples = append(c.samples, sp.digitsOf(i))
+		}
+	}
+	for _, q := range c.samples {
+		in, both := int64(1), int64(1)
+		for d := range before {
+			alo, ahi := sp.dimRange(d, after[d], q)
+			blo, bhi := sp.dimRange(d, before[d], q)
+			in *= ahi - alo
+			both *= max(0, min(ahi, bhi)-max(alo, blo))
+		}
+		lack = max(lack, in-both)
+	}
+	return lack
+}
+
+// digitsOf is device i's digit per atom (the first atom varies fastest).
+func (sp *space) digitsOf(i int) []int {
+	dg := make([]int, len(sp.atoms))
+	for k, a := range sp.atoms {
+		dg[k] = i % a.Size
+		i /= a.Size
+	}
+	return dg
+}

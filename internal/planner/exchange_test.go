@@ -516,18 +516,32 @@ func TestMiddleExchangeHybrids(t *testing.T) {
 		for i, pb := range randomSet(t) {
 			p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
 			require.NoError(t, err)
-			if p.name != "search+all_to_all_v+search" {
+			// The middle hybrid beats every other candidate but the complete pass's
+			// (which runs after the hybrids, bounded by them).
+			h := p
+			if p.kind == kindComplete {
+				j := slices.IndexFunc(p.candidates, func(c *Plan) bool { return c.name == "search+all_to_all_v+search" })
+				if j < 0 {
+					continue
+				}
+				h = p.candidates[j]
+			}
+			if h.name != "search+all_to_all_v+search" {
 				continue
 			}
-			middle++
-			replay(t, p)
-			x := slices.IndexFunc(p.Steps, func(st Step) bool { return st.Op == OpAllToAllV })
-			require.True(t, x > 0 && x < len(p.Steps)-1, "%s reshard %d: the exchange is step %d of %d", prof, i, x, len(p.Steps))
-			require.False(t, p.Summary.FullRematerialization)
+			replay(t, h)
+			x := slices.IndexFunc(h.Steps, func(st Step) bool { return st.Op == OpAllToAllV })
+			require.True(t, x > 0 && x < len(h.Steps)-1, "%s reshard %d: the exchange is step %d of %d", prof, i, x, len(h.Steps))
+			require.False(t, h.Summary.FullRematerialization)
+			best := true
 			for _, c := range p.candidates {
-				if c != p && !c.Summary.FullRematerialization {
-					require.Less(t, p.Summary.TimeUS, c.Summary.TimeUS, "%s reshard %d: %s beats %s", prof, i, p.name, c.name)
+				if c != h && c.kind != kindComplete && !c.Summary.FullRematerialization && c.Summary.TimeUS <= h.Summary.TimeUS {
+					best = false
 				}
+			}
+			if best {
+				middle++
+				require.LessOrEqual(t, p.Summary.TimeUS, h.Summary.TimeUS)
 			}
 		}
 		require.GreaterOrEqual(t, middle, 15, prof)
@@ -846,9 +860,14 @@ func TestTwoExchangePlans(t *testing.T) {
 		p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
 		require.NoError(t, err)
 		replay(t, p)
-		assert.Equal(t, "all_to_all_v+all_to_all_v", p.name, "reshard %d", tc.i)
-		assert.Equal(t, []Op{OpAllToAllV, OpAllToAllV}, ops(p), "reshard %d", tc.i)
-		assert.InDelta(t, tc.us, p.Summary.TimeUS, 0.01, "reshard %d", tc.i)
+		i := slices.IndexFunc(p.candidates, func(c *Plan) bool { return c.name == "all_to_all_v+all_to_all_v" })
+		require.GreaterOrEqual(t, i, 0, "reshard %d", tc.i)
+		two := p.candidates[i]
+		replay(t, two)
+		assert.Equal(t, []Op{OpAllToAllV, OpAllToAllV}, ops(two), "reshard %d", tc.i)
+		assert.InDelta(t, tc.us, two.Summary.TimeUS, 0.01, "reshard %d", tc.i)
+		// The complete pass may find cheaper still.
+		assert.LessOrEqual(t, p.Summary.TimeUS, two.Summary.TimeUS, "reshard %d", tc.i)
 		for _, c := range p.Summary.Candidates {
 			if c.Name == string(OpAllToAllV) {
 				assert.InDelta(t, tc.av, c.TimeUS, 0.01, "reshard %d", tc.i)
