@@ -6,8 +6,8 @@ package cost
 // (unitmemo.go). Entries are keyed by MeshKey, which holds every figure a price
 // depends on, so two models share entries only when they price alike.
 //
-// A server builds one with NewCaches and shares it between its concurrent requests;
-// it is safe for concurrent use. The zero value is ready to use with
+// One Caches serves concurrent requests (a server's is in its planner.Memos); it is
+// safe for concurrent use. The zero value is ready to use with
 // DefaultCacheLimits. A nil *Caches caches nothing: AcquireRouter builds a new router
 // whose memos are its own, and Release drops it.
 type Caches struct {

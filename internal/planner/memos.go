@@ -16,7 +16,7 @@ import (
 // and models that do not name their prices (no MeshKey) share nothing.
 //
 // A server builds one with NewMemos and passes it in every Request; it is safe for
-// concurrent use, and what a plan is never depends on what the memos hold. The zero
+// concurrent use, and no plan depends on what the memos hold. The zero
 // value is ready to use with DefaultMemoLimits. A Request whose Memos is nil gets a
 // fresh private one for the call: its searches still share what they compute, and
 // nothing outlives the call.
