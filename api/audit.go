@@ -407,7 +407,7 @@ func looksLikeHLO(text string) bool {
 // auditProgram plans and audits a graph or a StableHLO module.
 func (s *Server) auditProgram(ctx context.Context, in *graphInput, budget *int64) (*AuditResponse, error) {
 	start := time.Now()
-	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort}
+	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort, Memos: s.planMemos}
 	if budget != nil {
 		req.BudgetBytes = *budget
 	}
@@ -537,7 +537,7 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	if dl, ok := ctx.Deadline(); ok {
 		pctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
 	}
-	plans, err := audit.PlanRemats(pctx, a, model)
+	plans, err := audit.PlanRemats(pctx, a, model, s.planMemos)
 	cancel()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

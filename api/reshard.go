@@ -436,7 +436,7 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 		return nil, err
 	}
 	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops, AllowFullRemat: in.remat, Effort: in.effort,
-		MemoryBudget: in.req.MemoryBudgetBytesPerDevice}
+		MemoryBudget: in.req.MemoryBudgetBytesPerDevice, Memos: s.planMemos}
 	var p *planner.Plan
 	var info *planner.XLAInfo
 	var err error

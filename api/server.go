@@ -22,6 +22,8 @@ import (
 	"github.com/go-playground/validator/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/shardplan/shardplan/internal/planner"
 )
 
 // Limits bound what one request may ask for. Every limit is named (with its environment
@@ -94,13 +96,16 @@ func DefaultLimits() Limits {
 type Check func(ctx context.Context) error
 
 // Deps is everything a Server needs. Zero values get defaults: a discarding logger,
-// DefaultLimits, a fresh private registry, NopMemo.
+// DefaultLimits, a fresh private registry, NopMemo, planner memos of its own.
 type Deps struct {
 	Logger   *slog.Logger
 	Limits   Limits
 	Registry *prometheus.Registry
 	// Memo memoizes encoded responses (internal/cache plugs in here).
 	Memo Memo
+	// PlannerMemos keep what planning computes from a cost model and a mesh alone,
+	// shared by every request; their sizes are in the metrics.
+	PlannerMemos *planner.Memos
 	// Checks are readiness checks by name (e.g. "cache"); /readyz runs them all.
 	Checks map[string]Check
 	// OpenAPI is the Swagger 2.0 spec as swag writes it, served at GET /openapi2.json
@@ -130,6 +135,8 @@ type Server struct {
 	keys     keyHashes // of access.APIKeys
 	metrics  *httpMetrics
 	router   chi.Router
+
+	planMemos *planner.Memos // every request's
 }
 
 // New builds a Server from deps.
@@ -156,6 +163,9 @@ func New(deps Deps) (*Server, error) {
 	if s.memo == nil {
 		s.memo = NopMemo{}
 	}
+	if s.planMemos = deps.PlannerMemos; s.planMemos == nil {
+		s.planMemos = planner.NewMemos(planner.MemoLimits{})
+	}
 	if s.limits.MaxInflight > 0 {
 		s.inflight = make(chan struct{}, s.limits.MaxInflight)
 	}
@@ -170,6 +180,9 @@ func New(deps Deps) (*Server, error) {
 	}
 	s.metrics = m
 	if err := s.registerSlotGauges(s.reg); err != nil {
+		return nil, err
+	}
+	if err := s.registerMemoMetrics(s.reg); err != nil {
 		return nil, err
 	}
 	s.router = s.routes()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/shardplan/shardplan/api"
 	"github.com/shardplan/shardplan/internal/cache"
+	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/openapi"
 )
 
@@ -73,6 +74,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		OpenAPI:  openapi.JSON,
 		OpenAPI3: openapi.JSON3,
 		Access:   api.Access{APIKeys: keys, CORSOrigins: splitList(cfg.CORSOrigins), MetricsElsewhere: cfg.MetricsAddr != ""},
+
+		// What planning computes from a model and a mesh alone, shared by every request
+		// (about 30 MiB at most).
+		PlannerMemos: planner.NewMemos(planner.DefaultMemoLimits),
 	})
 	if err != nil {
 		return err

@@ -42,9 +42,10 @@ type Request struct {
 	Options  propagation.Options
 	Strategy planner.Strategy
 	Model    cost.Model
-	// AllowFullRemat and Effort are the reshard planner's (graphplan.Request).
+	// AllowFullRemat, Effort and Memos are the reshard planner's (graphplan.Request).
 	AllowFullRemat bool
 	Effort         planner.Effort
+	Memos          *planner.Memos
 	// Locate gives an op's source location (nil: none known).
 	Locate func(op string) Location
 	// BudgetBytes is the per-device memory budget (0: none).
@@ -128,7 +129,7 @@ type Result struct {
 
 // Run audits r. Errors are graphplan.Plan's and the reshard planner's.
 func Run(ctx context.Context, r *Request) (*Result, error) {
-	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: r.Graph, Mesh: r.Mesh, Options: r.Options, Strategy: r.Strategy, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort})
+	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: r.Graph, Mesh: r.Mesh, Options: r.Options, Strategy: r.Strategy, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort, Memos: r.Memos})
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +218,7 @@ func planXLA(ctx context.Context, r *Request, sites []Site) error {
 		j := jobs[k]
 		g.Go(func() error {
 			var err error
-			j.plan, j.info, err = planner.ReshardXLA(gctx, &planner.Request{Mesh: r.Mesh, Shape: j.c.Shape, ElemBits: j.c.ElemBits, Source: j.c.From, Target: j.c.To, Model: r.Model})
+			j.plan, j.info, err = planner.ReshardXLA(gctx, &planner.Request{Mesh: r.Mesh, Shape: j.c.Shape, ElemBits: j.c.ElemBits, Source: j.c.From, Target: j.c.To, Model: r.Model, Memos: r.Memos})
 			if err != nil {
 				// XLA's emulation may not express every reshard the optimal planner can; the
 				// site then has no XLA verdict rather than failing the audit.

@@ -26,15 +26,16 @@ const MaxRematPlans = 64
 // and To), the optimal reshard, and asks strategy xla for the constraints that let XLA
 // avoid its fallback. Entries of remats whose sides do not read, or past
 // MaxRematPlans, are nil; so are those not planned when ctx ends, which PlanRemats then
-// reports by returning ctx's error beside the plans it made.
-func PlanRemats(ctx context.Context, a *hlo.Analysis, model cost.Model) ([]*RematPlan, error) {
+// reports by returning ctx's error beside the plans it made. memos are the planner's
+// (planner.Request.Memos; nil: each reshard its own).
+func PlanRemats(ctx context.Context, a *hlo.Analysis, model cost.Model, memos *planner.Memos) ([]*RematPlan, error) {
 	out := make([]*RematPlan, len(a.Remats))
 	for i := range a.Remats[:min(len(a.Remats), MaxRematPlans)] {
 		r := &a.Remats[i]
 		if r.From == nil || r.To == nil {
 			continue
 		}
-		req := &planner.Request{Mesh: a.Mesh, Shape: r.Shape.Dims, ElemBits: hlo.ElemBits(r.Shape.Elem), Source: *r.From, Target: *r.To, Model: model}
+		req := &planner.Request{Mesh: a.Mesh, Shape: r.Shape.Dims, ElemBits: hlo.ElemBits(r.Shape.Elem), Source: *r.From, Target: *r.To, Model: model, Memos: memos}
 		p, err := planner.Reshard(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {

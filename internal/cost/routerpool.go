@@ -13,33 +13,28 @@ import (
 // mesh alone. A planner request starts with none and fills them as its search prices
 // permutes, and the next request on the same mesh would compute the same entries again
 // (on testgen.RandomSet: about 28 cold digit units per median request, a tenth of its
-// time). The pool keeps routers with their memos warm between requests: a request
-// takes one for its fabric and mesh (AcquireRouter) and gives it back when done
-// (Release); a router is still used by one goroutine at a time.
-
-// Pool bounds. Memos past maxPooledMemo entries are cleared before a router goes back
-// (a digit unit is about 200 bytes with its key), and a router of a mesh larger than
-// maxPooledDevices drops its per-device arrays, so the pool holds at most a few MiB
-// whatever it has served.
-const (
-	maxPooledRouters = 32
-	maxPooledMemo    = 1 << 12
-	maxPooledDevices = 1 << 14
-)
+// time). The pool (Caches) keeps routers with their memos warm between requests: a
+// request takes one for its fabric and mesh (AcquireRouter) and gives it back when
+// done (Release); a router is still used by one goroutine at a time.
+//
+// Bounds (CacheLimits): memos past RouterMemo entries are cleared before a router goes
+// back, a router of a mesh larger than RouterDevices drops its per-device arrays, and
+// the pool holds at most Routers routers, so it holds a few MiB whatever it has
+// served.
 
 // routerPool holds idle routers by pool key (poolKey), most recently returned last;
 // order lists the keys that have some, by their last Release, oldest first, to evict
-// from (at most maxPooledRouters keys).
-var routerPool struct {
+// from. hits and misses count AcquireRouter's calls that found one and that did not.
+type routerPool struct {
 	sync.Mutex
-	free  map[string][]*Router
-	order []string
-	n     int
+	free         map[string][]*Router
+	order        []string
+	n            int
+	hits, misses int64
 }
 
-// take pops an idle router of key (nil: none); the pool is locked.
-func takeRouter(key string) *Router {
-	p := &routerPool
+// take pops an idle router of key (nil: none); p is locked.
+func (p *routerPool) take(key string) *Router {
 	rs := p.free[key]
 	if len(rs) == 0 {
 		return nil
@@ -55,44 +50,55 @@ func takeRouter(key string) *Router {
 	return r
 }
 
-// AcquireRouter returns an idle router for m on f from the pool, with the memos of the
+// AcquireRouter returns an idle router for m on f from c's pool, with the memos of the
 // requests it served, or a new one. Give it back with Release when done; a router that
-// is never released is simply collected.
-func (f *Fabric) AcquireRouter(m *sharding.Mesh) *Router {
+// is never released is simply collected. With c nil the router is new and its memos
+// are its own.
+func (f *Fabric) AcquireRouter(c *Caches, m *sharding.Mesh) *Router {
+	if c == nil {
+		return f.NewRouter(m)
+	}
 	key := f.poolKey(m)
-	routerPool.Lock()
-	r := takeRouter(key)
-	routerPool.Unlock()
+	p := &c.routers
+	p.Lock()
+	r := p.take(key)
+	if r == nil {
+		p.misses++
+	} else {
+		p.hits++
+	}
+	p.Unlock()
 	if r == nil {
 		r = f.NewRouter(m)
-		r.poolKey = key
+		r.poolKey, r.caches = key, c
 	}
-	r.memo = unitMemoOf(key) // a pooled router's may have been dropped since (unitMemos' bound)
+	r.memo = c.units.of(c, key) // a pooled router's may have been dropped since (Units' bound)
 	return r
 }
 
-// Release gives r back to the pool (AcquireRouter's routers only; others are left to
-// the collector). r must not be used after.
+// Release gives r back to the pool it came from (AcquireRouter's routers only; others
+// are left to the collector). r must not be used after.
 func (r *Router) Release() {
-	key := r.poolKey
-	if key == "" {
+	c := r.caches
+	if c == nil {
 		return
 	}
-	if len(r.digitUnits) > maxPooledMemo || len(r.axisLoads) > maxPooledMemo {
+	if most := c.maxRouterMemo(); len(r.digitUnits) > most || len(r.axisLoads) > most {
 		clear(r.digitUnits)
 		clear(r.axisLoads)
 	}
-	if r.n > maxPooledDevices {
+	if r.n > c.maxRouterDevices() {
 		r.ring, r.devGen, r.devSlot, r.cnt, r.devs = nil, nil, nil, [2][]int32{}, nil
 	}
-	p := &routerPool
+	key := r.poolKey
+	p := &c.routers
 	p.Lock()
 	defer p.Unlock()
 	if p.free == nil {
 		p.free = map[string][]*Router{}
 	}
-	if p.n >= maxPooledRouters && len(p.order) > 0 {
-		takeRouter(p.order[0]) // evict from the key released least recently
+	if p.n >= c.maxRouters() && len(p.order) > 0 {
+		p.take(p.order[0]) // evict from the key released least recently
 	}
 	p.free[key] = append(p.free[key], r)
 	p.n++

@@ -153,9 +153,10 @@ type Router struct {
 	// digitUnits and axisLoads are this router's copies of what it has looked up.
 	memo *unitMemo
 
-	poolKey string // AcquireRouter's key ("": not pooled)
-	deltas  []int  // routeSwitched's position shift per translate
-	generic bool   // route with add on every model (tests hold routeSwitched to it)
+	poolKey string  // AcquireRouter's key ("": not pooled)
+	caches  *Caches // the pool Release gives the router back to (nil: not pooled)
+	deltas  []int   // routeSwitched's position shift per translate
+	generic bool    // route with add on every model (tests hold routeSwitched to it)
 }
 
 // ringLoads are one axis' link loads: per touched line, difference arrays of both

@@ -13,7 +13,7 @@ import (
 // shared one.
 //
 // A request uses about three routers of its key at once (its search, the exact pass's
-// fork, the side work), and a router's own maps are cleared past maxPooledMemo entries,
+// fork, the side work), and a router's own maps are cleared past RouterMemo entries,
 // which routers on testgen.RandomSetMesh reach (about 4,000 units each). Shared, the
 // units survive both: testgen.RandomSet plans 15-23% faster on median in a loop than
 // with per-router maps alone.
@@ -23,38 +23,33 @@ import (
 // alike (a route found is exact; one not found under a cap is not found under a smaller
 // one), so what a plan costs never depends on which router computed what first.
 
-// unitMemo is the digit units and axis loads of one pool key.
+// unitMemo is the digit units and axis loads of one pool key; set is the unitMemos it
+// belongs to (its bound and counts).
 type unitMemo struct {
 	mu    sync.RWMutex
 	units map[string]*digitUnit
 	loads map[string]axisLoadRes
+	set   *unitMemos
+	most  int // the set's bound on entries over every key
 }
 
-// unitMemos holds the memos by pool key; total counts their entries over all keys.
-var unitMemos struct {
+// unitMemos holds a Caches' memos by pool key; total counts their entries over all
+// keys, hits and misses the lookups of unit and load.
+type unitMemos struct {
 	sync.Mutex
-	byKey map[string]*unitMemo
-	total atomic.Int64
+	byKey        map[string]*unitMemo
+	total        atomic.Int64
+	hits, misses atomic.Int64
 }
 
-// Bounds of the shared memos: maxUnitMemo entries over all keys (a unit is about 250
-// bytes with its key and the map's share, so about 16 MiB at the bound; a memo that
-// finds the bound reached starts over rather than grow), maxUnitMemoKeys keys (past
-// it every memo starts over).
-const (
-	maxUnitMemo     = 1 << 16
-	maxUnitMemoKeys = 256
-)
-
-// unitMemoOf is the shared memo of key.
-func unitMemoOf(key string) *unitMemo {
-	p := &unitMemos
+// of is the shared memo of key in c (p is c.units).
+func (p *unitMemos) of(c *Caches, key string) *unitMemo {
 	p.Lock()
 	defer p.Unlock()
 	if m, ok := p.byKey[key]; ok {
 		return m
 	}
-	if len(p.byKey) >= maxUnitMemoKeys {
+	if len(p.byKey) >= c.maxUnitKeys() {
 		for _, old := range p.byKey { // routers still using one recompute what they miss
 			old.mu.Lock()
 			p.total.Add(-int64(len(old.units) + len(old.loads)))
@@ -67,9 +62,18 @@ func unitMemoOf(key string) *unitMemo {
 	if p.byKey == nil {
 		p.byKey = map[string]*unitMemo{}
 	}
-	m := &unitMemo{units: map[string]*digitUnit{}, loads: map[string]axisLoadRes{}}
+	m := &unitMemo{units: map[string]*digitUnit{}, loads: map[string]axisLoadRes{}, set: p, most: c.maxUnits()}
 	p.byKey[key] = m
 	return m
+}
+
+// count records a lookup.
+func (p *unitMemos) count(hit bool) {
+	if hit {
+		p.hits.Add(1)
+	} else {
+		p.misses.Add(1)
+	}
 }
 
 // unit is the shared unit of key, if any.
@@ -77,6 +81,7 @@ func (m *unitMemo) unit(key []byte) (*digitUnit, bool) {
 	m.mu.RLock()
 	u, ok := m.units[string(key)]
 	m.mu.RUnlock()
+	m.set.count(ok)
 	return u, ok
 }
 
@@ -95,6 +100,7 @@ func (m *unitMemo) load(key []byte) (axisLoadRes, bool) {
 	m.mu.RLock()
 	res, ok := m.loads[string(key)]
 	m.mu.RUnlock()
+	m.set.count(ok)
 	return res, ok
 }
 
@@ -108,13 +114,14 @@ func (m *unitMemo) putLoad(key string, res axisLoadRes) {
 	m.loads[key] = res
 }
 
-// makeRoom counts one more entry, first clearing m when every memo together holds
-// maxUnitMemo (m is locked).
+// makeRoom counts one more entry, first clearing m when every memo of its set together
+// holds the set's bound (m is locked).
 func (m *unitMemo) makeRoom() {
-	if unitMemos.total.Load() >= maxUnitMemo {
-		unitMemos.total.Add(-int64(len(m.units) + len(m.loads)))
+	total := &m.set.total
+	if total.Load() >= int64(m.most) {
+		total.Add(-int64(len(m.units) + len(m.loads)))
 		clear(m.units)
 		clear(m.loads)
 	}
-	unitMemos.total.Add(1)
+	total.Add(1)
 }

@@ -12,27 +12,11 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// resetUnitMemos empties the shared memos (tests that count their entries).
-func resetUnitMemos(t *testing.T) {
-	t.Helper()
-	p := &unitMemos
-	p.Lock()
-	defer p.Unlock()
-	for _, m := range p.byKey {
-		m.mu.Lock()
-		clear(m.units)
-		clear(m.loads)
-		m.mu.Unlock()
-	}
-	clear(p.byKey)
-	p.total.Store(0)
-}
-
 // TestRoutersOfAKeyShareUnits: two routers of one key in use at once (a request's search
 // and its exact pass) compute a permutation's digit unit once between them, and a
 // router of another key (another fabric, another mesh) does not see it.
 func TestRoutersOfAKeyShareUnits(t *testing.T) {
-	resetUnitMemos(t)
+	c := NewCaches(CacheLimits{})
 	v5p, ok := Profile("tpu-v5p")
 	require.True(t, ok)
 	slow := mustResolve(t, `{"base":"tpu-v5p","links":{"ici":{"bandwidth_gbps":45,"latency_us":2,"topology":"torus","wrap":"cube"}}}`).(*Fabric)
@@ -41,8 +25,8 @@ func TestRoutersOfAKeyShareUnits(t *testing.T) {
 	p := DigitPermutation{Digits: binaryDigits(m), Bytes: 1 << 20}
 	p.Src = []int{1, 0, 3, 2, 5, 4}
 
-	a, b := v5p.AcquireRouter(m), v5p.AcquireRouter(m)
-	other := slow.AcquireRouter(m)
+	a, b := v5p.AcquireRouter(c, m), v5p.AcquireRouter(c, m)
+	other := slow.AcquireRouter(c, m)
 	defer a.Release()
 	defer b.Release()
 	defer other.Release()
@@ -68,6 +52,11 @@ func TestRoutersOfAKeyShareUnits(t *testing.T) {
 	for k, u := range a.digitUnits {
 		assert.NotSame(t, u, other.digitUnits[k], "another key computes its own")
 	}
+	st := c.Stats()
+	assert.Equal(t, 2, st.UnitKeys)
+	assert.Equal(t, len(a.memo.units)+len(a.memo.loads)+len(other.memo.units)+len(other.memo.loads), st.Units)
+	assert.Positive(t, st.UnitHits, "b's lookups")
+	assert.Positive(t, st.UnitMisses, "a's and other's lookups")
 }
 
 // TestSharedUnitsPriceAsFresh: goroutines price random digit permutations and exchanges
@@ -76,7 +65,7 @@ func TestRoutersOfAKeyShareUnits(t *testing.T) {
 // router's. The race detector checks the memo's locking and that published units are
 // not written.
 func TestSharedUnitsPriceAsFresh(t *testing.T) {
-	resetUnitMemos(t)
+	caches := NewCaches(CacheLimits{})
 	v5p, ok := Profile("tpu-v5p")
 	require.True(t, ok)
 	ring := mustResolve(t, `{"links":{"ici":{"bandwidth_gbps":90,"latency_us":1,"topology":"ring_bidi"}}}`).(*Fabric)
@@ -130,7 +119,7 @@ func TestSharedUnitsPriceAsFresh(t *testing.T) {
 			for k := range calls {
 				i := (k*7 + g*101) % len(calls)
 				c := calls[i]
-				r := c.f.AcquireRouter(c.m)
+				r := c.f.AcquireRouter(caches, c.m)
 				got, ok := price(r, c)
 				r.Release()
 				if !assert.Equal(t, wantOK[i], ok, "call %d", i) {
@@ -145,37 +134,36 @@ func TestSharedUnitsPriceAsFresh(t *testing.T) {
 	wg.Wait()
 }
 
-// TestUnitMemoBounds: the shared memos never hold more than maxUnitMemo entries
-// together (a memo that finds the bound reached starts over), and past maxUnitMemoKeys
-// keys every memo starts over.
+// TestUnitMemoBounds: the shared memos never hold more than their Units limit
+// together (a memo that finds the bound reached starts over), and past UnitKeys keys
+// every memo starts over.
 func TestUnitMemoBounds(t *testing.T) {
-	resetUnitMemos(t)
-	defer resetUnitMemos(t)
-	a, b := unitMemoOf("a"), unitMemoOf("b")
-	for i := range maxUnitMemo / 2 {
+	const most, keys = 1 << 10, 16
+	c := NewCaches(CacheLimits{Units: most, UnitKeys: keys})
+	p := &c.units
+	a, b := p.of(c, "a"), p.of(c, "b")
+	for i := range most / 2 {
 		b.putLoad(strconv.Itoa(i), axisLoadRes{calls: i})
 	}
-	for i := range maxUnitMemo {
+	for i := range most {
 		a.putUnit(strconv.Itoa(i), &digitUnit{hops: i})
-		require.LessOrEqual(t, unitMemos.total.Load(), int64(maxUnitMemo))
+		require.LessOrEqual(t, p.total.Load(), int64(most))
 	}
-	assert.Len(t, b.loads, maxUnitMemo/2, "b is left alone")
-	assert.Less(t, len(a.units), maxUnitMemo, "a started over")
-	assert.Equal(t, int64(len(a.units)+len(b.loads)), unitMemos.total.Load())
-	u, ok := a.unit([]byte(strconv.Itoa(maxUnitMemo - 1)))
+	assert.Len(t, b.loads, most/2, "b is left alone")
+	assert.Less(t, len(a.units), most, "a started over")
+	assert.Equal(t, int64(len(a.units)+len(b.loads)), p.total.Load())
+	u, ok := a.unit([]byte(strconv.Itoa(most - 1)))
 	require.True(t, ok, "the last unit is kept")
-	assert.Equal(t, maxUnitMemo-1, u.hops)
-	a.putUnit(strconv.Itoa(maxUnitMemo-1), &digitUnit{hops: -1}) // a replacement counts no entry
-	assert.Equal(t, int64(len(a.units)+len(b.loads)), unitMemos.total.Load())
+	assert.Equal(t, most-1, u.hops)
+	a.putUnit(strconv.Itoa(most-1), &digitUnit{hops: -1}) // a replacement counts no entry
+	assert.Equal(t, int64(len(a.units)+len(b.loads)), p.total.Load())
+	assert.Equal(t, len(a.units)+len(b.loads), c.Stats().Units)
 
-	for i := range maxUnitMemoKeys {
-		unitMemoOf("k" + strconv.Itoa(i))
+	for i := range keys {
+		p.of(c, "k"+strconv.Itoa(i))
 	}
-	unitMemos.Lock()
-	keys := len(unitMemos.byKey)
-	unitMemos.Unlock()
-	assert.LessOrEqual(t, keys, maxUnitMemoKeys)
+	assert.LessOrEqual(t, c.Stats().UnitKeys, keys)
 	assert.Empty(t, b.loads, "past the key bound every memo starts over")
-	assert.Equal(t, int64(0), unitMemos.total.Load())
-	assert.NotSame(t, a, unitMemoOf("a"), "a key seen again gets a new memo")
+	assert.Equal(t, int64(0), p.total.Load())
+	assert.NotSame(t, a, p.of(c, "a"), "a key seen again gets a new memo")
 }

@@ -32,6 +32,9 @@ type Request struct {
 	AllowFullRemat bool
 	// Effort is every reshard's search effort (planner.Request.Effort).
 	Effort planner.Effort
+	// Memos are every reshard's planner memos (planner.Request.Memos; nil: each
+	// reshard its own).
+	Memos *planner.Memos
 }
 
 // Kind says why a collective is there.
@@ -216,7 +219,7 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 	for i, k := range keys {
 		g.Go(func() error {
 			pr := problems[k]
-			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort}
+			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort, Memos: r.Memos}
 			var err error
 			if pr.xla {
 				out[i].plan, out[i].info, err = planner.ReshardXLA(gctx, req)

@@ -44,13 +44,14 @@ func BenchmarkReshard(b *testing.B) {
 			tgt := mustSharding(b, m, g.shape, g.tgt)
 			name := fmt.Sprintf("model=%s/devices=%d/mesh_rank=%d/tensor_rank=%d/%s->%s", md.name, m.NumDevices(), len(m.Axes), len(g.shape), g.src, g.tgt)
 			b.Run(name, func(b *testing.B) {
-				r := &Request{Mesh: m, Shape: g.shape, ElemBits: 32, Source: src, Target: tgt, Model: md.model}
+				memos := newTestMemos(b)
+				r := &Request{Mesh: m, Shape: g.shape, ElemBits: 32, Source: src, Target: tgt, Model: md.model, Memos: memos}
 				p, err := Reshard(context.Background(), r)
 				require.NoError(b, err)
 				require.True(b, p.Steps == nil || p.Steps[len(p.Steps)-1].After.SameLayout(tgt))
 				b.ReportAllocs()
 				for b.Loop() {
-					r := &Request{Mesh: m, Shape: g.shape, ElemBits: 32, Source: src, Target: tgt, Model: md.model}
+					r := &Request{Mesh: m, Shape: g.shape, ElemBits: 32, Source: src, Target: tgt, Model: md.model, Memos: memos}
 					if _, err := Reshard(context.Background(), r); err != nil {
 						b.Fatal(err)
 					}

@@ -28,23 +28,16 @@ func TestPlansDoNotDependOnTimingOrHistory(t *testing.T) {
 	set := randomSet(t)[:40]
 	f, ok := cost.Profile("tpu-v5p")
 	require.True(t, ok)
+	memos := newTestMemos(t)
 	fingerprint := func(i int) string {
 		pb := set[i]
-		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, Memos: memos}
 		p, err := Reshard(context.Background(), r)
 		require.NoError(t, err)
 		// The bound the side work computes on its fork of the space is the request's.
 		tb, _ := TimeLowerBound(r)
 		require.Equal(t, tb, p.Summary.TimeLowerBoundUS, "case %d", i)
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d %.9g %.9g %d %v|", p.Summary.SearchExpansions, p.Summary.TimeUS, p.Summary.TimeLowerBoundUS, p.Summary.Collectives, p.Summary.FullRematerialization)
-		for _, c := range p.Summary.Candidates {
-			fmt.Fprintf(&b, "%s %.9g %v|", c.Name, c.TimeUS, c.Chosen)
-		}
-		for _, st := range p.Steps {
-			fmt.Fprintf(&b, "%s %v->%v|", st.Op, st.Before, st.After)
-		}
-		return b.String()
+		return planFingerprint(p)
 	}
 	want := make([]string, len(set))
 	for i := range set {
@@ -70,6 +63,20 @@ func TestPlansDoNotDependOnTimingOrHistory(t *testing.T) {
 			assert.Equal(t, want[i], fp, "case %d", i)
 		}
 	}
+}
+
+// planFingerprint is what two plans of one request must agree on: the summary, the
+// candidates and the steps.
+func planFingerprint(p *Plan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %.9g %.9g %d %v|", p.Summary.SearchExpansions, p.Summary.TimeUS, p.Summary.TimeLowerBoundUS, p.Summary.Collectives, p.Summary.FullRematerialization)
+	for _, c := range p.Summary.Candidates {
+		fmt.Fprintf(&b, "%s %.9g %v|", c.Name, c.TimeUS, c.Chosen)
+	}
+	for _, st := range p.Steps {
+		fmt.Fprintf(&b, "%s %v->%v|", st.Op, st.Before, st.After)
+	}
+	return b.String()
 }
 
 // TestGroupBoundsMemoIsExact: groupBounds memoized across requests (by model, mesh and
@@ -107,12 +114,13 @@ func TestGroupBoundsMemoIsExact(t *testing.T) {
 		ok       bool
 	}
 	fresh := make([]bounds, len(probes))
-	for i, p := range probes {
-		groupMemo.Lock()
-		groupMemo.m = nil
-		groupMemo.Unlock()
+	for i, p := range probes { // without memos: a scan each
 		inj, lat, ok := groupBounds(p.sp, p.r, p.r.Model.(lowerBounder))
 		fresh[i] = bounds{inj, lat, ok}
+	}
+	memos := newTestMemos(t)
+	for _, p := range probes {
+		p.r.Memos = memos
 	}
 	for range 2 { // the first round fills the memo, the second reads it
 		for i, p := range probes {
@@ -121,6 +129,10 @@ func TestGroupBoundsMemoIsExact(t *testing.T) {
 		}
 	}
 	assert.NotEqual(t, fresh[0], fresh[3], "the slower model's bounds differ")
+	st := memos.Stats()
+	assert.Equal(t, len(probes), st.GroupBounds, "one entry per model, mesh and atoms")
+	assert.Equal(t, int64(len(probes)), st.GroupMisses)
+	assert.Equal(t, int64(len(probes)), st.GroupHits)
 }
 
 // TestSideWorkPanicReachesTheCaller: a panic in the work Reshard runs on another

@@ -4,7 +4,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -212,13 +211,21 @@ func eachGroup(sp *space, fn func(k int64, refs []sharding.AxisRef) bool) {
 // ok is false when some group has no finite injection bandwidth. It depends on the
 // model, the mesh and the atoms only, and a request scans 2^n - 1 groups (a tenth of a
 // median request of testgen.RandomSet, once per searcher): on models that name
-// what their prices depend on (cost.Fabric.MeshKey) it is memoized across requests.
+// what their prices depend on (cost.Fabric.MeshKey) it is memoized across requests
+// (r.Memos).
 func groupBounds(sp *space, r *Request, lb lowerBounder) (inj, lat float64, ok bool) {
 	key, keyed := atomsKey(sp, r)
-	if keyed {
-		groupMemo.Lock()
-		v, hit := groupMemo.m[key]
-		groupMemo.Unlock()
+	var g *groupMemo // nil: nothing memoized
+	if keyed && r.Memos != nil {
+		g = &r.Memos.groups
+		g.Lock()
+		v, hit := g.m[key]
+		if hit {
+			g.hits++
+		} else {
+			g.misses++
+		}
+		g.Unlock()
 		if hit {
 			return v.inj, v.lat, v.ok
 		}
@@ -235,13 +242,13 @@ func groupBounds(sp *space, r *Request, lb lowerBounder) (inj, lat float64, ok b
 		lat = min(lat, e.LatencyUS)
 		return true
 	})
-	if key != "" {
-		groupMemo.Lock()
-		if groupMemo.m == nil || len(groupMemo.m) >= maxGroupMemo {
-			groupMemo.m = map[string]groupBound{} // start over rather than grow
+	if g != nil {
+		g.Lock()
+		if g.m == nil || len(g.m) >= orDefault(r.Memos.limits.GroupBounds, DefaultMemoLimits.GroupBounds) {
+			g.m = map[string]groupBound{} // start over rather than grow
 		}
-		groupMemo.m[key] = groupBound{inj, lat, ok}
-		groupMemo.Unlock()
+		g.m[key] = groupBound{inj, lat, ok}
+		g.Unlock()
 	}
 	return inj, lat, ok
 }
@@ -289,14 +296,6 @@ type groupBound struct {
 	inj, lat float64
 	ok       bool
 }
-
-// groupMemo holds groupBounds by model, mesh and atoms (at most maxGroupMemo entries).
-var groupMemo struct {
-	sync.Mutex
-	m map[string]groupBound
-}
-
-const maxGroupMemo = 1 << 12
 
 // hopShare: time leaves the hop bound out where the bandwidth bound is over hopShare
 // times the largest hop bound the mesh allows (hopBound.most), which could then add at

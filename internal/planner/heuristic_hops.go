@@ -2,7 +2,6 @@ package planner
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -51,7 +50,7 @@ type hopBound struct {
 	atomPos  []uint8              // per atom: position in its axis' atoms
 	tables   map[uint64][]float64 // per axis signature (prepare)
 	memo     map[uint64]float64   // dist by the packed labels
-	family   *hopFamilyMemo       // hopMemo's family of these atoms, mesh and model (nil: none)
+	family   *hopFamilyMemo       // the Memos' family of these atoms, mesh and model (nil: none)
 	most     float64              // µs: no state's bound exceeds it (every axis' diameter)
 	// per-state scratch
 	label  []uint8 // per atom: labelF, labelE, or labelQ + v
@@ -135,7 +134,7 @@ func newHopBound(sp *space, r *Request, goal state) *hopBound {
 }
 
 // dist is the hop bound of st in µs, memoized by the atoms' labels (states that label
-// them alike have the same bound): per search, then across requests (hopMemo).
+// them alike have the same bound): per search, then across requests (Memos).
 func (hb *hopBound) dist(st state) float64 {
 	key := hb.labelAtoms(st)
 	if v, ok := hb.memo[key]; ok {
@@ -146,6 +145,7 @@ func (hb *hopBound) dist(st state) float64 {
 		f.mu.Lock()
 		v, ok := f.m[key]
 		f.mu.Unlock()
+		f.set.count(ok)
 		if ok {
 			hb.memo[key] = v
 			return v
@@ -155,13 +155,13 @@ func (hb *hopBound) dist(st state) float64 {
 	hb.memo[key] = v
 	if f != nil {
 		f.mu.Lock()
-		if hopMemo.total.Load() >= maxHopMemo {
-			hopMemo.total.Add(-int64(len(f.m)))
+		if f.set.total.Load() >= int64(f.most) {
+			f.set.total.Add(-int64(len(f.m)))
 			clear(f.m) // start this family over rather than grow
 		}
 		if _, ok := f.m[key]; !ok {
 			f.m[key] = v
-			hopMemo.total.Add(1)
+			f.set.total.Add(1)
 		}
 		f.mu.Unlock()
 	}
@@ -171,51 +171,55 @@ func (hb *hopBound) dist(st state) float64 {
 // The hop bound of a labelling depends on the labels, the atoms (their axes, sizes and
 // weights) and the model's hop latencies on the mesh, not on the tensor: requests on
 // one mesh and model whose spaces split the axes alike share one family of bounds.
-// hopMemo keeps them across requests (a tenth of a median request of testgen.RandomSet's
+// Memos keeps them across requests (a tenth of a median request of testgen.RandomSet's
 // set went to computing them again): a map of packed labels per family, each under its
 // own lock (one map keyed by family and labels spent 4% of a median request's search
 // hashing its two-word keys under one lock).
-var hopMemo = struct {
-	sync.Mutex
-	families map[string]*hopFamilyMemo
-	total    atomic.Int64 // bounds in the families' maps
-}{families: map[string]*hopFamilyMemo{}}
 
-// hopFamilyMemo is one family's memoized hop bounds, by packed labels.
+// hopFamilyMemo is one family's memoized hop bounds, by packed labels; set is the
+// hopMemo it belongs to (its bound and counts), most the bound on bounds over every
+// family.
 type hopFamilyMemo struct {
-	mu sync.Mutex
-	m  map[uint64]float64
+	mu   sync.Mutex
+	m    map[uint64]float64
+	set  *hopMemo
+	most int
 }
 
-// maxHopMemo bounds the bounds hopMemo keeps (16 bytes of key and value each, plus the
-// maps' overhead: about 10 MiB at the bound; a family that finds the bound reached
-// starts over), and maxHopFamilies its families. testgen.RandomSet alone keeps
-// 62,251 (14 families): at 1<<16 a second mesh's requests would have started families
-// over.
-const (
-	maxHopMemo     = 1 << 18
-	maxHopFamilies = 1 << 12
-)
+// count records a lookup.
+func (h *hopMemo) count(hit bool) {
+	if hit {
+		h.hits.Add(1)
+	} else {
+		h.misses.Add(1)
+	}
+}
 
 // hopFamily is the memo of the family of sp's atoms on r's mesh and model (nil: the
-// model does not name what its prices depend on, and nothing is shared).
+// request has no memos, or the model does not name what its prices depend on, and
+// nothing is shared).
 func hopFamily(sp *space, r *Request) *hopFamilyMemo {
 	name, ok := atomsKey(sp, r)
-	if !ok {
+	if !ok || r.Memos == nil {
 		return nil
 	}
-	hopMemo.Lock()
-	defer hopMemo.Unlock()
-	if f, ok := hopMemo.families[name]; ok {
+	l := &r.Memos.limits
+	h := &r.Memos.hops
+	h.Lock()
+	defer h.Unlock()
+	if f, ok := h.families[name]; ok {
 		return f
 	}
-	if len(hopMemo.families) >= maxHopFamilies {
+	if len(h.families) >= orDefault(l.HopFamilies, DefaultMemoLimits.HopFamilies) {
 		// Searches in flight keep theirs; the others go with their bounds.
-		clear(hopMemo.families)
-		hopMemo.total.Store(0)
+		clear(h.families)
+		h.total.Store(0)
 	}
-	f := &hopFamilyMemo{m: map[uint64]float64{}}
-	hopMemo.families[name] = f
+	if h.families == nil {
+		h.families = map[string]*hopFamilyMemo{}
+	}
+	f := &hopFamilyMemo{m: map[uint64]float64{}, set: h, most: orDefault(l.HopBounds, DefaultMemoLimits.HopBounds)}
+	h.families[name] = f
 	return f
 }
 

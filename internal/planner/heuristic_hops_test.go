@@ -109,7 +109,7 @@ func clean(sp *space, st, goal state) bool {
 // TestHopBoundMatchesDefinition holds the hop bound to its definition (bruteHops) on
 // random states of small meshes, lines and wrapped rings (x=4,y=4,z=4 is whole cubes on
 // tpu-v5p): never above it (the heuristic must stay a lower bound), and equal to it where
-// the labels are exact. Both models plan on the same meshes and atoms, and hopMemo
+// the labels are exact. Both models plan on the same meshes and atoms, and one Memos
 // keeps bounds across requests: a family that left the model out would answer one's
 // bounds for the other (the test fails so).
 func TestHopBoundMatchesDefinition(t *testing.T) {
@@ -123,6 +123,7 @@ func TestHopBoundMatchesDefinition(t *testing.T) {
 	if !*long {
 		n = 60
 	}
+	memos := newTestMemos(t)
 	exact, positive := 0, 0
 	for i := range n {
 		m, shape := randomMeshShape(t, rng, meshes, 2, []int64{4, 8, 16, 6, 3, 12})
@@ -140,7 +141,7 @@ func TestHopBoundMatchesDefinition(t *testing.T) {
 		if !ok {
 			continue
 		}
-		r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: model}
+		r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: model, Memos: memos}
 		st, goal := sp.stateOf(src), sp.stateOf(tgt)
 		hb := newHopBound(sp, r, goal)
 		if hb == nil {
@@ -160,4 +161,5 @@ func TestHopBoundMatchesDefinition(t *testing.T) {
 	t.Logf("cases %d, exact %d, positive %d", n, exact, positive)
 	require.Greater(t, exact, n/4)
 	require.Greater(t, positive, n/4)
+	require.Positive(t, memos.Stats().HopHits, "requests met on families")
 }

@@ -51,10 +51,11 @@ func BenchmarkLargeMeshes(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var lat []float64
 			remat, without := 0, 0
+			memos := newTestMemos(b)
 			for b.Loop() {
 				lat, remat, without = lat[:0], 0, 0
 				eachLargeMeshReshard(b, func(_ int, r *Request) {
-					r.Model = f
+					r.Model, r.Memos = f, memos
 					t0 := time.Now()
 					p, err := Reshard(context.Background(), r)
 					lat = append(lat, float64(time.Since(t0).Microseconds()))

@@ -428,7 +428,7 @@ func (p *pattern) traffic(kind cost.Kind) *cost.Traffic {
 // trafficModel is implemented by cost models that price point-to-point steps by the
 // load of their transfers on the links (cost.Fabric).
 type trafficModel interface {
-	AcquireRouter(m *sharding.Mesh) *cost.Router
+	AcquireRouter(c *cost.Caches, m *sharding.Mesh) *cost.Router
 }
 
 func (sp *space) canRoute(r *Request) bool {
@@ -445,7 +445,7 @@ func (sp *space) acquireRouter(r *Request) bool {
 	}
 	if sp.router == nil || sp.routerModel != r.Model {
 		sp.releaseRouter()
-		sp.router, sp.routerModel = tm.AcquireRouter(sp.mesh), r.Model
+		sp.router, sp.routerModel = tm.AcquireRouter(r.Memos.costCaches(), sp.mesh), r.Model
 	}
 	return true
 }

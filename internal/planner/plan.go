@@ -80,6 +80,10 @@ type Request struct {
 	// buffer of more bytes at any step (Summary.PeakBytesPerDevice). Reshard answers a
 	// *BudgetError when no plan fits.
 	MemoryBudget int64
+	// Memos keeps what planning computes from the model and the mesh alone for later
+	// requests (a server shares one between all its requests). Nil: Reshard and
+	// ReshardXLA use a fresh one for the call.
+	Memos *Memos
 
 	// noHeuristic makes the search plain Dijkstra (tests compare it with A*).
 	noHeuristic bool
@@ -108,6 +112,17 @@ type reshardBounds struct {
 	between, lb int64
 	time        float64
 	ok          bool
+}
+
+// withMemos is r, or a copy of r with fresh memos when it has none: a call without
+// memos shares what its searches compute among them, and nothing after it.
+func (r *Request) withMemos() *Request {
+	if r.Memos != nil {
+		return r
+	}
+	c := *r
+	c.Memos = &Memos{}
+	return &c
 }
 
 // boundsOf computes r's lower bounds, or returns r.bounds when set.
@@ -243,6 +258,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	if r.MaxExpansions == 0 {
 		r.MaxExpansions = DefaultMaxExpansions
 	}
+	r = r.withMemos()
 	src, tgt := r.Source, r.Target
 	// Unreduced axes: the target may keep some of the source's partial sums (whole axes
 	// or sub-axes of them), never add.

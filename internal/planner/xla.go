@@ -81,6 +81,7 @@ func ReshardXLA(ctx context.Context, r *Request) (*Plan, *XLAInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
+	r = r.withMemos()
 	p, e, err := xlaPlan(r)
 	if err != nil {
 		return nil, nil, err

