@@ -437,15 +437,8 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 	}
 	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops, AllowFullRemat: in.remat, Effort: in.effort,
 		MemoryBudget: in.req.MemoryBudgetBytesPerDevice}
-	var p *planner.Plan
-	var info *planner.XLAInfo
-	var err error
 	start := time.Now()
-	if in.strategy == planner.XLA {
-		p, info, err = xlaPlan(ctx, preq)
-	} else {
-		p, err = planner.Reshard(ctx, preq)
-	}
+	p, info, err := planner.ReshardWith(ctx, in.strategy, preq)
 	s.metrics.observePlan("reshard", in.strategy, start)
 	if err != nil {
 		var be *planner.BudgetError
@@ -545,92 +538,6 @@ func stripUnreduced(s sharding.Sharding) sharding.Sharding {
 	c := s.Clone()
 	c.Unreduced = nil
 	return c
-}
-
-// renderSteps gives the wire form of p's steps for a tensor of shape and element size
-// bits on sw's mesh, the shardings rendered by sw (the steps of a graph's collectives
-// repeat a few shardings). With lists false, collective_permute pairs and all_to_all_v transfers are
-// left out and omitted says so; with lists true each list is charged to budget before it
-// is built (a 422 when over), and rendering stops with ctx's error once ctx is done
-// (between steps and while transfers are built).
-func renderSteps(ctx context.Context, sw *shardingWriter, shape []int64, bits int, p *planner.Plan, lists bool, runLimit int, budget *listBudget) (steps []StepJSON, omitted bool, err error) {
-	m := sw.m
-	ls := newListShape(m, shape)
-	const stepsFix = `restrict allowed_ops (collective_permute and all_to_all_v carry per-device lists), or ` + fewerDevices
-	steps = make([]StepJSON, 0, len(p.Steps))
-	for _, st := range p.Steps {
-		if err := ctx.Err(); err != nil {
-			return nil, false, err
-		}
-		sj := StepJSON{
-			Op: string(st.Op), MeshAxes: refStrings(st.MeshAxes),
-			Before: sw.json(st.Before), After: sw.json(st.After),
-			LocalShapeBefore: st.LocalShapeBefore, LocalShapeAfter: st.LocalShapeAfter,
-			GroupSize: st.GroupSize, GroupCount: st.GroupCount, BytesPerDevice: st.BytesPerDevice,
-			Link: st.Cost.Link, TimeUS: st.Cost.TimeUS, LatencyUS: st.Cost.LatencyUS, BandwidthUS: st.Cost.BandwidthUS,
-		}
-		switch st.Op {
-		case planner.OpSlice:
-			sj.Dims = st.Dims
-		case planner.OpAllGather, planner.OpReduceScatter:
-			d := st.Dim
-			sj.Dim = &d
-		case planner.OpAllToAll:
-			a, b := st.SplitDim, st.ConcatDim
-			sj.SplitDim, sj.ConcatDim = &a, &b
-		case planner.OpCollectivePermute:
-			if st.Halo != nil {
-				o, err := renderHalo(&sj, st.Halo, lists, runLimit, budget, ls)
-				if err != nil {
-					return nil, false, err
-				}
-				omitted = omitted || o
-				break
-			}
-			if !lists {
-				runs, ok := planner.PairRuns(m, shape, st.Before, st.After, runLimit)
-				if !ok {
-					omitted = true
-					break
-				}
-				if err := budget.charge("steps", int64(len(runs))*ls.pairRunBytes(), itoa(len(runs))+" collective_permute pair runs", stepsFix); err != nil {
-					return nil, false, err
-				}
-				sj.PairRuns = runs
-				break
-			}
-			if err := budget.charge("steps", ls.devices*ls.pairBytes(), itoa(int(ls.devices))+" collective_permute pairs", stepsFix); err != nil {
-				return nil, false, err
-			}
-			// Sorted by sender, as XLA prints source_target_pairs and API.md lists them.
-			sj.Pairs = planner.ByColumn(planner.Pairs(m, shape, st.Before, st.After), 0)
-		case planner.OpAllToAllV:
-			if !lists {
-				if planner.TransferCount(m, shape, st.Before, st.After) > maxRunTransfers {
-					omitted = true
-					break
-				}
-				runs, ok, err := planner.TransferRunsContext(ctx, m, shape, bits, st.Before, st.After, st.NearestHolders, 8*runLimit)
-				if err != nil {
-					return nil, false, err
-				}
-				if !ok {
-					omitted = true
-					break
-				}
-				if err := budget.charge("steps", int64(len(runs))*2*ls.transferBytes(), itoa(len(runs))+" all_to_all_v transfer runs", stepsFix); err != nil {
-					return nil, false, err
-				}
-				sj.TransferRuns = runs
-				break
-			}
-			if sj.Transfers, err = budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, st.NearestHolders, stepsFix); err != nil {
-				return nil, false, err
-			}
-		}
-		steps = append(steps, sj)
-	}
-	return steps, omitted, nil
 }
 
 // summaryJSON totals p for the wire.
