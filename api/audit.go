@@ -278,17 +278,15 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) error {
 	if body, err = auditEnvelope(r, body); err != nil {
 		return err
 	}
-	return s.respondExact(w, r, "audit", body, true, func(ctx context.Context, text bool, _ *string) ([]byte, bool, error) {
-		resp, err := s.runAudit(ctx, body)
-		if err != nil {
-			return nil, false, err
-		}
-		if text {
-			return []byte(AuditText(resp)), false, nil
-		}
-		out, err := encodeJSON(resp)
-		return out, false, err
-	})
+	resp, err := s.runAudit(r.Context(), body)
+	if err != nil {
+		return err
+	}
+	if wantsText(r) {
+		writeBody(w, http.StatusOK, answerContentType(textMediaType), []byte(AuditText(resp)))
+		return nil
+	}
+	return writeJSON(w, http.StatusOK, resp)
 }
 
 // auditQuery lists the query parameters of a raw text/x-hlo body.

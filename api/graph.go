@@ -202,33 +202,29 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	mod, route, err := moduleRequest(r, body)
+	mod, err := moduleRequest(r, body)
 	if err != nil {
 		return err
 	}
-	if mod == nil {
-		route = "graph"
-	}
 	if wantsMLIR(r) {
-		return s.graphMLIR(w, r, route, body, mod)
+		return s.graphMLIR(r.Context(), w, body, mod)
 	}
-	return s.respondExact(w, r, route, body, false, func(ctx context.Context, _ bool, ref *string) ([]byte, bool, error) {
-		in, err := s.prepareGraph(body, mod)
+	in, err := s.prepareGraph(body, mod)
+	if err != nil {
+		return err
+	}
+	return s.answerPlanned(r.Context(), w, in.key, in.req.Policy, false, func(ctx context.Context) ([]byte, *verdict, error) {
+		resp, ta, err := s.planGraphTensors(ctx, in)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, in.locate(err)
 		}
-		return s.answerPlanned(ctx, in.key, in.req.Policy, false, func(ctx context.Context) (*planned, error) {
-			resp, ta, err := s.planGraphTensors(ctx, in)
-			if err != nil {
-				return nil, in.locate(err)
-			}
-			body, err := encodeGraphTensors(resp, ta)
-			if err != nil {
-				return nil, err
-			}
-			return &planned{body: body, verdict: resp.verdict}, nil
-		}, readGraphVerdict, ref)
-	})
+		v, err := resp.verdict()
+		if err != nil {
+			return nil, nil, err
+		}
+		body, err := encodeGraphTensors(resp, ta)
+		return body, v, err
+	}, readGraphVerdict)
 }
 
 // prepareGraph decodes and validates a graph body (or takes mod, a raw module's request,

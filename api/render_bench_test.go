@@ -69,7 +69,15 @@ func BenchmarkReshardRender(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := encodePlanned(resp, resp.verdict); err != nil {
+			v, err := resp.verdict()
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, err := encodeReshardJSON(resp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := newPlanEntry(v, body); err != nil {
 				b.Fatal(err)
 			}
 			lat = append(lat, float64(time.Since(t0).Nanoseconds())/1e3)

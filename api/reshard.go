@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -269,6 +270,17 @@ func appendFieldErrors(fes sharding.Errors, err error) sharding.Errors {
 	return append(fes, sharding.Fieldf("", "%v", err))
 }
 
+// modelFingerprint names model in a plan id by everything its answers depend on: the
+// name and every figure (cost.Fabric.Fingerprint), so two requests share a plan id only
+// when their models price alike. A model without a fingerprint (none the API resolves)
+// is named by its name.
+func modelFingerprint(model cost.Model) string {
+	if cm, ok := model.(interface{ Fingerprint() string }); ok {
+		return cm.Fingerprint()
+	}
+	return model.Name()
+}
+
 // reshardKey hashes the canonical request: the same request in any accepted input form
 // gets the same key (and plan id).
 func reshardKey(in *reshardInput) string {
@@ -326,35 +338,73 @@ func reshardKey(in *reshardInput) string {
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/reshard [post]
 func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
-	if wantsSVG(r) {
-		return s.reshardAsSVG(w, r)
-	}
 	raw, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	return s.respondExact(w, r, "reshard", raw, true, func(ctx context.Context, text bool, ref *string) ([]byte, bool, error) {
-		in := &reshardInput{include: map[string]bool{}}
-		if err := decodeBytes(raw, &in.req); err != nil {
-			return nil, false, err
+	in := &reshardInput{include: map[string]bool{}}
+	if err := decodeBytes(raw, &in.req); err != nil {
+		return err
+	}
+	if err := s.validateStruct(&in.req); err != nil {
+		return err
+	}
+	text := wantsText(r)
+	if text {
+		in.req.Include = append(in.req.Include, "diagram") // the answer is the diagram
+	}
+	if err := s.prepareReshard(in); err != nil {
+		return err
+	}
+	return s.answerPlanned(r.Context(), w, in.key, in.req.Policy, text, func(ctx context.Context) ([]byte, *verdict, error) {
+		resp, err := s.planReshard(ctx, in)
+		if err != nil {
+			return nil, nil, err
 		}
-		if err := s.validateStruct(&in.req); err != nil {
-			return nil, false, err
+		v, err := resp.verdict()
+		if err != nil {
+			return nil, nil, err
 		}
-		if text {
-			in.req.Include = append(in.req.Include, "diagram") // the answer is the diagram
+		body, err := encodeReshardJSON(resp)
+		return body, v, err
+	}, readReshardVerdict)
+}
+
+// drawnReshard answers a request that prefers image/svg+xml with the drawing of h's JSON
+// answer to it (a problem answer is passed through as it is); others go to h.
+func (s *Server) drawnReshard(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if !wantsSVG(r) {
+			return h(w, r)
 		}
-		if err := s.prepareReshard(in); err != nil {
-			return nil, false, err
+		jr := r.Clone(r.Context())
+		jr.Header.Set("Accept", "application/json")
+		rec := &bufferWriter{header: http.Header{}, code: http.StatusOK}
+		if err := h(rec, jr); err != nil {
+			return err
 		}
-		return s.answerPlanned(ctx, in.key, in.req.Policy, text, func(ctx context.Context) (*planned, error) {
-			resp, err := s.planReshard(ctx, in)
-			if err != nil {
-				return nil, err
+		if rec.code != http.StatusOK {
+			for k, v := range rec.header {
+				w.Header()[k] = v
 			}
-			return encodePlanned(resp, resp.verdict)
-		}, readReshardVerdict, ref)
-	})
+			w.WriteHeader(rec.code)
+			_, _ = w.Write(rec.body.Bytes())
+			return nil
+		}
+		var resp ReshardResponse
+		if err := json.Unmarshal(rec.body.Bytes(), &resp); err != nil {
+			return fmt.Errorf("reshard answer for SVG: %w", err)
+		}
+		body, err := reshardSVG(&resp)
+		if err != nil {
+			return err
+		}
+		if c := rec.header.Get("X-Cache"); c != "" {
+			w.Header().Set("X-Cache", c)
+		}
+		writeSVG(w, body)
+		return nil
+	}
 }
 
 func wantsText(r *http.Request) bool {

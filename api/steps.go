@@ -2,8 +2,10 @@ package api
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/shardplan/shardplan/internal/planner"
+	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // renderSteps gives the wire form of p's steps for a tensor of shape and element size
@@ -120,4 +122,23 @@ func renderHalo(sj *StepJSON, h *planner.Halo, lists bool, runLimit int, budget 
 	}
 	sj.PairRuns, sj.TransferRuns = pairs, transfers
 	return false, nil
+}
+
+// listsFor reports whether an answer on m gives per-device lists in full: the mesh is
+// within the list limit, or include asks for "pairs".
+func (s *Server) listsFor(m *sharding.Mesh, include map[string]bool) bool {
+	return m.NumDevices() <= s.limits.ListDeviceLimit || include["pairs"]
+}
+
+// listsOmittedNote is the note of an answer on m whose lists were left out.
+func (s *Server) listsOmittedNote(m *sharding.Mesh) string {
+	return fmt.Sprintf(listsNote, m.NumDevices(), s.limits.ListDeviceLimit)
+}
+
+// appendSuggestions renders XLA's suggested constraints onto dst.
+func appendSuggestions(dst []Suggestion, sgs []planner.Suggestion, sw *shardingWriter) []Suggestion {
+	for _, sg := range sgs {
+		dst = append(dst, Suggestion{PartitionSpec: sg.PartitionSpec, Sharding: sw.json(sg.Sharding)})
+	}
+	return dst
 }

@@ -435,38 +435,6 @@ func writeSVG(w http.ResponseWriter, body []byte) {
 	writeBody(w, http.StatusOK, svgMediaType+"; charset=utf-8", body)
 }
 
-// reshardAsSVG runs the JSON reshard handler into a buffer and answers its drawing; a
-// problem answer is passed through as it is.
-func (s *Server) reshardAsSVG(w http.ResponseWriter, r *http.Request) error {
-	jr := r.Clone(r.Context())
-	jr.Header.Set("Accept", "application/json")
-	rec := &bufferWriter{header: http.Header{}, code: http.StatusOK}
-	if err := s.reshard(rec, jr); err != nil {
-		return err
-	}
-	if rec.code != http.StatusOK {
-		for k, v := range rec.header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.code)
-		_, _ = w.Write(rec.body.Bytes())
-		return nil
-	}
-	var resp ReshardResponse
-	if err := json.Unmarshal(rec.body.Bytes(), &resp); err != nil {
-		return fmt.Errorf("reshard answer for SVG: %w", err)
-	}
-	body, err := reshardSVG(&resp)
-	if err != nil {
-		return err
-	}
-	if c := rec.header.Get("X-Cache"); c != "" {
-		w.Header().Set("X-Cache", c)
-	}
-	writeSVG(w, body)
-	return nil
-}
-
 // bufferWriter is an http.ResponseWriter that keeps the answer.
 type bufferWriter struct {
 	header http.Header
