@@ -427,7 +427,7 @@ func (s *Server) auditProgram(ctx context.Context, in *graphInput, budget *int64
 	}
 	m := in.mesh
 	sw := &shardingWriter{m: m}
-	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.listsFor(m, in.include), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.stepLists(m, in.include), budget: s.newBudget()}
 	resp := &AuditResponse{Input: "program", Mesh: meshJSON(m), CostModel: in.model.Name(), Strategy: string(in.strategy), Sites: make([]AuditSite, len(res.Sites))}
 	for i := range res.Sites {
 		site := &res.Sites[i]
@@ -544,7 +544,7 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	resp := compiledResponse(a, model)
 	resp.Memory = compiledMemory(a, req.MemoryBudgetBytesPerDevice)
 	sw := &shardingWriter{m: a.Mesh}
-	cr := collectiveRenderer{sw: sw, model: model, lists: s.listsFor(a.Mesh, nil), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	cr := collectiveRenderer{sw: sw, model: model, lists: s.stepLists(a.Mesh, nil), budget: s.newBudget()}
 	for i, rp := range plans {
 		hr := &resp.Remats[i]
 		hr.Note = a.Remats[i].Note

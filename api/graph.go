@@ -392,7 +392,7 @@ func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *Gr
 	}
 	sw := &shardingWriter{m: m}
 	ta = renderTensors(res, in.tensorIDs(), sw)
-	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.listsFor(m, in.include), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.stepLists(m, in.include), budget: s.newBudget()}
 	for i := range gp.Collectives {
 		c, omitted, err := cr.render(ctx, &gp.Collectives[i])
 		if err != nil {
@@ -463,16 +463,15 @@ func explainEntries(origins []propagation.Origin) []ExplainEntry {
 
 // collectiveRenderer renders the collectives of one graph answer.
 type collectiveRenderer struct {
-	sw       *shardingWriter
-	model    cost.Model
-	lists    bool // per-device lists in full (else runs, or omitted)
-	runLimit int
-	budget   *listBudget
+	sw     *shardingWriter
+	model  cost.Model
+	lists  stepLists
+	budget *listBudget
 }
 
 // render gives the wire form of gc; omitted says some per-device list was left out.
 func (cr *collectiveRenderer) render(ctx context.Context, gc *graphplan.Collective) (c GraphCollective, omitted bool, err error) {
-	steps, omitted, err := renderSteps(ctx, cr.sw, gc.Shape, gc.ElemBits, gc.Plan, cr.lists, cr.runLimit, cr.budget)
+	steps, omitted, err := renderSteps(ctx, cr.sw, gc.Shape, gc.ElemBits, gc.Plan, cr.lists, cr.budget)
 	if err != nil {
 		return GraphCollective{}, false, err
 	}

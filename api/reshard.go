@@ -43,8 +43,8 @@ type ReshardRequest struct {
 	CostModel json.RawMessage `json:"cost_model,omitempty" swaggertype:"object"`
 	// Strategy: optimal (default) or xla (predict XLA's SPMD partitioner).
 	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
-	// Include asks for extra lists: tiles, transfers, diagram, pairs (collective_permute
-	// pairs and all_to_all_v transfers in steps, even above the device-list limit).
+	// Include asks for extra lists: tiles, transfers, diagram, pairs (steps'
+	// collective_permute pairs and all_to_all_v transfers as explicit lists, not runs).
 	Include []string `json:"include,omitempty" validate:"omitempty,max=8,dive,oneof=tiles transfers diagram pairs" enums:"tiles,transfers,diagram,pairs"`
 	// AllowedOps restricts the step ops to those the caller's backend runs.
 	AllowedOps []string `json:"allowed_ops,omitempty" validate:"omitempty,max=7,dive,oneof=slice all_gather all_to_all collective_permute all_to_all_v reduce_scatter all_reduce" enums:"slice,all_gather,all_to_all,collective_permute,all_to_all_v,reduce_scatter,all_reduce"`
@@ -84,9 +84,10 @@ type StepJSON struct {
 	// uneven dims: before equals after, dim is the dim, and the receivers keep the
 	// pieces for the next step).
 	Transfers []planner.Transfer `json:"transfers,omitempty"`
-	// PairRuns and TransferRuns are the compact lists a mesh above the list limit gets
-	// instead: each run stands for count entries, the i-th its first plus i times its
-	// step (pairs: [from + i*from_step, to + i*to_step]; transfers: every number of
+	// PairRuns and TransferRuns are the compact form of pairs and transfers, given
+	// instead of them where shorter (always above the list limit) unless include asks
+	// for "pairs": each run stands for count entries, the i-th its first plus i times
+	// its step (pairs: [from + i*from_step, to + i*to_step]; transfers: every number of
 	// "first" plus i times the same number of "step").
 	PairRuns         []planner.PairRun     `json:"pair_runs,omitempty"`
 	TransferRuns     []planner.TransferRun `json:"transfer_runs,omitempty"`
@@ -551,7 +552,7 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 		SuggestedConstraints: []Suggestion{},
 	}
 	var err error
-	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, sw, in.req.Shape, in.elemBits, p, s.listsFor(m, in.include), s.limits.ListDeviceLimit, budget); err != nil {
+	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, sw, in.req.Shape, in.elemBits, p, s.stepLists(m, in.include), budget); err != nil {
 		return nil, err
 	}
 	resp.Summary = summaryJSON(p, in.model)

@@ -322,14 +322,22 @@ func TestExchangeListsItsHolders(t *testing.T) {
 		nearest := planner.Transfers(m, shape, 16, before, after, true)
 		spread := planner.Transfers(m, shape, 16, before, after, false)
 		require.NotEqual(t, spread, nearest, "the two holder choices differ here")
-		got := st.Transfers
-		if limit < m.NumDevices() {
-			require.Empty(t, got)
-			require.NotEmpty(t, st.TransferRuns)
-			for _, run := range st.TransferRuns {
-				got = append(got, run.Expand()...)
-			}
-		}
-		assert.ElementsMatch(t, nearest, got, "list limit %d", limit)
+		require.Empty(t, st.Transfers, "list limit %d: runs, shorter than the list", limit)
+		require.NotEmpty(t, st.TransferRuns)
+		assert.ElementsMatch(t, nearest, stepTransfers(st), "list limit %d", limit)
+
+		full := postReshard(t, s, strings.Replace(body, `}`, `,"include":["pairs"]}`, 1))
+		st = full.Steps[i]
+		require.Empty(t, st.TransferRuns, "include pairs: the list")
+		assert.ElementsMatch(t, nearest, st.Transfers, "list limit %d, include pairs", limit)
 	}
+}
+
+// stepTransfers is a step's transfers: its list, or its runs expanded.
+func stepTransfers(st StepJSON) []planner.Transfer {
+	out := slices.Clone(st.Transfers)
+	for _, run := range st.TransferRuns {
+		out = append(out, run.Expand()...)
+	}
+	return out
 }

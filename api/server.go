@@ -31,7 +31,7 @@ type Limits struct {
 	MaxDevices      int           // SHARDPLAN_MAX_DEVICES
 	MaxRank         int           // SHARDPLAN_MAX_RANK
 	MaxMeshAxes     int           // SHARDPLAN_MAX_MESH_AXES
-	ListDeviceLimit int           // SHARDPLAN_LIST_DEVICE_LIMIT: above it, device lists are left out unless asked for
+	ListDeviceLimit int           // SHARDPLAN_LIST_DEVICE_LIMIT: above it, step lists that do not compress into runs are left out unless asked for
 	RequestTimeout  time.Duration // SHARDPLAN_REQUEST_TIMEOUT
 	MaxInflight     int           // SHARDPLAN_MAX_INFLIGHT: /v1 requests computing or waiting to; more get 503
 	// MaxCompute is how many requests compute at once (default GOMAXPROCS); the others

@@ -316,14 +316,22 @@ func stepMoves(st StepJSON) []svgMove {
 		idx[k] = len(out)
 		out = append(out, svgMove{from, to, b})
 	}
-	if len(st.Transfers) > 0 {
-		for _, t := range st.Transfers {
+	transfers := st.Transfers
+	for _, r := range st.TransferRuns {
+		transfers = append(transfers, r.Expand()...)
+	}
+	if len(transfers) > 0 {
+		for _, t := range transfers {
 			add(t.From, t.To, t.Bytes)
 		}
-	} else {
-		for _, p := range st.Pairs {
-			add(p[0], p[1], st.BytesPerDevice)
-		}
+		return out
+	}
+	pairs := st.Pairs
+	for _, r := range st.PairRuns {
+		pairs = append(pairs, r.Expand()...)
+	}
+	for _, p := range pairs {
+		add(p[0], p[1], st.BytesPerDevice)
 	}
 	return out
 }
