@@ -278,17 +278,15 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) error {
 	if body, err = auditEnvelope(r, body); err != nil {
 		return err
 	}
-	return s.respondExact(w, r, "audit", body, true, func(ctx context.Context, text bool, _ *string) ([]byte, bool, error) {
-		resp, err := s.runAudit(ctx, body)
-		if err != nil {
-			return nil, false, err
-		}
-		if text {
-			return []byte(AuditText(resp)), false, nil
-		}
-		out, err := encodeJSON(resp)
-		return out, false, err
-	})
+	resp, err := s.runAudit(r.Context(), body)
+	if err != nil {
+		return err
+	}
+	if wantsText(r) {
+		writeBody(w, http.StatusOK, answerContentType(textMediaType), []byte(AuditText(resp)))
+		return nil
+	}
+	return writeJSON(w, http.StatusOK, resp)
 }
 
 // auditQuery lists the query parameters of a raw text/x-hlo body.
@@ -429,7 +427,7 @@ func (s *Server) auditProgram(ctx context.Context, in *graphInput, budget *int64
 	}
 	m := in.mesh
 	sw := &shardingWriter{m: m}
-	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.listsFor(m, in.include), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.stepLists(m, in.include), budget: s.newBudget()}
 	resp := &AuditResponse{Input: "program", Mesh: meshJSON(m), CostModel: in.model.Name(), Strategy: string(in.strategy), Sites: make([]AuditSite, len(res.Sites))}
 	for i := range res.Sites {
 		site := &res.Sites[i]
@@ -546,7 +544,7 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	resp := compiledResponse(a, model)
 	resp.Memory = compiledMemory(a, req.MemoryBudgetBytesPerDevice)
 	sw := &shardingWriter{m: a.Mesh}
-	cr := collectiveRenderer{sw: sw, model: model, lists: s.listsFor(a.Mesh, nil), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	cr := collectiveRenderer{sw: sw, model: model, lists: s.stepLists(a.Mesh, nil), budget: s.newBudget()}
 	for i, rp := range plans {
 		hr := &resp.Remats[i]
 		hr.Note = a.Remats[i].Note

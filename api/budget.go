@@ -91,7 +91,7 @@ func (l listShape) pairRunBytes() int64 { return 60 + 4*l.idDigits + 2*digits(l.
 const maxRunTransfers = 1 << 21
 
 // listsNote explains lists_omitted on a mesh above the list limit.
-const listsNote = "the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers are given as runs (pair_runs, transfer_runs) where they compress, and left out where they do not; add \"pairs\" to include for the explicit lists"
+const listsNote = "the mesh has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT): collective_permute pairs and all_to_all_v transfers that do not compress into runs (pair_runs, transfer_runs) are left out; add \"pairs\" to include for the explicit lists"
 
 // pairBytes bounds one encoded [from,to] pair with its comma.
 func (l listShape) pairBytes() int64 { return 4 + 2*l.idDigits }

@@ -202,33 +202,29 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	mod, route, err := moduleRequest(r, body)
+	mod, err := moduleRequest(r, body)
 	if err != nil {
 		return err
 	}
-	if mod == nil {
-		route = "graph"
-	}
 	if wantsMLIR(r) {
-		return s.graphMLIR(w, r, route, body, mod)
+		return s.graphMLIR(r.Context(), w, body, mod)
 	}
-	return s.respondExact(w, r, route, body, false, func(ctx context.Context, _ bool, ref *string) ([]byte, bool, error) {
-		in, err := s.prepareGraph(body, mod)
+	in, err := s.prepareGraph(body, mod)
+	if err != nil {
+		return err
+	}
+	return s.answerPlanned(r.Context(), w, in.key, in.req.Policy, false, func(ctx context.Context) ([]byte, *verdict, error) {
+		resp, ta, err := s.planGraphTensors(ctx, in)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, in.locate(err)
 		}
-		return s.answerPlanned(ctx, in.key, in.req.Policy, false, func(ctx context.Context) (*planned, error) {
-			resp, ta, err := s.planGraphTensors(ctx, in)
-			if err != nil {
-				return nil, in.locate(err)
-			}
-			body, err := encodeGraphTensors(resp, ta)
-			if err != nil {
-				return nil, err
-			}
-			return &planned{body: body, verdict: resp.verdict}, nil
-		}, readGraphVerdict, ref)
-	})
+		v, err := resp.verdict()
+		if err != nil {
+			return nil, nil, err
+		}
+		body, err := encodeGraphTensors(resp, ta)
+		return body, v, err
+	}, readGraphVerdict)
 }
 
 // prepareGraph decodes and validates a graph body (or takes mod, a raw module's request,
@@ -396,7 +392,7 @@ func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *Gr
 	}
 	sw := &shardingWriter{m: m}
 	ta = renderTensors(res, in.tensorIDs(), sw)
-	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.listsFor(m, in.include), runLimit: s.limits.ListDeviceLimit, budget: s.newBudget()}
+	cr := collectiveRenderer{sw: sw, model: in.model, lists: s.stepLists(m, in.include), budget: s.newBudget()}
 	for i := range gp.Collectives {
 		c, omitted, err := cr.render(ctx, &gp.Collectives[i])
 		if err != nil {
@@ -467,16 +463,15 @@ func explainEntries(origins []propagation.Origin) []ExplainEntry {
 
 // collectiveRenderer renders the collectives of one graph answer.
 type collectiveRenderer struct {
-	sw       *shardingWriter
-	model    cost.Model
-	lists    bool // per-device lists in full (else runs, or omitted)
-	runLimit int
-	budget   *listBudget
+	sw     *shardingWriter
+	model  cost.Model
+	lists  stepLists
+	budget *listBudget
 }
 
 // render gives the wire form of gc; omitted says some per-device list was left out.
 func (cr *collectiveRenderer) render(ctx context.Context, gc *graphplan.Collective) (c GraphCollective, omitted bool, err error) {
-	steps, omitted, err := renderSteps(ctx, cr.sw, gc.Shape, gc.ElemBits, gc.Plan, cr.lists, cr.runLimit, cr.budget)
+	steps, omitted, err := renderSteps(ctx, cr.sw, gc.Shape, gc.ElemBits, gc.Plan, cr.lists, cr.budget)
 	if err != nil {
 		return GraphCollective{}, false, err
 	}

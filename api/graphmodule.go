@@ -108,7 +108,7 @@ func checkQuery(q url.Values, allowed []string, what string) error {
 // moduleEnvelope is moduleRequest's request as the equivalent JSON body (the audit reads
 // a program from JSON); a JSON body is returned as is.
 func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
-	req, _, err := moduleRequest(r, body)
+	req, err := moduleRequest(r, body)
 	if err != nil || req == nil {
 		return body, err
 	}
@@ -117,20 +117,18 @@ func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
 
 // moduleRequest reads a raw MLIR body (Content-Type: application/mlir) and its query
 // parameters into the GraphRequest the equivalent JSON body gives, taking the module
-// text as it is (one copy of the body, never escaped into JSON and decoded again). It
-// also returns the exact-request memo's route for it: "graph-module" and the query
-// parameters in canonical form, so equal requests share the exact key of route and body.
-// A JSON body gives a nil request.
-func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, route string, err error) {
+// text as it is (one copy of the body, never escaped into JSON and decoded again). A
+// JSON body gives a nil request.
+func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, err error) {
 	if !isMLIR(r) {
-		return nil, "", nil
+		return nil, nil
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, "", Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
+		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
 	}
 	q := r.URL.Query()
 	if err := checkQuery(q, moduleQuery, "a module body"); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	req = &GraphRequest{Module: string(body), Function: q.Get("function"), Strategy: q.Get("strategy")}
 	for _, f := range []struct {
@@ -151,7 +149,7 @@ func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, route strin
 		b := v == "true"
 		opts.OpPriority = &b
 	default:
-		return nil, "", Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("op_priority", "must be true or false (got %q)", v))
+		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("op_priority", "must be true or false (got %q)", v))
 	}
 	if *opts != (GraphOptions{}) {
 		req.Options = opts
@@ -159,44 +157,25 @@ func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, route strin
 	if v := q.Get("include"); v != "" {
 		req.Include = strings.Split(v, ",")
 	}
-	params := map[string]string{}
-	for _, k := range moduleQuery {
-		if v := q.Get(k); v != "" {
-			params[k] = v
-		}
-	}
-	canon, _ := json.Marshal(params) // map keys marshal sorted: equal requests give equal bytes
-	return req, "graph-module\x00" + string(canon), nil
+	return req, nil
 }
 
 // graphMLIR answers a module request with the module annotated as sdy_opt prints a
 // propagated one (propagation only: the collectives are in the JSON answer).
-func (s *Server) graphMLIR(w http.ResponseWriter, r *http.Request, route string, body []byte, mod *GraphRequest) error {
-	out, hit, err := s.memo.Do(r.Context(), exactKey("graph-mlir\x00"+route, false, body), func(ctx context.Context) ([]byte, error) {
-		// Only work that is not answered from the memo takes slots (admission.go).
-		release, err := s.admit(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-		in, err := s.prepareGraph(body, mod)
-		if err != nil {
-			return nil, err
-		}
-		if in.imp == nil {
-			return nil, NewProblem(http.StatusNotAcceptable, slugNotAcceptable, "Not acceptable",
-				"an application/mlir answer needs a module request (\"module\" or an application/mlir body); ask a JSON op list for application/json")
-		}
-		res, err := propagation.Propagate(ctx, in.graph, in.mesh, in.opts)
-		if err != nil {
-			return nil, in.locate(err)
-		}
-		return []byte(in.imp.Annotate(res.Shardings)), nil
-	})
+func (s *Server) graphMLIR(ctx context.Context, w http.ResponseWriter, body []byte, mod *GraphRequest) error {
+	in, err := s.prepareGraph(body, mod)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit])
-	writeBody(w, http.StatusOK, mlirMediaType+"; charset=utf-8", out)
+	if in.imp == nil {
+		return NewProblem(http.StatusNotAcceptable, slugNotAcceptable, "Not acceptable",
+			"an application/mlir answer needs a module request (\"module\" or an application/mlir body); ask a JSON op list for application/json")
+	}
+	res, err := propagation.Propagate(ctx, in.graph, in.mesh, in.opts)
+	if err != nil {
+		return in.locate(err)
+	}
+	w.Header().Set("X-Cache", cacheStatus(false))
+	writeBody(w, http.StatusOK, answerContentType(mlirMediaType), []byte(in.imp.Annotate(res.Shardings)))
 	return nil
 }

@@ -43,7 +43,8 @@ type GraphRequest struct {
 	// Strategy plans every reshard the optimal way (default) or predicts XLA's.
 	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
 	// Include asks for extra lists: ops (the sharding each op computes in: factors,
-	// operand and result layouts), pairs (per-device lists above the device-list limit).
+	// operand and result layouts), pairs (steps' collective_permute pairs and
+	// all_to_all_v transfers as explicit lists, not runs).
 	Include []string `json:"include,omitempty" validate:"omitempty,max=4,dive,oneof=ops pairs" enums:"ops,pairs"`
 	// Policy: forbid_full_rematerialization turns a graph with a rematerializing reshard
 	// into a 422.

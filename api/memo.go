@@ -5,9 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"strconv"
 
 	"github.com/shardplan/shardplan/internal/planner"
 )
@@ -20,6 +24,11 @@ import (
 type Memo interface {
 	Do(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) (body []byte, hit bool, err error)
 }
+
+// KeyVersion is the planner version the memo keys of this server's answers carry (plan
+// ids and exact-request keys hash it in): a store that also namespaces its keys by a
+// version uses this one, so that a new planner never serves an old plan.
+const KeyVersion = planner.Version
 
 // PlanLookup is the optional read side of a Memo, for GET /v1/plans/{plan_id}: Lookup
 // returns the bytes memoized under the plan id, false when absent, expired or malformed,
@@ -41,96 +50,299 @@ func (NopMemo) Do(ctx context.Context, _ string, compute func(context.Context) (
 
 var _ Memo = NopMemo{}
 
-// Exact-request memo: the fast path of a cached answer. A request's canonical key (its
-// plan id) needs the body decoded, validated and parsed, which costs more than the
-// lookup itself. respondExact first looks up the hash of the exact bytes (route, body,
-// the answer's media type, planner version) and, on a hit, writes what was answered to
-// the same bytes before without decoding anything. Only 200 answers are stored there:
-// errors and 422s (whose body carries the request id) always take the full path.
+// The exact-request memo: the fast path of a cached answer. A request's canonical key
+// (its plan id) needs the body decoded, validated and parsed, which costs more than the
+// lookup itself. exact wraps a handler: it first looks up the hash of the exact request
+// (route, body, content type, query, the answer's media type, planner version) and, on a
+// hit, writes what was answered to the same request before without decoding anything.
+// Only 200 answers are stored there: errors and 422s (whose body carries the request id)
+// always take the full path.
+//
+//	request ─► exact key ─ hit ─► the stored bytes (or the plan entry they refer to)
+//	             └─ miss ─► admit ─► handler ─► 200 bytes, stored under the exact key
+//
+// When the handler's answer is a plan memo entry's (answerPlanned) and the memo can look
+// plans up, the exact entry is a reference to the plan (refPrefix, then the plan id)
+// instead of a second copy of the body: a large answer is sealed and kept once, not
+// twice. A reference whose plan is gone (evicted, expired, or its store unreachable) is
+// answered by the full path.
 
-// exactKey hashes the exact request. The "exact-" prefix keeps these keys apart from
-// plan ids (GET /v1/plans never serves them).
-func exactKey(route string, text bool, body []byte) string {
+// exactKey hashes the exact request: route (with the body's media type and the query when
+// they are not plain JSON without one), the answer's media type and the body. The
+// "exact-" prefix keeps these keys apart from plan ids (GET /v1/plans never serves them).
+func exactKey(route, answer string, body []byte) string {
 	h := sha256.New()
-	h.Write([]byte(planner.Version))
+	h.Write([]byte(KeyVersion))
 	h.Write([]byte{0})
 	h.Write([]byte(route))
-	if text {
-		h.Write([]byte("\x00text/plain"))
-	} else {
-		h.Write([]byte("\x00application/json"))
-	}
+	h.Write([]byte{0})
+	h.Write([]byte(answer))
 	h.Write(body)
 	return "exact-" + hex.EncodeToString(h.Sum(nil))
 }
 
-// respondExact answers from the exact-request memo, or runs compute (the full path),
-// which returns the 200 body and whether the canonical plan was a hit. offersText says
-// whether the route answers text/plain to an Accept asking for it; compute is told which
-// to produce. X-Cache is hit when either memo answered.
-//
-// When compute's body is the plan memo's entry itself (compute sets ref to its plan id)
-// and the memo can look plans up, the exact-request memo stores a reference to the plan
-// instead of a second copy of the body (refPrefix, then the plan id): a large answer is
-// sealed and kept once, not twice. A reference whose plan is gone (evicted, expired, or
-// its store unreachable) is answered by the full path.
-func (s *Server) respondExact(w http.ResponseWriter, r *http.Request, route string, body []byte, offersText bool,
-	compute func(ctx context.Context, text bool, ref *string) (out []byte, planHit bool, err error)) error {
-	text := offersText && wantsText(r)
-	lookup, canRef := s.memo.(PlanLookup)
-	full := func(ctx context.Context) (out []byte, planHit bool, ref string, err error) {
-		// Only work that is not answered from the memo takes slots (admission.go).
-		release, err := s.admit(ctx)
-		if err != nil {
-			return nil, false, "", err
-		}
-		defer release()
-		out, planHit, err = compute(ctx, text, &ref)
-		return out, planHit, ref, err
+// exactRoute is route qualified by what of r besides its body its answer depends on: a
+// body that is not JSON (its media type), and the query.
+func exactRoute(route string, r *http.Request) string {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt != "application/json" {
+		route += "\x00" + mt
 	}
-	var fresh []byte
-	var planHit bool
-	stored, hit, err := s.memo.Do(r.Context(), exactKey(route, text, body), func(ctx context.Context) ([]byte, error) {
-		out, h, ref, err := full(ctx)
-		if err != nil {
-			return nil, err
-		}
-		fresh, planHit = out, h
-		if canRef && ref != "" {
-			return append([]byte(refPrefix), ref...), nil
-		}
-		return out, nil
-	})
-	if err != nil {
-		return err
+	if q := r.URL.Query(); len(q) > 0 {
+		route += "\x00" + q.Encode() // sorted by key
 	}
-	answer := stored
-	switch id, isRef := bytes.CutPrefix(stored, []byte(refPrefix)); {
-	case fresh != nil:
-		answer = fresh // this request computed it
-	case isRef:
-		b, ok, lerr := lookup.Lookup(r.Context(), string(id))
-		if lerr != nil || !ok {
-			var ferr error
-			if b, planHit, _, ferr = full(r.Context()); ferr != nil {
-				return ferr
+	return route
+}
+
+// answerMedia is the media type h answers r in: alt (the route's answer besides JSON,
+// or "") when r asks for it, else JSON.
+func answerMedia(r *http.Request, alt string) string {
+	switch {
+	case alt == textMediaType && wantsText(r), alt == mlirMediaType && wantsMLIR(r):
+		return alt
+	}
+	return "application/json"
+}
+
+// answerContentType is the Content-Type of an answer in media.
+func answerContentType(media string) string {
+	if media == "application/json" {
+		return media
+	}
+	return media + "; charset=utf-8"
+}
+
+// exact wraps h, a handler that answers route in JSON or in alt (text/plain,
+// application/mlir, or "" for none) as answerMedia says, with the exact-request memo.
+// Only work that is not answered from the memo takes slots (admission.go). X-Cache is
+// hit when either memo answered.
+func (s *Server) exact(route, alt string, h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		body, err := readBody(r)
+		if err != nil {
+			return err
+		}
+		media := answerMedia(r, alt)
+		lookup, canRef := s.memo.(PlanLookup)
+		full := func(ctx context.Context) (*exactRecorder, error) {
+			release, err := s.admit(ctx)
+			if err != nil {
+				return nil, err
 			}
-			hit = false
+			defer release()
+			rec := &exactRecorder{bufferWriter: bufferWriter{header: http.Header{}, code: http.StatusOK}}
+			hr := r.WithContext(ctx)
+			hr.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
+			if err := h(rec, hr); err != nil {
+				return nil, err
+			}
+			if rec.code != http.StatusOK {
+				return nil, fmt.Errorf("%s answered %d outside the problem path", route, rec.code)
+			}
+			return rec, nil
 		}
-		answer = b
+		var fresh *exactRecorder
+		stored, hit, err := s.memo.Do(r.Context(), exactKey(exactRoute(route, r), media, body), func(ctx context.Context) ([]byte, error) {
+			rec, err := full(ctx)
+			if err != nil {
+				return nil, err
+			}
+			fresh = rec
+			if canRef && rec.plan != "" {
+				return append([]byte(refPrefix), rec.plan...), nil
+			}
+			return rec.body.Bytes(), nil
+		})
+		if err != nil {
+			return err
+		}
+		answer := stored
+		switch id, isRef := bytes.CutPrefix(stored, []byte(refPrefix)); {
+		case fresh != nil: // this request computed it
+			answer, hit = fresh.body.Bytes(), fresh.header.Get("X-Cache") == "hit"
+		case isRef:
+			entry, ok, lerr := lookup.Lookup(r.Context(), string(id))
+			if lerr == nil && ok {
+				answer = planEntryBody(entry)
+				break
+			}
+			rec, err := full(r.Context())
+			if err != nil {
+				return err
+			}
+			answer, hit = rec.body.Bytes(), rec.header.Get("X-Cache") == "hit"
+		}
+		w.Header().Set("X-Cache", cacheStatus(hit))
+		writeBody(w, http.StatusOK, answerContentType(media), answer)
+		return nil
 	}
-	w.Header().Set("X-Cache", map[bool]string{true: "hit", false: "miss"}[hit || planHit])
-	ct := "application/json"
-	if text {
-		ct = "text/plain; charset=utf-8"
+}
+
+// exactRecorder is the ResponseWriter exact gives its handler: it keeps the answer and,
+// when the answer is a plan memo entry's body, the plan id (setPlanEntry).
+type exactRecorder struct {
+	bufferWriter
+	plan string
+}
+
+// setPlanEntry tells w, when exact gave it, that the answer written to it is the body of
+// the plan memo entry under planID.
+func setPlanEntry(w http.ResponseWriter, planID string) {
+	if rec, ok := w.(*exactRecorder); ok {
+		rec.plan = planID
 	}
-	writeBody(w, http.StatusOK, ct, answer)
-	return nil
+}
+
+// cacheStatus is the X-Cache header of an answer.
+func cacheStatus(hit bool) string {
+	if hit {
+		return "hit"
+	}
+	return "miss"
 }
 
 // refPrefix starts an exact-request memo entry that refers to a plan memo entry; no
 // answer (JSON or a diagram) starts with a NUL byte.
 const refPrefix = "\x00plan:"
+
+// The plan memo: an answer planned under its plan id (reshard and graph requests). A
+// handler decodes and keys the request, then hands answerPlanned a function that plans
+// and renders the answer. The answer is encoded once and stored with its verdict (what
+// the policy check and the text answer read of it) in one entry under the plan id:
+//
+//	plan id ─► memo.Do ─ miss ─► plan, render ─► verdict + encoded answer ─► entry
+//	             └─ hit ─► entry ─► verdict, answer (no decoding, no planning)
+//
+// An entry is "\x00verdict1 <length of the verdict's JSON>\n<verdict JSON><answer>". A
+// stored answer without a verdict in front of it (or whose verdict does not read) still
+// gets its policy check: its bytes are decoded then.
+
+// planEntryMagic starts a plan entry; no answer starts with a NUL byte.
+const planEntryMagic = "\x00verdict1 "
+
+// verdict is what the policy check and the text answer read from a planned answer.
+type verdict struct {
+	// Violated says the answer breaks forbid_full_rematerialization; Detail and
+	// Violations are then the policy-violation problem's.
+	Violated   bool        `json:"violated,omitempty"`
+	Detail     string      `json:"detail,omitempty"`
+	Violations []Violation `json:"violations,omitempty"`
+	// SuggestedConstraints is a reshard's top-level member of the problem (the answer's
+	// suggested_constraints); nil for a graph, whose are per violation.
+	SuggestedConstraints json.RawMessage `json:"suggested_constraints,omitempty"`
+	// Diagram is a reshard's text answer (include "diagram").
+	Diagram string `json:"diagram,omitempty"`
+}
+
+// newPlanEntry is the plan memo entry of body, the encoded answer, and v, its verdict.
+func newPlanEntry(v *verdict, body []byte) ([]byte, error) {
+	vb, err := encodeJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	n := strconv.Itoa(len(vb))
+	entry := make([]byte, 0, len(planEntryMagic)+len(n)+1+len(vb)+len(body))
+	entry = append(entry, planEntryMagic...)
+	entry = append(entry, n...)
+	entry = append(entry, '\n')
+	entry = append(entry, vb...)
+	return append(entry, body...), nil
+}
+
+// openPlanEntry splits a plan memo entry into the answer and its verdict; v is nil when
+// the entry holds an answer alone, or a verdict that does not read. body aliases entry.
+func openPlanEntry(entry []byte) (body []byte, v *verdict) {
+	rest, ok := bytes.CutPrefix(entry, []byte(planEntryMagic))
+	if !ok {
+		return entry, nil
+	}
+	head, rest, ok := bytes.Cut(rest, []byte{'\n'})
+	n, err := strconv.Atoi(string(head))
+	if !ok || err != nil || n < 0 || n > len(rest) {
+		return entry, nil
+	}
+	body = rest[n:]
+	v = new(verdict)
+	if json.Unmarshal(rest[:n], v) != nil {
+		return body, nil
+	}
+	return body, v
+}
+
+// planEntryBody is the answer of a plan memo entry.
+func planEntryBody(entry []byte) []byte {
+	body, _ := openPlanEntry(entry)
+	return body
+}
+
+// answerPlanned answers with the plan memo's entry under key (the plan id), computing it
+// with plan on a miss (the encoded answer and its verdict): the JSON answer, or its
+// diagram when text. With policy forbidding full rematerialization, an answer that
+// rematerializes is a 422 carrying it. readVerdict reads the verdict of an answer stored
+// without one. X-Cache says whether the memo answered.
+func (s *Server) answerPlanned(ctx context.Context, w http.ResponseWriter, key string, policy *Policy, text bool,
+	plan func(context.Context) (body []byte, v *verdict, err error), readVerdict func(body []byte) (*verdict, error)) error {
+	var fresh *verdict
+	entry, hit, err := s.memo.Do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		body, v, err := plan(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fresh = v
+		return newPlanEntry(v, body)
+	})
+	if err != nil {
+		return err
+	}
+	body, v := openPlanEntry(entry)
+	if fresh != nil {
+		v = fresh
+	}
+	checks := policy.forbidsRemat()
+	if v == nil && (checks || text) {
+		if v, err = readVerdict(body); err != nil {
+			return err
+		}
+	}
+	if checks && v.Violated {
+		return v.problem(body)
+	}
+	w.Header().Set("X-Cache", cacheStatus(hit))
+	if text {
+		writeBody(w, http.StatusOK, answerContentType(textMediaType), []byte(v.Diagram))
+		return nil
+	}
+	setPlanEntry(w, key)
+	writeBody(w, http.StatusOK, "application/json", body)
+	return nil
+}
+
+// forbidsRemat reports whether p (nil: no policy) forbids full rematerialization.
+func (p *Policy) forbidsRemat() bool { return p != nil && p.ForbidFullRematerialization }
+
+// problem is the 422 of an answer that breaks the policy, carrying the answer.
+func (v *verdict) problem(body []byte) *Problem {
+	p := NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", v.Detail).
+		With("violations", v.Violations).
+		With("plan", json.RawMessage(body))
+	if v.SuggestedConstraints != nil {
+		p.With("suggested_constraints", v.SuggestedConstraints)
+	}
+	return p
+}
+
+// remat is what a policy reads of a plan's (or a graph's) summary.
+type remat struct {
+	FullRematerialization bool `json:"full_rematerialization"`
+	XLAFallback           bool `json:"xla_fallback"`
+}
+
+func (r remat) any() bool { return r.FullRematerialization || r.XLAFallback }
+
+// rawJSON encodes v for a json.RawMessage member (as the answer encodes it).
+func rawJSON(v any) (json.RawMessage, error) {
+	b, err := encodeJSON(v)
+	return json.RawMessage(b), err
+}
 
 // readBody reads r's body (capped by limitBody), mapping the cap to 413.
 func readBody(r *http.Request) ([]byte, error) {

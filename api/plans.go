@@ -47,7 +47,7 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) error {
 			return p
 		case ok:
 			w.Header().Set("X-Cache", "hit")
-			writeBody(w, http.StatusOK, "application/json", body)
+			writeBody(w, http.StatusOK, "application/json", planEntryBody(body))
 			return nil
 		}
 	}

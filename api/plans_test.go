@@ -92,9 +92,9 @@ func TestExactMemoRefersToThePlan(t *testing.T) {
 		PlanID string `json:"plan_id"`
 	}
 	require.NoError(t, json.Unmarshal(first.Body.Bytes(), &r))
-	exact := exactKey("reshard", false, []byte(planReq))
+	exact := exactKey("reshard", "application/json", []byte(planReq))
 	assert.Equal(t, refPrefix+r.PlanID, string(memo.store[exact]), "the exact entry refers to the plan")
-	assert.Equal(t, first.Body.String(), string(memo.store[r.PlanID]))
+	assert.Equal(t, first.Body.String(), string(planEntryBody(memo.store[r.PlanID])), "the plan's entry holds the answer")
 
 	hit := do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
 	require.Equal(t, http.StatusOK, hit.Code)
@@ -106,7 +106,7 @@ func TestExactMemoRefersToThePlan(t *testing.T) {
 	require.Equal(t, http.StatusOK, again.Code, again.Body.String())
 	assert.Equal(t, "miss", again.Header().Get("X-Cache"))
 	assert.Equal(t, first.Body.String(), again.Body.String())
-	assert.Equal(t, first.Body.String(), string(memo.store[r.PlanID]), "the full path puts the plan back")
+	assert.Equal(t, first.Body.String(), string(planEntryBody(memo.store[r.PlanID])), "the full path puts the plan back")
 
 	memo.down = errors.New("redis get: i/o timeout")
 	down := do(t, s, http.MethodPost, "/v1/reshard", "application/json", planReq)
@@ -120,7 +120,7 @@ func TestExactMemoRefersToThePlan(t *testing.T) {
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-	assert.Equal(t, rec.Body.String(), string(memo.store[exactKey("reshard", true, []byte(planReq))]), "a diagram is kept as it is")
+	assert.Equal(t, rec.Body.String(), string(memo.store[exactKey("reshard", textMediaType, []byte(planReq))]), "a diagram is kept as it is")
 
 	plain := &fakeMemo{store: map[string][]byte{}}
 	s = newTestServer(t, func(d *Deps) { d.Memo = plain })

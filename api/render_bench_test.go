@@ -3,8 +3,11 @@ package api
 import (
 	"bufio"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,7 +72,15 @@ func BenchmarkReshardRender(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := encodePlanned(resp, resp.verdict); err != nil {
+			v, err := resp.verdict()
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, err := encodeReshardJSON(resp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := newPlanEntry(v, body); err != nil {
 				b.Fatal(err)
 			}
 			lat = append(lat, float64(time.Since(t0).Nanoseconds())/1e3)
@@ -81,5 +92,38 @@ func BenchmarkReshardRender(b *testing.B) {
 		at   float64
 	}{{"p30", 0.3}, {"p50", 0.5}, {"p70", 0.7}, {"p90", 0.9}} {
 		b.ReportMetric(lat[int(q.at*float64(len(lat)))], q.name+"-µs")
+	}
+}
+
+// BenchmarkReshardAnswer512 times a default reshard answer on 512 devices through the
+// server (no memo: every request plans, renders and encodes) and reports its size.
+//
+//	go test -run '^$' -bench BenchmarkReshardAnswer512 -benchtime 20x ./api/
+func BenchmarkReshardAnswer512(b *testing.B) {
+	for _, bc := range []struct{ name, body string }{
+		{"transpose", `{"mesh":"x=8,y=8,z=8","shape":[8192,8192],"dtype":"bf16","source":[["x","y"],"z"],"target":["z",["x","y"]]}`},
+		{"all_to_all_v", `{"mesh":"x=8,y=8,z=8","shape":[8192,8192],"dtype":"bf16","source":[["x","y"],"z"],"target":["z",["x","y"]],"allowed_ops":["all_to_all_v"]}`},
+		{"h100 transpose", `{"mesh":"x=8,y=64","shape":[8192,8192],"dtype":"bf16","cost_model":"h100","source":["x","y"],"target":["y","x"]}`},
+		{"h100 gather", `{"mesh":"x=8,y=8,z=8","shape":[8192,8192],"dtype":"bf16","cost_model":"h100","source":[["x","y","z"],null],"target":[null,["z","y","x"]]}`},
+		{"collective_permute", `{"mesh":"x=8,y=8,z=8","shape":[8192,8192],"dtype":"bf16","source":[["x","y","z"],null],"target":[["z","y","x"],null],"allowed_ops":["collective_permute"]}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := New(Deps{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var size int
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/v1/reshard", strings.NewReader(bc.body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				s.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%d %s", rec.Code, rec.Body.String())
+				}
+				size = rec.Body.Len()
+			}
+			b.ReportMetric(float64(size), "bytes/answer")
+		})
 	}
 }

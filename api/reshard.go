@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -42,8 +43,8 @@ type ReshardRequest struct {
 	CostModel json.RawMessage `json:"cost_model,omitempty" swaggertype:"object"`
 	// Strategy: optimal (default) or xla (predict XLA's SPMD partitioner).
 	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
-	// Include asks for extra lists: tiles, transfers, diagram, pairs (collective_permute
-	// pairs and all_to_all_v transfers in steps, even above the device-list limit).
+	// Include asks for extra lists: tiles, transfers, diagram, pairs (steps'
+	// collective_permute pairs and all_to_all_v transfers as explicit lists, not runs).
 	Include []string `json:"include,omitempty" validate:"omitempty,max=8,dive,oneof=tiles transfers diagram pairs" enums:"tiles,transfers,diagram,pairs"`
 	// AllowedOps restricts the step ops to those the caller's backend runs.
 	AllowedOps []string `json:"allowed_ops,omitempty" validate:"omitempty,max=7,dive,oneof=slice all_gather all_to_all collective_permute all_to_all_v reduce_scatter all_reduce" enums:"slice,all_gather,all_to_all,collective_permute,all_to_all_v,reduce_scatter,all_reduce"`
@@ -83,9 +84,10 @@ type StepJSON struct {
 	// uneven dims: before equals after, dim is the dim, and the receivers keep the
 	// pieces for the next step).
 	Transfers []planner.Transfer `json:"transfers,omitempty"`
-	// PairRuns and TransferRuns are the compact lists a mesh above the list limit gets
-	// instead: each run stands for count entries, the i-th its first plus i times its
-	// step (pairs: [from + i*from_step, to + i*to_step]; transfers: every number of
+	// PairRuns and TransferRuns are the compact form of pairs and transfers, given
+	// instead of them where shorter (always above the list limit) unless include asks
+	// for "pairs": each run stands for count entries, the i-th its first plus i times
+	// its step (pairs: [from + i*from_step, to + i*to_step]; transfers: every number of
 	// "first" plus i times the same number of "step").
 	PairRuns         []planner.PairRun     `json:"pair_runs,omitempty"`
 	TransferRuns     []planner.TransferRun `json:"transfer_runs,omitempty"`
@@ -269,6 +271,17 @@ func appendFieldErrors(fes sharding.Errors, err error) sharding.Errors {
 	return append(fes, sharding.Fieldf("", "%v", err))
 }
 
+// modelFingerprint names model in a plan id by everything its answers depend on: the
+// name and every figure (cost.Fabric.Fingerprint), so two requests share a plan id only
+// when their models price alike. A model without a fingerprint (none the API resolves)
+// is named by its name.
+func modelFingerprint(model cost.Model) string {
+	if cm, ok := model.(interface{ Fingerprint() string }); ok {
+		return cm.Fingerprint()
+	}
+	return model.Name()
+}
+
 // reshardKey hashes the canonical request: the same request in any accepted input form
 // gets the same key (and plan id).
 func reshardKey(in *reshardInput) string {
@@ -326,35 +339,73 @@ func reshardKey(in *reshardInput) string {
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/reshard [post]
 func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
-	if wantsSVG(r) {
-		return s.reshardAsSVG(w, r)
-	}
 	raw, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	return s.respondExact(w, r, "reshard", raw, true, func(ctx context.Context, text bool, ref *string) ([]byte, bool, error) {
-		in := &reshardInput{include: map[string]bool{}}
-		if err := decodeBytes(raw, &in.req); err != nil {
-			return nil, false, err
+	in := &reshardInput{include: map[string]bool{}}
+	if err := decodeBytes(raw, &in.req); err != nil {
+		return err
+	}
+	if err := s.validateStruct(&in.req); err != nil {
+		return err
+	}
+	text := wantsText(r)
+	if text {
+		in.req.Include = append(in.req.Include, "diagram") // the answer is the diagram
+	}
+	if err := s.prepareReshard(in); err != nil {
+		return err
+	}
+	return s.answerPlanned(r.Context(), w, in.key, in.req.Policy, text, func(ctx context.Context) ([]byte, *verdict, error) {
+		resp, err := s.planReshard(ctx, in)
+		if err != nil {
+			return nil, nil, err
 		}
-		if err := s.validateStruct(&in.req); err != nil {
-			return nil, false, err
+		v, err := resp.verdict()
+		if err != nil {
+			return nil, nil, err
 		}
-		if text {
-			in.req.Include = append(in.req.Include, "diagram") // the answer is the diagram
+		body, err := encodeReshardJSON(resp)
+		return body, v, err
+	}, readReshardVerdict)
+}
+
+// drawnReshard answers a request that prefers image/svg+xml with the drawing of h's JSON
+// answer to it (a problem answer is passed through as it is); others go to h.
+func (s *Server) drawnReshard(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if !wantsSVG(r) {
+			return h(w, r)
 		}
-		if err := s.prepareReshard(in); err != nil {
-			return nil, false, err
+		jr := r.Clone(r.Context())
+		jr.Header.Set("Accept", "application/json")
+		rec := &bufferWriter{header: http.Header{}, code: http.StatusOK}
+		if err := h(rec, jr); err != nil {
+			return err
 		}
-		return s.answerPlanned(ctx, in.key, in.req.Policy, text, func(ctx context.Context) (*planned, error) {
-			resp, err := s.planReshard(ctx, in)
-			if err != nil {
-				return nil, err
+		if rec.code != http.StatusOK {
+			for k, v := range rec.header {
+				w.Header()[k] = v
 			}
-			return encodePlanned(resp, resp.verdict)
-		}, readReshardVerdict, ref)
-	})
+			w.WriteHeader(rec.code)
+			_, _ = w.Write(rec.body.Bytes())
+			return nil
+		}
+		var resp ReshardResponse
+		if err := json.Unmarshal(rec.body.Bytes(), &resp); err != nil {
+			return fmt.Errorf("reshard answer for SVG: %w", err)
+		}
+		body, err := reshardSVG(&resp)
+		if err != nil {
+			return err
+		}
+		if c := rec.header.Get("X-Cache"); c != "" {
+			w.Header().Set("X-Cache", c)
+		}
+		writeSVG(w, body)
+		return nil
+	}
 }
 
 func wantsText(r *http.Request) bool {
@@ -437,15 +488,8 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 	}
 	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops, AllowFullRemat: in.remat, Effort: in.effort,
 		MemoryBudget: in.req.MemoryBudgetBytesPerDevice, Memos: s.planMemos}
-	var p *planner.Plan
-	var info *planner.XLAInfo
-	var err error
 	start := time.Now()
-	if in.strategy == planner.XLA {
-		p, info, err = xlaPlan(ctx, preq)
-	} else {
-		p, err = planner.Reshard(ctx, preq)
-	}
+	p, info, err := planner.ReshardWith(ctx, in.strategy, preq)
 	s.metrics.observePlan("reshard", in.strategy, start)
 	if err != nil {
 		var be *planner.BudgetError
@@ -508,7 +552,7 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 		SuggestedConstraints: []Suggestion{},
 	}
 	var err error
-	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, sw, in.req.Shape, in.elemBits, p, s.listsFor(m, in.include), s.limits.ListDeviceLimit, budget); err != nil {
+	if resp.Steps, resp.ListsOmitted, err = renderSteps(ctx, sw, in.req.Shape, in.elemBits, p, s.stepLists(m, in.include), budget); err != nil {
 		return nil, err
 	}
 	resp.Summary = summaryJSON(p, in.model)
@@ -545,92 +589,6 @@ func stripUnreduced(s sharding.Sharding) sharding.Sharding {
 	c := s.Clone()
 	c.Unreduced = nil
 	return c
-}
-
-// renderSteps gives the wire form of p's steps for a tensor of shape and element size
-// bits on sw's mesh, the shardings rendered by sw (the steps of a graph's collectives
-// repeat a few shardings). With lists false, collective_permute pairs and all_to_all_v transfers are
-// left out and omitted says so; with lists true each list is charged to budget before it
-// is built (a 422 when over), and rendering stops with ctx's error once ctx is done
-// (between steps and while transfers are built).
-func renderSteps(ctx context.Context, sw *shardingWriter, shape []int64, bits int, p *planner.Plan, lists bool, runLimit int, budget *listBudget) (steps []StepJSON, omitted bool, err error) {
-	m := sw.m
-	ls := newListShape(m, shape)
-	const stepsFix = `restrict allowed_ops (collective_permute and all_to_all_v carry per-device lists), or ` + fewerDevices
-	steps = make([]StepJSON, 0, len(p.Steps))
-	for _, st := range p.Steps {
-		if err := ctx.Err(); err != nil {
-			return nil, false, err
-		}
-		sj := StepJSON{
-			Op: string(st.Op), MeshAxes: refStrings(st.MeshAxes),
-			Before: sw.json(st.Before), After: sw.json(st.After),
-			LocalShapeBefore: st.LocalShapeBefore, LocalShapeAfter: st.LocalShapeAfter,
-			GroupSize: st.GroupSize, GroupCount: st.GroupCount, BytesPerDevice: st.BytesPerDevice,
-			Link: st.Cost.Link, TimeUS: st.Cost.TimeUS, LatencyUS: st.Cost.LatencyUS, BandwidthUS: st.Cost.BandwidthUS,
-		}
-		switch st.Op {
-		case planner.OpSlice:
-			sj.Dims = st.Dims
-		case planner.OpAllGather, planner.OpReduceScatter:
-			d := st.Dim
-			sj.Dim = &d
-		case planner.OpAllToAll:
-			a, b := st.SplitDim, st.ConcatDim
-			sj.SplitDim, sj.ConcatDim = &a, &b
-		case planner.OpCollectivePermute:
-			if st.Halo != nil {
-				o, err := renderHalo(&sj, st.Halo, lists, runLimit, budget, ls)
-				if err != nil {
-					return nil, false, err
-				}
-				omitted = omitted || o
-				break
-			}
-			if !lists {
-				runs, ok := planner.PairRuns(m, shape, st.Before, st.After, runLimit)
-				if !ok {
-					omitted = true
-					break
-				}
-				if err := budget.charge("steps", int64(len(runs))*ls.pairRunBytes(), itoa(len(runs))+" collective_permute pair runs", stepsFix); err != nil {
-					return nil, false, err
-				}
-				sj.PairRuns = runs
-				break
-			}
-			if err := budget.charge("steps", ls.devices*ls.pairBytes(), itoa(int(ls.devices))+" collective_permute pairs", stepsFix); err != nil {
-				return nil, false, err
-			}
-			// Sorted by sender, as XLA prints source_target_pairs and API.md lists them.
-			sj.Pairs = planner.ByColumn(planner.Pairs(m, shape, st.Before, st.After), 0)
-		case planner.OpAllToAllV:
-			if !lists {
-				if planner.TransferCount(m, shape, st.Before, st.After) > maxRunTransfers {
-					omitted = true
-					break
-				}
-				runs, ok, err := planner.TransferRunsContext(ctx, m, shape, bits, st.Before, st.After, st.NearestHolders, 8*runLimit)
-				if err != nil {
-					return nil, false, err
-				}
-				if !ok {
-					omitted = true
-					break
-				}
-				if err := budget.charge("steps", int64(len(runs))*2*ls.transferBytes(), itoa(len(runs))+" all_to_all_v transfer runs", stepsFix); err != nil {
-					return nil, false, err
-				}
-				sj.TransferRuns = runs
-				break
-			}
-			if sj.Transfers, err = budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, st.NearestHolders, stepsFix); err != nil {
-				return nil, false, err
-			}
-		}
-		steps = append(steps, sj)
-	}
-	return steps, omitted, nil
 }
 
 // summaryJSON totals p for the wire.

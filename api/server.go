@@ -33,7 +33,7 @@ type Limits struct {
 	MaxDevices      int           // SHARDPLAN_MAX_DEVICES
 	MaxRank         int           // SHARDPLAN_MAX_RANK
 	MaxMeshAxes     int           // SHARDPLAN_MAX_MESH_AXES
-	ListDeviceLimit int           // SHARDPLAN_LIST_DEVICE_LIMIT: above it, device lists are left out unless asked for
+	ListDeviceLimit int           // SHARDPLAN_LIST_DEVICE_LIMIT: above it, step lists that do not compress into runs are left out unless asked for
 	RequestTimeout  time.Duration // SHARDPLAN_REQUEST_TIMEOUT
 	MaxInflight     int           // SHARDPLAN_MAX_INFLIGHT: /v1 requests computing or waiting to; more get 503
 	// MaxCompute is how many requests compute at once (default GOMAXPROCS); the others
@@ -244,17 +244,19 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout)
 		r.With(s.offers("application/json", svgMediaType), s.throttle).Post("/v1/tiles", s.handle(s.tiles))
-		r.With(s.offers("application/json", textMediaType, svgMediaType)).Post("/v1/reshard", s.handle(s.reshard))
+		// A drawing is made from the JSON answer; the exact-request memo answers a body it
+		// has answered before; reshard decodes and keys the rest for the plan memo.
+		r.With(s.offers("application/json", textMediaType, svgMediaType)).Post("/v1/reshard", s.handle(s.drawnReshard(s.exact("reshard", textMediaType, s.reshard))))
 		r.With(jsonOnly).Get("/v1/plans/{plan_id}", s.handle(s.plan))
 	})
 	// Graphs are bigger than single reshards: their own body limit.
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
-		r.With(s.offers("application/json", mlirMediaType)).Post("/v1/graph", s.handle(s.graph))
+		r.With(s.offers("application/json", mlirMediaType)).Post("/v1/graph", s.handle(s.exact("graph", mlirMediaType, s.graph)))
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
-		r.With(s.offers("application/json", textMediaType)).Post("/v1/audit", s.handle(s.audit))
+		r.With(s.offers("application/json", textMediaType)).Post("/v1/audit", s.handle(s.exact("audit", textMediaType, s.audit)))
 	})
 	return r
 }

@@ -316,14 +316,22 @@ func stepMoves(st StepJSON) []svgMove {
 		idx[k] = len(out)
 		out = append(out, svgMove{from, to, b})
 	}
-	if len(st.Transfers) > 0 {
-		for _, t := range st.Transfers {
+	transfers := st.Transfers
+	for _, r := range st.TransferRuns {
+		transfers = append(transfers, r.Expand()...)
+	}
+	if len(transfers) > 0 {
+		for _, t := range transfers {
 			add(t.From, t.To, t.Bytes)
 		}
-	} else {
-		for _, p := range st.Pairs {
-			add(p[0], p[1], st.BytesPerDevice)
-		}
+		return out
+	}
+	pairs := st.Pairs
+	for _, r := range st.PairRuns {
+		pairs = append(pairs, r.Expand()...)
+	}
+	for _, p := range pairs {
+		add(p[0], p[1], st.BytesPerDevice)
 	}
 	return out
 }
@@ -433,38 +441,6 @@ func reshardSVG(resp *ReshardResponse) ([]byte, error) {
 // writeSVG answers an SVG drawing.
 func writeSVG(w http.ResponseWriter, body []byte) {
 	writeBody(w, http.StatusOK, svgMediaType+"; charset=utf-8", body)
-}
-
-// reshardAsSVG runs the JSON reshard handler into a buffer and answers its drawing; a
-// problem answer is passed through as it is.
-func (s *Server) reshardAsSVG(w http.ResponseWriter, r *http.Request) error {
-	jr := r.Clone(r.Context())
-	jr.Header.Set("Accept", "application/json")
-	rec := &bufferWriter{header: http.Header{}, code: http.StatusOK}
-	if err := s.reshard(rec, jr); err != nil {
-		return err
-	}
-	if rec.code != http.StatusOK {
-		for k, v := range rec.header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.code)
-		_, _ = w.Write(rec.body.Bytes())
-		return nil
-	}
-	var resp ReshardResponse
-	if err := json.Unmarshal(rec.body.Bytes(), &resp); err != nil {
-		return fmt.Errorf("reshard answer for SVG: %w", err)
-	}
-	body, err := reshardSVG(&resp)
-	if err != nil {
-		return err
-	}
-	if c := rec.header.Get("X-Cache"); c != "" {
-		w.Header().Set("X-Cache", c)
-	}
-	writeSVG(w, body)
-	return nil
 }
 
 // bufferWriter is an http.ResponseWriter that keeps the answer.

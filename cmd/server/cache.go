@@ -14,7 +14,6 @@ import (
 
 	"github.com/shardplan/shardplan/api"
 	"github.com/shardplan/shardplan/internal/cache"
-	"github.com/shardplan/shardplan/internal/planner"
 )
 
 // *cache.Cache is the service's memo: Do keys by plan id, Lookup serves permalinks.
@@ -25,7 +24,8 @@ var (
 
 // cacheConfig is the plan cache's configuration: Redis when REDIS_URL or
 // SHARDPLAN_REDIS_ADDRS is set, else the in-process LRU of SHARDPLAN_CACHE_MAX_BYTES.
-// Keys carry planner.Version, so a new planner never serves an old plan.
+// Keys carry the API's key version (the planner's), so a new planner never serves an old
+// plan.
 func (c config) cacheConfig() cache.Config {
 	var addrs []string
 	for a := range strings.SplitSeq(c.RedisAddrs, ",") {
@@ -47,7 +47,7 @@ func (c config) cacheConfig() cache.Config {
 		MaxBytes:     c.CacheMaxBytes,
 		TTL:          c.CacheTTL,
 		Prefix:       c.CachePrefix,
-		Version:      planner.Version,
+		Version:      api.KeyVersion,
 	}
 }
 

@@ -116,10 +116,12 @@ var exampleCases = []exampleCase{
 		"summary.candidates.0.name": "all_to_all_v", "summary.optimality": "proven",
 	}},
 	// effort: fast (no anytime pass): the greedy plan, an all-to-all and a permute,
-	// 12.3 µs from 8 expansions; the default finds a hybrid at 11.2 µs (33 expansions).
+	// costs 12.3 µs from 8 expansions; the complete pass, which runs at either effort,
+	// finds an exchange then an all-to-all at 11.2 µs, as the default does.
 	{"reshard-effort-fast.json", 200, map[string]any{
-		"steps.#": 2, "steps.0.op": "all_to_all", "steps.1.op": "collective_permute",
-		"summary.search_expansions": 8.0, "summary.candidates.#": 3,
+		"steps.#": 2, "steps.0.op": "all_to_all_v", "steps.1.op": "all_to_all",
+		"summary.search_expansions": 8.0, "summary.candidates.#": 4, "summary.candidates.0.name": "greedy",
+		"summary.candidates.3.name": "complete",
 	}},
 	{"reshard-65536-gpus.json", 200, map[string]any{
 		"steps.#": 1, "steps.0.op": "all_to_all_v", "steps.0.link": "ib",

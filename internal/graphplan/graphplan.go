@@ -86,12 +86,12 @@ type problem struct {
 	shape    []int64
 	bits     int
 	from, to sharding.Sharding
-	xla      bool
+	strategy planner.Strategy
 	// op and tensor name the first collective that needs this plan (for errors).
 	op, tensor string
 }
 
-// key is "[8 128 512]|16|<from body>|<to body>|false".
+// key is "[8 128 512]|16|<from body>|<to body>|optimal".
 func (p problem) key() string {
 	var b strings.Builder
 	b.WriteByte('[')
@@ -108,7 +108,7 @@ func (p problem) key() string {
 	b.WriteByte('|')
 	b.WriteString(p.to.Body())
 	b.WriteByte('|')
-	b.WriteString(strconv.FormatBool(p.xla))
+	b.WriteString(string(p.strategy))
 	return b.String()
 }
 
@@ -146,6 +146,10 @@ func Plan(ctx context.Context, r *Request) (*Result, error) {
 		}
 		return opOrder[op]*4 + p
 	}
+	strategy := planner.Optimal
+	if r.Strategy == planner.XLA {
+		strategy = planner.XLA
+	}
 	problems := map[string]problem{}
 	var items []item
 	add := func(pr problem, order int, c Collective) {
@@ -161,7 +165,7 @@ func Plan(ctx context.Context, r *Request) (*Result, error) {
 		if slices.Contains(t.Shape, 0) {
 			continue
 		}
-		pr := problem{shape: t.Shape, bits: t.ElemBits, from: canonical(rs.From, m), to: canonical(rs.To, m), xla: r.Strategy == planner.XLA, op: rs.Op, tensor: rs.Tensor}
+		pr := problem{shape: t.Shape, bits: t.ElemBits, from: canonical(rs.From, m), to: canonical(rs.To, m), strategy: strategy, op: rs.Op, tensor: rs.Tensor}
 		add(pr, phase(rs.Op, rs.Tensor, false), Collective{Op: rs.Op, Tensor: rs.Tensor, Kind: KindReshard, Dim: -1})
 	}
 	for _, rd := range res.Reductions {
@@ -171,7 +175,7 @@ func Plan(ctx context.Context, r *Request) (*Result, error) {
 		}
 		// Reductions are emitted by the partitioner with the op, not by XLA's reshard
 		// dispatch: they are always planned the optimal way.
-		pr := problem{shape: t.Shape, bits: t.ElemBits, from: canonical(rd.From, m), to: canonical(rd.To, m), op: rd.Op, tensor: rd.Tensor}
+		pr := problem{shape: t.Shape, bits: t.ElemBits, from: canonical(rd.From, m), to: canonical(rd.To, m), strategy: planner.Optimal, op: rd.Op, tensor: rd.Tensor}
 		c := Collective{Op: rd.Op, Tensor: rd.Tensor, Kind: KindReduction, Reduction: rd.Kind, Axes: rd.Axes, Dim: -1}
 		if rd.Kind == propagation.ReduceScatter {
 			c.Dim = rd.Dim
@@ -221,11 +225,7 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 			pr := problems[k]
 			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort, Memos: r.Memos}
 			var err error
-			if pr.xla {
-				out[i].plan, out[i].info, err = planner.ReshardXLA(gctx, req)
-			} else {
-				out[i].plan, err = planner.Reshard(gctx, req)
-			}
+			out[i].plan, out[i].info, err = planner.ReshardWith(gctx, pr.strategy, req)
 			if _, ok := sharding.AsFieldErrors(err); ok {
 				// The planner names request fields ("target"); here the request is the graph.
 				return sharding.Fieldf("tensors."+pr.tensor+".sharding", "op %q needs %q moved from %s to %s, which cannot be planned: %v", pr.op, pr.tensor, pr.from.Body(), pr.to.Body(), err)

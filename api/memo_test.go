@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -37,25 +38,25 @@ func (mm *mapMemo) Do(ctx context.Context, key string, compute func(context.Cont
 }
 
 // TestAnswerPlannedVerdicts checks where the policy check and the text answer take their
-// verdict from: the fresh answer on a miss, the memoized verdict on a hit when it
-// describes the memoized bytes, and the bytes themselves (read once, then memoized)
-// otherwise.
+// verdict from: the fresh answer on a miss, the verdict stored in the entry on a hit, and
+// the bytes themselves (read on every hit) when the entry holds an answer alone or a
+// verdict that does not read.
 func TestAnswerPlannedVerdicts(t *testing.T) {
 	const key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	body := []byte(`{"plan_id":"p","summary":{}}`)
 	violating := func(from string) *verdict {
 		return &verdict{Violated: true, Detail: from, Violations: []Violation{{Policy: "forbid_full_rematerialization", Message: from}}, Diagram: from}
 	}
-	stored := func(v *verdict) []byte {
-		b, err := encodeJSON(v)
+	entry := func(v *verdict) []byte {
+		b, err := newPlanEntry(v, body)
 		require.NoError(t, err)
 		return b
 	}
-	vkey := verdictKey(key, body)
+	garbled := append([]byte(planEntryMagic+"8\nnot json"), body...)
 	forbid := &Policy{ForbidFullRematerialization: true}
 	tests := []struct {
 		name      string
-		memo      map[string][]byte // entries before the request
+		stored    []byte // the entry under key before the request, if any
 		policy    *Policy
 		text      bool
 		clean     bool   // the plan breaks no policy
@@ -63,75 +64,85 @@ func TestAnswerPlannedVerdicts(t *testing.T) {
 		wantPlans int
 		wantReads int
 		wantHit   bool
-		garbled   bool // the memoized verdict does not decode: every request reads the body
 	}{
 		{name: "miss: the fresh verdict", policy: forbid, want: "fresh", wantPlans: 1},
 		{name: "miss, no policy: the body", want: string(body), wantPlans: 1},
 		{name: "miss, policy false: the body", policy: &Policy{}, want: string(body), wantPlans: 1},
 		{name: "miss, clean plan: the body", policy: forbid, clean: true, want: string(body), wantPlans: 1},
 		{name: "miss, text: the fresh diagram", text: true, want: "fresh", wantPlans: 1},
-		{name: "hit without a verdict: read from the bytes", memo: map[string][]byte{key: body}, policy: forbid, want: "read", wantReads: 1, wantHit: true},
-		{name: "hit with a verdict", memo: map[string][]byte{key: body, vkey: stored(violating("stored"))},
-			policy: forbid, want: "stored", wantHit: true},
-		{name: "hit with a clean verdict", memo: map[string][]byte{key: body, vkey: stored(&verdict{})},
-			policy: forbid, want: string(body), wantHit: true},
-		{name: "hit with a verdict, text", memo: map[string][]byte{key: body, vkey: stored(violating("stored"))},
-			text: true, want: "stored", wantHit: true},
-		{name: "hit with a verdict of other bytes only", memo: map[string][]byte{key: body, verdictKey(key, []byte(`{}`)): stored(violating("stale"))},
-			policy: forbid, want: "read", wantReads: 1, wantHit: true},
-		{name: "hit with a garbled verdict", memo: map[string][]byte{key: body, vkey: []byte(`not json`)},
-			policy: forbid, want: "read", wantReads: 1, wantHit: true, garbled: true},
+		{name: "hit without a verdict: read from the bytes", stored: body, policy: forbid, want: "read", wantReads: 1, wantHit: true},
+		{name: "hit without a verdict, no policy: the body, nothing read", stored: body, want: string(body), wantHit: true},
+		{name: "hit with a verdict", stored: entry(violating("stored")), policy: forbid, want: "stored", wantHit: true},
+		{name: "hit with a clean verdict", stored: entry(&verdict{}), policy: forbid, want: string(body), wantHit: true},
+		{name: "hit with a verdict, text", stored: entry(violating("stored")), text: true, want: "stored", wantHit: true},
+		{name: "hit with a verdict, no policy: the body", stored: entry(violating("stored")), want: string(body), wantHit: true},
+		{name: "hit with a garbled verdict", stored: garbled, policy: forbid, want: "read", wantReads: 1, wantHit: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			mm := &mapMemo{m: map[string][]byte{}}
-			for k, v := range tc.memo {
-				mm.m[k] = v
+			if tc.stored != nil {
+				mm.m[key] = tc.stored
 			}
 			s := newTestServer(t, func(d *Deps) { d.Memo = mm })
 			plans, reads := 0, 0
-			plan := func(context.Context) (*planned, error) {
+			plan := func(context.Context) ([]byte, *verdict, error) {
 				plans++
-				return &planned{body: body, verdict: func() (*verdict, error) {
-					if tc.clean {
-						return &verdict{}, nil
-					}
-					return violating("fresh"), nil
-				}}, nil
+				if tc.clean {
+					return body, &verdict{}, nil
+				}
+				return body, violating("fresh"), nil
 			}
 			read := func(b []byte) (*verdict, error) {
 				reads++
 				assert.Equal(t, body, b)
 				return violating("read"), nil
 			}
-			out, hit, err := s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read, nil)
+			answer := func() (*httptest.ResponseRecorder, error) {
+				rec := httptest.NewRecorder()
+				return rec, s.answerPlanned(t.Context(), rec, key, tc.policy, tc.text, plan, read)
+			}
+			rec, err := answer()
 			if p, ok := err.(*Problem); ok {
 				assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
 				assert.Equal(t, tc.want, p.Detail)
 				assert.Equal(t, json.RawMessage(body), p.Extensions["plan"])
 			} else {
 				require.NoError(t, err)
-				assert.Equal(t, tc.want, string(out))
+				assert.Equal(t, tc.want, rec.Body.String())
+				assert.Equal(t, map[bool]string{true: "hit", false: "miss"}[tc.wantHit], rec.Header().Get("X-Cache"))
 			}
-			assert.Equal(t, tc.wantHit, hit)
 			assert.Equal(t, tc.wantPlans, plans, "plans")
 			assert.Equal(t, tc.wantReads, reads, "reads of the bytes")
 
-			// A verdict that was needed is memoized, sealed to the body: the same request
-			// again reads nothing.
-			switch {
-			case tc.garbled:
-				_, _, _ = s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read, nil)
-				assert.Equal(t, 2*tc.wantReads, reads, "reads of the bytes, again")
-			case tc.policy.forbidsRemat() || tc.text:
-				var v verdict
-				require.NoError(t, json.Unmarshal(mm.m[vkey], &v))
-				_, _, _ = s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read, nil)
-				assert.Equal(t, tc.wantReads, reads, "reads of the bytes, again")
-			default:
-				assert.NotContains(t, mm.m, vkey, "no verdict kept when none is asked for")
+			// The entry holds the answer and, when this request planned it, its verdict:
+			// the same request again plans nothing and reads nothing more.
+			got, v := openPlanEntry(mm.m[key])
+			assert.Equal(t, string(body), string(got), "the entry's answer")
+			if tc.wantPlans > 0 {
+				require.NotNil(t, v, "a planned entry keeps its verdict")
 			}
+			_, _ = answer()
+			assert.Equal(t, tc.wantPlans, plans, "plans, again")
+			assert.Equal(t, 2*tc.wantReads, reads, "reads of the bytes, again (only entries without a verdict)")
 		})
+	}
+}
+
+// TestPlanEntryRoundTrip: an entry opens to the answer and verdict it was made of; what
+// is not an entry opens to itself without a verdict.
+func TestPlanEntryRoundTrip(t *testing.T) {
+	body := []byte(`{"plan_id":"p","diagram":"x\ny"}`)
+	v := &verdict{Violated: true, Detail: "d", Diagram: "x\ny"}
+	e, err := newPlanEntry(v, body)
+	require.NoError(t, err)
+	gotBody, gotV := openPlanEntry(e)
+	assert.Equal(t, body, gotBody)
+	assert.Equal(t, v, gotV)
+	for _, raw := range [][]byte{body, []byte(planEntryMagic), []byte(planEntryMagic + "99\n{}"), []byte(planEntryMagic + "-1\n{}")} {
+		got, v := openPlanEntry(raw)
+		assert.Equal(t, raw, got)
+		assert.Nil(t, v)
 	}
 }
 
@@ -156,14 +167,16 @@ func TestVerdictFromValueMatchesBytes(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("..", "examples", tc.file))
 			require.NoError(t, err)
 			var fromValue func() (*verdict, error)
-			var answer any
+			var body []byte
 			var read func([]byte) (*verdict, error)
 			if filepath.Base(tc.file)[:5] == "graph" {
 				in, err := s.prepareGraph(raw, nil)
 				require.NoError(t, err)
 				resp, err := s.planGraph(t.Context(), in)
 				require.NoError(t, err)
-				answer, fromValue, read = resp, resp.verdict, readGraphVerdict
+				body, err = encodeJSON(resp)
+				require.NoError(t, err)
+				fromValue, read = resp.verdict, readGraphVerdict
 			} else {
 				in := &reshardInput{include: map[string]bool{}}
 				require.NoError(t, decodeBytes(raw, &in.req))
@@ -172,13 +185,13 @@ func TestVerdictFromValueMatchesBytes(t *testing.T) {
 				resp, err := s.planReshard(t.Context(), in)
 				require.NoError(t, err)
 				require.NotEmpty(t, resp.Diagram)
-				answer, fromValue, read = resp, resp.verdict, readReshardVerdict
+				body, err = encodeReshardJSON(resp)
+				require.NoError(t, err)
+				fromValue, read = resp.verdict, readReshardVerdict
 			}
-			p, err := encodePlanned(answer, fromValue)
+			got, err := fromValue()
 			require.NoError(t, err)
-			got, err := p.verdict()
-			require.NoError(t, err)
-			want, err := read(p.body)
+			want, err := read(body)
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
 			assert.Equal(t, tc.violated, got.Violated)
