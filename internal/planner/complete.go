@@ -871,6 +871,12 @@ func (c *completeSearch) largeTargets() []state {
 	}
 	g := c.goal.st
 	out := []state{g}
+	if !c.canRoute() {
+		// A model that prices exchanges by its formula enumerates their transfers:
+		// the goal alone.
+		c.targets = out
+		return out
+	}
 	seen := map[string]bool{g.key(): true}
 	add := func(s state) {
 		if k := s.key(); !seen[k] {
