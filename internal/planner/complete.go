@@ -69,6 +69,14 @@ const completeExpansions = 20000
 // completeLargeExpansions bounds the nodes of a pass over a large space.
 const completeLargeExpansions = 256
 
+// completeWideGap is how far above the time lower bound (a ratio) the best plan before
+// the complete pass must be, its time mostly latency, for a large space's pass to search
+// its wide family; completeWideP2PBudget is the point-to-point edges that pass prices.
+const (
+	completeWideGap       = 16
+	completeWideP2PBudget = 256
+)
+
 // completeLargeP2PBudget bounds the point-to-point edges a pass over a large space
 // prices; past it the pass searches on over the structured moves.
 const completeLargeP2PBudget = 128
@@ -104,6 +112,11 @@ type completeSearch struct {
 	// goalOnly and p2pGoalOnly restrict the node being expanded in a large space to
 	// edges that end at the goal (all of them; its point-to-point ones).
 	goalOnly, p2pGoalOnly bool
+	// wide widens a large space's family when the best plan so far is far above the
+	// time lower bound (completeWideGap): point-to-point steps from the source's
+	// structured neighbours and from every state a point-to-point step reached go to
+	// every target of largeTargets, so that a path may chain several exchanges.
+	wide bool
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[string]float64
@@ -417,11 +430,8 @@ func (c *completeSearch) move(e cedge, before, after cnode) move {
 	return m
 }
 
-// price is an edge's time, memoized.
-func (c *completeSearch) price(e cedge, before, after cnode) float64 {
-	if e.op == OpSlice {
-		return 0
-	}
+// priceKey is the key of an edge's price in the memo.
+func (c *completeSearch) priceKey(e cedge, before, after cnode) string {
 	k := string(rune(len(e.op))) + string(e.op) + before.key() + after.key()
 	if e.op == OpAllToAll {
 		k += string(rune(e.dim)) + string(rune(e.dim2))
@@ -432,10 +442,19 @@ func (c *completeSearch) price(e cedge, before, after cnode) float64 {
 	if e.halo {
 		k += "halo"
 	}
+	return k
+}
+
+// price is an edge's time, memoized.
+func (c *completeSearch) price(e cedge, before, after cnode) float64 {
+	if e.op == OpSlice {
+		return 0
+	}
+	k := c.priceKey(e, before, after)
 	if t, ok := c.prices[k]; ok {
 		return t
 	}
-	if (e.op == OpCollectivePermute || e.op == OpAllToAllV) && c.lacks(before.st, after.st) {
+	if (e.op == OpCollectivePermute || e.op == OpAllToAllV || e.halo && !c.full) && c.lacks(before.st, after.st) {
 		c.p2p++ // a move of no data routes no transfers
 	}
 	var t float64
@@ -607,15 +626,16 @@ func (c *completeSearch) consider(id int32, e cedge, nx cnode) {
 	if !isGoal {
 		hn = c.h(nx)
 	}
-	if (e.op == OpCollectivePermute || e.op == OpAllToAllV) && c.over(from.g+hn) {
+	routed := e.op == OpCollectivePermute || e.op == OpAllToAllV || e.halo
+	if routed && c.over(from.g+hn) {
 		return
 	}
 	if e.op != OpAllToAllV && !e.halo && !c.feasible(from.n, nx, e) {
 		return
 	}
-	if e.op == OpCollectivePermute || e.op == OpAllToAllV {
+	if routed {
 		// Pushed at the heuristic alone; bounded when it reaches the head of the queue,
-		// priced when its bound does (run).
+		// priced when its bound does (run): its transfers are routed.
 		if id2, ok := c.bykey[nx.key()]; ok && c.nodes[id2].g <= from.g {
 			return // reached at least as cheaply already
 		}
@@ -657,9 +677,9 @@ func (c *completeSearch) expand(id int32) {
 		switch {
 		case n.steps == 0:
 		case n.edge.op == OpAllToAllV || n.edge.op == OpCollectivePermute:
-			c.goalOnly, c.p2pGoalOnly = true, true
+			c.goalOnly, c.p2pGoalOnly = true, !c.wide
 		case n.steps == 1:
-			structured, c.p2pGoalOnly = false, true
+			structured, c.p2pGoalOnly = false, !c.wide
 		default:
 			return
 		}
@@ -698,7 +718,9 @@ func (c *completeSearch) expand(id int32) {
 				nx[d] = nx[d][:n-j]
 				e := cedge{op: OpAllGather, dim: d, group: suffix}
 				c.consider(id, e, cnode{nx, cur.unr})
-				if r.allowed(OpCollectivePermute) && cur.unr&c.reducible == 0 && !c.feasible(cur, cnode{nx, cur.unr}, e) &&
+				// A large space routes halo exchanges from the source only (their
+				// transfers are routed one by one).
+				if r.allowed(OpCollectivePermute) && cur.unr&c.reducible == 0 && (c.full || c.nodes[id].steps == 0) && !c.feasible(cur, cnode{nx, cur.unr}, e) &&
 					newHaloWindows(sp, d, haloGather, st, nx).needed() {
 					e.halo = true
 					c.consider(id, e, cnode{nx, cur.unr})
@@ -1000,7 +1022,7 @@ func (c *completeSearch) completeSteps(path []cstep) []Step {
 // completePass runs the complete pass against cands (the candidates so far): a plan
 // strictly cheaper than the best of them under the request's rules (nil: none), and
 // whether the answer (that plan, or the best candidate) is proven optimal.
-func completePass(ctx context.Context, r *Request, cands []*Plan) (*Plan, bool, error) {
+func completePass(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) (*Plan, bool, error) {
 	src, tgt := r.Source, r.Target
 	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, src, tgt)
 	if !ok || len(cp.atoms) > 60 {
@@ -1014,14 +1036,21 @@ func completePass(ctx context.Context, r *Request, cands []*Plan) (*Plan, bool, 
 	}
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
 	free, any := math.Inf(1), math.Inf(1) // the best candidates without and with a rematerialization
+	var best *Plan
 	for _, c := range cands {
 		if c.finishTotals(); r.MemoryBudget > 0 && c.Summary.PeakBytesPerDevice > r.MemoryBudget {
 			continue
+		}
+		if c.Summary.TimeUS < any {
+			best = c
 		}
 		any = min(any, c.Summary.TimeUS)
 		if !c.Summary.FullRematerialization {
 			free = min(free, c.Summary.TimeUS)
 		}
+	}
+	if !cs.full && best != nil && lowerBound > 0 && any > completeWideGap*lowerBound && latencyBound(best) {
+		cs.wide, cs.maxP2P = true, completeWideP2PBudget
 	}
 	plan := func(res completeResult) *Plan {
 		if res.path == nil {
@@ -1044,6 +1073,16 @@ func completePass(ctx context.Context, r *Request, cands []*Plan) (*Plan, bool, 
 	cs.noRep = false
 	res, err = cs.run(any)
 	return plan(res), res.proven, err
+}
+
+// latencyBound reports whether most of p's time is its steps' latency (more rounds of
+// fewer peers can then beat it).
+func latencyBound(p *Plan) bool {
+	lat := 0.0
+	for _, st := range p.Steps {
+		lat += st.Cost.LatencyUS
+	}
+	return lat > 0.5*p.Summary.TimeUS
 }
 
 // withinBudget keeps the plans whose peak fits budget.

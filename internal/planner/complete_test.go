@@ -95,17 +95,19 @@ func TestCompletePassStopsAtItsDeadline(t *testing.T) {
 		Target: mustSharding(t, m, shape, `["b:(2)2"]`), Model: tpu}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := completePass(ctx, r, nil)
+	_, _, err := completePass(ctx, r, nil, 0)
 	require.ErrorIs(t, err, context.Canceled)
-	_, _, err = completePass(context.Background(), r, nil)
+	_, _, err = completePass(context.Background(), r, nil, 0)
 	require.NoError(t, err)
 }
 
 // Above its exhaustive size the complete pass searches the hierarchical family. On
 // 4,096 h100 GPUs a transpose by one exchange among every device is latency-bound
-// (2,465.9 µs); two exchanges over 64-device sub-axes, through [d:(64)64, d:(1)64],
-// cost 93.9 µs.
-func TestLargeMeshTwoRoundExchange(t *testing.T) {
+// (2,465.9 µs). Two exchanges over 64-device sub-axes, through [d:(64)64, d:(1)64],
+// cost 93.9 µs; where the best plan is latency-bound and far above the lower bound the
+// pass chains exchanges through several states one structured step from the target: an
+// all-to-all over 8 devices, then exchanges over 256 and 16, 56.7 µs.
+func TestLargeMeshChainedExchanges(t *testing.T) {
 	h100, _ := cost.Profile("h100")
 	m := mustMesh(t, "d=4096")
 	shape := []int64{4096, 4096}
@@ -114,14 +116,16 @@ func TestLargeMeshTwoRoundExchange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, OptimalityBestFound, p.Summary.Optimality)
 	assert.False(t, p.Summary.FullRematerialization)
-	assert.LessOrEqual(t, p.Summary.TimeUS, 93.91+1e-6, describeSteps(p))
+	assert.LessOrEqual(t, p.Summary.TimeUS, 56.67, describeSteps(p))
 	var direct float64
 	for _, c := range p.Summary.Candidates {
 		if c.Name == string(OpAllToAllV) {
 			direct = c.TimeUS
 		}
 	}
-	assert.Greater(t, direct, 20*p.Summary.TimeUS, "the two rounds beat the one exchange")
-	assert.Equal(t, []Op{OpAllToAllV, OpAllToAllV}, ops(p), describeSteps(p))
+	assert.Greater(t, direct, 40*p.Summary.TimeUS, "the rounds beat the one exchange")
+	for _, op := range ops(p) {
+		assert.Contains(t, []Op{OpAllToAll, OpAllToAllV}, op, describeSteps(p))
+	}
 	replay(t, p)
 }

@@ -49,16 +49,19 @@ func BenchmarkLargeMeshes(b *testing.B) {
 	for _, name := range []string{"tpu-v5p", "h100"} {
 		f, _ := cost.Profile(name)
 		b.Run(name, func(b *testing.B) {
-			var lat []float64
+			var lat, eff []float64
 			remat, without := 0, 0
 			memos := newTestMemos(b)
 			for b.Loop() {
-				lat, remat, without = lat[:0], 0, 0
+				lat, eff, remat, without = lat[:0], eff[:0], 0, 0
 				eachLargeMeshReshard(b, func(_ int, r *Request) {
 					r.Model, r.Memos = f, memos
 					t0 := time.Now()
 					p, err := Reshard(context.Background(), r)
 					lat = append(lat, float64(time.Since(t0).Microseconds()))
+					if err == nil {
+						eff = append(eff, p.Summary.TimeEfficiency)
+					}
 					if err != nil || !p.Summary.FullRematerialization {
 						return
 					}
@@ -74,6 +77,9 @@ func BenchmarkLargeMeshes(b *testing.B) {
 			b.ReportMetric(pct(0.5), "p50-µs")
 			b.ReportMetric(pct(0.9), "p90-µs")
 			b.ReportMetric(lat[len(lat)-1], "max-µs")
+			slices.Sort(eff)
+			b.ReportMetric(eff[len(eff)/2], "eff-p50")
+			b.ReportMetric(eff[len(eff)/10], "eff-p10")
 			b.ReportMetric(float64(remat), "fullremat")
 			b.ReportMetric(float64(without), "fullremat-without-a2av")
 		})

@@ -415,7 +415,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	var cp *Plan
 	proven := false
 	if !r.noComplete {
-		if cp, proven, err = completePass(ctx, r, cands); err != nil {
+		if cp, proven, err = completePass(ctx, r, cands, bounds.time); err != nil {
 			return nil, err
 		}
 	}
