@@ -222,7 +222,7 @@ func TestTimeLowerBoundWithoutLinks(t *testing.T) {
 
 // TestPartialReduceScatter: the target keeps a sub-axis of a source unreduced axis as
 // partial sums; the planner reduces only the rest, scattering it onto the dim it
-// shards (issue 12: x=4,y=2, source unreduced x, target [[y],[x:(1)2]] unreduced
+// shards (x=4,y=2, source unreduced x, target [[y],[x:(1)2]] unreduced
 // x:(2)2 was a 400).
 func TestPartialReduceScatter(t *testing.T) {
 	m := mustMesh(t, "x=4,y=2")
