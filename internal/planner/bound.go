@@ -8,16 +8,11 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// LowerBound is API.md's lower bound for r: the most bytes of its target tile any
-// device's source tile lacks; when the source holds partial sums the target does not,
-// at least the larger of the biggest target tile (a device adds up no element alone) and
-// the average over devices of what the reductions must move (reductionShare).
-func LowerBound(r *Request) int64 {
-	return lowerBoundWith(r, LowerBoundBetween(r, r.Source, r.Target))
-}
-
-// lowerBoundWith is LowerBound given lb = LowerBoundBetween(r, r.Source, r.Target),
-// which costs O(devices) and which Reshard also needs for the all_to_all_v candidate.
+// lowerBoundWith is API.md's lower bound for r given lb = LowerBoundBetween(r,
+// r.Source, r.Target) (O(devices), which Reshard also needs for the all_to_all_v
+// candidate): lb; when the source holds partial sums the target does not, at least the
+// larger of the biggest target tile (a device adds up no element alone) and the average
+// over devices of what the reductions must move (reductionShare).
 func lowerBoundWith(r *Request, lb int64) int64 {
 	reduce, _ := reducedRefs(r.Source, r.Target)
 	p := int64(1)
@@ -171,19 +166,6 @@ type timeBounder interface {
 // bound, less tight). Torus cuts whose half is a digit of the axis' major atom are
 // computed in closed form instead (cutNeedsClosed), on any mesh.
 const cutBoundDevices = 1024
-
-// TimeLowerBound is the least time, in µs, any schedule can take on r's model to move
-// the data r's reshard must move (API.md summary.time_lower_bound_us): the busiest
-// device's missing bytes over everything that can flow into one device, or, on each
-// torus axis, the distinct data one half of the ring needs and does not hold over the
-// links that cross into it, whichever is larger; plus the partial sums' reduction bytes
-// over the device's ingress; plus, when anything moves, the least per-step latency or,
-// on models that count hops, the hop latency some lacking byte must travel (hopBound),
-// whichever is larger. ok is false for models that do not describe their links.
-func TimeLowerBound(r *Request) (float64, bool) {
-	between := LowerBoundBetween(r, r.Source, r.Target)
-	return timeLowerBound(r, between, lowerBoundWith(r, between))
-}
 
 func timeLowerBound(r *Request, between, total int64) (float64, bool) {
 	return timeLowerBoundIn(r, nil, between, total)

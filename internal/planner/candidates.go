@@ -86,9 +86,6 @@ func requestBounds(r *Request) (between, lb int64) {
 	return between, lowerBoundWith(r, between)
 }
 
-// sideWorkHook, when set (tests), runs first in every side work.
-var sideWorkHook func()
-
 // directCandidates are the plans that need no search, after the reduction pre (start is
 // the state before it): the direct all_to_all_v exchange and gather-then-slice, where
 // the request allows them; omitted reports an exchange left out for its transfers
@@ -227,9 +224,6 @@ func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce
 	w := &sideWork{ub: math.Inf(1), greedy: make(chan greedyPlan, 1)}
 	pre = slices.Clone(pre)
 	w.run = goWorker(func() {
-		if sideWorkHook != nil {
-			sideWorkHook()
-		}
 		between, lb := requestBounds(r)
 		g := <-w.greedy
 		fork := sp.fork()

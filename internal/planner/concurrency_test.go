@@ -138,28 +138,39 @@ func TestGroupBoundsMemoIsExact(t *testing.T) {
 // TestSideWorkPanicReachesTheCaller: a panic in the work Reshard runs on another
 // goroutine is raised on the caller's goroutine, where the server's recovery turns it
 // into a 500 for that request (on the worker's own goroutine it would end the
-// process), and the next request plans normally.
+// process), and the next request plans normally. The panic comes from a model that
+// fails to price the direct all_to_all_v, which only the side work prices (EffortFast:
+// no anytime pass prices hybrids on the request's goroutine before it).
 func TestSideWorkPanicReachesTheCaller(t *testing.T) {
 	f, ok := cost.Profile("tpu-v5p")
 	require.True(t, ok)
 	pb := randomSet(t)[0]
-	req := func() *Request {
-		return &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f}
+	req := func(m cost.Model) *Request {
+		return &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: m, Effort: EffortFast}
 	}
-	sideWorkHook = func() { panic("injected") }
 	got := func() (rec any) {
 		defer func() { rec = recover() }()
-		_, _ = Reshard(context.Background(), req())
+		_, _ = Reshard(context.Background(), req(exchangePanics{f}))
 		return nil
 	}()
-	sideWorkHook = nil
 	require.NotNil(t, got, "the panic reaches the caller")
 	wp, ok := got.(*workerPanic)
 	require.True(t, ok, "%T", got)
 	assert.Equal(t, "injected", wp.value)
 	assert.Contains(t, wp.Error(), "planner goroutine")
-	_, err := Reshard(context.Background(), req())
+	assert.Contains(t, string(wp.stack), "startSideWork", "the side work panicked")
+	_, err := Reshard(context.Background(), req(f))
 	require.NoError(t, err)
+}
+
+// exchangePanics is a model that panics when asked to price an all_to_all_v.
+type exchangePanics struct{ cost.Model }
+
+func (m exchangePanics) Estimate(c cost.Collective) cost.Estimate {
+	if c.Kind == cost.AllToAllV {
+		panic("injected")
+	}
+	return m.Model.Estimate(c)
 }
 
 // TestWorkerRunsOnceWhereverItRuns: a worker's fn runs exactly once, on the goroutine

@@ -34,12 +34,7 @@
 //	            hybrids
 //	greedy      construct.go: Shardy's order of moves; its time bounds the search
 //	search      search.go: A* over goal-directed moves (expand.go) with an admissible
-//	            heuristic (heuristic*.go), in passes:
-//	              first    f = g + 4h, strict goal-directed moves, 1/8 of the budget
-//	              anytime  f = g + 4h, every move, goes on after each plan (1/32;
-//	                       effort thorough only), beside
-//	              exact    f = g + h, bounded by 1.5x the other candidates
-//	              greedier f = g + 16h, when the first pass reaches no goal
+//	            heuristic (heuristic*.go), in the passes of searchPasses (below)
 //	hybrids     hybrids.go: a candidate's steps with an all_to_all_v in place of its
 //	            first, last or middle steps, and the best hybrid's own hybrids
 //	complete    complete.go: A* over every state of every mesh axis split into prime
@@ -59,6 +54,27 @@
 // peers an exchange's busiest receiver needs, the cheapest partition of the pending
 // reductions) are lower bounds on the prices of cost.Fabric; oracle_test.go holds the
 // pass to an exhaustive Dijkstra over every pair of states.
+//
+// # Search passes
+//
+// passes walks searchPasses in order; each row sets the searcher's weight (f = g + w·h),
+// budget (a share of MaxExpansions), moves and bound. The best plan starts as the greedy
+// one; a pass's plan that beats it becomes it.
+//
+//	pass      w   budget  moves              runs                    bound
+//	first     4   1/8     toward goal+swaps  first                   none
+//	anytime   4   1/32    relaxed            first found a plan,     strictly below the best
+//	                                         effort thorough         plan, tightened by each
+//	greedier  16  1/8     relaxed            first found none        none; beats the side
+//	                                                                 work's candidates too
+//	exact     1   1       toward goal        last; with the anytime  the best plan and the
+//	                      (relaxed alone)    pass, from the start    side work's candidates
+//	                                         on the side work's      (1.5x them beside the
+//	                                         goroutine               others)
+//
+// The first pass's plan goes to the exact pass's goroutine, which prices its hybrids;
+// the anytime pass's hybrids are priced on the request's goroutine while the exact pass
+// runs. The weighted passes need a heuristic and a budget of at least 64.
 //
 // # Memory
 //

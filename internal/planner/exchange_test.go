@@ -450,14 +450,15 @@ func TestAllowFullRematPicksTheFastest(t *testing.T) {
 	}
 }
 
-// TestDearerSearchPlansOfferTheirHybrids: planner/14's two changes, on reshards of the
+// TestDearerSearchPlansOfferTheirHybrids: search plans that are not the search's answer
+// still offer their hybrids, on reshards of the
 // random set (tpu-v5p) whose best plan is a hybrid of a search plan that is not the
 // search's answer. Reshards 23, 99 and 198: the exact pass's plan costs more than the
-// direct all_to_all_v, so a pass bounded by that exchange (planner/13) pruned it and
-// answered the exchange (23: 4,485.9 µs); bounded by exactBoundSlack times it, the pass
+// direct all_to_all_v, so a pass bounded by that exchange would prune it and answer
+// the exchange (23: 4,485.9 µs); bounded by exactBoundSlack times it, the pass
 // finds the plan and its hybrid wins. Reshards 8, 197 and 227: the exact plan is the
-// search's, and the anytime pass's dearer plan makes the better hybrid (planner/13
-// offered it only when that plan was the search's: 8 answered 18.55 µs). Each such
+// search's, and the anytime pass's dearer plan makes the better hybrid (offered only
+// when that plan was the search's, 8 answers 18.55 µs). Each such
 // hybrid is a candidate that beats every other one; the answer replays to the target
 // and may be a hybrid of it (TestTwoExchangePlans).
 func TestDearerSearchPlansOfferTheirHybrids(t *testing.T) {
@@ -495,7 +496,7 @@ func TestDearerSearchPlansOfferTheirHybrids(t *testing.T) {
 }
 
 // TestMiddleExchangeHybrids: a search plan's first steps, one all_to_all_v in place of
-// some steps after them, and its last steps (planner/15). Random-set reshard 18
+// some steps after them, and its last steps. Random-set reshard 18
 // (tpu-v5p): the search permutes, gathers over b, then an exchange of 2 µs does what
 // its all_to_all and slice did, and a gather and an all_to_all finish: 11.15 µs. Over the
 // random set on both profiles such plans are common, each replays to the target, has
@@ -551,8 +552,8 @@ func TestMiddleExchangeHybrids(t *testing.T) {
 // TestHybridsSliceWhereNothingMoves: where a hybrid's exchange would move nothing (every
 // device holds its tile already after the kept steps), the hybrid slices instead. An
 // all_to_all_v of no transfers was priced 0 µs, yet a front-end would launch it. Random-set
-// reshard 80 (tpu-v5p) gathers over d:(1)2 and then slices (4.32 µs, where planner/14
-// answered the gather and an empty exchange); reshard 236 (h100) slices over e first,
+// reshard 80 (tpu-v5p) gathers over d:(1)2 and then slices (4.32 µs, not the gather and
+// an empty exchange); reshard 236 (h100) slices over e first,
 // then permutes (9.96 µs). Planning the random set with the floor that used to prune such
 // windows left the latter out (11.76 µs). No plan of the set on either profile has an
 // exchange that moves nothing.

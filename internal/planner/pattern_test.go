@@ -222,7 +222,7 @@ func TestTimeLowerBoundWithoutLinks(t *testing.T) {
 
 // TestPartialReduceScatter: the target keeps a sub-axis of a source unreduced axis as
 // partial sums; the planner reduces only the rest, scattering it onto the dim it
-// shards (issue 12: x=4,y=2, source unreduced x, target [[y],[x:(1)2]] unreduced
+// shards (x=4,y=2, source unreduced x, target [[y],[x:(1)2]] unreduced
 // x:(2)2 was a 400).
 func TestPartialReduceScatter(t *testing.T) {
 	m := mustMesh(t, "x=4,y=2")
@@ -506,4 +506,17 @@ func TestDigitSrcMatchesPattern(t *testing.T) {
 	}
 	assert.Equal(t, atom("c", 2), dp.Src[atom("c", 1)], "same axis first")
 	assert.Equal(t, atom("a", 1), dp.Src[atom("e", 1)])
+}
+
+// TimeLowerBound is the least time, in µs, any schedule can take on r's model to move
+// the data r's reshard must move (API.md summary.time_lower_bound_us): the busiest
+// device's missing bytes over everything that can flow into one device, or, on each
+// torus axis, the distinct data one half of the ring needs and does not hold over the
+// links that cross into it, whichever is larger; plus the partial sums' reduction bytes
+// over the device's ingress; plus, when anything moves, the least per-step latency or,
+// on models that count hops, the hop latency some lacking byte must travel (hopBound),
+// whichever is larger. ok is false for models that do not describe their links.
+func TimeLowerBound(r *Request) (float64, bool) {
+	between := LowerBoundBetween(r, r.Source, r.Target)
+	return timeLowerBound(r, between, lowerBoundWith(r, between))
 }

@@ -30,8 +30,8 @@ type corpusRecord struct {
 	Collectives int      `json:"collectives"`
 }
 
-// TestPricingCorpus plans testdata/pricing_corpus.json (the planner corpus, issue 12's
-// cases, 2-node H100 meshes and 50 seeded random reshards up to 4,096 devices) on
+// TestPricingCorpus plans testdata/pricing_corpus.json (the planner corpus, its
+// hand-picked cases, 2-node H100 meshes and 50 seeded random reshards up to 4,096 devices) on
 // tpu-v5p and h100: every plan replays and is priced at or above the time lower bound
 // of the data it moves. It logs, per profile, how many plans use all_to_all_v and the
 // median and worst time efficiency.
@@ -91,7 +91,7 @@ func TestPricingCorpus(t *testing.T) {
 			// On a torus the structured collectives win where they apply; on a GPU
 			// fabric, where every collective pays NCCL's base latency, one grouped
 			// send/recv often is the fastest answer for small or irregular moves. A
-			// hybrid plan (planner/11) may end or start with an exchange beside the
+			// hybrid plan may end or start with an exchange beside the
 			// structured steps; the exchange alone as the plan stays the exception.
 			assert.Less(t, pure, comm/4, "%s: the exchange alone is the exception, not the rule", profile)
 			assert.Less(t, a2av, comm/2, "%s: most plans have no exchange at all", profile)
@@ -102,7 +102,7 @@ func TestPricingCorpus(t *testing.T) {
 // TestXLAFallbacksSuggestOrExplain: under strategy xla, every reshard of the pricing
 // corpus that takes XLA's fallback either gets suggested constraints whose hops XLA
 // handles (checkXLA replays them) or a note saying why there are none; and most get
-// suggestions (issue 12 found 7 of 23 with neither).
+// suggestions (at least 7 in 8).
 func TestXLAFallbacksSuggestOrExplain(t *testing.T) {
 	raw, err := os.ReadFile("testdata/pricing_corpus.json")
 	require.NoError(t, err)

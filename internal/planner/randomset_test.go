@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// randomSetMesh is the mesh of issue 12's latency goal (testgen.RandomSetMesh).
+// randomSetMesh is the random set's 256-device mesh (testgen.RandomSetMesh).
 const randomSetMesh = testgen.RandomSetMesh
 
 // randomSet is testgen.RandomSet's 250 reshards (testgen.RandomSet: seeded, the same set

@@ -13,7 +13,7 @@ import (
 )
 
 // TestRunsExpandToTheLists: expanded runs are exactly the explicit lists (as multisets),
-// for random reshards up to 4,096 devices; and on issue 12's large cases the runs are
+// for random reshards up to 4,096 devices; and on a large transpose (d=1024) the runs are
 // few (the compact form is what makes their lists usable).
 func TestRunsExpandToTheLists(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))

@@ -186,118 +186,227 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 	return mv, n, found, err
 }
 
-// passes runs search's passes.
+// The search runs in passes, the rows of searchPasses, in order. A weighted pass orders
+// its queue by f = g + w·h: it reaches the goal in few expansions, at most w times the
+// optimum of its moves. The exact pass (w = 1) finds the cheapest plan its moves admit,
+// within its budget. A pass's plan that costs less than the incumbent (ub: the plan to
+// beat, from the caller and the passes before) becomes the incumbent.
+
+// searchPass is one pass of the search.
+type searchPass struct {
+	name   string
+	weight float64   // f = g + weight·h (1: the exact pass)
+	share  int       // its budget: r.MaxExpansions / share expansions
+	moves  moveSet   // what it generates (expand.go)
+	bound  passBound // which states it prunes
+	// side: the incumbent includes the side work's candidates (later; it may wait for
+	// them).
+	side bool
+	// slack loosens the exact pass's bound when it runs beside the weighted passes
+	// (exactBoundSlack).
+	slack float64
+	when  passRule // when it runs
+	hand  passHand // who else gets its plan
+}
+
+// searchPasses are the search's passes. The first moves toward the goal; when it
+// reaches the goal, the anytime pass, with the relaxed moves, looks only for strictly
+// cheaper plans and goes on after each; when it does not, the greedier pass, with the
+// relaxed moves, looks for a plan that beats every incumbent. The exact pass runs last,
+// or, with the anytime pass on, beside the weighted passes from the start on the side
+// work's goroutine (startExact), bounded by the incumbent it started with, not by theirs.
+var searchPasses = [...]searchPass{
+	{name: "first", weight: 4, share: 8, moves: goalSwapMoves, bound: boundNone, when: runFirst, hand: handToExact},
+	{name: "anytime", weight: 4, share: 32, moves: relaxedMoves, bound: boundCheaper, when: runOnPlan, hand: handOffer},
+	{name: "greedier", weight: 16, share: 8, moves: relaxedMoves, bound: boundNone, side: true, when: runOnNoPlan, hand: handNone},
+	{name: "exact", weight: 1, share: 1, moves: goalMoves, bound: boundBest, side: true, slack: exactBoundSlack, when: runLast, hand: handNone},
+}
+
+// exactRow is the exact pass's row of searchPasses (the last).
+const exactRow = len(searchPasses) - 1
+
+// moveSet is what a pass generates beside the moves every pass has (expand.go).
+type moveSet struct {
+	swaps        bool // permutes that swap or replace single atoms (searcher.swaps)
+	relax        bool // moves that fill a dim to its goal count with other atoms (searcher.relax)
+	wholeGathers bool // goal-directed searches gather a dim's whole suffix past its goal prefix, never part of it
+}
+
+var (
+	// goalMoves move strictly toward the goal: no swaps, no fills, whole gathers only
+	// (the towardGoal permute and the direct permute stay). Without the partial
+	// gathers, on the random set: 20% fewer exact expansions, 2 searches at the budget
+	// instead of 6, plans 1.5% cheaper on geomean as more searches finish; without the
+	// fills, 10 of 250 searches stop at the budget instead of 63, 25% less CPU, and
+	// plans cost 0.955 of theirs on average.
+	goalMoves = moveSet{wholeGathers: true}
+	// goalSwapMoves are goalMoves with the swaps and replacements of single atoms.
+	goalSwapMoves = moveSet{swaps: true, wholeGathers: true}
+	// relaxedMoves add the fills (for a later permute, as XLA's slice-then-permute) and
+	// the gathers of part of a suffix past its goal prefix.
+	relaxedMoves = moveSet{swaps: true, relax: true}
+)
+
+// exactMoves is the exact pass's move set: its row's, or relaxedMoves when no weighted
+// pass runs (the plan is then the exact pass's alone) or r.allMoves asks for every move
+// (tests comparing A* with Dijkstra, which has them all).
+func exactMoves(r *Request, weighted bool) moveSet {
+	if r.allMoves || !weighted {
+		return relaxedMoves
+	}
+	return searchPasses[exactRow].moves
+}
+
+// passBound is which states a pass prunes, against the incumbent ub.
+type passBound uint8
+
+const (
+	// boundNone prunes none: the pass's plan is kept if it beats the incumbent.
+	boundNone passBound = iota
+	// boundCheaper prunes the states that cannot lead to a strictly cheaper plan; each
+	// plan found tightens the bound and the pass goes on (anytime: its best plan is
+	// returned).
+	boundCheaper
+	// boundBest prunes the states that cannot lead to a plan as cheap.
+	boundBest
+)
+
+// of is the searcher's ub for a pass bounded by b against the incumbent ub.
+func (b passBound) of(ub float64) float64 {
+	switch b {
+	case boundCheaper:
+		return ub * (1 - 1e-9)
+	case boundBest:
+		return ub * (1 + 1e-9)
+	}
+	return math.Inf(1)
+}
+
+// passRule is when a pass runs. The weighted passes run when the search has a
+// heuristic and r.MaxExpansions >= 64; the anytime pass runs on every such request but
+// EffortFast's and the suggestion search's (r.noAnytime).
+type passRule uint8
+
+const (
+	runFirst    passRule = iota // first of the weighted passes
+	runOnPlan                   // after the first, when it found a plan and the anytime pass is on
+	runOnNoPlan                 // after the first, when it found none
+	runLast                     // always (the exact pass)
+)
+
+// passHand is who gets a pass's plan besides the incumbent.
+type passHand uint8
+
+const (
+	handNone passHand = iota // the incumbent only
+	// handToExact: the exact pass's goroutine, which prices its hybrids after its own
+	// (exactRun.postFirst, space.onFirst); posted even when the pass found none.
+	handToExact
+	// handOffer: Reshard, which prices its hybrids on the request's goroutine while
+	// the exact pass runs (space.onAnytime); or after it, when the exact plan won and
+	// the pass improved on the plan before it.
+	handOffer
+)
+
+// runs reports whether pass p runs, given whether the weighted passes run, whether the
+// anytime pass is on, and whether the first pass found a plan.
+func (p *searchPass) runs(weighted, anytime, firstFound bool) bool {
+	switch p.when {
+	case runFirst:
+		return weighted
+	case runOnPlan:
+		return weighted && anytime && firstFound
+	case runOnNoPlan:
+		return weighted && !firstFound
+	}
+	return true
+}
+
+// passes runs search's passes: the rows of searchPasses that apply, in order.
 func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64, later func() float64) ([]move, int, bool, error) {
 	if start.equal(goal) {
 		return nil, 0, true, nil
 	}
 	s := newSearcher(sp, r, start, goal, unr)
 	defer s.release()
-	// The exact pass (below) is bounded by ub and later's plan, and by the plan of a
-	// first weighted pass (f = g + w·h) that reaches the goal in few expansions, at most
-	// w times the optimum. The first moves strictly toward the goal (an eighth of the
-	// budget); when it reaches the goal, an anytime pass follows it (a thirty-second),
-	// which also fills dims to their goal counts with other atoms for a later permute
-	// (relax, as XLA's slice-then-permute) and looks only for strictly cheaper plans
-	// than the best so far, going on after each; when it does not, a greedier pass with
-	// those moves (w = 16, an eighth). With an anytime pass (every request but the
-	// suggestion search's), the exact pass runs beside the weighted passes from the
-	// start, on the side work's goroutine (startExact), without the first pass's bound.
 	weighted := s.h != nil && !r.noHeuristic && r.MaxExpansions >= 64
-	var exact *exactRun
-	if weighted && !r.noAnytime && r.Effort != EffortFast {
+	anytime := weighted && !r.noAnytime && r.Effort != EffortFast
+	var exact *exactRun // the exact pass beside the weighted ones (nil: it runs last, here)
+	if anytime {
 		exact = sp.startExact(ctx, s, start, ub, later)
 	}
-	var first []move
-	var firstG float64
-	spent := 0
-	// pass runs a pass of s on budget, keeping its plan when it is cheaper than ub.
-	pass := func(budget int) (bool, error) {
-		mv, n, found, err := s.run(ctx, start, budget)
+	var (
+		best       []move // the weighted passes' best plan (nil: none)
+		bestG      float64
+		spent      int
+		firstFound bool
+		offerRan   bool   // a handOffer pass ran
+		offered    []move // the best plan before it
+		offeredNow bool   // its plan was offered while the exact pass ran
+	)
+	for i := range searchPasses[:exactRow] {
+		p := &searchPasses[i]
+		if !p.runs(weighted, anytime, firstFound) {
+			continue
+		}
+		if p.side {
+			ub = min(ub, later())
+		}
+		before := best
+		mv, n, found, err := s.runPass(ctx, start, p, p.moves, p.bound.of(ub))
 		spent += n
 		if err != nil {
 			exact.drop()
-			return false, err
+			return nil, spent, false, err
 		}
 		if found && s.goalG < ub { // search costs (move by move), as the exact pass counts
-			ub, first, firstG = s.goalG, mv, s.goalG
+			ub, best, bestG = s.goalG, mv, s.goalG
 		}
-		return found, nil
-	}
-	firstFound := false
-	if weighted {
-		s.ub, s.swaps = math.Inf(1), true
-		s.weight, s.relax = weightedPassWeights[0], false
-		s.wholeGathers = s.goalDirected // as the exact pass, below
-		found, err := pass(r.MaxExpansions / 8)
-		exact.postFirst(first)
-		if err != nil {
-			return nil, spent, false, err
+		if p.when == runFirst {
+			firstFound = found
 		}
-		if found && exact != nil {
-			// Only strictly cheaper plans are worth finding, and the pass keeps looking
-			// after each until its budget or its open list runs out.
-			s.weight, s.relax, s.wholeGathers = weightedPassWeights[0], true, false
-			s.ub, s.anytime = ub*(1-1e-9), true
-			firstPass := first
-			if _, err := pass(r.MaxExpansions / 32); err != nil { // it only improves on a plan
-				return nil, spent, false, err
+		switch p.hand {
+		case handToExact:
+			exact.postFirst(best)
+		case handOffer:
+			offerRan, offered = true, before
+			if best != nil && sp.onAnytime != nil && exact != nil && !exact.w.isDone() {
+				offeredNow = true
+				sp.onAnytime(best) // while the exact pass runs: its plan may not be chosen
 			}
-			offered := first != nil && sp.onAnytime != nil && !exact.w.isDone()
-			if offered {
-				sp.onAnytime(first) // while the exact pass runs: its plan may not be chosen
-			}
-			mv, n, found, err := sp.withExact(exact, first, firstG, spent, ub)
-			if err == nil && sp.searchFromExact && !offered && first != nil && !sameMoves(first, firstPass) && sp.onAnytime != nil {
-				// The exact plan won, at most as dear as the anytime pass's, whose
-				// hybrids can still be the cheaper (the first pass's were priced).
-				sp.onAnytime(first)
-			}
-			return mv, n, found, err
-		}
-		firstFound = found
-	}
-	if weighted && !firstFound {
-		// Not reached: a greedier pass with the relaxed moves, whose plan must beat
-		// every incumbent.
-		ub = min(ub, later())
-		s.weight, s.relax, s.wholeGathers = weightedPassWeights[1], true, false
-		if _, err := pass(r.MaxExpansions / 8); err != nil {
-			return nil, spent, false, err
 		}
 	}
+	p := &searchPasses[exactRow]
 	if exact != nil {
-		return sp.withExact(exact, first, firstG, spent, ub)
+		mv, n, found, err := sp.withExact(exact, best, bestG, spent, ub)
+		if err == nil && sp.searchFromExact && offerRan && !offeredNow && best != nil && !sameMoves(best, offered) && sp.onAnytime != nil {
+			// The exact plan won, at most as dear as the offering pass's, whose hybrids
+			// can still be the cheaper (the first pass's were priced).
+			sp.onAnytime(best)
+		}
+		return mv, n, found, err
 	}
 	// The exact pass, on this searcher (warm with the weighted passes' heuristics and
 	// prices).
-	s.exactPass(weighted, min(ub, later()))
-	mv, n, found, err := s.run(ctx, start, r.MaxExpansions)
+	if p.side {
+		ub = min(ub, later())
+	}
+	mv, n, found, err := s.runPass(ctx, start, p, exactMoves(r, weighted), p.bound.of(ub))
 	sp.searchExact = !s.capped
 	if err != nil || found {
 		sp.searchCost = s.goalG
 		return mv, spent + n, found, err
 	}
-	sp.searchCost = firstG
-	return first, spent + n, first != nil, nil
+	sp.searchCost = bestG
+	return best, spent + n, best != nil, nil
 }
 
-// exactPass sets s up for the exact pass, bounded by the plan of cost ub. It moves
-// strictly toward the goal and leaves out the permutes that swap or replace single
-// atoms (towardGoal and the direct permute stay) and the gathers of part of a dim's
-// suffix past its goal prefix (they leave the dim still to be fixed; the first weighted
-// pass leaves them out too); the relaxed pass has those moves, and its plans stand as
-// incumbents. Without the partial gathers, on the random set: 20% fewer expansions, 2
-// searches at the budget instead of 6, plans 1.5% cheaper on geomean as more searches
-// finish. Against an exact pass with the relaxed fills, earlier on the
-// same set: 10 of 250 searches stop at the budget instead of 63, 25% less CPU, and plans
-// cost 0.955 of theirs on average (1 slower, by 1.09x). r.allMoves gives
-// the exact pass every move (tests comparing A* with Dijkstra, which has them all).
-func (s *searcher) exactPass(weighted bool, ub float64) {
-	s.weight, s.ub, s.capped, s.anytime = 1, ub*(1+1e-9), false, false
-	s.swaps = s.r.allMoves || !weighted
-	s.relax = s.swaps
-	s.wholeGathers = !s.swaps && s.goalDirected
+// runPass runs pass p of s from start with the moves ms, pruning the states whose cost
+// plus heuristic exceeds ub.
+func (s *searcher) runPass(ctx context.Context, start state, p *searchPass, ms moveSet, ub float64) ([]move, int, bool, error) {
+	s.weight, s.ub, s.anytime, s.capped = p.weight, ub, p.bound == boundCheaper, false
+	s.swaps, s.relax, s.wholeGathers = ms.swaps, ms.relax, ms.wholeGathers && s.goalDirected
+	return s.run(ctx, start, s.r.MaxExpansions/p.share)
 }
 
 // run runs one pass of s from start on a budget of expansions.
@@ -362,8 +471,8 @@ func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub fl
 		defer fork.releaseRouter()
 		e := newSearcher(fork, s.r, start, s.goal, s.unr)
 		defer e.release()
-		e.exactPass(true, min(ub, later())*exactBoundSlack)
-		x.mv, x.n, x.found, x.err = e.run(ctx, start, s.r.MaxExpansions)
+		p := &searchPasses[exactRow]
+		x.mv, x.n, x.found, x.err = e.runPass(ctx, start, p, exactMoves(s.r, true), p.bound.of(min(ub, later())*p.slack))
 		x.capped, x.g = e.capped, e.goalG
 		if x.found && x.err == nil && sp.onExact != nil {
 			sp.onExact(fork, x.mv)
@@ -409,11 +518,6 @@ func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int,
 	sp.searchCost = firstG
 	return first, spent, first != nil, nil
 }
-
-// weightedPassWeights are the weights w of the search's weighted passes: the second
-// runs with the first's weight when the first found a plan, else with its own (a larger
-// w is greedier: it reaches the goal in fewer expansions, with a weaker guarantee).
-var weightedPassWeights = [...]float64{4, 16}
 
 // memoPool recycles the searchMemos of finished searches keyed by packedKey (release;
 // smallMemoPool those keyed by smallKey): a search's tables

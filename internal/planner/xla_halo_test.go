@@ -43,7 +43,7 @@ func TestXLAHaloExchange(t *testing.T) {
 			// the window [0,4), whose element 3 lies on x=1; x=1's window [4,8) is its
 			// own data and padding. Each x=1 device sends its first row to the x=0
 			// device of its y replica (both replicas get it), then each slices.
-			name: "issue 12: size 6 [x] -> [x,y] on x=2,y=2", mesh: "x=2,y=2", shape: []int64{6, 4},
+			name: "size 6 [x] -> [x,y] on x=2,y=2", mesh: "x=2,y=2", shape: []int64{6, 4},
 			src: `["x",null]`, tgt: `[["x","y"],null]`,
 			ops:   []Op{OpCollectivePermute, OpSlice},
 			halos: []haloWant{{dim: 0, pairs: [][2]int{{2, 0}, {3, 1}}, bytes: 1 * 4 * 4}},
@@ -54,7 +54,7 @@ func TestXLAHaloExchange(t *testing.T) {
 			// tile of the second pair is [3,6), so shard 2's window is [3,5) and shard
 			// 3's [5,7): shard 1 sends element 3 to shard 2, shard 2 element 5 to shard
 			// 3 (one permute), then an all-gather over y.
-			name: "issue 12: size 6 [x,y] -> [x] on x=2,y=2", mesh: "x=2,y=2", shape: []int64{6, 4},
+			name: "size 6 [x,y] -> [x] on x=2,y=2", mesh: "x=2,y=2", shape: []int64{6, 4},
 			src: `[["x","y"],null]`, tgt: `["x",null]`,
 			ops:   []Op{OpCollectivePermute, OpAllGather},
 			halos: []haloWant{{dim: 0, pairs: [][2]int{{1, 2}, {2, 3}}, bytes: 1 * 4 * 4}},

@@ -8,17 +8,6 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// xlaHop emulates one hop and reports whether XLA falls back on it.
-func xlaHop(r *Request, from, to sharding.Sharding) (*Plan, bool, error) {
-	h := *r
-	h.Source, h.Target = from, to
-	p, e, err := xlaPlan(&h)
-	if err != nil {
-		return nil, false, err
-	}
-	return p, e.fallback, nil
-}
-
 // xlaHopSteps is the priced steps of a hop XLA takes, without the plan's totals and
 // bounds: a chain's hops are summed and bounded once, as the chain (chainThrough), and
 // the time bound of every hop was a sixth of the suggestion search's time.
@@ -51,23 +40,6 @@ func hasSubAxis(s sharding.Sharding) bool {
 		}
 	}
 	return false
-}
-
-// suggestXLA picks a chain of intermediate shardings whose every hop XLA handles
-// without the fallback: per list of candidate states, the shortest, preferring states
-// without sub-axes (a PartitionSpec cannot name those). The candidate states come, in order, from the optimal plan of
-// standard collectives, from greedy plans that do one collective per hop (the buffer
-// limit lifted, so a gather may go through larger tiles than either end, but never
-// through full replication), and, when the optimal plan rematerializes, from its
-// states short of full replication. Every list's chain is built, and the best one wins
-// (betterChain: a chain PartitionSpecs can name, then the fastest XLA plan through it).
-// Against taking the first list's chain, on the 216 fallbacks of the pricing corpus
-// and the random set: 17 chains 1.2-6.3x faster, one 1.6x slower that P() can name, the
-// same ones with suggestions; the other lists' chains cost about 5% of the search. It
-// returns the suggestions and XLA's plan through them, or a note saying why there is
-// none.
-func suggestXLA(ctx context.Context, r *Request) ([]Suggestion, *Plan, string) {
-	return suggestXLAWith(ctx, r, boundsOf(r))
 }
 
 // suggestXLAWith is suggestXLA given r's bounds (b): the optimal plan of standard

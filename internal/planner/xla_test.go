@@ -231,3 +231,14 @@ func TestXLADispatch(t *testing.T) {
 		})
 	}
 }
+
+// xlaHop emulates one hop and reports whether XLA falls back on it.
+func xlaHop(r *Request, from, to sharding.Sharding) (*Plan, bool, error) {
+	h := *r
+	h.Source, h.Target = from, to
+	p, e, err := xlaPlan(&h)
+	if err != nil {
+		return nil, false, err
+	}
+	return p, e.fallback, nil
+}
