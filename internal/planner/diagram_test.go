@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
