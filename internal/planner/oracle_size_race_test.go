@@ -5,3 +5,7 @@ package planner
 // oracleCases is the number of seeded reshards TestOracleEquality checks under the race
 // detector: a prefix of the corpus the plain run checks in full.
 var oracleCases = 150
+
+// goldenRandomSetCases is how many of the random set's reshards TestGoldenPlans compares
+// under the race detector: a prefix of the set the plain run compares in full.
+var goldenRandomSetCases = 40
