@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -578,8 +579,26 @@ func (r *Router) addPorts(src, dst int, w float64, ports *[numLinks]bool) {
 
 // window replaces load by the sum of its translates by every offset (cyclically on a
 // ring; on a line no translate of a loaded link leaves the line); tmp is scratch of the
-// same length.
+// same length. Offsets that are a sum of arithmetic progressions (a translate per digit
+// of the devices the representatives stand for) are windowed one progression at a
+// time, each in one pass over the links: O(links x progressions), where translating by
+// every offset is O(links x offsets). Loads are sums of whole and half bytes, so both
+// orders of summing give the same floats.
 func window(load, tmp []float64, offs []int, cyclic bool) {
+	if shift, aps, ok := progressions(offs); ok && len(aps) > 0 {
+		for _, ap := range aps {
+			windowProgression(load, tmp, ap.step, ap.count, cyclic)
+		}
+		if shift != 0 {
+			windowBy(load, tmp, []int{shift}, cyclic)
+		}
+		return
+	}
+	windowBy(load, tmp, offs, cyclic)
+}
+
+// windowBy is window by translating by every offset.
+func windowBy(load, tmp []float64, offs []int, cyclic bool) {
 	n := len(load)
 	clear(tmp)
 	for _, o := range offs {
@@ -598,6 +617,104 @@ func window(load, tmp []float64, offs []int, cyclic bool) {
 		}
 	}
 	copy(load, tmp)
+}
+
+// progression is the offsets 0, step, ..., (count-1)·step.
+type progression struct{ step, count int }
+
+// progressions writes offs (each at least 0, at most the links) as shift plus a sum of
+// progressions, each element of the sum once: ok false when offs is not such a sum (or
+// when it is short enough that translating by each offset costs no more).
+func progressions(offs []int) (shift int, aps []progression, ok bool) {
+	if len(offs) < 8 {
+		return 0, nil, false
+	}
+	set := slices.Clone(offs)
+	slices.Sort(set)
+	shift = set[0]
+	for i := range set {
+		set[i] -= shift
+	}
+	for len(set) > 1 {
+		// The smallest nonzero offset steps the first progression; its run from 0 is the
+		// progression, and the rest must be its sum with the offsets at multiples of the
+		// run's length.
+		step := set[1]
+		if step == 0 {
+			return 0, nil, false // a repeated offset
+		}
+		k := 1
+		for k < len(set) && set[k] == k*step {
+			k++
+		}
+		if len(set)%k != 0 {
+			return 0, nil, false
+		}
+		rest := make([]int, 0, len(set)/k)
+		for i := 0; i < len(set); i += k {
+			rest = append(rest, set[i])
+		}
+		for i, b := range rest { // set is rest + {0, step, ..., (k-1)·step}, in order
+			for j := range k {
+				if set[i*k+j] != b+j*step {
+					return 0, nil, false
+				}
+			}
+		}
+		aps = append(aps, progression{step, k})
+		set = rest
+	}
+	return shift, aps, true
+}
+
+// windowProgression is window by the offsets 0, step, ..., (count-1)·step: along each
+// chain of links step apart, a running sum of the last count loads.
+func windowProgression(load, tmp []float64, step, count int, cyclic bool) {
+	n := len(load)
+	if !cyclic {
+		for c := 0; c < step && c < n; c++ {
+			acc := 0.0
+			for i, y := 0, c; y < n; i, y = i+1, y+step {
+				acc += load[y]
+				if i >= count {
+					acc -= load[y-count*step]
+				}
+				tmp[y] = acc
+			}
+		}
+		copy(load, tmp)
+		return
+	}
+	// A ring: the chains are the orbits of adding step mod n, each of length L; count
+	// may go round an orbit several times.
+	g := gcd(step%n, n)
+	L := n / g
+	q, r := count/L, count%L
+	for c := 0; c < g; c++ {
+		total := 0.0
+		for i, y := 0, c; i < L; i, y = i+1, (y+step)%n {
+			total += load[y]
+		}
+		// acc is the sum of the r loads ending at each position (r < L).
+		acc := 0.0
+		for i, y := 0, c; i < L+r; i, y = i+1, (y+step)%n {
+			acc += load[y]
+			if i >= r {
+				acc -= load[((y-r*step)%n+n)%n]
+			}
+			if i >= r {
+				tmp[y] = acc + float64(q)*total
+			}
+		}
+	}
+	copy(load, tmp)
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 func decodeOdometer(c int, offsets [][]int, dst []int) {
