@@ -127,3 +127,35 @@ func BenchmarkReshardAnswer512(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReshardAnswer65536 times a default reshard answer on 65,536 devices through
+// the server (no memo: every request plans, renders and encodes) and reports its size.
+// The answers carry their moves as runs.
+//
+//	go test -run '^$' -bench BenchmarkReshardAnswer65536 -benchtime 20x ./api/
+func BenchmarkReshardAnswer65536(b *testing.B) {
+	for _, bc := range []struct{ name, body string }{
+		{"h100 transpose", `{"mesh":"a=256,b=256","shape":[65536,65536],"dtype":"bf16","source":[["a","b"],null],"target":[null,["a","b"]],"cost_model":"h100"}`},
+		{"collective_permute 256x256", `{"mesh":"a=256,b=256","shape":[65536,65536],"dtype":"bf16","source":["a","b"],"target":["b","a"],"allowed_ops":["collective_permute"]}`},
+		{"collective_permute 16^4", `{"mesh":"a=16,b=16,c=16,d=16","shape":[65536,65536],"dtype":"bf16","source":[["a","b"],["c","d"]],"target":[["c","d"],["a","b"]],"allowed_ops":["collective_permute"]}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := New(Deps{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var size int
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/v1/reshard", strings.NewReader(bc.body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				s.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%d %s", rec.Code, rec.Body.String())
+				}
+				size = rec.Body.Len()
+			}
+			b.ReportMetric(float64(size), "bytes/answer")
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -33,6 +34,18 @@ type TransferRun struct {
 // PairRuns is Pairs as runs, in the pattern's order; complete is false (and runs nil)
 // when more than maxRuns would be needed.
 func PairRuns(m *sharding.Mesh, shape []int64, before, after sharding.Sharding, maxRuns int) (runs []PairRun, complete bool) {
+	if sp, ok := newSpace(m, shape, 8, before, after); ok && m.DeviceIDs == nil {
+		p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), true, 1)
+		if dp, ok := p.digitPermutation(); ok {
+			return pairRunsByDigits(m, dp, maxRuns)
+		}
+	}
+	return pairRunsListed(m, shape, before, after, maxRuns)
+}
+
+// pairRunsListed is PairRuns by listing the pairs in the pattern's order and joining
+// them into runs.
+func pairRunsListed(m *sharding.Mesh, shape []int64, before, after sharding.Sharding, maxRuns int) (runs []PairRun, complete bool) {
 	sp, ok := newSpace(m, shape, 8, before, after)
 	var emit func(yield func(from, to int) bool)
 	if ok {
@@ -86,6 +99,31 @@ func (b *pairRuns) add(from, to int) bool {
 		return false
 	}
 	b.runs = append(b.runs, PairRun{From: from, To: to, Count: 1})
+	return true
+}
+
+// extend adds c pairs after the last one added, each (df, dt) from the one before: what
+// c calls of add would do, in one.
+func (b *pairRuns) extend(df, dt, c int) bool {
+	r := &b.runs[len(b.runs)-1]
+	switch {
+	case r.Count == 1:
+		r.FromStep, r.ToStep, r.Count = df, dt, 1+c
+		return true
+	case df == r.FromStep && dt == r.ToStep:
+		r.Count += c
+		return true
+	}
+	if len(b.runs) == b.max {
+		b.over = true
+		return false
+	}
+	from, to := r.From+(r.Count-1)*r.FromStep+df, r.To+(r.Count-1)*r.ToStep+dt
+	run := PairRun{From: from, To: to, Count: 1}
+	if c > 1 {
+		run.FromStep, run.ToStep, run.Count = df, dt, c
+	}
+	b.runs = append(b.runs, run)
 	return true
 }
 
@@ -201,3 +239,94 @@ func unflatten(v []int64, rank int) Transfer {
 }
 
 func zeroTransfer(rank int) Transfer { return unflatten(make([]int64, 3+6*rank), rank) }
+
+// pairDigit is one digit of the receivers' odometer in pairRunsByDigits: its size, and
+// what a unit of it adds to the receiver's device id and to its holder's.
+type pairDigit struct{ size, to, from int }
+
+// pairRunsByDigits is PairRuns when the pattern is the digit permutation dp on a mesh
+// in row-major device order: the pairs come in the order the pattern lists them
+// (receivers by atom digits, then by the coordinates of the axes without atoms, the
+// last fastest), and both ends are linear in the receiver's digits, so consecutive
+// pairs differ by one of a few steps, the step of the digit the odometer carries into.
+// The runs are written from those steps, a whole innermost block at a time, without
+// listing the pairs: the same runs as pairRuns.add over the pattern's pairs. Cost:
+// O(devices / innermost block + runs).
+func pairRunsByDigits(m *sharding.Mesh, dp cost.DigitPermutation, maxRuns int) ([]PairRun, bool) {
+	stride := make([]int, len(m.Axes))
+	s := 1
+	for i := len(m.Axes) - 1; i >= 0; i-- {
+		stride[i] = s
+		s *= m.Axes[i].Size
+	}
+	digits := make([]pairDigit, 0, len(dp.Digits)+len(m.Axes))
+	hasAtoms := make([]bool, len(m.Axes))
+	for k, dg := range dp.Digits {
+		hasAtoms[dg.Axis] = true
+		d := pairDigit{size: dg.Size, to: dg.Weight * stride[dg.Axis]}
+		for j, src := range dp.Src {
+			if src == k { // the holder's digit j is the receiver's digit k
+				d.from += dp.Digits[j].Weight * stride[dp.Digits[j].Axis]
+			}
+		}
+		digits = append(digits, d)
+	}
+	for i, ax := range m.Axes {
+		if !hasAtoms[i] {
+			digits = append(digits, pairDigit{size: ax.Size, to: stride[i], from: stride[i]})
+		}
+	}
+	// Merge a digit into the one after it when it continues it (its unit is a whole turn
+	// of the next), and drop digits of size 1: the pairs' sequence is the same.
+	var ds []pairDigit
+	for i := len(digits) - 1; i >= 0; i-- {
+		d := digits[i]
+		if d.size == 1 {
+			continue
+		}
+		if n := len(ds); n > 0 && d.to == ds[n-1].size*ds[n-1].to && d.from == ds[n-1].size*ds[n-1].from {
+			ds[n-1].size *= d.size
+			continue
+		}
+		ds = append(ds, d)
+	}
+	slices.Reverse(ds)
+	b := pairRuns{max: maxRuns}
+	if len(ds) == 0 {
+		b.add(0, 0)
+		return b.result()
+	}
+	// carry[j]: the step from the last receiver of a turn of the digits after j to the
+	// next receiver, which adds one to digit j.
+	carry := make([]pairDigit, len(ds))
+	for j := range ds {
+		carry[j] = ds[j]
+		for _, d := range ds[j+1:] {
+			carry[j].to -= (d.size - 1) * d.to
+			carry[j].from -= (d.size - 1) * d.from
+		}
+	}
+	inner := len(ds) - 1
+	odo := make([]int, inner)
+	if !b.add(0, 0) {
+		return b.result()
+	}
+	for {
+		if !b.extend(ds[inner].from, ds[inner].to, ds[inner].size-1) {
+			return b.result()
+		}
+		j := inner - 1
+		for ; j >= 0; j-- {
+			if odo[j]++; odo[j] < ds[j].size {
+				break
+			}
+			odo[j] = 0
+		}
+		if j < 0 {
+			return b.result()
+		}
+		if !b.extend(carry[j].from, carry[j].to, 1) {
+			return b.result()
+		}
+	}
+}

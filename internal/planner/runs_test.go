@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shardplan/shardplan/internal/sharding"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -71,4 +73,69 @@ func sortTransfers(ts []Transfer) {
 	slices.SortFunc(ts, func(a, b Transfer) int {
 		return cmp.Or(cmp.Compare(a.To, b.To), cmp.Compare(a.From, b.From), cmp.Compare(a.Ranges[0][0], b.Ranges[0][0]))
 	})
+}
+
+// TestPairRunsFromDigitsEqualTheListedRuns: the pair runs written from a digit
+// permutation's digits are exactly the runs of its listed pairs (same runs, same order,
+// same budget verdict), on random permutes up to 4,096 devices over even and uneven
+// dims, and on 65,536-device swaps.
+func TestPairRunsFromDigitsEqualTheListedRuns(t *testing.T) {
+	type reshard struct {
+		m        *sharding.Mesh
+		shape    []int64
+		src, tgt sharding.Sharding
+	}
+	var cases []reshard
+	rng := rand.New(rand.NewPCG(65, 536))
+	for i := range 300 {
+		minDev, maxDev := 2, 64
+		if i%5 == 0 {
+			minDev, maxDev = 256, 4096
+		}
+		m, shape, src, tgt := randomReshard(t, rng, minDev, maxDev, []int64{1, 16})
+		if i%3 != 0 {
+			tgt = shuffleAtoms(rng, m, src)
+		}
+		cases = append(cases, reshard{m, shape, src, tgt})
+	}
+	// 300 cases above, then the 65,536-device swaps.
+	for _, c := range []struct{ mesh, src, tgt string }{
+		{"a=16,b=16,c=16,d=16", `[["a","b"],["c","d"]]`, `[["c","d"],["a","b"]]`},
+		{"a=16,b=16,c=16,d=16", `[["a","b"],["c","d"]]`, `[["a","d"],["c","b"]]`},
+		{"a=256,b=256", `[["a","b"],null]`, `[["b","a"],null]`},
+		{"a=256,b=256", `["a","b"]`, `["b","a"]`},
+		{"x=64,y=32,z=32", `[["y","z"],"x"]`, `[["z","y"],"x"]`},
+		{"x=64,y=32,z=32", `["y","z"]`, `["z","y"]`},
+	} {
+		m := mustMesh(t, c.mesh)
+		for _, shape := range [][]int64{{65536, 65536}, {65535, 1000}} {
+			cases = append(cases, reshard{m, shape, mustSharding(t, m, shape, c.src), mustSharding(t, m, shape, c.tgt)})
+		}
+	}
+	direct := 0
+	for i, c := range cases {
+		name := fmt.Sprintf("%d %s %v %s->%s", i, c.m, c.shape, c.src, c.tgt)
+		sp, ok := newSpace(c.m, c.shape, 8, c.src, c.tgt)
+		if !ok {
+			continue
+		}
+		dp, ok := newPattern(sp, sp.stateOf(c.src), sp.stateOf(c.tgt), true, 1).digitPermutation()
+		if !ok {
+			require.Less(t, i, 300, "%s: the 65,536-device swaps are digit permutations", name)
+			continue
+		}
+		direct++
+		want, wantOK := pairRunsListed(c.m, c.shape, c.src, c.tgt, 1<<20)
+		got, gotOK := pairRunsByDigits(c.m, dp, 1<<20)
+		require.Equal(t, wantOK, gotOK, name)
+		require.Equal(t, want, got, name)
+		for _, budget := range []int{0, 1, len(want) - 1, len(want)} {
+			want, wantOK := pairRunsListed(c.m, c.shape, c.src, c.tgt, budget)
+			got, gotOK := pairRunsByDigits(c.m, dp, budget)
+			require.Equal(t, wantOK, gotOK, "%s: budget %d", name, budget)
+			require.Equal(t, want, got, "%s: budget %d", name, budget)
+		}
+	}
+	assert.Greater(t, direct, 150, "most cases are digit permutations")
+	t.Logf("%d of %d reshards checked", direct, len(cases))
 }
