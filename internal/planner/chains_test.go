@@ -25,6 +25,7 @@ type chainReport struct {
 	plan   *Plan
 	chain  float64 // cheapest chain (+Inf: none counts)
 	via    []sharding.Sharding
+	legs   []*Plan // the cheapest chain's plans
 	plans  int // plans the judge made
 	proven bool
 }
@@ -64,9 +65,9 @@ func judgeChains(t testing.TB, r *Request, maxNeighbours int) chainReport {
 		return true
 	}
 	mid := func(s sharding.Sharding) bool { return !(keepsRule && noRep && s.IsFullyReplicated()) }
-	consider := func(total float64, via ...sharding.Sharding) {
+	consider := func(total float64, legs []*Plan, via ...sharding.Sharding) {
 		if total < rep.chain {
-			rep.chain, rep.via = total, via
+			rep.chain, rep.via, rep.legs = total, via, legs
 		}
 	}
 	fromA := map[string]*Plan{}
@@ -82,7 +83,7 @@ func judgeChains(t testing.TB, r *Request, maxNeighbours int) chainReport {
 		rep.plans += 2
 		fromA[k] = ax
 		if counts(ax, xc) {
-			consider(ax.Summary.TimeUS+xc.Summary.TimeUS, x)
+			consider(ax.Summary.TimeUS+xc.Summary.TimeUS, []*Plan{ax, xc}, x)
 		}
 	}
 	for _, f := range fwd {
@@ -97,7 +98,7 @@ func judgeChains(t testing.TB, r *Request, maxNeighbours int) chainReport {
 			fb, bc := plan(f, b), plan(b, r.Target)
 			rep.plans += 2
 			if counts(fb, bc) {
-				consider(af.Summary.TimeUS+fb.Summary.TimeUS+bc.Summary.TimeUS, f, b)
+				consider(af.Summary.TimeUS+fb.Summary.TimeUS+bc.Summary.TimeUS, []*Plan{af, fb, bc}, f, b)
 			}
 		}
 	}
@@ -182,7 +183,10 @@ func BenchmarkChainJudge(b *testing.B) {
 						beaten++
 						worst = max(worst, s.TimeUS/rep.chain)
 						if testing.Verbose() {
-							b.Logf("case %d %v %s -> %s: %.2f µs, chain via %v %.2f µs", i, pb.shape, pb.src, pb.tgt, s.TimeUS, rep.via, rep.chain)
+							b.Logf("case %d %v %s -> %s: %.2f µs, chain via %v %.2f µs\nplan:%s", i, pb.shape, pb.src, pb.tgt, s.TimeUS, rep.via, rep.chain, describeSteps(rep.plan))
+							for _, leg := range rep.legs {
+								b.Logf("  leg %.2f µs:%s", leg.Summary.TimeUS, describeSteps(leg))
+							}
 						}
 					}
 				}

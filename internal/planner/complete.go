@@ -940,10 +940,39 @@ func (c *completeSearch) exchangeTargets(cur cnode) []state {
 	if c.full {
 		return c.statesOver(cur.unr)
 	}
+	keep := c.keepTargets(cur.st)
 	if c.p2pGoalOnly {
-		return []state{c.goal.st}
+		return append([]state{c.goal.st}, keep...)
 	}
-	return c.largeTargets()
+	return append(slices.Clip(c.largeTargets()), keep...)
+}
+
+// keepTargets are, per dim of st, the goal with that dim's atoms of st that the goal
+// leaves free appended: an exchange that keeps them, and a gather of them that ends at
+// the goal. The exchange moves less, and a gather over more axes runs on more links,
+// than the exchange to the goal (a slice by a free atom before it makes the pair
+// cheaper still).
+func (c *completeSearch) keepTargets(st state) []state {
+	g := c.goal.st
+	blocked := g.used() | c.goal.unr
+	var out []state
+	for d := range st {
+		var extra []uint8
+		for _, a := range st[d] {
+			if blocked&(1<<a) == 0 {
+				extra = append(extra, a)
+			}
+		}
+		if len(extra) == 0 {
+			continue
+		}
+		nx := g.clone()
+		nx[d] = append(nx[d], extra...)
+		if !nx.equal(st) {
+			out = append(out, nx)
+		}
+	}
+	return out
 }
 
 // cheapExchange reports whether the exchange from before to after is priced without
