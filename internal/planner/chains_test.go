@@ -26,7 +26,7 @@ type chainReport struct {
 	chain  float64 // cheapest chain (+Inf: none counts)
 	via    []sharding.Sharding
 	legs   []*Plan // the cheapest chain's plans
-	plans  int // plans the judge made
+	plans  int     // plans the judge made
 	proven bool
 }
 
