@@ -35,9 +35,10 @@ import (
 // When the state space is small (completeStateLimit) every edge is generated and a pass
 // that ends before its budget proves its answer. Above it the pass searches the
 // hierarchical family: from the source at most one structured step (slice, gather,
-// all-to-all, reduction), a point-to-point step to the goal or to a state one structured
-// step before it (largeTargets), at most one more point-to-point step to the goal, and
-// the structured step that ends there. Two rounds of exchanges over sub-axes are how
+// all-to-all, reduction), a point-to-point step to the goal, to a state one structured
+// step before it (largeTargets) or to the goal with a dim's free atoms kept
+// (keepTargets), at most one more point-to-point step to the goal, and the structured
+// step that ends there. Two rounds of exchanges over sub-axes are how
 // hierarchical all-to-all algorithms beat one exchange among every device when latency
 // dominates. Its plan is the best found, not proven; a pass stopped at its budget answers
 // the cheapest path to the goal it has reached.
