@@ -80,7 +80,7 @@ const (
 
 // completeLargeP2PBudget bounds the point-to-point edges a pass over a large space
 // prices; past it the pass searches on over the structured moves.
-const completeLargeP2PBudget = 128
+const completeLargeP2PBudget = 192
 
 // cnode is a state with its unreduced atoms.
 type cnode struct {
@@ -949,14 +949,22 @@ func (c *completeSearch) exchangeTargets(cur cnode) []state {
 }
 
 // keepTargets are, per dim of st, the goal with that dim's atoms of st that the goal
-// leaves free appended: an exchange that keeps them, and a gather of them that ends at
-// the goal. The exchange moves less, and a gather over more axes runs on more links,
+// leaves free appended, and per dim of the goal, the goal with every such atom of st
+// appended: an exchange that keeps them, and a gather of them that ends at the goal. The exchange moves less, and a gather over more axes runs on more links,
 // than the exchange to the goal (a slice by a free atom before it makes the pair
 // cheaper still).
 func (c *completeSearch) keepTargets(st state) []state {
 	g := c.goal.st
 	blocked := g.used() | c.goal.unr
 	var out []state
+	add := func(d int, extra []uint8) {
+		nx := g.clone()
+		nx[d] = append(nx[d], extra...)
+		if !nx.equal(st) && !slices.ContainsFunc(out, nx.equal) {
+			out = append(out, nx)
+		}
+	}
+	var all []uint8 // every dim's free atoms, dim by dim
 	for d := range st {
 		var extra []uint8
 		for _, a := range st[d] {
@@ -964,13 +972,14 @@ func (c *completeSearch) keepTargets(st state) []state {
 				extra = append(extra, a)
 			}
 		}
-		if len(extra) == 0 {
-			continue
+		if len(extra) > 0 {
+			add(d, extra)
 		}
-		nx := g.clone()
-		nx[d] = append(nx[d], extra...)
-		if !nx.equal(st) {
-			out = append(out, nx)
+		all = append(all, extra...)
+	}
+	if len(all) > 0 {
+		for d := range g {
+			add(d, all) // one gather over them all
 		}
 	}
 	return out
