@@ -47,13 +47,18 @@
 // The candidates before the complete pass are fast heuristics: the complete pass alone
 // decides what is proven. It generates every permute and exchange when the states
 // number at most completeStateLimit (Summary.Optimality is then OptimalityProven when it
-// ends within its budgets); above it, one structured step from the source (a slice, a
-// gather or all-to-all of any suffix, a reduction) and then the exchange to the goal,
-// the two rounds of a hierarchical all-to-all (OptimalityBestFound). Its heuristic and edge bounds (the data one device
-// lacks over the most it can take in, the hop latency some lacking byte must travel, the
-// peers an exchange's busiest receiver needs, the cheapest partition of the pending
-// reductions) are lower bounds on the prices of cost.Fabric; oracle_test.go holds the
-// pass to an exhaustive Dijkstra over every pair of states.
+// ends within its budgets); above it, the hierarchical family (OptimalityBestFound): at
+// most one structured step from the source (a slice, a gather or all-to-all of any
+// suffix, a reduction), an exchange or permute to the goal, to a state one structured
+// step before it, or to the goal with free atoms kept (then gathered), at most one more
+// to the goal, and the structured step that ends there; where the best candidate is
+// latency-bound and far above the lower bound, exchanges chain through several such
+// states (the rounds of a hierarchical all-to-all). Its heuristic and edge bounds (the
+// data one device lacks over the most it can take in, sampled above 64 devices; the hop
+// latency some lacking byte must travel; the peers an exchange's busiest receiver needs;
+// the cheapest partition of the pending reductions) are lower bounds on the prices of
+// cost.Fabric; oracle_test.go holds the pass to an exhaustive Dijkstra over every pair
+// of states, and golden_test.go and BenchmarkChainJudge watch it above that size.
 //
 // # Search passes
 //
