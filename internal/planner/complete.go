@@ -36,19 +36,19 @@ import (
 // that ends before its budget proves its answer. Above it the pass searches the
 // hierarchical family: from the source at most one structured step (slice, gather,
 // all-to-all, reduction), a point-to-point step to the goal, to a state one structured
-// step before it (largeTargets) or to the goal with a dim's free atoms kept
-// (keepTargets), at most one more point-to-point step to the goal, and the structured
-// step that ends there. Two rounds of exchanges over sub-axes are how
-// hierarchical all-to-all algorithms beat one exchange among every device when latency
-// dominates. Its plan is the best found, not proven; a pass stopped at its budget answers
+// step before it (largeTargets) or to the goal with free atoms kept (keepTargets), at
+// most one more point-to-point step to the goal, and the structured step that ends
+// there. Two rounds of exchanges over sub-axes are how hierarchical all-to-all
+// algorithms beat one exchange among every device when latency dominates. Its plan is the best found, not proven; a pass stopped at its budget answers
 // the cheapest path to the goal it has reached.
 //
 // The heuristic is 0 at the goal and at states the goal is a slice of, and else a bound
 // on the data some device lacks (every device on meshes of at most lacksDeviceLimit, a
 // sample of them above) over its ingress, at least the least price of any collective
-// (floor): every path from such a state takes at least one collective. Edges are pruned only against the incumbent (cost plus heuristic at or
-// above it), by the request's rules (allowed ops, no full replication in between unless
-// allowed, the memory budget), and by the coverage check.
+// (floor): every path from such a state takes at least one collective. Edges are pruned
+// only against the incumbent (cost plus heuristic at or above it), by the request's
+// rules (allowed ops, no full replication in between unless allowed, the memory
+// budget), and by the coverage check.
 
 // completeStateLimit is the state count up to which the complete pass generates every
 // permute and exchange: 4 prime atoms at rank 2 (a mesh of 16 devices, or 2x2x3),
@@ -129,11 +129,12 @@ type completeSearch struct {
 	hops    []cost.AxisHop // per mesh axis (nil: the model counts no hops)
 	// The device table (devices): per device its atom digits and axis coordinates, the
 	// hop latency between every two (nil: no hops), and per state every device's ranges.
-	digits  [][]int
-	coords  [][]int
-	hopDist []float64
-	ranges  map[string][][2]int64
-	samples [][]int // sampledLack's devices (their atom digits)
+	digits   [][]int
+	coords   [][]int
+	hopDist  []float64
+	ranges   map[string][][2]int64
+	samples  [][]int // sampledLack's devices (their atom digits)
+	devicesN int     // the product of every atom's size
 	// mayEmpty is set when some dim is shorter than the product of every atom (a tile
 	// may hold nothing, and a move may move nothing).
 	mayEmpty bool
@@ -223,12 +224,12 @@ func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal c
 		}
 	}
 	c.ub = math.Inf(1)
-	all := int64(1)
+	c.devicesN = 1
 	for _, a := range sp.atoms {
-		all *= int64(a.Size)
+		c.devicesN *= a.Size
 	}
 	for _, D := range r.Shape {
-		c.mayEmpty = c.mayEmpty || D < all
+		c.mayEmpty = c.mayEmpty || D < int64(c.devicesN)
 	}
 	return c
 }
@@ -670,10 +671,10 @@ func (c *completeSearch) expand(id int32) {
 	structured := true
 	c.goalOnly, c.p2pGoalOnly = false, false
 	if !c.full {
-		// A large space: a path is the source, at most one structured step, a
-		// point-to-point step to the goal or a state one structured step before it
-		// (largeTargets), at most one more point-to-point step to the goal, then the
-		// structured step that ends at the goal.
+		// A large space, the hierarchical family (above): the source expands every
+		// move; a state one structured step from it only point-to-point ones; a state a
+		// point-to-point step reached only the moves that end at the goal (in the wide
+		// family, point-to-point moves to every target too).
 		n := c.nodes[id]
 		switch {
 		case n.steps == 0:
@@ -950,9 +951,9 @@ func (c *completeSearch) exchangeTargets(cur cnode) []state {
 
 // keepTargets are, per dim of st, the goal with that dim's atoms of st that the goal
 // leaves free appended, and per dim of the goal, the goal with every such atom of st
-// appended: an exchange that keeps them, and a gather of them that ends at the goal. The exchange moves less, and a gather over more axes runs on more links,
-// than the exchange to the goal (a slice by a free atom before it makes the pair
-// cheaper still).
+// appended: an exchange that keeps them, and a gather of them that ends at the goal.
+// The exchange moves less, and a gather over more axes runs on more links, than the
+// exchange to the goal (a slice by a free atom before it makes the pair cheaper still).
 func (c *completeSearch) keepTargets(st state) []state {
 	g := c.goal.st
 	blocked := g.used() | c.goal.unr
@@ -1303,19 +1304,13 @@ func (c *completeSearch) devices() {
 		return
 	}
 	sp := c.sp
-	total := 1
-	for _, a := range sp.atoms {
-		total *= a.Size
-	}
+	total := c.devicesN
 	c.digits = make([][]int, total)
 	c.coords = make([][]int, total)
 	for i := range total {
-		x := i
-		dg := make([]int, len(sp.atoms))
+		dg := sp.digitsOf(i)
 		co := make([]int, len(sp.mesh.Axes))
 		for k, a := range sp.atoms {
-			dg[k] = x % a.Size
-			x /= a.Size
 			co[sp.mesh.AxisIndex(a.Name)] += dg[k] * (a.Of / (a.Pre * a.Size))
 		}
 		c.digits[i], c.coords[i] = dg, co
@@ -1388,15 +1383,11 @@ const boundSamples = 8
 func (c *completeSearch) sampledLack(before, after state) (lack int64) {
 	sp := c.sp
 	if c.samples == nil {
-		total := 1
-		for _, a := range sp.atoms {
-			total *= a.Size
-		}
 		rng := uint64(0x9e3779b97f4a7c15)
-		ids := []int{0, total - 1}
+		ids := []int{0, c.devicesN - 1}
 		for len(ids) < boundSamples {
 			rng = rng*6364136223846793005 + 1442695040888963407
-			ids = append(ids, int(rng>>33)%total)
+			ids = append(ids, int(rng>>33)%c.devicesN)
 		}
 		for _, i := range ids {
 			c.samples = append(c.samples, sp.digitsOf(i))
