@@ -19,7 +19,7 @@ var goldenProfiles = []string{"tpu-v5p", "h100"}
 
 // TestGoldenPlans plans every case of testdata/pricing_corpus.json and testgen.RandomSet's
 // 250 reshards on tpu-v5p and h100 and compares the chosen plans with the committed
-// files under testdata/golden (issue 30): any change of a plan is a reviewed diff. Each
+// files under testdata/golden: any change of a plan is a reviewed diff. Each
 // line is one case:
 //
 //	id | op[mesh_axes] -> op[mesh_axes] | time_us | remat=full_rematerialization | optimality

@@ -53,7 +53,7 @@ func TestRunsExpandToTheLists(t *testing.T) {
 		slices.SortFunc(pairs, func(a, b [2]int) int { return cmp.Compare(a[1], b[1]) })
 		require.Equal(t, wantPairs, pairs, name)
 	}
-	// Issue 12's transpose, on 1,024 devices: 1,024 x 1,023 transfers in a few runs.
+	// The large-mesh transpose, on 1,024 devices: 1,024 x 1,023 transfers in a few runs.
 	m := mustMesh(t, "d=1024")
 	shape := []int64{4096, 4096}
 	src, tgt := mustSharding(t, m, shape, `["d", null]`), mustSharding(t, m, shape, `[null, "d"]`)

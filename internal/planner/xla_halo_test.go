@@ -39,9 +39,9 @@ func TestXLAHaloExchange(t *testing.T) {
 		fallback bool
 	}{
 		{
-			// Issue 12. 2-way tiles 3+3, 4-way tiles 2+2+2+0 (padded to 8): x=0 needs
-			// the window [0,4), whose element 3 lies on x=1; x=1's window [4,8) is its
-			// own data and padding. Each x=1 device sends its first row to the x=0
+			// [x] -> [x,y] on a dim of 6. 2-way tiles 3+3, 4-way tiles 2+2+2+0 (padded
+			// to 8): x=0 needs the window [0,4), whose element 3 lies on x=1; x=1's
+			// window [4,8) is its own data and padding. Each x=1 device sends its first row to the x=0
 			// device of its y replica (both replicas get it), then each slices.
 			name: "size 6 [x] -> [x,y] on x=2,y=2", mesh: "x=2,y=2", shape: []int64{6, 4},
 			src: `["x",null]`, tgt: `[["x","y"],null]`,
@@ -50,7 +50,7 @@ func TestXLAHaloExchange(t *testing.T) {
 			path:  []string{"partial_dynamic_slice"},
 		},
 		{
-			// Issue 12, the way back. 4-way tiles [0,2) [2,4) [4,6) [6,6); the 2-way
+			// [x,y] -> [x], the way back. 4-way tiles [0,2) [2,4) [4,6) [6,6); the 2-way
 			// tile of the second pair is [3,6), so shard 2's window is [3,5) and shard
 			// 3's [5,7): shard 1 sends element 3 to shard 2, shard 2 element 5 to shard
 			// 3 (one permute), then an all-gather over y.
@@ -112,7 +112,7 @@ func TestXLAHaloExchange(t *testing.T) {
 		},
 		{
 			// The source order differs from the compatible one: a full-tile permute to
-			// [(x,y)] first, then the halo of the issue case, then the all-gather.
+			// [(x,y)] first, then the halo of the [x,y] -> [x] case, then the all-gather.
 			name: "size 6 [(y,x)] -> [x]: permute, halo, all-gather", mesh: "x=2,y=2", shape: []int64{6},
 			src: `[["y","x"]]`, tgt: `["x"]`,
 			ops:   []Op{OpCollectivePermute, OpCollectivePermute, OpAllGather},
@@ -157,8 +157,8 @@ func TestXLAHaloExchange(t *testing.T) {
 	}
 }
 
-// TestXLAHaloTransfers checks the issue case's transfers field by field: the valid
-// rows, where they sit in the sender's buffer and in the receiver's window.
+// TestXLAHaloTransfers checks the [x] -> [x,y] case's transfers field by field: the
+// valid rows, where they sit in the sender's buffer and in the receiver's window.
 func TestXLAHaloTransfers(t *testing.T) {
 	p, _ := xplan(t, "x=2,y=2", []int64{6, 4}, 32, `["x",null]`, `[["x","y"],null]`)
 	require.NotNil(t, p.Steps[0].Halo)
