@@ -77,6 +77,7 @@ func exactKey(route, answer string, body []byte) string {
 	h.Write([]byte(route))
 	h.Write([]byte{0})
 	h.Write([]byte(answer))
+	h.Write([]byte{0})
 	h.Write(body)
 	return "exact-" + hex.EncodeToString(h.Sum(nil))
 }

@@ -34,19 +34,19 @@ type TransferRun struct {
 // PairRuns is Pairs as runs, in the pattern's order; complete is false (and runs nil)
 // when more than maxRuns would be needed.
 func PairRuns(m *sharding.Mesh, shape []int64, before, after sharding.Sharding, maxRuns int) (runs []PairRun, complete bool) {
-	if sp, ok := newSpace(m, shape, 8, before, after); ok && m.DeviceIDs == nil {
+	sp, ok := newSpace(m, shape, 8, before, after)
+	if ok && m.DeviceIDs == nil {
 		p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), true, 1)
 		if dp, ok := p.digitPermutation(); ok {
 			return pairRunsByDigits(m, dp, maxRuns)
 		}
 	}
-	return pairRunsListed(m, shape, before, after, maxRuns)
+	return listedPairRuns(m, shape, before, after, sp, ok, maxRuns)
 }
 
-// pairRunsListed is PairRuns by listing the pairs in the pattern's order and joining
-// them into runs.
-func pairRunsListed(m *sharding.Mesh, shape []int64, before, after sharding.Sharding, maxRuns int) (runs []PairRun, complete bool) {
-	sp, ok := newSpace(m, shape, 8, before, after)
+// listedPairRuns is PairRuns by listing the pairs in the pattern's order (over sp when
+// ok, else by scanning the tiles) and joining them into runs.
+func listedPairRuns(m *sharding.Mesh, shape []int64, before, after sharding.Sharding, sp *space, ok bool, maxRuns int) (runs []PairRun, complete bool) {
 	var emit func(yield func(from, to int) bool)
 	if ok {
 		p := newPattern(sp, sp.stateOf(before), sp.stateOf(after), true, 1)

@@ -139,3 +139,9 @@ func TestPairRunsFromDigitsEqualTheListedRuns(t *testing.T) {
 	assert.Greater(t, direct, 150, "most cases are digit permutations")
 	t.Logf("%d of %d reshards checked", direct, len(cases))
 }
+
+// pairRunsListed is PairRuns by listing and joining the pairs, whatever the pattern.
+func pairRunsListed(m *sharding.Mesh, shape []int64, before, after sharding.Sharding, maxRuns int) ([]PairRun, bool) {
+	sp, ok := newSpace(m, shape, 8, before, after)
+	return listedPairRuns(m, shape, before, after, sp, ok, maxRuns)
+}
