@@ -118,6 +118,10 @@ type completeSearch struct {
 	// structured neighbours and from every state a point-to-point step reached go to
 	// every target of largeTargets, so that a path may chain several exchanges.
 	wide bool
+	// units, when set, makes the pass the structured pass (structured.go): states of
+	// whole units (runs of atoms), structured moves only.
+	units [][]uint8
+	byCounts map[string][]state // unit states by shard counts and unreduced set
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[string]float64
@@ -238,6 +242,13 @@ func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal c
 func (c *completeSearch) statesOver(mask uint64) []state {
 	if out, ok := c.all[mask]; ok {
 		return out
+	}
+	if c.units != nil {
+		if c.all == nil {
+			c.all = map[uint64][]state{}
+		}
+		c.all[mask] = c.unitStatesOver(mask)
+		return c.all[mask]
 	}
 	rank := len(c.goal.st)
 	var out []state
@@ -663,6 +674,10 @@ func (c *completeSearch) feasible(before, after cnode, e cedge) bool {
 
 // expand generates every edge out of node id.
 func (c *completeSearch) expand(id int32) {
+	if c.units != nil {
+		c.expandUnits(id)
+		return
+	}
 	cur := c.nodes[id].n
 	st := cur.st
 	r, sp := c.r, c.sp
@@ -865,6 +880,9 @@ func (c *completeSearch) permuteTargets(cur cnode) []state {
 		return true
 	}
 	var out []state
+	if c.units != nil {
+		return c.unitPermuteTargets(cur)
+	}
 	if c.full {
 		for _, o := range c.statesOver(cur.unr) {
 			if sameCounts(o) && !o.equal(st) {
@@ -1063,20 +1081,45 @@ func (c *completeSearch) completeSteps(path []cstep) []Step {
 // strictly cheaper than the best of them under the request's rules (nil: none), and
 // whether the answer (that plan, or the best candidate) is proven optimal.
 func completePass(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) (*Plan, bool, error) {
-	src, tgt := r.Source, r.Target
-	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, src, tgt)
-	if !ok || len(cp.atoms) > 60 {
+	cp, ok := passSpace(r)
+	if !ok {
 		return nil, false, nil
 	}
 	defer cp.releaseRouter()
+	return completePassOn(ctx, r, cp, cands, lowerBound)
+}
+
+// passSpace is the space of the complete and structured passes: every mesh axis, split
+// into prime atoms while they number at most completeMaxPrime.
+func passSpace(r *Request) (*space, bool) {
+	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, r.Source, r.Target)
+	if !ok || len(cp.atoms) > 60 {
+		return nil, false
+	}
+	return cp, true
+}
+
+// completePassOn is completePass over cp (passSpace's).
+func completePassOn(ctx context.Context, r *Request, cp *space, cands []*Plan, lowerBound float64) (*Plan, bool, error) {
+	src, tgt := r.Source, r.Target
 	start := cnode{cp.stateOf(src), maskOf(cp.atomsOf(src.Unreduced))}
 	goal := cnode{cp.stateOf(tgt), maskOf(cp.atomsOf(tgt.Unreduced))}
 	if start.unr&goal.unr != goal.unr {
 		return nil, false, nil // reducedRefs rejected it already
 	}
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
-	free, any := math.Inf(1), math.Inf(1) // the best candidates without and with a rematerialization
-	var best *Plan
+	free, any, best := bestCandidates(r, cands)
+	if !cs.full && best != nil && lowerBound > 0 && any > completeWideGap*lowerBound && latencyBound(best) {
+		cs.wide, cs.maxP2P = true, completeWideP2PBudget
+	}
+	return cs.against(free, any, "complete")
+}
+
+// bestCandidates is the time of the best candidate without a full rematerialization
+// (free), of the best of all (any, that plan best), among those within the memory
+// budget.
+func bestCandidates(r *Request, cands []*Plan) (free, any float64, best *Plan) {
+	free, any = math.Inf(1), math.Inf(1)
 	for _, c := range cands {
 		if c.finishTotals(); r.MemoryBudget > 0 && c.Summary.PeakBytesPerDevice > r.MemoryBudget {
 			continue
@@ -1089,15 +1132,20 @@ func completePass(ctx context.Context, r *Request, cands []*Plan, lowerBound flo
 			free = min(free, c.Summary.TimeUS)
 		}
 	}
-	if !cs.full && best != nil && lowerBound > 0 && any > completeWideGap*lowerBound && latencyBound(best) {
-		cs.wide, cs.maxP2P = true, completeWideP2PBudget
-	}
+	return free, any, best
+}
+
+// against runs the pass bounded by the best candidates (free: without a full
+// rematerialization, any: of all): a plan named name strictly cheaper under the
+// request's rules (nil: none), and whether the answer is proven.
+func (cs *completeSearch) against(free, any float64, name string) (*Plan, bool, error) {
+	r, cp := cs.r, cs.sp
 	plan := func(res completeResult) *Plan {
 		if res.path == nil {
 			return nil
 		}
 		p := &Plan{Request: r, sp: cp, Steps: cs.completeSteps(res.path)}
-		return p.named("complete")
+		return p.named(name)
 	}
 	if r.AllowFullRemat || !cs.noRep {
 		cs.noRep = false

@@ -412,15 +412,11 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			cands = append(cands, av.named(string(OpAllToAllV)))
 		}
 	}
-	var cp *Plan
 	proven := false
 	if !r.noComplete {
-		if cp, proven, err = completePass(ctx, r, cands, bounds.time); err != nil {
+		if cands, proven, err = passes(ctx, r, cands, bounds.time); err != nil {
 			return nil, err
 		}
-	}
-	if cp != nil {
-		cands = append(cands, cp)
 	}
 	if r.MemoryBudget > 0 {
 		cands = withinBudget(cands, r.MemoryBudget)
@@ -445,6 +441,38 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
 	}
 	return best, nil
+}
+
+// passes runs the structured pass, then the complete pass, over the space of every mesh
+// axis, each bounded by the candidates before it: the candidates with their plans, and
+// whether the answer is proven (by the complete pass, or under structured ops by the
+// structured pass).
+func passes(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) ([]*Plan, bool, error) {
+	cp, ok := passSpace(r)
+	if !ok {
+		return cands, false, nil
+	}
+	defer cp.releaseRouter()
+	proven := false
+	if countStates(len(cp.atoms), len(r.Shape)) > completeStateLimit {
+		// A complete pass that generates every move covers the structured graph.
+		sp, sproven, err := structuredPass(ctx, r, cp, cands)
+		if err != nil {
+			return nil, false, err
+		}
+		if sp != nil {
+			cands = append(cands, sp)
+		}
+		proven = sproven && structuredOnly(r)
+	}
+	p, cproven, err := completePassOn(ctx, r, cp, cands, lowerBound)
+	if err != nil {
+		return nil, false, err
+	}
+	if p != nil {
+		cands = append(cands, p)
+	}
+	return cands, proven || cproven, nil
 }
 
 // sameMoves reports whether a and b are the same slice of moves (the search returns the

@@ -1,0 +1,306 @@
+package planner
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// The structured pass: the complete pass's engine (complete.go) over the structured
+// graph, searched to the end at every mesh size. Its states place units, not prime
+// atoms: every mesh axis whole, or split where the two shardings name sub-axes of it
+// (the common refinement of their boundaries); a unit is the run of the pass space's
+// prime atoms it covers, kept together and in order. Its moves are the structured ones:
+//
+//	slice              a sequence of unused units appended to the minor end of a dim
+//	all_gather         a minor suffix of whole units dropped
+//	all_to_all         a minor suffix of whole units moved to the minor end of another dim
+//	reduce_scatter     pending partial-sum units reduced and appended to a dim
+//	all_reduce         pending partial-sum units reduced
+//	collective_permute every other unit state with the same shard count per dim
+//
+// Units of 4 mesh axes at rank 3 make 685 states per unreduced set, whatever the mesh
+// size, and every edge is priced as the plan's step is: gathers, all-to-alls and
+// reductions by the model's formula, permutes as digit permutations of the prime atoms.
+// The pass runs before the complete pass, bounded by the candidates; its plan (or the
+// proof that none of its graph is strictly cheaper) is what makes plans under the
+// structured ops proven at every size (structuredOnly), and what keeps a plan that never
+// replicates the tensor whenever the structured graph holds one.
+
+// structuredStateLimit bounds the unit states per unreduced set the structured pass
+// searches (6 units at rank 3 are 42,079; 8 at rank 2, 130,409 are above it).
+const structuredStateLimit = 50000
+
+// structuredExpansions and structuredP2PBudget bound one structured pass: the nodes it
+// expands and the permutes it prices. A pass that reaches either answers its best plan
+// found, not proven.
+const (
+	structuredExpansions = 60000
+	structuredP2PBudget  = 8000
+)
+
+// structuredOps are the step ops the structured graph's moves use.
+var structuredOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpReduceScatter, OpAllReduce, OpCollectivePermute}
+
+// structuredOnly reports whether r allows only structured ops: its plans are then
+// proven when the structured pass ends within its budgets.
+func structuredOnly(r *Request) bool {
+	if r.AllowedOps == nil {
+		return false
+	}
+	for _, op := range r.AllowedOps {
+		if !slices.Contains(structuredOps, op) {
+			return false
+		}
+	}
+	return true
+}
+
+// unitsOf groups cp's atoms into units: per unit ref of the common refinement (every
+// mesh axis, split at the sub-axis boundaries the shardings name), the atoms of cp it
+// covers, major to minor. It reports false when some ref of the shardings is not a
+// union of units.
+func unitsOf(cp *space, m *sharding.Mesh, shape []int64, elemBits int, shs ...sharding.Sharding) ([][]uint8, bool) {
+	us, ok := newSpaceOf(m, shape, elemBits, true, 0, shs...)
+	if !ok {
+		return nil, false
+	}
+	var units [][]uint8
+	covered := uint64(0)
+	for _, u := range us.atoms {
+		ids := cp.atomsOf([]sharding.AxisRef{u})
+		if len(ids) == 0 {
+			return nil, false
+		}
+		for _, a := range ids {
+			covered |= 1 << a
+		}
+		units = append(units, ids)
+	}
+	return units, covered == uint64(1)<<len(cp.atoms)-1
+}
+
+// structuredPass runs the structured pass over cp (the complete pass's space) against
+// cands: a plan strictly cheaper than the best of them under the request's rules (nil:
+// none), and whether the pass proved that no plan of the structured graph is cheaper.
+func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (*Plan, bool, error) {
+	units, ok := unitsOf(cp, r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+	if !ok || countStates(len(units), len(r.Shape)) > structuredStateLimit {
+		return nil, false, nil
+	}
+	start := cnode{cp.stateOf(r.Source), maskOf(cp.atomsOf(r.Source.Unreduced))}
+	goal := cnode{cp.stateOf(r.Target), maskOf(cp.atomsOf(r.Target.Unreduced))}
+	if start.unr&goal.unr != goal.unr {
+		return nil, false, nil
+	}
+	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
+	cs.full, cs.units = true, units
+	cs.maxExp, cs.maxP2P = structuredExpansions, structuredP2PBudget
+	free, any, _ := bestCandidates(r, cands)
+	return cs.against(free, any, "structured")
+}
+
+// unitMask is the atoms of the units in set (a bitmask of units).
+func (c *completeSearch) unitMask(set uint64) uint64 {
+	var m uint64
+	for u, ids := range c.units {
+		if set&(1<<u) != 0 {
+			m |= maskOf(ids)
+		}
+	}
+	return m
+}
+
+// unitRuns splits a dim's atoms into its units' runs (every structured state's dims
+// are whole units in order), returning each run's length, major to minor.
+func (c *completeSearch) unitRuns(ids []uint8) []int {
+	var out []int
+	for i := 0; i < len(ids); {
+		u := c.unitOfAtom(ids[i])
+		n := len(c.units[u])
+		out = append(out, n)
+		i += n
+	}
+	return out
+}
+
+// unitOfAtom is the unit holding atom a.
+func (c *completeSearch) unitOfAtom(a uint8) int {
+	for u, ids := range c.units {
+		if slices.Contains(ids, a) {
+			return u
+		}
+	}
+	return -1
+}
+
+// expandUnits generates every structured edge out of node id (unit mode).
+func (c *completeSearch) expandUnits(id int32) {
+	cur := c.nodes[id].n
+	st := cur.st
+	r := c.r
+	used := st.used()
+	pending := cur.unr & c.reducible
+	if r.allowed(OpSlice) {
+		var free []uint8
+		for u, ids := range c.units {
+			if (used|cur.unr)&maskOf(ids) == 0 {
+				free = append(free, uint8(u))
+			}
+		}
+		for d := range st {
+			eachSequence(free, len(free), func(seq []uint8) {
+				nx := st.clone()
+				for _, u := range seq {
+					nx[d] = append(nx[d], c.units[u]...)
+				}
+				c.consider(id, cedge{op: OpSlice, dim: d}, cnode{nx, cur.unr})
+			})
+		}
+	}
+	for d := range st {
+		runs := c.unitRuns(st[d])
+		n := len(st[d])
+		j := 0
+		for k := len(runs) - 1; k >= 0; k-- {
+			j += runs[k]
+			suffix := slices.Clone(st[d][n-j:])
+			if r.allowed(OpAllGather) {
+				nx := st.clone()
+				nx[d] = nx[d][:n-j]
+				c.consider(id, cedge{op: OpAllGather, dim: d, group: suffix}, cnode{nx, cur.unr})
+			}
+			if r.allowed(OpAllToAll) {
+				for b := range st {
+					if b == d {
+						continue
+					}
+					nx := st.clone()
+					nx[d] = nx[d][:n-j]
+					nx[b] = append(nx[b], suffix...)
+					c.consider(id, cedge{op: OpAllToAll, dim: d, dim2: b, group: suffix}, cnode{nx, cur.unr})
+				}
+			}
+		}
+	}
+	if pending != 0 {
+		c.unitReductions(id, cur, pending)
+		return
+	}
+	if r.allowed(OpCollectivePermute) {
+		for _, nx := range c.permuteTargets(cur) {
+			c.consider(id, cedge{op: OpCollectivePermute, group: changedAtoms(st, nx)}, cnode{nx, cur.unr})
+		}
+	}
+}
+
+// unitReductions generates all_reduce and reduce_scatter over every nonempty set of
+// the pending partial-sum units (reduce_scatter: in every order, onto every dim).
+func (c *completeSearch) unitReductions(id int32, cur cnode, pending uint64) {
+	r := c.r
+	var us []uint8
+	for u, ids := range c.units {
+		if pending&maskOf(ids) != 0 {
+			us = append(us, uint8(u))
+		}
+	}
+	for sub := uint64(1); sub < 1<<len(us); sub++ {
+		var set []uint8
+		var mask uint64
+		for i, u := range us {
+			if sub&(1<<i) != 0 {
+				set = append(set, u)
+				mask |= maskOf(c.units[u])
+			}
+		}
+		var atoms []uint8
+		for _, u := range set {
+			atoms = append(atoms, c.units[u]...)
+		}
+		if r.allowed(OpAllReduce) {
+			c.consider(id, cedge{op: OpAllReduce, group: atoms, reduce: mask}, cnode{cur.st.clone(), cur.unr &^ mask})
+		}
+		if !r.allowed(OpReduceScatter) {
+			continue
+		}
+		eachPermutation(set, func(order []uint8) {
+			var group []uint8
+			for _, u := range order {
+				group = append(group, c.units[u]...)
+			}
+			for d := range cur.st {
+				nx := cur.st.clone()
+				nx[d] = append(nx[d], group...)
+				c.consider(id, cedge{op: OpReduceScatter, dim: d, group: slices.Clone(group), reduce: mask}, cnode{nx, cur.unr &^ mask})
+			}
+		})
+	}
+}
+
+// unitStatesOver lists every unit state over the units outside mask (their atoms in
+// place), as statesOver does for atoms.
+func (c *completeSearch) unitStatesOver(mask uint64) []state {
+	rank := len(c.goal.st)
+	var out []state
+	cur := make([][]uint8, rank) // per dim, unit ids
+	var rec func(u int)
+	rec = func(u int) {
+		if u == len(c.units) {
+			st := make(state, rank)
+			for d, us := range cur {
+				for _, v := range us {
+					st[d] = append(st[d], c.units[v]...)
+				}
+			}
+			out = append(out, st)
+			return
+		}
+		rec(u + 1) // unused
+		if mask&maskOf(c.units[u]) != 0 {
+			return
+		}
+		for d := range cur {
+			for pos := 0; pos <= len(cur[d]); pos++ {
+				saved := slices.Clone(cur[d])
+				cur[d] = slices.Insert(cur[d], pos, uint8(u))
+				rec(u + 1)
+				cur[d] = saved
+			}
+		}
+	}
+	rec(0)
+	return out
+}
+
+// unitPermuteTargets are the unit states other than cur's with its shard count per
+// dim (permutes run once no reduction is pending: cur has the goal's unreduced set).
+func (c *completeSearch) unitPermuteTargets(cur cnode) []state {
+	if cur.unr != c.goal.unr {
+		return nil
+	}
+	if c.byCounts == nil {
+		c.byCounts = map[string][]state{}
+		for _, o := range c.statesOver(c.goal.unr) {
+			k := c.countsKey(o)
+			c.byCounts[k] = append(c.byCounts[k], o)
+		}
+	}
+	var out []state
+	for _, o := range c.byCounts[c.countsKey(cur.st)] {
+		if !o.equal(cur.st) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// countsKey keys a state by its shard count per dim.
+func (c *completeSearch) countsKey(st state) string {
+	var b []byte
+	for d := range st {
+		b = binary.LittleEndian.AppendUint64(b, uint64(c.sp.count(st[d])))
+	}
+	return string(b)
+}
