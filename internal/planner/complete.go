@@ -120,7 +120,7 @@ type completeSearch struct {
 	wide bool
 	// units, when set, makes the pass the structured pass (structured.go): states of
 	// whole units (runs of atoms), structured moves only.
-	units [][]uint8
+	units    [][]uint8
 	byCounts map[string][]state // unit states by shard counts and unreduced set
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
