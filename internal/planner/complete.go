@@ -120,8 +120,9 @@ type completeSearch struct {
 	wide bool
 	// units, when set, makes the pass the structured pass (structured.go): states of
 	// whole units (runs of atoms), structured moves only.
-	units    [][]uint8
-	byCounts map[string][]state // unit states by shard counts and unreduced set
+	units     [][]uint8
+	byCounts  map[string][]state // unit states by shard counts
+	noPermute bool               // the structured pass leaves out its permutes
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[string]float64
@@ -623,9 +624,13 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 // bound.
 func (c *completeSearch) consider(id int32, e cedge, nx cnode) {
 	from := c.nodes[id]
-	isGoal := nx.key() == c.goalKey
+	nk := nx.key()
+	isGoal := nk == c.goalKey
 	if c.goalOnly && !isGoal {
 		return
+	}
+	if id2, ok := c.bykey[nk]; ok && c.nodes[id2].g < from.g {
+		return // reached more cheaply already: no edge costs less than nothing
 	}
 	if !isGoal {
 		if c.noRep && c.replicated(nx) {

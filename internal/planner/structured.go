@@ -15,6 +15,7 @@ import (
 // prime atoms it covers, kept together and in order. Its moves are the structured ones:
 //
 //	slice              a sequence of unused units appended to the minor end of a dim
+//	                   (one unit where the dim's tiles are even whatever its units)
 //	all_gather         a minor suffix of whole units dropped
 //	all_to_all         a minor suffix of whole units moved to the minor end of another dim
 //	reduce_scatter     pending partial-sum units reduced and appended to a dim
@@ -30,8 +31,9 @@ import (
 // replicates the tensor whenever the structured graph holds one.
 
 // structuredStateLimit bounds the unit states per unreduced set the structured pass
-// searches (6 units at rank 3 are 42,079; 8 at rank 2, 130,409 are above it).
-const structuredStateLimit = 50000
+// searches: 5 units at rank 3 (5,056 states), 6 at rank 2 (11,743); 6 units at rank 3
+// (42,079) are above it (a pass there takes about a second, most of it permutes).
+const structuredStateLimit = 12000
 
 // structuredExpansions and structuredP2PBudget bound one structured pass: the nodes it
 // expands and the permutes it prices. A pass that reaches either answers its best plan
@@ -40,6 +42,10 @@ const (
 	structuredExpansions = 60000
 	structuredP2PBudget  = 8000
 )
+
+// structuredIncumbentExpansions bounds the structured pass when the request allows
+// exchanges (its plan is then one incumbent among the exchange families').
+const structuredIncumbentExpansions = 256
 
 // structuredOps are the step ops the structured graph's moves use.
 var structuredOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpReduceScatter, OpAllReduce, OpCollectivePermute}
@@ -99,7 +105,36 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 	cs.full, cs.units = true, units
 	cs.maxExp, cs.maxP2P = structuredExpansions, structuredP2PBudget
 	free, any, _ := bestCandidates(r, cands)
-	return cs.against(free, any, "structured")
+	noRep := cs.noRep
+	var first *Plan
+	if !structuredOnly(r) {
+		// With exchanges allowed the structured graph gives an incumbent within a
+		// smaller budget, and the exchange families (the complete pass) cover what
+		// permutes reach.
+		cs.noPermute = true
+		cs.maxExp = structuredIncumbentExpansions
+		p, _, err := cs.against(free, any, "structured")
+		return p, false, err
+	}
+	if r.allowed(OpCollectivePermute) {
+		// The graph without permutes first: a few hundred µs where the permutes' prices
+		// take milliseconds, and its plan bounds the permutes the full graph prices.
+		cs.noPermute = true
+		p, _, err := cs.against(free, any, "structured")
+		if err != nil {
+			return nil, false, err
+		}
+		if p != nil {
+			first = p
+			free, any, _ = bestCandidates(r, append(slices.Clip(cands), p))
+		}
+		cs.noPermute, cs.noRep = false, noRep
+	}
+	p, ok, err := cs.against(free, any, "structured")
+	if p == nil {
+		p = first
+	}
+	return p, ok, err
 }
 
 // unitMask is the atoms of the units in set (a bitmask of units).
@@ -151,7 +186,14 @@ func (c *completeSearch) expandUnits(id int32) {
 			}
 		}
 		for d := range st {
-			eachSequence(free, len(free), func(seq []uint8) {
+			// Several units in one slice only where a tile may be uneven (the slice
+			// by the first alone may not be local); elsewhere slices by one unit
+			// chain at no cost.
+			maxLen := 1
+			if c.r.Shape[d]%int64(c.devicesN) != 0 {
+				maxLen = len(free)
+			}
+			eachSequence(free, maxLen, func(seq []uint8) {
 				nx := st.clone()
 				for _, u := range seq {
 					nx[d] = append(nx[d], c.units[u]...)
@@ -189,7 +231,7 @@ func (c *completeSearch) expandUnits(id int32) {
 		c.unitReductions(id, cur, pending)
 		return
 	}
-	if r.allowed(OpCollectivePermute) {
+	if r.allowed(OpCollectivePermute) && !c.noPermute {
 		for _, nx := range c.permuteTargets(cur) {
 			c.consider(id, cedge{op: OpCollectivePermute, group: changedAtoms(st, nx)}, cnode{nx, cur.unr})
 		}
