@@ -412,6 +412,9 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			cands = append(cands, av.named(string(OpAllToAllV)))
 		}
 	}
+	if xp := xlaIncumbent(r); xp != nil {
+		cands = append(cands, xp)
+	}
 	proven := false
 	if !r.noComplete {
 		if cands, proven, err = passes(ctx, r, cands, bounds.time); err != nil {
@@ -473,6 +476,23 @@ func passes(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) 
 		cands = append(cands, p)
 	}
 	return cands, proven || cproven, nil
+}
+
+// xlaIncumbent is strategy xla's plan (xla.go) as a candidate, when the allowed ops
+// admit every step of it (nil otherwise): the optimal strategy never answers a plan
+// slower than the one XLA's partitioner emits.
+func xlaIncumbent(r *Request) *Plan {
+	e, err := xlaEmulate(r)
+	if err != nil {
+		return nil
+	}
+	p := &Plan{Request: r, sp: e.sp, Steps: e.steps()}
+	for _, st := range p.Steps {
+		if !r.allowed(st.Op) {
+			return nil
+		}
+	}
+	return p.named("xla")
 }
 
 // sameMoves reports whether a and b are the same slice of moves (the search returns the

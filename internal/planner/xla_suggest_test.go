@@ -145,18 +145,22 @@ func TestXLAFallbackSetSuggests(t *testing.T) {
 	}
 }
 
-// TestXLASuggestsThroughRematPlanStates: when the optimal plan of standard collectives
-// rematerializes, its states short of full replication still make a chain (pricing
-// corpus "d=16,m=16": the target's 128 rows on 256 shards are no slice of the source's,
-// but gathering d alone, P(None, None, None, 'm'), is a hop XLA takes, and so is the
-// slice from there). It used to answer a note saying no constraint could help.
+// TestXLASuggestsThroughRematPlanStates: pricing corpus "d=16,m=16", where the target's
+// 128 rows on 256 shards are no slice of the source's and XLA falls back. The plan of
+// standard collectives is two all-to-alls through P(None, ('d','m'), None, None) (the
+// structured pass finds it; a search that rematerialized suggested the gather of d
+// alone, P(None, None, None, 'm')), and that state is the suggestion: XLA's chain
+// through it never replicates.
 func TestXLASuggestsThroughRematPlanStates(t *testing.T) {
 	p, info := xplan(t, "d=16,m=16", []int64{128, 1024, 2048, 128}, 16, `[null,"d",null,"m"]`, `[null,null,null,["d","m"]]`)
 	checkXLA(t, p, info)
 	require.True(t, info.Fallback)
 	assert.Empty(t, info.SuggestionNote)
 	require.Len(t, info.Suggested, 1)
-	assert.Equal(t, "P(None, None, None, 'm')", info.Suggested[0].PartitionSpec)
+	assert.Equal(t, "P(None, ('d','m'), None, None)", info.Suggested[0].PartitionSpec)
+	require.NotNil(t, info.Chain)
+	assert.False(t, info.Chain.Summary.FullRematerialization)
+	assert.Less(t, info.Chain.Summary.TimeUS, p.Summary.TimeUS)
 }
 
 // TestXLASuggestionsTakeTheBestChain: the suggestions are the best chain over every
