@@ -34,6 +34,22 @@ type chainReport struct {
 // most maxNeighbours per end.
 func judgeChains(t testing.TB, r *Request, maxNeighbours int) chainReport {
 	t.Helper()
+	return judgeChainsOver(t, r, chainOptions{neighbours: maxNeighbours, maxPrime: completeMaxPrime, threes: true})
+}
+
+// chainOptions set what judgeChainsOver prices: at most neighbours intermediates per
+// end, over the mesh axes split into prime atoms while they number at most maxPrime (0:
+// the units of the structured graph, whole axes or the sub-axes the ends name), and
+// chains of three when threes.
+type chainOptions struct {
+	neighbours, maxPrime int
+	threes               bool
+}
+
+// judgeChainsOver is judgeChains with its options.
+func judgeChainsOver(t testing.TB, r *Request, opt chainOptions) chainReport {
+	t.Helper()
+	maxNeighbours := opt.neighbours
 	plan := func(from, to sharding.Sharding) *Plan {
 		q := *r
 		q.Source, q.Target = from, to
@@ -45,7 +61,7 @@ func judgeChains(t testing.TB, r *Request, maxNeighbours int) chainReport {
 	}
 	ac := plan(r.Source, r.Target)
 	rep := chainReport{plan: ac, chain: math.Inf(1), plans: 1, proven: ac.Summary.Optimality == OptimalityProven}
-	sp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, r.Source, r.Target)
+	sp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, opt.maxPrime, r.Source, r.Target)
 	if !ok {
 		return rep
 	}
@@ -87,6 +103,9 @@ func judgeChains(t testing.TB, r *Request, maxNeighbours int) chainReport {
 		}
 	}
 	for _, f := range fwd {
+		if !opt.threes {
+			break
+		}
 		af := fromA[f.String()]
 		if af == nil || !counts(af) {
 			continue

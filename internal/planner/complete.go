@@ -171,6 +171,9 @@ type cedge struct {
 	// halo marks an all_gather on an uneven dim made possible by the halo exchanges
 	// before it (xla_halo.go): its steps are those collective_permutes, then the gather.
 	halo bool
+	// pieces, on a structured all_gather, runs it as gathers of runs of its group's
+	// atoms, minor first (their lengths; gatherPieces), through sub-axis states.
+	pieces []uint8
 }
 
 // completeResult is what a complete pass found: moves (nil: nothing strictly cheaper
@@ -456,6 +459,9 @@ func (c *completeSearch) priceKey(e cedge, before, after cnode) string {
 	if e.halo {
 		k += "halo"
 	}
+	if e.pieces != nil {
+		k += "pieces" + string(e.pieces)
+	}
 	return k
 }
 
@@ -472,7 +478,12 @@ func (c *completeSearch) price(e cedge, before, after cnode) float64 {
 		c.p2p++ // a move of no data routes no transfers
 	}
 	var t float64
-	if e.halo {
+	if e.pieces != nil {
+		for _, m := range c.gatherPieces(e, before, after) {
+			c.sp.price(c.r, &m)
+			t += m.est.TimeUS
+		}
+	} else if e.halo {
 		for _, st := range c.haloSteps(e, before, after) {
 			t += st.Cost.TimeUS
 		}
@@ -1067,6 +1078,10 @@ func (c *completeSearch) completeSteps(path []cstep) []Step {
 			m := move{op: OpSlice, before: e.before.st, after: path[j].after.st, unrBefore: c.unrRefs(e.before.unr), unrAfter: c.unrRefs(e.before.unr)}
 			out = append(out, c.sp.steps(c.r, []move{m})...)
 			i = j
+			continue
+		}
+		if e.edge.pieces != nil {
+			out = append(out, c.sp.steps(c.r, c.gatherPieces(e.edge, e.before, e.after))...)
 			continue
 		}
 		if e.edge.op == OpAllToAllV {

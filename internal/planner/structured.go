@@ -16,7 +16,8 @@ import (
 //
 //	slice              a sequence of unused units appended to the minor end of a dim
 //	                   (one unit where the dim's tiles are even whatever its units)
-//	all_gather         a minor suffix of whole units dropped
+//	all_gather         a minor suffix of whole units dropped, in one step or in
+//	                   pieces (gathers of runs of its atoms, minor first)
 //	all_to_all         a minor suffix of whole units moved to the minor end of another dim
 //	reduce_scatter     pending partial-sum units reduced and appended to a dim
 //	all_reduce         pending partial-sum units reduced
@@ -213,6 +214,14 @@ func (c *completeSearch) expandUnits(id int32) {
 				nx := st.clone()
 				nx[d] = nx[d][:n-j]
 				c.consider(id, cedge{op: OpAllGather, dim: d, group: suffix}, cnode{nx, cur.unr})
+				if j > 1 && j <= structuredPieceAtoms {
+					eachComposition(j, func(pieces []uint8) {
+						e := cedge{op: OpAllGather, dim: d, group: suffix, pieces: slices.Clone(pieces)}
+						if c.piecesFeasible(e, cur, cnode{nx, cur.unr}) {
+							c.consider(id, e, cnode{nx, cur.unr})
+						}
+					})
+				}
 			}
 			if r.allowed(OpAllToAll) {
 				for b := range st {
@@ -345,4 +354,59 @@ func (c *completeSearch) countsKey(st state) string {
 		b = binary.LittleEndian.AppendUint64(b, uint64(c.sp.count(st[d])))
 	}
 	return string(b)
+}
+
+// structuredPieceAtoms bounds the atoms of a gather the structured pass also runs in
+// pieces (2^(n-1)-1 ways for n atoms).
+const structuredPieceAtoms = 6
+
+// eachComposition calls fn with every way to write n as an ordered sum of at least two
+// positive parts (fn must not keep its argument).
+func eachComposition(n int, fn func([]uint8)) {
+	parts := make([]uint8, 0, n)
+	var rec func(left int)
+	rec = func(left int) {
+		if left == 0 {
+			if len(parts) > 1 {
+				fn(parts)
+			}
+			return
+		}
+		for k := 1; k <= left; k++ {
+			parts = append(parts, uint8(k))
+			rec(left - k)
+			parts = parts[:len(parts)-1]
+		}
+	}
+	rec(n)
+}
+
+// gatherPieces are the gathers of a pieces edge: from before, the minor-most run of
+// e.pieces[0] atoms of the dim dropped, then the next run, to after. Gathering a
+// large axis in two steps over its sub-axes can cost less than in one (the
+// hierarchical gather), and the states between are sub-axis states the unit graph does
+// not hold.
+func (c *completeSearch) gatherPieces(e cedge, before, after cnode) []move {
+	var out []move
+	cur := before.st
+	unr := c.unrRefs(before.unr)
+	for _, k := range e.pieces {
+		n := len(cur[e.dim])
+		nx := cur.clone()
+		nx[e.dim] = nx[e.dim][:n-int(k)]
+		out = append(out, move{op: OpAllGather, dim: e.dim, group: slices.Clone(cur[e.dim][n-int(k):]), before: cur, after: nx, unrBefore: unr, unrAfter: unr})
+		cur = nx
+	}
+	return out
+}
+
+// piecesFeasible reports whether every gather of a pieces edge passes the coverage
+// check.
+func (c *completeSearch) piecesFeasible(e cedge, before, after cnode) bool {
+	for _, m := range c.gatherPieces(e, before, after) {
+		if !c.sp.feasible(m.before, m.after, maskOf(m.group)) {
+			return false
+		}
+	}
+	return true
 }
