@@ -37,6 +37,11 @@
 //	            heuristic (heuristic*.go), in the passes of searchPasses (below)
 //	hybrids     hybrids.go: a candidate's steps with an all_to_all_v in place of its
 //	            first, last or middle steps, and the best hybrid's own hybrids
+//	xla         xla.go: strategy xla's plan, a candidate when the allowed ops admit it
+//	structured  structured.go: the complete pass's engine over unit states (every mesh
+//	            axis whole, or split at the sub-axes the ends name) with the structured
+//	            moves only, searched to the end (up to structuredStateLimit states);
+//	            under structured allowed ops it is what proves the plan
 //	complete    complete.go: A* over every state of every mesh axis split into prime
 //	            atoms, every step op as a move, bounded by the best candidate; it
 //	            finds a strictly cheaper plan or proves there is none
@@ -44,8 +49,10 @@
 //	            rematerialization first (unless allowed), then time, then fewer collectives, standard
 //	            collectives over permutes over exchanges, fewer steps
 //
-// The candidates before the complete pass are fast heuristics: the complete pass alone
-// decides what is proven. It generates every permute and exchange when the states
+// The candidates before the structured and complete passes are fast heuristics: those
+// passes alone decide what is proven (the structured pass only under structured
+// allowed ops, over its unit states; structured_oracle_test.go holds it to a Dijkstra
+// written apart, and TestChainJudgeStructured to the planner's own chains). It generates every permute and exchange when the states
 // number at most completeStateLimit (Summary.Optimality is then OptimalityProven when it
 // ends within its budgets); above it, the hierarchical family (OptimalityBestFound): at
 // most one structured step from the source (a slice, a gather or all-to-all of any
