@@ -276,6 +276,9 @@ func (r *Request) allowed(op Op) bool {
 // axes the source does not hold as partial sums), a *NoPlanError when AllowedOps admit no
 // plan, or ctx's error.
 func Reshard(ctx context.Context, r *Request) (*Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if r.MaxExpansions == 0 {
 		r.MaxExpansions = DefaultMaxExpansions
 	}
