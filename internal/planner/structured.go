@@ -16,8 +16,8 @@ import (
 //
 //	slice              a sequence of unused units appended to the minor end of a dim
 //	                   (one unit where the dim's tiles are even whatever its units)
-//	all_gather         a minor suffix of whole units dropped, in one step or in
-//	                   pieces (gathers of runs of its atoms, minor first)
+//	all_gather         a minor suffix of whole units dropped, in one step or (under
+//	                   structured ops) in two: a minor run of its atoms, then the rest
 //	all_to_all         a minor suffix of whole units moved to the minor end of another dim
 //	reduce_scatter     pending partial-sum units reduced and appended to a dim
 //	all_reduce         pending partial-sum units reduced
@@ -103,7 +103,7 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 		return nil, false, nil
 	}
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
-	cs.full, cs.units = true, units
+	cs.full, cs.units, cs.pieces = true, units, structuredOnly(r)
 	cs.maxExp, cs.maxP2P = structuredExpansions, structuredP2PBudget
 	free, any, _ := bestCandidates(r, cands)
 	noRep := cs.noRep
@@ -214,13 +214,11 @@ func (c *completeSearch) expandUnits(id int32) {
 				nx := st.clone()
 				nx[d] = nx[d][:n-j]
 				c.consider(id, cedge{op: OpAllGather, dim: d, group: suffix}, cnode{nx, cur.unr})
-				if j > 1 && j <= structuredPieceAtoms {
-					eachComposition(j, func(pieces []uint8) {
-						e := cedge{op: OpAllGather, dim: d, group: suffix, pieces: slices.Clone(pieces)}
-						if c.piecesFeasible(e, cur, cnode{nx, cur.unr}) {
-							c.consider(id, e, cnode{nx, cur.unr})
-						}
-					})
+				for k := 1; c.pieces && k < j; k++ {
+					e := cedge{op: OpAllGather, dim: d, group: suffix, pieces: []uint8{uint8(k), uint8(j - k)}}
+					if c.piecesFeasible(e, cur, cnode{nx, cur.unr}) {
+						c.consider(id, e, cnode{nx, cur.unr})
+					}
 				}
 			}
 			if r.allowed(OpAllToAll) {
@@ -354,31 +352,6 @@ func (c *completeSearch) countsKey(st state) string {
 		b = binary.LittleEndian.AppendUint64(b, uint64(c.sp.count(st[d])))
 	}
 	return string(b)
-}
-
-// structuredPieceAtoms bounds the atoms of a gather the structured pass also runs in
-// pieces (2^(n-1)-1 ways for n atoms).
-const structuredPieceAtoms = 6
-
-// eachComposition calls fn with every way to write n as an ordered sum of at least two
-// positive parts (fn must not keep its argument).
-func eachComposition(n int, fn func([]uint8)) {
-	parts := make([]uint8, 0, n)
-	var rec func(left int)
-	rec = func(left int) {
-		if left == 0 {
-			if len(parts) > 1 {
-				fn(parts)
-			}
-			return
-		}
-		for k := 1; k <= left; k++ {
-			parts = append(parts, uint8(k))
-			rec(left - k)
-			parts = parts[:len(parts)-1]
-		}
-	}
-	rec(n)
 }
 
 // gatherPieces are the gathers of a pieces edge: from before, the minor-most run of
