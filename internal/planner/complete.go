@@ -1098,26 +1098,6 @@ func (c *completeSearch) completeSteps(path []cstep) []Step {
 	return out
 }
 
-// completePass runs the complete pass against cands (the candidates so far): a plan
-// strictly cheaper than the best of them under the request's rules (nil: none), and
-// whether the answer (that plan, or the best candidate) is proven optimal.
-//
-// Once ctx is done it returns ctx's error: the routers pricing its steps stop then, and
-// what they priced is meaningless.
-func completePass(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) (_ *Plan, _ bool, err error) {
-	defer func() {
-		if err == nil {
-			err = ctx.Err()
-		}
-	}()
-	cp, ok := passSpace(r)
-	if !ok {
-		return nil, false, nil
-	}
-	defer cp.releaseRouter()
-	return completePassOn(ctx, r, cp, cands, lowerBound)
-}
-
 // passSpace is the space of the complete and structured passes: every mesh axis, split
 // into prime atoms while they number at most completeMaxPrime.
 func passSpace(r *Request) (*space, bool) {

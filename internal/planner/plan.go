@@ -477,7 +477,15 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 // axis, each bounded by the candidates before it: the candidates with their plans, and
 // whether the answer is proven (by the complete pass, or under structured ops by the
 // structured pass).
-func passes(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) ([]*Plan, bool, error) {
+//
+// Once ctx is done it returns ctx's error: the routers pricing its steps stop then, and
+// what they priced is meaningless.
+func passes(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) (_ []*Plan, _ bool, err error) {
+	defer func() {
+		if err == nil {
+			err = ctx.Err()
+		}
+	}()
 	cp, ok := passSpace(r)
 	if !ok {
 		return cands, false, nil

@@ -138,17 +138,6 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 	return p, ok, err
 }
 
-// unitMask is the atoms of the units in set (a bitmask of units).
-func (c *completeSearch) unitMask(set uint64) uint64 {
-	var m uint64
-	for u, ids := range c.units {
-		if set&(1<<u) != 0 {
-			m |= maskOf(ids)
-		}
-	}
-	return m
-}
-
 // unitRuns splits a dim's atoms into its units' runs (every structured state's dims
 // are whole units in order), returning each run's length, major to minor.
 func (c *completeSearch) unitRuns(ids []uint8) []int {

@@ -60,8 +60,7 @@ type structuredOracle struct {
 	unitAtoms  [][]uint8 // per unit, its atoms in cp (major to minor)
 	start      soState
 	goal       soState
-	keep       uint64    // units the target keeps unreduced
-	all        [][][]int // every placement of the units outside keep (permute targets)
+	keep       uint64 // units the target keeps unreduced
 	byCount    map[string][]soState
 	priceCache map[string]float64
 }
@@ -540,7 +539,7 @@ func TestStructuredOracle(t *testing.T) {
 			skipped++ // the structured pass does not search a graph this large
 			continue
 		}
-		clean, any := o.cheapest(true, 0), math.Inf(1)
+		clean, any := o.cheapest(true, 0), 0.0
 		if r.AllowFullRemat || math.IsInf(clean, 1) {
 			any = o.cheapest(false, 0)
 		} else {
