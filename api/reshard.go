@@ -56,8 +56,14 @@ type ReshardRequest struct {
 	FullRematerialization string `json:"full_rematerialization,omitempty" validate:"omitempty,oneof=avoid allow" enums:"avoid,allow"`
 	// Effort (strategy optimal): thorough (default) searches on for a cheaper plan
 	// beside the exact pass; fast stops at the exact pass, in about a third of the
-	// time, with plans 2.4-5.0% slower on geomean (up to 2x).
-	Effort string `json:"effort,omitempty" validate:"omitempty,oneof=thorough fast" enums:"thorough,fast"`
+	// time, with plans 2.4-5.0% slower on geomean (up to 2x); exhaustive searches every
+	// state and op, anytime, until it proves its plan or its planning budget ends.
+	Effort string `json:"effort,omitempty" validate:"omitempty,oneof=thorough fast exhaustive" enums:"thorough,fast,exhaustive"`
+	// PlanningBudgetMS (strategy optimal) bounds the milliseconds the planner's
+	// structured and complete passes spend (any effort; exhaustive: 2000 by default); at
+	// most the request's deadline. When it ends the answer is the best plan found
+	// (summary.optimality best_found).
+	PlanningBudgetMS int `json:"planning_budget_ms,omitempty" validate:"omitempty,gte=1,lte=600000" minimum:"1" maximum:"600000"`
 	// MemoryBudgetBytesPerDevice (strategy optimal) bounds the buffer any device holds at
 	// any step of the plan (summary.peak_bytes_per_device): the fastest plan within it
 	// wins; when none fits, a 422 names the smallest budget that admits a plan.
@@ -256,12 +262,24 @@ func allowRemat(opt string, policy *Policy) (bool, error) {
 	return true, nil
 }
 
-// effortOf reads a request's effort (validated: "", thorough or fast).
+// effortOf reads a request's effort (validated: "", thorough, fast or exhaustive).
 func effortOf(opt string) planner.Effort {
-	if opt == string(planner.EffortFast) {
+	switch opt {
+	case string(planner.EffortFast):
 		return planner.EffortFast
+	case string(planner.EffortExhaustive):
+		return planner.EffortExhaustive
 	}
 	return planner.EffortThorough
+}
+
+// planMS is the planning budget a plan depends on: the request's (strategy optimal),
+// else 0.
+func planMS(in *reshardInput) int {
+	if in.strategy != planner.Optimal {
+		return 0
+	}
+	return in.req.PlanningBudgetMS
 }
 
 func appendFieldErrors(fes sharding.Errors, err error) sharding.Errors {
@@ -308,9 +326,13 @@ func reshardKey(in *reshardInput) string {
 		Remat    bool     `json:"remat,omitempty"` // absent by default: the keys of earlier versions stand
 		Fast     bool     `json:"fast,omitempty"`  // likewise
 		Budget   int64    `json:"budget,omitempty"`
+		// The exhaustive effort and the planning budget: absent by default, likewise.
+		Exhaustive bool `json:"exhaustive,omitempty"`
+		PlanMS     int  `json:"plan_ms,omitempty"`
 	}{planner.Version, "reshard", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs, in.req.Shape, in.elemBits, in.src.Body(), in.tgt.Body(), model, string(in.strategy), ops, inc,
 		in.remat && in.strategy == planner.Optimal, in.effort == planner.EffortFast && in.strategy == planner.Optimal,
-		in.req.MemoryBudgetBytesPerDevice}
+		in.req.MemoryBudgetBytesPerDevice,
+		in.effort == planner.EffortExhaustive && in.strategy == planner.Optimal, planMS(in)}
 	b, _ := json.Marshal(canon)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -487,7 +509,8 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 		return nil, err
 	}
 	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops, AllowFullRemat: in.remat, Effort: in.effort,
-		MemoryBudget: in.req.MemoryBudgetBytesPerDevice, Memos: s.planMemos}
+		PlanningBudget: time.Duration(in.req.PlanningBudgetMS) * time.Millisecond,
+		MemoryBudget:   in.req.MemoryBudgetBytesPerDevice, Memos: s.planMemos}
 	start := time.Now()
 	p, info, err := planner.ReshardWith(ctx, in.strategy, preq)
 	s.metrics.observePlan("reshard", in.strategy, start)

@@ -172,6 +172,8 @@ func TestReshardBadInput(t *testing.T) {
 		{"unknown remat choice", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "full_rematerialization": "sometimes"}`, slugInvalidRequest, "full_rematerialization"},
 		{"remat allowed and forbidden", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "full_rematerialization": "allow", "policy": {"forbid_full_rematerialization": true}}`, slugInvalidRequest, "full_rematerialization"},
 		{"unknown effort", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "effort": "quick"}`, slugInvalidRequest, "effort"},
+		{"negative planning budget", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "planning_budget_ms": -5}`, slugInvalidRequest, "planning_budget_ms"},
+		{"planning budget above its limit", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["x"], "target": [null], "planning_budget_ms": 600001}`, slugInvalidRequest, "planning_budget_ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -302,6 +304,23 @@ func TestReshardEffortOption(t *testing.T) {
 	assert.NotEqual(t, def.PlanID, fast.PlanID)
 	assert.Greater(t, fast.Summary.TimeUS, def.Summary.TimeUS)
 	assert.Less(t, fast.Summary.SearchExpansions, def.Summary.SearchExpansions)
+}
+
+// TestReshardExhaustiveEffort: effort exhaustive with a generous planning budget
+// proves the 24-device rank-3 reshard the default effort answers best_found, no slower;
+// the effort and the budget are each part of the plan id.
+func TestReshardExhaustiveEffort(t *testing.T) {
+	s := newTestServer(t, nil)
+	const body = `"mesh": "x=4,y=3,z=2", "shape": [96, 1024, 24], "dtype": "f32", "cost_model": "tpu-v5p",
+		"source": [["z"], ["y"], ["x"]], "target": [[], ["z", "x"], ["y"]]`
+	def := postReshard(t, s, `{`+body+`}`)
+	ex := postReshard(t, s, `{`+body+`, "effort": "exhaustive", "planning_budget_ms": 600000}`)
+	budget := postReshard(t, s, `{`+body+`, "planning_budget_ms": 600000}`)
+	assert.Equal(t, "proven", ex.Summary.Optimality)
+	assert.LessOrEqual(t, ex.Summary.TimeUS, def.Summary.TimeUS*(1+1e-9))
+	assert.NotEqual(t, def.PlanID, ex.PlanID)
+	assert.NotEqual(t, def.PlanID, budget.PlanID)
+	assert.NotEqual(t, ex.PlanID, budget.PlanID)
 }
 
 // TestExchangeListsItsHolders: an all_to_all_v the planner prices with the nearest

@@ -55,6 +55,13 @@ import (
 // 3 at rank 3, 5 at rank 1. Every expansion there may price an exchange to each state.
 const completeStateLimit = 400
 
+// exhaustiveStateLimit is completeStateLimit under EffortExhaustive, and
+// exhaustiveScale the factor of its expansion and point-to-point budgets.
+const (
+	exhaustiveStateLimit = 20000
+	exhaustiveScale      = 16
+)
+
 // completeP2PBudget bounds the point-to-point edges (collective_permute, all_to_all_v)
 // one complete pass prices: each routes its transfers. A pass that reaches it stops
 // with its best plan found.
@@ -214,10 +221,18 @@ func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal c
 		budget: r.MemoryBudget, prices: map[string]float64{}, bykey: map[string]int32{},
 	}
 	rank := len(goal.st)
-	c.full = countStates(len(sp.atoms), rank) <= completeStateLimit
+	limit := float64(completeStateLimit)
+	if r.Effort == EffortExhaustive {
+		limit = exhaustiveStateLimit
+	}
+	c.full = countStates(len(sp.atoms), rank) <= limit
 	c.maxExp, c.maxP2P = completeExpansions, completeP2PBudget
 	if !c.full {
 		c.maxExp, c.maxP2P = completeLargeExpansions, completeLargeP2PBudget
+	}
+	if r.Effort == EffortExhaustive {
+		c.maxExp, c.maxP2P = c.maxExp*exhaustiveScale, c.maxP2P*exhaustiveScale
+		c.wide = !c.full
 	}
 	c.noRep = !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && rank > 0
 	if hm, ok := r.Model.(hopMetric); ok {
@@ -517,9 +532,13 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 	for pops := 1; c.open.Len() > 0; pops++ {
 		if pops&63 == 0 {
 			// Every pop may route an exchange or expand a node: the request's deadline
-			// ends the pass within 64 of them.
+			// ends the pass within 64 of them, its planning budget with its best plan.
 			if err := c.ctx.Err(); err != nil {
 				return completeResult{}, err
+			}
+			if !c.sp.deadline.IsZero() && !c.r.clock().Before(c.sp.deadline) {
+				c.capped = true
+				return c.bestFound(), nil
 			}
 		}
 		it := heap.Pop(&c.open).(citem)
@@ -1118,7 +1137,7 @@ func completePassOn(ctx context.Context, r *Request, cp *space, cands []*Plan, l
 	}
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
 	free, any, best := bestCandidates(r, cands)
-	if !cs.full && best != nil && lowerBound > 0 && any > completeWideGap*lowerBound && latencyBound(best) {
+	if !cs.full && r.Effort != EffortExhaustive && best != nil && lowerBound > 0 && any > completeWideGap*lowerBound && latencyBound(best) {
 		cs.wide, cs.maxP2P = true, completeWideP2PBudget
 	}
 	return cs.against(free, any, "complete")

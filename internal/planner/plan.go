@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shardplan/shardplan/internal/collective"
 	"github.com/shardplan/shardplan/internal/cost"
@@ -23,10 +24,22 @@ type Effort string
 // leaves it out, as the suggestion search does: on testgen.RandomSet (tpu-v5p)
 // it plans a median request in about a third of the time, and its plans take 5.0%
 // longer to run on geomean (2.4% on h100), up to 2x.
+//
+// EffortExhaustive searches on, anytime, for as long as its planning budget lets it: the
+// structured pass with every structured move whatever the allowed ops, and the complete
+// pass generating every permute and exchange on spaces of up to exhaustiveStateLimit
+// states (above it, the wide hierarchical family) with budgets exhaustiveScale times
+// the default's; it answers when the complete pass proves its plan or when the budget
+// ends (DefaultExhaustiveBudget unless Request.PlanningBudget says otherwise).
 const (
-	EffortThorough Effort = "thorough"
-	EffortFast     Effort = "fast"
+	EffortThorough   Effort = "thorough"
+	EffortFast       Effort = "fast"
+	EffortExhaustive Effort = "exhaustive"
 )
+
+// DefaultExhaustiveBudget is the planning budget of EffortExhaustive when the request
+// names none.
+const DefaultExhaustiveBudget = 2 * time.Second
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
@@ -74,8 +87,14 @@ type Request struct {
 	// the fastest plan instead.
 	AllowFullRemat bool
 	// Effort is how long the search looks for a cheaper plan: EffortThorough ("", the
-	// default) or EffortFast.
+	// default), EffortFast or EffortExhaustive.
 	Effort Effort
+	// PlanningBudget, when positive, bounds the time the structured and complete passes
+	// spend: when it ends they answer the best plan found (OptimalityBestFound). It is
+	// capped by ctx's deadline (the passes end a tenth of the time left before it).
+	PlanningBudget time.Duration
+	// now is the clock of the planning budget (nil: time.Now; tests use a fake one).
+	now func() time.Time
 	// MemoryBudget, when positive, bounds every state of a plan: no device holds a
 	// buffer of more bytes at any step (Summary.PeakBytesPerDevice). Reshard answers a
 	// *BudgetError when no plan fits.
@@ -491,6 +510,7 @@ func passes(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) 
 		return cands, false, nil
 	}
 	defer cp.releaseRouter()
+	cp.deadline = planningDeadline(ctx, r)
 	proven := false
 	if countStates(len(cp.atoms), len(r.Shape)) > completeStateLimit {
 		// A complete pass that generates every move covers the structured graph.
@@ -528,6 +548,35 @@ func xlaIncumbent(r *Request) *Plan {
 		}
 	}
 	return p.named("xla")
+}
+
+// planningDeadline is when the request's passes stop and answer their best plan (zero:
+// no planning budget): its budget (EffortExhaustive's default when it names none) from
+// now, at most nine tenths of the time left before ctx's deadline.
+func planningDeadline(ctx context.Context, r *Request) time.Time {
+	budget := r.PlanningBudget
+	if budget <= 0 && r.Effort == EffortExhaustive {
+		budget = DefaultExhaustiveBudget
+	}
+	if budget <= 0 {
+		return time.Time{}
+	}
+	now := r.clock()
+	d := now.Add(budget)
+	if cd, ok := ctx.Deadline(); ok {
+		if c := now.Add(cd.Sub(now) * 9 / 10); c.Before(d) {
+			d = c
+		}
+	}
+	return d
+}
+
+// clock is the request's clock (now, or time.Now).
+func (r *Request) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }
 
 // sameMoves reports whether a and b are the same slice of moves (the search returns the

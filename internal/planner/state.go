@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -122,6 +123,9 @@ type space struct {
 	searchExact bool
 	searchCost  float64 // the search's plan as priced move by move, before merging
 	searchBound float64 // the cost the search's plan had to beat (it may not have)
+	// deadline, when set, is when the passes over this space stop and answer their best
+	// plan found (Request.PlanningBudget).
+	deadline time.Time
 }
 
 // fork is a space of the same atoms with its own pricing state (router, memos), for

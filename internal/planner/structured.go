@@ -108,7 +108,11 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 	free, any, _ := bestCandidates(r, cands)
 	noRep := cs.noRep
 	var first *Plan
-	if !structuredOnly(r) {
+	if r.Effort == EffortExhaustive {
+		cs.maxExp, cs.maxP2P = cs.maxExp*exhaustiveScale, cs.maxP2P*exhaustiveScale
+		cs.pieces = true
+	}
+	if !structuredOnly(r) && r.Effort != EffortExhaustive {
 		// With exchanges allowed the structured graph gives an incumbent within a
 		// smaller budget, and the exchange families (the complete pass) cover what
 		// permutes reach.
@@ -135,6 +139,7 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 	if p == nil {
 		p = first
 	}
+	ok = ok && structuredOnly(r)
 	return p, ok, err
 }
 

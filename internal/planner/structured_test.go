@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -160,4 +161,45 @@ func legsOnUnits(units []sharding.AxisRef, legs []*Plan) bool {
 		}
 	}
 	return true
+}
+
+// TestExhaustiveBudget: effort exhaustive proves a 24-device rank-3 reshard (above the
+// default complete pass's exhaustive size) within a generous budget, and a clock that
+// has passed the budget at the passes' first check answers the best plan found, not
+// proven; planning_budget_ms caps the default effort the same way.
+func TestExhaustiveBudget(t *testing.T) {
+	m := mustMesh(t, "x=4,y=3,z=2")
+	shape := []int64{96, 1024, 24}
+	model, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	mk := func(e Effort, budget time.Duration, now func() time.Time) *Request {
+		return &Request{Mesh: m, Shape: shape, ElemBits: 32, Model: model, Effort: e, PlanningBudget: budget, now: now,
+			Source: mustSharding(t, m, shape, `[["z"],["y"],["x"]]`), Target: mustSharding(t, m, shape, `[[],["z","x"],["y"]]`)}
+	}
+	def, err := Reshard(context.Background(), mk(EffortThorough, 0, nil))
+	require.NoError(t, err)
+	ex, err := Reshard(context.Background(), mk(EffortExhaustive, time.Hour, nil))
+	require.NoError(t, err)
+	t.Logf("thorough %.4f µs %s, exhaustive %.4f µs %s", def.Summary.TimeUS, def.Summary.Optimality, ex.Summary.TimeUS, ex.Summary.Optimality)
+	require.Equal(t, OptimalityProven, ex.Summary.Optimality)
+	require.LessOrEqual(t, ex.Summary.TimeUS, def.Summary.TimeUS*(1+1e-9))
+
+	// A clock one hour on at every reading after the first: the budget has ended at the
+	// passes' first check.
+	late := func() func() time.Time {
+		t0, calls := time.Unix(1e9, 0), 0
+		return func() time.Time {
+			calls++
+			if calls == 1 {
+				return t0
+			}
+			return t0.Add(time.Hour)
+		}
+	}
+	for _, e := range []Effort{EffortExhaustive, EffortThorough} {
+		p, err := Reshard(context.Background(), mk(e, time.Minute, late()))
+		require.NoError(t, err)
+		require.Equal(t, OptimalityBestFound, p.Summary.Optimality, e)
+		require.False(t, p.Summary.FullRematerialization)
+	}
 }
