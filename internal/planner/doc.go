@@ -103,8 +103,10 @@
 //
 // # Knobs
 //
-// Request.Effort (fast leaves out the anytime pass), MaxExpansions (the search's
-// budget), AllowedOps, AllowFullRemat, MemoryBudget. Planning cost depends on the mesh
+// Request.Effort (fast leaves out the anytime pass; exhaustive widens the structured
+// and complete passes, bounded by the planning budget), PlanningBudget (when the
+// passes stop and answer their best plan; planningDeadline), MaxExpansions (the
+// search's budget), AllowedOps, AllowFullRemat, MemoryBudget. Planning cost depends on the mesh
 // rank, the tensor rank and the number of atoms, not on the device count, except for
 // the per-device lists a response asks for, the lower bounds, and the complete pass's
 // edge bounds (which enumerate devices up to lacksDeviceLimit).

@@ -511,7 +511,8 @@ var structuredOpSets = [][]Op{
 
 // TestStructuredOracle holds every plan under structured allowed_ops to the structured
 // oracle on seeded random reshards of 8-4,096 devices: no proven plan costs more than
-// the oracle's cheapest path under the request's rematerialization rule, none goes through
+// the oracle's cheapest path under the request's rematerialization rule (and plans on
+// up to 256 devices replay on a symbolic tensor), none goes through
 // a full rematerialization when the oracle has a path that does not, and every plan is
 // proven unless permutes are allowed (their pricing has a budget; an unproven plan is
 // reported when it costs more than the oracle's). Of 600 cases, those whose graph is at
@@ -554,6 +555,9 @@ func TestStructuredOracle(t *testing.T) {
 			continue
 		}
 		require.NoError(t, err, desc)
+		if r.Mesh.NumDevices() <= 256 {
+			replay(t, p) // every device ends with exactly its target tile
+		}
 		checked++
 		s := p.Summary
 		want := clean
