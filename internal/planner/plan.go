@@ -592,7 +592,7 @@ func (p *Plan) named(n string) *Plan {
 	switch n {
 	case originSearch:
 		p.kind = kindSearch
-	case "complete":
+	case "complete", "structured":
 		p.kind = kindComplete
 	default:
 		p.kind = kindOther
@@ -607,7 +607,7 @@ type candidateKind uint8
 const (
 	kindOther    candidateKind = iota // greedy, the direct ones, hybrids
 	kindSearch                        // the candidate search's plan
-	kindComplete                      // the complete pass's plan
+	kindComplete                      // the complete or structured pass's plan
 )
 
 // originSearch is the name (and the steps' origin) of the candidate search's plan.
