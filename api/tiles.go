@@ -183,6 +183,10 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	for _, idx := range req.Locate {
+		// Each index walks its mesh axes' coordinates: 65,536 steps on a large prime axis.
+		if err := r.Context().Err(); err != nil {
+			return err
+		}
 		resp.Locate = append(resp.Locate, Located{Index: idx, Owners: layout.Locate(idx)})
 	}
 	if err := r.Context().Err(); err != nil {

@@ -44,7 +44,12 @@ type Import struct {
 	// defs are the ops of the function's own text (inlined callees excluded) with the
 	// tensor ids of their results, for Annotate.
 	defs []opDef
+	// lines finds the line of an offset in Module.Src (lineCol).
+	lines lineIndex
 }
+
+// lineCol is the 1-based line and column of byte offset off of the module's text.
+func (imp *Import) lineCol(off int) (int, int) { return imp.lines.lineCol(imp.Module.Src, off) }
 
 type opDef struct {
 	op  *Op
@@ -91,7 +96,7 @@ func (b *builder) errAt(pos int, format string, args ...any) {
 	if b.err != nil {
 		return
 	}
-	line, col := lineCol(b.imp.Module.Src, pos)
+	line, col := b.imp.lineCol(pos)
 	b.err = sharding.Fieldf(Field, "line %d, column %d: "+format, append([]any{line, col}, args...)...)
 }
 
@@ -289,7 +294,7 @@ func (imp *Import) Locate(err error) error {
 			}
 			msg = "%" + id + ": " + fe.Message
 		}
-		line, col := lineCol(imp.Module.Src, pos)
+		line, col := imp.lineCol(pos)
 		out = append(out, sharding.Fieldf(Field, "line %d, column %d: %s", line, col, msg))
 	}
 	return out

@@ -230,7 +230,7 @@ func (b *builder) results(e *env, op *Op) (results, ids []string) {
 // opaque records op as an op shardplan does not model and, when it has tensor results,
 // adds an opaque op named opName to out.
 func (b *builder) opaque(op *Op, opName string, operands, results, ids []string, out *[]propagation.Op) {
-	line, col := lineCol(b.imp.Module.Src, op.Pos)
+	line, col := b.imp.lineCol(op.Pos)
 	b.imp.Opaque = append(b.imp.Opaque, OpaqueOp{Op: op.Name, Results: nonNil(results), Line: line, Column: col})
 	if opName != "" {
 		b.imp.opPos[opName] = op.Pos
