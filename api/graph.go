@@ -209,7 +209,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	if wantsMLIR(r) {
 		return s.graphMLIR(r.Context(), w, body, mod)
 	}
-	in, err := s.prepareGraph(body, mod)
+	in, err := s.prepareGraph(r.Context(), body, mod)
 	if err != nil {
 		return err
 	}
@@ -228,8 +228,9 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 }
 
 // prepareGraph decodes and validates a graph body (or takes mod, a raw module's request,
-// when not nil) and computes its key.
-func (s *Server) prepareGraph(body []byte, mod *GraphRequest) (*graphInput, error) {
+// when not nil) and computes its key. Importing a module stops with ctx's error once
+// ctx is done.
+func (s *Server) prepareGraph(ctx context.Context, body []byte, mod *GraphRequest) (*graphInput, error) {
 	req, err := mod, error(nil)
 	if req == nil {
 		if req, err = readGraphRequest(body); err != nil {
@@ -249,7 +250,10 @@ func (s *Server) prepareGraph(body []byte, mod *GraphRequest) (*graphInput, erro
 		fes = appendFieldErrors(fes, err)
 	}
 	if in.req.Module != "" {
-		if err := s.importModule(in); err != nil {
+		if err := s.importModule(ctx, in); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			fes = appendFieldErrors(fes, err)
 		}
 	} else {

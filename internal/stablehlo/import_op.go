@@ -41,6 +41,10 @@ func (b *builder) ops(e *env, ops []*Op, out *[]propagation.Op, fnName string) [
 			b.errAt(op.Pos, "the graph has more than %d ops (calls inlined); the limit is configurable (SHARDPLAN_MAX_GRAPH_OPS)", b.lim.MaxOps)
 			return nil
 		}
+		if b.nops%ctxCheckEvery == 0 && b.ctx.Err() != nil {
+			b.err = b.ctx.Err()
+			return nil
+		}
 		if isReturn(op.Name) {
 			ret = ret[:0]
 			for _, v := range op.Operands {

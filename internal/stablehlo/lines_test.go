@@ -1,6 +1,7 @@
 package stablehlo
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -53,7 +54,7 @@ func opaqueModule(n int) string {
 // TestOpaqueOpsNameTheirLines: every op the import does not model names its own line
 // (the function's first op is on line 3).
 func TestOpaqueOpsNameTheirLines(t *testing.T) {
-	imp, err := Read(opaqueModule(300), Options{})
+	imp, err := Read(context.Background(), opaqueModule(300), Options{})
 	require.NoError(t, err)
 	require.Len(t, imp.Opaque, 300)
 	for i, o := range imp.Opaque {
@@ -72,7 +73,7 @@ func BenchmarkReadOpaque(b *testing.B) {
 			b.SetBytes(int64(len(src)))
 			c0 := cpuTime()
 			for b.Loop() {
-				if _, err := Read(src, Options{}); err != nil {
+				if _, err := Read(context.Background(), src, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -89,4 +90,21 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestReadStopsWithItsContext: a module of thousands of ops read under a cancelled
+// context returns the context's error, not an import, whether the parse or the import
+// finds it done; the same module reads under a live one.
+func TestReadStopsWithItsContext(t *testing.T) {
+	src := opaqueModule(5000)
+	_, err := Read(context.Background(), src, Options{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Read(ctx, src, Options{})
+	assert.ErrorIs(t, err, context.Canceled)
+	m, err := Parse(context.Background(), src, Limits{})
+	require.NoError(t, err)
+	_, err = FromModule(ctx, m, Options{})
+	assert.ErrorIs(t, err, context.Canceled)
 }
