@@ -574,9 +574,9 @@ func (g *graphView) verdict() *verdict {
 		if !c.any() {
 			continue
 		}
-		msg := fmt.Sprintf("reshard of %q for op %q goes through an involuntary full rematerialization", c.Tensor, c.OpName)
+		msg := fmt.Sprintf("reshard of tensor %q at op %q goes through an involuntary full rematerialization", c.Tensor, c.OpName)
 		if !c.FullRematerialization {
-			msg = fmt.Sprintf("reshard of %q for op %q takes XLA's fallback within device groups", c.Tensor, c.OpName)
+			msg = fmt.Sprintf("reshard of tensor %q at op %q takes XLA's last resort within device groups", c.Tensor, c.OpName)
 		}
 		v := Violation{Policy: "forbid_full_rematerialization", OpName: c.OpName, Tensor: c.Tensor}
 		if c.Plan != nil {
