@@ -354,8 +354,10 @@
     const rows = view.rows >= 0 ? shape[view.rows] : 1;
     const cols = shape[view.cols];
     const scale = TENSOR_PX / Math.max(rows, cols);
-    const w = Math.max(24, cols * scale);
-    const h = Math.max(view.rows >= 0 ? 24 : 28, rows * scale);
+    // A very long or very wide tensor is drawn at least a quarter as wide as long, so that
+    // its tiles stay visible.
+    const w = Math.max(TENSOR_PX / 4, cols * scale);
+    const h = view.rows >= 0 ? Math.max(TENSOR_PX / 4, rows * scale) : 28;
     let panelRanges = [];
     const groups = tileGroups(tiles, view);
     if (view.panels >= 0) {
