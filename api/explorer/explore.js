@@ -12,7 +12,10 @@
   const MAX_STRIPES = 16; // group stripes drawn in one box
   const TENSOR_PX = 300; // the longer side of a tensor drawing
   const MAX_PANELS = 12; // tensor panels drawn along the panel dim
+  const MAX_TILE_RECTS = 4096; // more distinct tiles than this are drawn as a raster
+  const RASTER = 64; // cells per side of that raster
   const LIST_LIMIT = 1024; // /v1/tiles lists every device up to this many unless asked
+  const PAIRS_LIMIT = 4096; // a reshard is asked for its explicit move lists up to this many devices
 
   // ---- small DOM helpers ----
 
@@ -386,6 +389,10 @@
         (view.rows >= 0 ? "dims " + view.rows + " × " + view.cols : "dim " + view.cols);
       root.append(sv("text", { class: "axis-label", x: ox, y: top + 12 }, label));
       root.append(sv("rect", { x: ox, y: oy, width: w, height: h, fill: "#eee" }));
+      if (groups.length > MAX_TILE_RECTS) {
+        root.append(tileRaster(groups.filter((g) => !pr || rangesKey([g.ranges[view.panels]]) === rangesKey([pr])), view, ox, oy, w, h, rows, cols));
+        return;
+      }
       for (const g of groups) {
         if (pr && rangesKey([g.ranges[view.panels]]) !== rangesKey([pr])) continue;
         const rr = view.rows >= 0 ? g.ranges[view.rows] : [0, 1];
@@ -411,6 +418,36 @@
     });
     root.append(...labels);
     return root;
+  }
+
+  // tileRaster draws more tiles than MAX_TILE_RECTS as a RASTER x RASTER grid of cells,
+  // each in the colour of the owner of the tile at its top left (the tile under the
+  // pointer is named on hover), as the API's SVG does.
+  function tileRaster(groups, view, ox, oy, w, h, rows, cols) {
+    const cw = w / RASTER, ch = h / RASTER;
+    const cells = new Map();
+    for (const g of groups) {
+      const rr = view.rows >= 0 ? g.ranges[view.rows] : [0, 1];
+      const cr = g.ranges[view.cols];
+      if (cr[1] <= cr[0] || rr[1] <= rr[0]) continue;
+      const x = cr[0] * (w / cols), y = rr[0] * (h / rows);
+      const i = Math.min(RASTER - 1, Math.floor(x / cw)), j = Math.min(RASTER - 1, Math.floor(y / ch));
+      const k = j * RASTER + i;
+      const c = cells.get(k);
+      if (!c) cells.set(k, { i, j, x, y, g, tiles: 1 });
+      else {
+        c.tiles++;
+        if (y < c.y || (y === c.y && x < c.x)) Object.assign(c, { x, y, g });
+      }
+    }
+    const out = sv("g", { class: "tile-raster", dataset: { tiles: String(groups.length) } });
+    for (const c of cells.values()) {
+      const owner = c.g.devices[0];
+      out.append(sv("rect", { class: "tile-cell", x: ox + c.i * cw, y: oy + c.j * ch, width: cw, height: ch, fill: deviceColor(owner),
+        dataset: { owner: String(owner), tiles: String(c.tiles), tip: c.tiles + " tiles here; at the top left " + replicaText(c.g.devices) + ": " +
+          c.g.ranges.map((r, d) => "dim " + d + " [" + r[0] + ", " + r[1] + ")").join(", ") } }));
+    }
+    return out;
   }
 
   // ---- copy as ----
@@ -496,8 +533,17 @@
       m[2] += bytes || 0;
       moves.set(k, m);
     };
-    if (step.transfers && step.transfers.length) for (const t of step.transfers) add(t.from, t.to, t.bytes);
-    else if (step.pairs) for (const [f, t] of step.pairs) add(f, t, step.bytes_per_device);
+    // Runs expand to the lists: the i-th move is first + i * step, field by field.
+    const transfers = (step.transfers || []).slice();
+    for (const r of step.transfer_runs || []) {
+      for (let i = 0; i < r.count; i++) transfers.push({ from: r.first.from + i * r.step.from, to: r.first.to + i * r.step.to, bytes: r.first.bytes + i * r.step.bytes });
+    }
+    const pairs = (step.pairs || []).slice();
+    for (const r of step.pair_runs || []) {
+      for (let i = 0; i < r.count; i++) pairs.push([r.from + i * r.from_step, r.to + i * r.to_step]);
+    }
+    if (transfers.length) for (const t of transfers) add(t.from, t.to, t.bytes);
+    else for (const [f, t] of pairs) add(f, t, step.bytes_per_device);
     return [...moves.values()];
   }
 
@@ -703,7 +749,9 @@
   }
 
   function reshardRequest() {
-    const body = { mesh: field("mesh"), source: field("source"), target: field("target"), include: ["pairs"] };
+    // The explicit lists up to PAIRS_LIMIT devices (the step's runs above: lists of a
+    // large mesh can run to millions of moves).
+    const body = { mesh: field("mesh"), source: field("source"), target: field("target"), include: meshCount(field("mesh")) <= PAIRS_LIMIT ? ["pairs"] : undefined };
     const tensor = field("tensor");
     const shape = /^\s*\[?\s*\d+(\s*,\s*\d+)*\s*\]?\s*$/.test(tensor) ? tensor.replace(/[[\]\s]/g, "").split(",").map(Number) : null;
     if (shape) {
@@ -725,6 +773,14 @@
     const ops = field("allowed-ops");
     if (ops) body.allowed_ops = ops.split(/[\s,]+/).filter(Boolean);
     return body;
+  }
+
+  // meshCount reads the device count of a mesh as typed, from its axis sizes (0 when the
+  // text names none): "X=2,Y=4", Mesh('X': 2, 'Y': 4), sdy's ["X"=2, "Y"=4]. A DeviceMesh
+  // of nested lists reads as 0, and is asked for its lists.
+  function meshCount(text) {
+    const sizes = [...text.matchAll(/["']?[A-Za-z_][A-Za-z0-9_]*["']?\s*[=:]\s*(\d+)/g)].map((m) => +m[1]);
+    return sizes.length ? sizes.reduce((a, b) => a * b, 1) : 0;
   }
 
   async function showPlan(ev) {
