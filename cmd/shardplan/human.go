@@ -158,7 +158,12 @@ func printReshard(w io.Writer, r *api.ReshardResponse, said string) {
 	printSteps(w, "", r.Steps)
 	printSummary(w, "", r.Summary)
 	if r.XLAWarning != "" && !strings.Contains(said, r.XLAWarning) {
-		fmt.Fprintf(w, "XLA warning: %s\n", r.XLAWarning)
+		if r.Summary.FullRematerialization {
+			fmt.Fprintf(w, "XLA warning: %s\n", r.XLAWarning)
+		} else {
+			// XLA logs the same words for a last resort within device groups.
+			fmt.Fprintf(w, "XLA warning (XLA's words for any last resort; this one stays within device groups): %s\n", r.XLAWarning)
+		}
 	}
 	printSuggestions(w, "", r.SuggestedConstraints, said)
 	if r.Note != "" {

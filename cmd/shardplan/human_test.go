@@ -22,18 +22,21 @@ func TestHumanGolden(t *testing.T) {
 		golden string
 		args   []string
 		code   int
+		stdin  string
 	}{
-		{"reshard-xla-pairs.txt", []string{"reshard", example("reshard-seed003-case1-xla-pairs.json")}, exitOK},
-		{"reshard-allow-remat.txt", []string{"reshard", example("reshard-allow-remat.json")}, exitOK},
-		{"reshard-violation.txt", []string{"reshard", example("ci-gate-xla-case4.json")}, exitViolation},
-		{"graph-mlp.txt", []string{"graph", example("graph-mlp.json")}, exitOK},
-		{"graph-module.txt", []string{"graph", example("graph-stablehlo-mlp.mlir")}, exitOK},
-		{"graph-violation.txt", []string{"graph", example("graph-ci-gate.json")}, exitViolation},
-		{"tiles.txt", []string{"tiles", example("tiles-16x23.json")}, exitOK},
+		{"reshard-xla-pairs.txt", []string{"reshard", example("reshard-seed003-case1-xla-pairs.json")}, exitOK, ""},
+		{"reshard-allow-remat.txt", []string{"reshard", example("reshard-allow-remat.json")}, exitOK, ""},
+		{"reshard-violation.txt", []string{"reshard", example("ci-gate-xla-case4.json")}, exitViolation, ""},
+		{"graph-mlp.txt", []string{"graph", example("graph-mlp.json")}, exitOK, ""},
+		{"graph-module.txt", []string{"graph", example("graph-stablehlo-mlp.mlir")}, exitOK, ""},
+		{"graph-violation.txt", []string{"graph", example("graph-ci-gate.json")}, exitViolation, ""},
+		{"tiles.txt", []string{"tiles", example("tiles-16x23.json")}, exitOK, ""},
+		{"reshard-fallback-in-groups.txt", []string{"reshard", "-"}, exitOK, `{"mesh": "w=2,p=2,q=2,r=2", "shape": [4, 8, 8, 8], "dtype": "f32",
+			"source": ["w", "p", null, ["q", "r"]], "target": ["w", null, ["p", "q", "r"], null], "strategy": "xla"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.golden, func(t *testing.T) {
-			r := runCLI(t, nil, "", tc.args...)
+			r := runCLI(t, nil, tc.stdin, tc.args...)
 			require.Equal(t, tc.code, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 			for _, once := range []string{"[SPMD] Involuntary full rematerialization", "fix: insert these sharding constraints"} {
 				assert.LessOrEqual(t, strings.Count(r.stdout, once), 1, "printed more than once: %q", once)
@@ -43,6 +46,9 @@ func TestHumanGolden(t *testing.T) {
 			}
 			if strings.Contains(r.stdout, "full rematerialization: YES") {
 				assert.NotContains(t, r.stdout, "last resort within device groups", "a full remat is not a fallback within groups")
+			}
+			if strings.Contains(r.stdout, "full rematerialization: no") {
+				assert.NotContains(t, r.stdout, "every device gathers the whole tensor", "no full remat, yet the line says every device")
 			}
 			path := filepath.Join("testdata", tc.golden)
 			if *update {
