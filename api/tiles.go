@@ -194,7 +194,7 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 	}
 	if wantsSVG(r) {
 		if resp.Devices == nil {
-			return limitExceeded("mesh", "has %d devices; SVG drawings are made for meshes of up to %d devices (ask for JSON)", n, maxSVGDevices)
+			return limitExceeded("mesh", "has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT); an SVG draws the tiles of the devices listed: ask for them with \"devices\": [ids]", n, s.limits.ListDeviceLimit)
 		}
 		body, err := tilesSVG(m, req.Shape, &resp)
 		if err != nil {
