@@ -130,7 +130,6 @@ type completeSearch struct {
 	units     [][]uint8
 	byCounts  map[string][]state // unit states by shard counts
 	noPermute bool               // the structured pass leaves out its permutes
-	pieces    bool               // the structured pass gathers in two pieces too
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[string]float64

@@ -16,8 +16,8 @@ import (
 //
 //	slice              a sequence of unused units appended to the minor end of a dim
 //	                   (one unit where the dim's tiles are even whatever its units)
-//	all_gather         a minor suffix of whole units dropped, in one step or (under
-//	                   structured ops) in two: a minor run of its atoms, then the rest
+//	all_gather         a minor suffix of whole units dropped, in one step or in two:
+//	                   a minor run of its atoms, then the rest
 //	all_to_all         a minor suffix of whole units moved to the minor end of another dim
 //	reduce_scatter     pending partial-sum units reduced and appended to a dim
 //	all_reduce         pending partial-sum units reduced
@@ -103,14 +103,13 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 		return nil, false, nil
 	}
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
-	cs.full, cs.units, cs.pieces = true, units, structuredOnly(r)
+	cs.full, cs.units = true, units
 	cs.maxExp, cs.maxP2P = structuredExpansions, structuredP2PBudget
 	free, any, _ := bestCandidates(r, cands)
 	noRep := cs.noRep
 	var first *Plan
 	if r.Effort == EffortExhaustive {
 		cs.maxExp, cs.maxP2P = cs.maxExp*exhaustiveScale, cs.maxP2P*exhaustiveScale
-		cs.pieces = true
 	}
 	if !structuredOnly(r) && r.Effort != EffortExhaustive {
 		// With exchanges allowed the structured graph gives an incumbent within a
@@ -208,7 +207,7 @@ func (c *completeSearch) expandUnits(id int32) {
 				nx := st.clone()
 				nx[d] = nx[d][:n-j]
 				c.consider(id, cedge{op: OpAllGather, dim: d, group: suffix}, cnode{nx, cur.unr})
-				for k := 1; c.pieces && k < j; k++ {
+				for k := 1; k < j; k++ {
 					e := cedge{op: OpAllGather, dim: d, group: suffix, pieces: []uint8{uint8(k), uint8(j - k)}}
 					if c.piecesFeasible(e, cur, cnode{nx, cur.unr}) {
 						c.consider(id, e, cnode{nx, cur.unr})
