@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -106,8 +107,13 @@ type Deps struct {
 	// PlannerMemos keep what planning computes from a cost model and a mesh alone,
 	// shared by every request; their sizes are in the metrics.
 	PlannerMemos *planner.Memos
-	// Checks are readiness checks by name (e.g. "cache"); /readyz runs them all.
+	// Checks are readiness checks by name; /readyz runs them all and answers 503 when
+	// one fails.
 	Checks map[string]Check
+	// Optional are readiness checks of dependencies the service answers without (e.g.
+	// "cache": every answer can be computed): /readyz answers 200 "degraded" when one
+	// fails, and shardplan_degraded is 1.
+	Optional map[string]Check
 	// OpenAPI is the Swagger 2.0 spec as swag writes it, served at GET /openapi2.json
 	// (the /docs page reads it); OpenAPI3 its OpenAPI 3 conversion with the polymorphic
 	// input fields as oneOf, served at GET /openapi.json (and /openapi3.json).
@@ -124,17 +130,20 @@ type Server struct {
 	reg      *prometheus.Registry
 	memo     Memo
 	checks   map[string]Check
-	openapi  []byte
-	openapi3 []byte
-	validate *validator.Validate
-	draining atomic.Bool
-	inflight chan struct{} // requests computing or waiting to
-	compute  chan struct{} // requests computing
-	clients  *clientLimits // nil: no rate limits
-	access   Access
-	keys     keyHashes // of access.APIKeys
-	metrics  *httpMetrics
-	router   chi.Router
+	optional map[string]Check
+	// checkState is each readiness check's last outcome (true: failing), to log changes.
+	checkState sync.Map
+	openapi    []byte
+	openapi3   []byte
+	validate   *validator.Validate
+	draining   atomic.Bool
+	inflight   chan struct{} // requests computing or waiting to
+	compute    chan struct{} // requests computing
+	clients    *clientLimits // nil: no rate limits
+	access     Access
+	keys       keyHashes // of access.APIKeys
+	metrics    *httpMetrics
+	router     chi.Router
 
 	planMemos *planner.Memos // every request's
 }
@@ -142,11 +151,11 @@ type Server struct {
 // New builds a Server from deps.
 func New(deps Deps) (*Server, error) {
 	s := &Server{
-		log:     deps.Logger,
-		limits:  deps.Limits,
-		reg:     deps.Registry,
-		memo:    deps.Memo,
-		checks:  deps.Checks,
+		log:    deps.Logger,
+		limits: deps.Limits,
+		reg:    deps.Registry,
+		memo:   deps.Memo,
+		checks: deps.Checks, optional: deps.Optional,
 		openapi: deps.OpenAPI, openapi3: deps.OpenAPI3,
 		access: deps.Access,
 		keys:   newKeyHashes(deps.Access.APIKeys),
