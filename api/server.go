@@ -49,6 +49,9 @@ type Limits struct {
 	// MaxResponseBytes bounds the estimated size of the per-device lists (transfers,
 	// pairs, tiles) of one answer; over it, 422 response-too-large before they are built.
 	MaxResponseBytes int64 // SHARDPLAN_MAX_RESPONSE_BYTES
+	// MaxAnswerBytes bounds the encoded size of any one answer on every /v1 route; over
+	// it, 422 response-too-large naming the include entry or field that shrinks it.
+	MaxAnswerBytes int64 // SHARDPLAN_MAX_ANSWER_BYTES
 	// MaxGraphDepth bounds how deep while ops nest in a graph (400 above).
 	MaxGraphDepth int // SHARDPLAN_MAX_GRAPH_DEPTH
 	// Graph limits (POST /v1/graph): body size, ops (regions included) and tensors.
@@ -81,6 +84,7 @@ func DefaultLimits() Limits {
 		RateBurst:       20,
 
 		MaxResponseBytes: 64 << 20,
+		MaxAnswerBytes:   64 << 20,
 		MaxGraphDepth:    32,
 
 		MaxGraphBodyBytes: 32 << 20,
@@ -251,7 +255,7 @@ func (s *Server) routes() chi.Router {
 	// Admission (admission.go): rate limit, then the body under its own deadline, then
 	// the request deadline; slots are taken only by work that computes.
 	r.Group(func(r chi.Router) {
-		r.Use(s.requireAPIKey, s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout)
+		r.Use(s.requireAPIKey, s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
 		r.With(s.offers("application/json", svgMediaType), s.throttle).Post("/v1/tiles", s.handle(s.tiles))
 		// A drawing is made from the JSON answer; the exact-request memo answers a body it
 		// has answered before; reshard decodes and keys the rest for the plan memo.
@@ -260,11 +264,11 @@ func (s *Server) routes() chi.Router {
 	})
 	// Graphs are bigger than single reshards: their own body limit.
 	r.Group(func(r chi.Router) {
-		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
+		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
 		r.With(s.offers("application/json", mlirMediaType)).Post("/v1/graph", s.handle(s.exact("graph", mlirMediaType, s.graph)))
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
+		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
 		r.With(s.offers("application/json", textMediaType)).Post("/v1/audit", s.handle(s.exact("audit", textMediaType, s.audit)))
 	})
 	return r
