@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -249,4 +250,97 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestBreakerCluster runs a 3-master Redis Cluster and kills one master: only its node's
+// breaker opens, the keys of its slots are skipped without a call while the keys of the
+// other masters still hit, and after the master is back a probe (on the fake clock)
+// closes the breaker and its keys hit again.
+func TestBreakerCluster(t *testing.T) {
+	cli := lookPath(t, "redis-cli")
+	confDir := t.TempDir()
+	var nodes []*redisServer
+	var addrs []string
+	for i := range 3 {
+		n := startRedis(t, freePort(t, true),
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(confDir, fmt.Sprintf("nodes-%d.conf", i)),
+			"--cluster-node-timeout", "2000")
+		nodes = append(nodes, n)
+		addrs = append(addrs, n.addr())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), settle)
+	defer cancel()
+	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")
+	out, err := execOutput(ctx, confDir, cli, args...)
+	require.NoError(t, err, "redis-cli --cluster create: %s", out)
+	clusterOK := func(ct *assert.CollectT) {
+		for _, a := range addrs {
+			info, err := clusterInfo(ctx, a)
+			if assert.NoError(ct, err) {
+				assert.Equal(ct, "ok", info["cluster_state"], a)
+			}
+		}
+	}
+	require.EventuallyWithT(t, clusterOK, settle, 50*time.Millisecond)
+
+	clk := newProbeClock()
+	cfg := Config{RedisURL: fmt.Sprintf("redis://%s?addr=%s&addr=%s", addrs[0], addrs[1], addrs[2]), TTL: time.Minute, Timeout: 150 * time.Millisecond,
+		Breaker: BreakerConfig{Failures: 3, ProbeInterval: time.Second, Clock: clk}}
+	r, err := NewRedis(cfg)
+	require.NoError(t, err)
+	cc, ok := r.Client().(*redis.ClusterClient)
+	require.True(t, ok)
+	c := newTestCache(t, r, cfg)
+
+	const n = 30
+	dead := addrs[2]
+	onDead := map[int]bool{}
+	get := func(t require.TestingT, i int) bool {
+		v, hit, err := c.GetOrCompute(context.Background(), c.Key(PlanID(fmt.Appendf(nil, "req-%d", i))), func(context.Context) ([]byte, error) {
+			return fmt.Appendf(nil, "plan-%d", i), nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint("plan-", i), string(v))
+		return hit
+	}
+	for i := range n {
+		require.False(t, get(t, i))
+		m, err := cc.MasterForKey(t.Context(), c.Key(PlanID(fmt.Appendf(nil, "req-%d", i))))
+		require.NoError(t, err)
+		onDead[i] = m.Options().Addr == dead
+	}
+	require.NotEmpty(t, onDead)
+
+	nodes[2].stop()
+	for range 2 { // the breaker opens on the first failed calls
+		for i := range n {
+			assert.Equal(t, !onDead[i], get(t, i), "key %d: hit unless its master is dead", i)
+		}
+	}
+	require.Equal(t, []string{dead}, c.UnreachableNodes())
+	before := r.Breakers().Skipped
+	deadKeys := 0
+	for i := range n {
+		assert.Equal(t, !onDead[i], get(t, i), "key %d", i)
+		if onDead[i] {
+			deadKeys++
+		}
+	}
+	assert.Equal(t, uint64(2*deadKeys), r.Breakers().Skipped-before, "a lookup and a write skipped per key of the dead master, none for the others")
+
+	nodes[2].start()
+	require.EventuallyWithT(t, clusterOK, settle, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		if clk.pending() > 0 {
+			clk.Advance(time.Second)
+		}
+		return len(c.UnreachableNodes()) == 0
+	}, settle, 5*time.Millisecond)
+	for i := range n {
+		if onDead[i] {
+			get(t, i) // lost with the master's memory: stored again
+		}
+		assert.True(t, get(t, i), "key %d hits again", i)
+	}
 }
