@@ -205,7 +205,7 @@ func TestBreakerRedisOutage(t *testing.T) {
 		assert.False(t, get(t, fmt.Sprint("down-", i)))
 		slowest = max(slowest, time.Since(start))
 	}
-	require.Equal(t, BreakerStats{Open: 1, Opened: 1, Skipped: 1}, r.Breakers(), "3 failures open it; the 4th call is skipped")
+	require.Equal(t, BreakerStats{Open: 1, Opened: 1, Skipped: 1}, r.breakers.stats(), "3 failures open it; the 4th call is skipped")
 	assert.Equal(t, []string{srv.addr()}, c.UnreachableNodes())
 
 	// From now on nothing is sent: every lookup and write is skipped.
@@ -216,7 +216,7 @@ func TestBreakerRedisOutage(t *testing.T) {
 		assert.False(t, get(t, fmt.Sprint("skipped-", i)))
 		skippedSlowest = max(skippedSlowest, time.Since(start))
 	}
-	assert.Equal(t, uint64(1+2*calls), r.Breakers().Skipped, "a lookup and a write per call, all skipped")
+	assert.Equal(t, uint64(1+2*calls), r.breakers.stats().Skipped, "a lookup and a write per call, all skipped")
 	assert.Equal(t, 1.0, gathered(t, reg, "shardplan_cache_nodes_unreachable"))
 	t.Logf("with the node dead: slowest call %s before the breaker opened, %s after", slowest, skippedSlowest)
 
@@ -319,7 +319,7 @@ func TestBreakerCluster(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{dead}, c.UnreachableNodes())
-	before := r.Breakers().Skipped
+	before := r.breakers.stats().Skipped
 	deadKeys := 0
 	for i := range n {
 		assert.Equal(t, !onDead[i], get(t, i), "key %d", i)
@@ -327,7 +327,7 @@ func TestBreakerCluster(t *testing.T) {
 			deadKeys++
 		}
 	}
-	assert.Equal(t, uint64(2*deadKeys), r.Breakers().Skipped-before, "a lookup and a write skipped per key of the dead master, none for the others")
+	assert.Equal(t, uint64(2*deadKeys), r.breakers.stats().Skipped-before, "a lookup and a write skipped per key of the dead master, none for the others")
 
 	nodes[2].start()
 	require.EventuallyWithT(t, clusterOK, settle, 50*time.Millisecond)

@@ -315,9 +315,6 @@ func (r *Redis) Close() error {
 	return r.client.Close()
 }
 
-// Breakers counts the open breakers of the store's nodes and the calls they skipped.
-func (r *Redis) Breakers() BreakerStats { return r.breakers.stats() }
-
 // OpenNodes lists the addresses of the nodes whose breakers are open.
 func (r *Redis) OpenNodes() []string { return r.breakers.openNodes() }
 
