@@ -112,11 +112,6 @@ func (bs *breakers) close() {
 	bs.wg.Wait()
 }
 
-// stats is what the metrics read.
-func (bs *breakers) stats() BreakerStats {
-	return BreakerStats{Open: int(bs.open.Load()), Skipped: bs.skipped.Load(), Opened: bs.opened.Load()}
-}
-
 // openNodes lists the addresses whose breakers are open.
 func (bs *breakers) openNodes() []string {
 	bs.mu.Lock()
@@ -128,13 +123,6 @@ func (bs *breakers) openNodes() []string {
 		}
 	}
 	return out
-}
-
-// BreakerStats counts the breakers of a store's nodes.
-type BreakerStats struct {
-	Open    int    // breakers open now
-	Skipped uint64 // calls failed at once since start
-	Opened  uint64 // times a breaker opened since start
 }
 
 // breaker is one node's.

@@ -96,7 +96,7 @@ func TestBreakerStates(t *testing.T) {
 	}
 	b.record(ctx, redis.ErrClosed)
 	assert.True(t, b.isOpen(), "the third failure in a row opens it")
-	assert.Equal(t, BreakerStats{Open: 1, Opened: 1}, bs.stats())
+	assert.Equal(t, breakerStats{Open: 1, Opened: 1}, bs.stats())
 
 	// Open: calls are skipped, counted.
 	for range 5 {
@@ -122,7 +122,7 @@ func TestBreakerStates(t *testing.T) {
 	require.Eventually(t, func() bool { return !b.isOpen() }, settle, time.Millisecond)
 	assert.Equal(t, int64(2), pings.Load())
 	assert.True(t, b.allow())
-	assert.Equal(t, BreakerStats{Open: 0, Opened: 1, Skipped: 6}, bs.stats())
+	assert.Equal(t, breakerStats{Open: 0, Opened: 1, Skipped: 6}, bs.stats())
 
 	// It opens again on new failures, and its probe stops when the store closes.
 	for range 3 {
@@ -160,6 +160,18 @@ func TestBreakerCounts(t *testing.T) {
 			assert.Equal(t, tc.failed, nodeFailed(tc.ctx, tc.err))
 		})
 	}
+}
+
+// breakerStats counts the breakers of a store's nodes.
+type breakerStats struct {
+	Open    int    // breakers open now
+	Skipped uint64 // calls failed at once since start
+	Opened  uint64 // times a breaker opened since start
+}
+
+// stats reads the counts the metrics read.
+func (bs *breakers) stats() breakerStats {
+	return breakerStats{Open: int(bs.open.Load()), Skipped: bs.skipped.Load(), Opened: bs.opened.Load()}
 }
 
 // proto is an error reply of Redis as go-redis returns it.
@@ -205,7 +217,7 @@ func TestBreakerRedisOutage(t *testing.T) {
 		assert.False(t, get(t, fmt.Sprint("down-", i)))
 		slowest = max(slowest, time.Since(start))
 	}
-	require.Equal(t, BreakerStats{Open: 1, Opened: 1, Skipped: 1}, r.breakers.stats(), "3 failures open it; the 4th call is skipped")
+	require.Equal(t, breakerStats{Open: 1, Opened: 1, Skipped: 1}, r.breakers.stats(), "3 failures open it; the 4th call is skipped")
 	assert.Equal(t, []string{srv.addr()}, c.UnreachableNodes())
 
 	// From now on nothing is sent: every lookup and write is skipped.
