@@ -102,7 +102,9 @@ func (bs *breakers) node(addr string, ping func(context.Context) error) *breaker
 		b = &breaker{set: bs, addr: addr}
 		bs.nodes[addr] = b
 	}
+	b.mu.Lock()
 	b.ping = ping // a node client made again for the same address replaces the old one
+	b.mu.Unlock()
 	return b
 }
 
@@ -129,9 +131,9 @@ func (bs *breakers) openNodes() []string {
 type breaker struct {
 	set  *breakers
 	addr string
-	ping func(context.Context) error
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards the fields below
+	ping     func(context.Context) error
 	failures int
 	open     bool
 }
