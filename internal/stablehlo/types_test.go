@@ -1,6 +1,7 @@
 package stablehlo_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,14 +29,14 @@ func TestNegativeDims(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := stablehlo.Parse(tc.src, stablehlo.Limits{})
+			_, err := stablehlo.Parse(context.Background(), tc.src, stablehlo.Limits{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 	for _, ok := range []string{"tensor<0xf32>", "tensor<?x4xf32>", "tensor<2x0x3xf32>", "tensor<4x!quant.uniform<i8:f32, 0.5:-128>>"} {
 		t.Run(ok, func(t *testing.T) {
-			_, err := stablehlo.Parse(module(ok), stablehlo.Limits{})
+			_, err := stablehlo.Parse(context.Background(), module(ok), stablehlo.Limits{})
 			assert.NoError(t, err)
 		})
 	}
