@@ -524,7 +524,7 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	}
 	start := time.Now()
 	// 256 distinct groupings of the largest mesh the server takes.
-	a, err := hlo.Analyze(mod, hlo.Options{Mesh: mesh, MeshField: "mesh", Model: model, MaxDecodeWork: 256 * s.limits.MaxDevices})
+	a, err := hlo.Analyze(ctx, mod, hlo.Options{Mesh: mesh, MeshField: "mesh", Model: model, MaxDecodeWork: 256 * s.limits.MaxDevices, MaxDevices: s.limits.MaxDevices})
 	s.metrics.observePlan("audit", planner.XLA, start)
 	if err != nil {
 		return nil, err

@@ -275,7 +275,7 @@ func TestAuditErrors(t *testing.T) {
 		status               int
 		slug, field, detail  string
 	}{
-		{"hlo syntax", "/v1/audit", hloMediaType, broken, 400, slugInvalidModule, "hlo_module", "hlo_module: line 19, column 21: expected a dim size"},
+		{"hlo syntax", "/v1/audit", hloMediaType, broken, 400, slugInvalidModule, "hlo_module", "hlo_module: line 19, column 22: expected a dim size"},
 		{"mesh size", "/v1/audit?mesh=x=4", hloMediaType, hloText, 400, slugInvalidMesh, "mesh", "the module runs on 8"},
 		{"unknown query", "/v1/audit?strategy=xla", hloMediaType, hloText, 400, slugInvalidRequest, "strategy", "unknown query parameter"},
 		{"bad budget", "/v1/audit?memory_budget_bytes_per_device=0", hloMediaType, hloText, 400, slugInvalidRequest, "memory_budget_bytes_per_device", "positive integer"},

@@ -1,6 +1,7 @@
 package hlo
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		a, err := Analyze(m, Options{Model: model})
+		a, err := Analyze(context.Background(), m, Options{Model: model})
 		if err != nil {
 			if !strings.Contains(err.Error(), "line ") && !strings.HasPrefix(err.Error(), "mesh") {
 				t.Fatalf("analysis error without a position: %v", err)

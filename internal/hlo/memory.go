@@ -80,7 +80,7 @@ func (a *Analysis) Memory() Memory {
 	var live int64
 	for i, in := range comp.Instrs {
 		live += diff[i]
-		line, _ := LineCol(a.Module.Src, in.Pos)
+		line, _ := a.Module.LineCol(in.Pos)
 		mem.Timeline[i] = MemoryPoint{Instr: in.Name, Line: line, LiveBytes: live}
 		if live > mem.PeakBytes || i == 0 {
 			mem.PeakBytes, mem.PeakIndex = live, i

@@ -198,6 +198,7 @@ func Parse(src string, lim Limits) (*Module, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
+	m.lines = lineStarts(src)
 	return m, nil
 }
 
