@@ -330,9 +330,12 @@ func (a *Analysis) checkMesh(mesh, inferred *sharding.Mesh, field string) error 
 		for d, n := range in.Shape.Dims {
 			global[d] = n * int64(dims[d])
 		}
+		line, _ := m.LineCol(in.Pos)
 		if _, err := sharding.ParseHLO(sh, mesh, global, "sharding"); err != nil {
-			line, _ := m.LineCol(in.Pos)
 			return fielderr.New(field, "the mesh %s does not fit parameter %%%s's sharding %s (line %d): %v; %s", meshText(mesh), in.Name, clip(sh), line, err, fits)
+		}
+		if axes, ok := shardingAxes(sh); ok && !refines(meshSizes(mesh), axes) {
+			return fielderr.New(field, "the mesh %s does not fit parameter %%%s's sharding %s (line %d): its devices are laid out over axes of sizes %v, which the mesh's axes do not split into (in order, minor last); %s", meshText(mesh), in.Name, clip(sh), line, axes, fits)
 		}
 	}
 	return nil

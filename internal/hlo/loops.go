@@ -85,8 +85,12 @@ func (m *Module) ComputationRuns() map[*Computation]Runs {
 		if r, ok := runs[c]; ok {
 			return r
 		}
-		if c == m.Entry || len(callers[c]) == 0 || visiting[c] {
+		if visiting[c] {
 			return Runs{Count: 1, Known: true}
+		}
+		if c == m.Entry || len(callers[c]) == 0 {
+			runs[c] = Runs{Count: 1, Known: true}
+			return runs[c]
 		}
 		visiting[c] = true
 		r := Runs{Known: true}

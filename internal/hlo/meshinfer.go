@@ -224,3 +224,41 @@ func meshSizes(m *sharding.Mesh) []int {
 
 // sameSizes reports whether the two meshes have the same axis sizes (size-1 axes aside).
 func sameSizes(a, b *sharding.Mesh) bool { return slices.Equal(meshSizes(a), meshSizes(b)) }
+
+// shardingAxes gives the axis sizes an HloSharding's tile assignment lays its devices
+// over: a transposed iota's reshape dims, or a plain iota's tile dims (sizes 1 left out).
+func shardingAxes(text string) ([]int, bool) {
+	mm := tileRE.FindStringSubmatch(text)
+	if mm == nil || mm[2] == "" {
+		return nil, false
+	}
+	dims := ints(mm[1])
+	if strings.Contains(mm[3], ",") {
+		dims = ints(mm[3])
+	}
+	var out []int
+	for _, d := range dims {
+		if d > 1 {
+			out = append(out, d)
+		}
+	}
+	return out, true
+}
+
+// refines reports whether axes of sizes mesh (major to minor) split the devices at
+// every place axes of sizes want do: each of want's suffix products is one of mesh's.
+func refines(mesh, want []int) bool {
+	have := map[int]bool{}
+	p := 1
+	for i := len(mesh) - 1; i >= 0; i-- {
+		p *= mesh[i]
+		have[p] = true
+	}
+	p = 1
+	for i := len(want) - 1; i > 0; i-- {
+		if p *= want[i]; !have[p] {
+			return false
+		}
+	}
+	return true
+}
