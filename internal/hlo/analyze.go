@@ -185,7 +185,7 @@ var unmodeledOps = map[string]string{
 }
 
 // collectiveCallRE matches custom-call targets that communicate.
-var collectiveCallRE = regexp.MustCompile(`(?i)(all[-_]?reduce|all[-_]?gather|reduce[-_]?scatter|all[-_]?to[-_]?all|collective|permute|send|recv|nccl|transfer)`)
+var collectiveCallRE = regexp.MustCompile(`(?i)(all[-_]?reduce|all[-_]?gather|reduce[-_]?scatter|all[-_]?to[-_]?all|collective|permute|nccl)`)
 
 // Analyze decodes every collective of m onto the mesh (opts.Mesh, checked against the
 // module's devices and parameters' shardings; else inferred, see InferMesh), prices it

@@ -22,7 +22,7 @@ func ParseGroups(text string, maxDevices int) ([][]int, error) {
 		}
 		return nm.Groups(), nil
 	}
-	groups, err := parseListGroups(text, maxDevices)
+	groups, err := parseListGroups(text, maxDevices, maxDevices)
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +41,9 @@ func ParseGroups(text string, maxDevices int) ([][]int, error) {
 	return groups, nil
 }
 
-// parseListGroups reads the list form {{0,1},{2,3}}.
-func parseListGroups(text string, maxDevices int) ([][]int, error) {
+// parseListGroups reads the list form {{0,1},{2,3}}: ids below maxDevices, at most
+// maxEntries in all.
+func parseListGroups(text string, maxDevices, maxEntries int) ([][]int, error) {
 	if !strings.HasPrefix(text, "{") || !strings.HasSuffix(text, "}") {
 		return nil, fmt.Errorf("expected {{0,1},...} or [G,S]<=[dims]T(perm), got %q", clip(text))
 	}
@@ -68,8 +69,8 @@ func parseListGroups(text string, maxDevices int) ([][]int, error) {
 			return nil, fmt.Errorf("group %d is empty; every group lists its devices", len(groups))
 		}
 		total += len(ids)
-		if total > maxDevices {
-			return nil, fmt.Errorf("the groups list more than %d devices", maxDevices)
+		if total > maxEntries {
+			return nil, fmt.Errorf("the groups list more than %d devices", maxEntries)
 		}
 		groups = append(groups, ids)
 		inner = strings.TrimSpace(inner[end+1:])
@@ -80,7 +81,9 @@ func parseListGroups(text string, maxDevices int) ([][]int, error) {
 
 // ParsePairs reads source_target_pairs {{0,1},{1,2}}.
 func ParsePairs(text string, maxDevices int) ([][2]int, error) {
-	groups, err := parseListGroups(strings.TrimSpace(text), 2*maxDevices)
+	// A device may send to (or receive from) several: the pairs are bounded by the
+	// text's length only.
+	groups, err := parseListGroups(strings.TrimSpace(text), 2*maxDevices, len(text))
 	if err != nil {
 		return nil, err
 	}

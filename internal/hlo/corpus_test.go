@@ -1,0 +1,256 @@
+package hlo
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/cost"
+)
+
+// corpusModule is one module of testdata/corpus: a compiled HLO module nobody here
+// wrote, with its provenance (MANIFEST.tsv: file, producer, repository, path, commit,
+// which module of the file).
+type corpusModule struct {
+	file, producer, repo, path, commit, which string
+}
+
+func readCorpus(t *testing.T) []corpusModule {
+	f, err := os.Open(filepath.Join("testdata", "corpus", "MANIFEST.tsv"))
+	require.NoError(t, err)
+	defer f.Close()
+	var out []corpusModule
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		c := strings.Split(sc.Text(), "\t")
+		require.Len(t, c, 6, sc.Text())
+		out = append(out, corpusModule{c[0], c[1], c[2], c[3], c[4], c[5]})
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// TestCorpus: every module of the corpus parses as pasted and analyses without a mesh
+// (its devices and mesh inferred), and every collective's count and bytes match a
+// reading of the text that shares no code with the importer (readCollectives).
+func TestCorpus(t *testing.T) {
+	mods := readCorpus(t)
+	model, ok := cost.Profile("tpu-v5p")
+	require.True(t, ok)
+	byProducer := map[string]int{}
+	checked := 0 // byte figures compared
+	for _, cm := range mods {
+		t.Run(cm.file, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join("testdata", "corpus", cm.file))
+			require.NoError(t, err)
+			m, err := Parse(string(src), Limits{})
+			require.NoError(t, err, "%s (%s %s)", cm.file, cm.repo, cm.path)
+			a, err := Analyze(context.Background(), m, Options{Model: model})
+			require.NoError(t, err, "%s (%s %s)", cm.file, cm.repo, cm.path)
+			byProducer[cm.producer]++
+
+			want := readCollectives(string(src))
+			got := map[string]int{}
+			for _, c := range a.Collectives {
+				got[strings.TrimSuffix(c.Opcode, "-start")]++
+			}
+			for _, u := range a.Unmodeled {
+				got[strings.TrimSuffix(u.Opcode, "-start")]++
+			}
+			counts := map[string]int{}
+			for _, w := range want {
+				counts[w.opcode]++
+			}
+			assert.Equal(t, counts, got, "collectives by opcode")
+
+			byName := map[string]*Collective{}
+			for i := range a.Collectives {
+				c := &a.Collectives[i]
+				byName[c.Computation+"/"+c.Name] = c
+				assert.Positive(t, c.TripCount)
+				if c.GroupSize > 1 && c.InBytes > 0 && c.Kind != cost.CollectivePermute {
+					assert.Positive(t, c.Cost.TimeUS, "%%%s is priced", c.Name)
+				}
+			}
+			for _, w := range want {
+				c := byName[w.computation+"/"+w.name]
+				if c == nil {
+					continue // unmodeled
+				}
+				if w.outBytes >= 0 {
+					assert.Equal(t, w.outBytes, c.OutBytes, "%%%s's result bytes", w.name)
+					checked++
+				}
+				if w.inBytes >= 0 {
+					assert.Equal(t, w.inBytes, c.InBytes, "%%%s's operand bytes", w.name)
+					checked++
+				}
+			}
+		})
+	}
+	t.Logf("modules accepted as pasted, by producer: %v of %d; %d byte figures compared", byProducer, len(mods), checked)
+	assert.Greater(t, checked, 150, "the independent reading compares most collectives' bytes")
+	assert.GreaterOrEqual(t, len(mods), 40)
+	assert.GreaterOrEqual(t, len(byProducer), 3)
+}
+
+// A readCollective is one collective as a line-based reading of the text sees it.
+type readCollective struct {
+	computation, name, opcode string
+	// outBytes and inBytes are -1 when the reading cannot tell (async tuples,
+	// operands printed without a shape).
+	outBytes, inBytes int64
+}
+
+var (
+	defRE   = regexp.MustCompile(`^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$`)
+	compRE  = regexp.MustCompile(`^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\))?\s*(?:->.*)?\{\s*$`)
+	collRE  = regexp.MustCompile(`^(.*?)\s*\b(all-gather|all-reduce|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute|collective-broadcast)(-start)?\((.*)$`)
+	arrayRE = regexp.MustCompile(`\b([a-z]+[0-9]*)\[([0-9, ]*)\]`)
+)
+
+// readCollectives reads the collectives of an HLO text line by line: instructions are
+// the lines "name = ...", continued by the lines after them that are not; the result
+// shape is the text before the opcode, the operands' shapes those of their definitions
+// in the same computation.
+func readCollectives(src string) []readCollective {
+	var instrs [][2]string // computation, text
+	comp := ""
+	for _, line := range strings.Split(src, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "" || strings.HasPrefix(t, "//"):
+		case compRE.MatchString(line) && !strings.Contains(t, "="):
+			comp = compRE.FindStringSubmatch(line)[1]
+		case defRE.MatchString(line):
+			instrs = append(instrs, [2]string{comp, t})
+		case t == "}" || strings.HasPrefix(t, "},"):
+		case len(instrs) > 0:
+			instrs[len(instrs)-1][1] += " " + t
+		}
+	}
+	shapes := map[string]string{}
+	for _, in := range instrs {
+		m := defRE.FindStringSubmatch(in[1])
+		rest := stripBlockComments(m[2])
+		// the shape: up to the opcode, the first word followed by '('
+		if i := regexp.MustCompile(`[a-z][\w\-]*\(`).FindStringIndex(rest); i != nil && !strings.HasPrefix(rest, "(") {
+			shapes[in[0]+"/"+m[1]] = rest[:i[0]]
+		} else if strings.HasPrefix(rest, "(") {
+			depth := 0
+			for j, c := range rest {
+				if c == '(' {
+					depth++
+				} else if c == ')' {
+					if depth--; depth == 0 {
+						shapes[in[0]+"/"+m[1]] = rest[:j+1]
+						break
+					}
+				}
+			}
+		}
+	}
+	var out []readCollective
+	for _, in := range instrs {
+		m := defRE.FindStringSubmatch(in[1])
+		body := stripBlockComments(m[2])
+		c := collRE.FindStringSubmatch(body)
+		if c == nil || strings.Contains(c[1], "=") {
+			continue
+		}
+		rc := readCollective{computation: in[0], name: m[1], opcode: c[2], outBytes: -1, inBytes: -1}
+		if c[3] == "" {
+			rc.outBytes = shapeBytes(c[1])
+		}
+		args := c[4][:closingParen(c[4])]
+		var in64 int64
+		known := args != ""
+		for _, op := range splitTop(args) {
+			op = strings.TrimSpace(op)
+			name := op[strings.LastIndexAny(op, " %")+1:]
+			s, ok := shapes[in[0]+"/"+name]
+			if !ok || strings.TrimSpace(s) == "" {
+				known = false
+				break
+			}
+			in64 += shapeBytes(s)
+		}
+		if known {
+			rc.inBytes = in64
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+func stripBlockComments(s string) string {
+	return regexp.MustCompile(`/\*.*?\*/`).ReplaceAllString(s, "")
+}
+
+func closingParen(s string) int {
+	depth := 1
+	for i, c := range s {
+		switch c {
+		case '(', '{', '[':
+			depth++
+		case ')', '}', ']':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return len(s)
+}
+
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '(', '{', '[':
+			depth++
+		case ')', '}', ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// shapeBytes sums the arrays of a printed shape: elements times the element's bytes
+// (sub-byte types rounded up per array).
+func shapeBytes(s string) int64 {
+	bits := map[string]int64{"pred": 8, "s8": 8, "u8": 8, "s16": 16, "u16": 16, "f16": 16, "bf16": 16, "s32": 32, "u32": 32, "f32": 32,
+		"s64": 64, "u64": 64, "f64": 64, "c64": 64, "c128": 128, "token": 0, "s4": 4, "u4": 4}
+	var total int64
+	for _, m := range arrayRE.FindAllStringSubmatch(s, -1) {
+		b, ok := bits[m[1]]
+		if !ok && strings.HasPrefix(m[1], "f8") {
+			b, ok = 8, true
+		}
+		if !ok {
+			continue
+		}
+		n := int64(1)
+		for _, d := range strings.Split(m[2], ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				v, _ := strconv.ParseInt(d, 10, 64)
+				n *= v
+			}
+		}
+		total += (n*b + 7) / 8
+	}
+	return total
+}
