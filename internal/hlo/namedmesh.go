@@ -80,7 +80,7 @@ func ParseNamedMesh(text string, maxDevices int) (*NamedMesh, error) {
 		return m, nil
 	}
 	for part := range strings.SplitSeq(inner, ",") {
-		part = strings.TrimSpace(part)
+		part = unquoteAxis(part) // 'y:(1)2' or 'y':(1)2
 		name, sub, hasSub := strings.Cut(part, ":")
 		name = unquoteAxis(name)
 		ax := NamedAxis{Index: -1}
@@ -150,6 +150,13 @@ func meshDeviceIDs(text string, n int) ([]int, error) {
 	}
 	if len(ids) != n {
 		return nil, fmt.Errorf("%d ids for %d devices", len(ids), n)
+	}
+	seen := make([]bool, n)
+	for _, id := range ids {
+		if seen[id] {
+			return nil, fmt.Errorf("device %d is listed twice", id)
+		}
+		seen[id] = true
 	}
 	return ids, nil
 }
