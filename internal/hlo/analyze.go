@@ -766,14 +766,7 @@ func (a *Analysis) findRemats() error {
 // fusionSlices reports whether the computation fusion in calls dynamic-slices its
 // operand-th parameter (directly or through pass-through ops).
 func (a *Analysis) fusionSlices(in *Instr, operand int) bool {
-	callee := strings.TrimPrefix(strings.TrimSpace(in.Attrs["calls"]), "%")
-	var comp *Computation
-	for _, c := range a.Module.Computations {
-		if c.Name == callee {
-			comp = c
-			break
-		}
-	}
+	comp := a.Module.Computation(in.Attrs["calls"])
 	if comp == nil {
 		return false
 	}

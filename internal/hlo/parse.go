@@ -50,6 +50,8 @@ type Module struct {
 	Frames Frames
 	// lines holds the offset of every line start, for LineCol in O(log n).
 	lines []int
+	// byName indexes Computations.
+	byName map[string]*Computation
 }
 
 // LineCol gives the 1-based line and column (in bytes) of offset off in the module's
@@ -76,12 +78,15 @@ func lineStarts(src string) []int {
 // Computation returns the computation named name (without '%'), or nil.
 func (m *Module) Computation(name string) *Computation {
 	name = strings.TrimPrefix(strings.TrimSpace(name), "%")
-	for _, c := range m.Computations {
-		if c.Name == name {
-			return c
+	if m.byName == nil {
+		m.byName = make(map[string]*Computation, len(m.Computations))
+		for _, c := range m.Computations {
+			if _, dup := m.byName[c.Name]; !dup {
+				m.byName[c.Name] = c
+			}
 		}
 	}
-	return nil
+	return m.byName[name]
 }
 
 // Computation is one HLO computation: the entry or a fused, reducer or called one.
@@ -199,6 +204,7 @@ func Parse(src string, lim Limits) (*Module, error) {
 		return nil, p.err
 	}
 	m.lines = lineStarts(src)
+	m.Computation("") // index the computations now: a parsed module is read-only
 	return m, nil
 }
 
