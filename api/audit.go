@@ -400,6 +400,9 @@ type auditFields struct {
 
 // runAudit audits the body: a compiled module, or a program.
 func (s *Server) runAudit(ctx context.Context, body []byte) (*AuditResponse, error) {
+	if string(bytes.TrimSpace(body)) == "null" {
+		return nil, NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "the body must be a JSON object, not null")
+	}
 	var f auditFields
 	if err := json.Unmarshal(body, &f); err != nil {
 		return nil, decodeBytes(body, &struct{}{}) // names the syntax error
@@ -707,7 +710,7 @@ func compiledResponse(a *hlo.Analysis, model cost.Model) *AuditResponse {
 		resp.Sites[rank] = AuditSite{Rank: rank + 1, Location: AuditLocation{File: c.SourceFile, Line: c.SourceLine, OpName: c.OpName, Function: c.Function, ModuleLine: c.Line},
 			Kind: c.Kind, Op: c.Name, Axes: c.MeshAxes, BytesPerDevice: c.BytesPerDevice, TimeUS: c.TimeUS, FullRematerialization: c.FullRematerialization, Collective: &idx,
 			TripCount: c.TripCount, TripCountNote: c.TripCountNote}
-		if c.MeshAxes == nil && c.AxesNote != "" {
+		if len(c.MeshAxes) == 0 && c.AxesNote != "" {
 			resp.Sites[rank].Note = c.AxesNote
 		}
 		t.TimeUS += c.TimeUS

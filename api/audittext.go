@@ -122,6 +122,9 @@ func siteWhat(s *AuditSite) string {
 		return fmt.Sprintf("%s of %s for op %s over %s", s.Reduction, s.Tensor, s.Op, strings.Join(s.Axes, ","))
 	}
 	w := fmt.Sprintf("%s %%%s over (%s)", s.Kind, s.Op, strings.Join(s.Axes, ","))
+	if len(s.Axes) == 0 && s.Note != "" {
+		w = fmt.Sprintf("%s %%%s over its device groups", s.Kind, s.Op)
+	}
 	if s.TripCount > 1 {
 		w += fmt.Sprintf(" x%d runs", s.TripCount)
 	}
