@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -221,9 +220,6 @@ func meshSizes(m *sharding.Mesh) []int {
 	}
 	return out
 }
-
-// sameSizes reports whether the two meshes have the same axis sizes (size-1 axes aside).
-func sameSizes(a, b *sharding.Mesh) bool { return slices.Equal(meshSizes(a), meshSizes(b)) }
 
 // shardingAxes gives the axis sizes an HloSharding's tile assignment lays its devices
 // over: a transposed iota's reshape dims, or a plain iota's tile dims (sizes 1 left out).
