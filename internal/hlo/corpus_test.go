@@ -254,3 +254,32 @@ func shapeBytes(s string) int64 {
 	}
 	return total
 }
+
+// TestCorpusTripCounts: the loops of XLA's own test modules, counted by hand from their
+// conditions, inits and steps (0 when the body never steps the variable: unknown).
+func TestCorpusTripCounts(t *testing.T) {
+	cases := map[string]map[string]int64{
+		"xla/pipeliner_increment_index_by_one.hlo":          {"ar.1": 3},
+		"xla/pipeliner_minimal_without_default_layouts.hlo": {"ar": 3},
+		"xla/pipeliner_increment_index_by_one_permute.hlo":  {"cp": 14, "ar.1": 14},
+		"xla/permute_decomposer_pipeline1.hlo":              {"cp": 2},
+		"xla/permute_decomposer_basic.hlo":                  {"cp": 0},
+		"xla/permute_decomposer_independent_cps.hlo":        {"cp1": 0, "cp2": 0, "cp3": 0},
+	}
+	for file, want := range cases {
+		src, err := os.ReadFile(filepath.Join("testdata", "corpus", file))
+		require.NoError(t, err)
+		a := analyzeText(t, string(src), "")
+		got := map[string]int64{}
+		for _, c := range a.Collectives {
+			if c.TripCountKnown {
+				got[c.Name] = c.TripCount
+			} else {
+				assert.Equal(t, int64(1), c.TripCount, "an unknown count is counted once")
+				assert.Contains(t, c.TripCountNote, "is not known")
+				got[c.Name] = 0
+			}
+		}
+		assert.Equal(t, want, got, file)
+	}
+}
