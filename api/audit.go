@@ -568,7 +568,10 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 		mesh = m
 	}
 	lim := hlo.Limits{MaxInstructions: s.limits.MaxGraphOps, MaxDevices: s.limits.MaxDevices}
-	mod, err := hlo.Parse(req.HLOModule, lim)
+	mod, err := hlo.ParseContext(ctx, req.HLOModule, lim)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		fes = appendFieldErrors(fes, err)
 	}
@@ -600,7 +603,9 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 		resp.Unmodeled = append(resp.Unmodeled, HLOUnmodeled{Computation: u.Computation, Name: u.Name, Opcode: u.Opcode, Line: u.Line, Column: u.Column, Reason: u.Reason})
 	}
 	resp.Totals.Unmodeled = len(a.Unmodeled)
-	resp.Memory = compiledMemory(a, req.MemoryBudgetBytesPerDevice)
+	if resp.Memory, err = compiledMemory(ctx, a, req.MemoryBudgetBytesPerDevice); err != nil {
+		return nil, err
+	}
 	sw := &shardingWriter{m: a.Mesh}
 	cr := collectiveRenderer{sw: sw, model: model, lists: s.stepLists(a.Mesh, nil), budget: s.newBudget()}
 	for i, rp := range plans {
@@ -635,8 +640,11 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 
 // compiledMemory renders the estimate of one device's memory over the entry
 // computation's schedule.
-func compiledMemory(a *hlo.Analysis, budget *int64) *AuditMemory {
-	mem := a.Memory()
+func compiledMemory(ctx context.Context, a *hlo.Analysis, budget *int64) (*AuditMemory, error) {
+	mem, err := a.Memory(ctx)
+	if err != nil {
+		return nil, err
+	}
 	am := &AuditMemory{PeakBytesPerDevice: mem.PeakBytes, HeldBytesPerDevice: mem.HeldBytes, MemoryBudgetBytesPerDevice: budget,
 		Timeline: make([]MemoryPoint, len(mem.Timeline))}
 	for i, p := range mem.Timeline {
@@ -662,7 +670,7 @@ func compiledMemory(a *hlo.Analysis, budget *int64) *AuditMemory {
 			}
 		}
 	}
-	return am
+	return am, nil
 }
 
 // compiledResponse renders a compiled module's analysis.

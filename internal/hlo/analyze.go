@@ -272,7 +272,7 @@ func Analyze(ctx context.Context, m *Module, opts Options) (*Analysis, error) {
 			a.Collectives = append(a.Collectives, col)
 		}
 	}
-	if err := a.findRemats(); err != nil {
+	if err := a.findRemats(ctx); err != nil {
 		return nil, err
 	}
 	for i := range a.Collectives {
@@ -688,7 +688,7 @@ type chain struct {
 
 // findRemats marks the gather chains that end in a whole tensor sliced by a
 // dynamic-slice.
-func (a *Analysis) findRemats() error {
+func (a *Analysis) findRemats(ctx context.Context) error {
 	byName := map[string]*Collective{}
 	for i := range a.Collectives {
 		c := &a.Collectives[i]
@@ -697,7 +697,15 @@ func (a *Analysis) findRemats() error {
 	devices := a.Mesh.NumDevices()
 	for _, comp := range a.Module.Computations {
 		state := map[string]*chain{}
-		for _, in := range comp.Instrs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for i, in := range comp.Instrs {
+			if i%4096 == 4095 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			var src *chain
 			if len(in.Operands) > 0 {
 				src = state[in.Operands[0]]

@@ -46,8 +46,8 @@ func BenchmarkAnalyzeLargeModule(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if mem := a.Memory(); len(mem.Timeline) != 99001 { // the parameter, 98,999 ops and the root
-			b.Fatalf("%d points", len(mem.Timeline))
+		if mem, err := a.Memory(context.Background()); err != nil || len(mem.Timeline) != 99001 { // the parameter, 98,999 ops and the root
+			b.Fatalf("%d points, %v", len(mem.Timeline), err)
 		}
 	}
 }
@@ -62,6 +62,16 @@ func TestAnalyzeLargeModuleCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Analyze(ctx, m, Options{}); err != context.Canceled {
-		t.Fatalf("got %v, want context.Canceled", err)
+		t.Fatalf("Analyze: got %v, want context.Canceled", err)
+	}
+	if _, err := ParseContext(ctx, largeModule(5000), Limits{}); err != context.Canceled {
+		t.Fatalf("ParseContext: got %v, want context.Canceled", err)
+	}
+	a, err := Analyze(context.Background(), m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Memory(ctx); err != context.Canceled {
+		t.Fatalf("Memory: got %v, want context.Canceled", err)
 	}
 }

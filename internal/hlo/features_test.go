@@ -359,3 +359,31 @@ func TestModuleLineCol(t *testing.T) {
 		require.Equal(t, [2]int{l2, c2}, [2]int{l1, c1}, "offset %d", off)
 	}
 }
+
+// TestAsyncWrapper: an async-start that calls a computation holding the collective (as
+// XLA prints async ops without its "<op>-start" sugar) prices the wrapped collective
+// once, with its own operand and result.
+func TestAsyncWrapper(t *testing.T) {
+	src := `HloModule m, num_partitions=8
+
+%async_computation (param_0: f32[1024]) -> f32[8192] {
+  %param_0 = f32[1024]{0} parameter(0)
+  ROOT %ag = f32[8192]{0} all-gather(f32[1024]{0} %param_0), replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}
+}, execution_thread="main"
+
+ENTRY %main (p: f32[1024]) -> f32[8192] {
+  %p = f32[1024]{0} parameter(0)
+  %ags = ((f32[1024]{0}), f32[8192]{0}, s32[]) async-start(f32[1024]{0} %p), calls=%async_computation
+  ROOT %agd = f32[8192]{0} async-done(((f32[1024]{0}), f32[8192]{0}, s32[]) %ags)
+}
+`
+	a := analyzeText(t, src, "")
+	require.Len(t, a.Collectives, 1)
+	c := a.Collectives[0]
+	assert.Equal(t, "async_computation", c.Computation)
+	assert.Equal(t, int64(4096), c.InBytes)
+	assert.Equal(t, int64(32768), c.OutBytes)
+	assert.Equal(t, int64(1), c.TripCount)
+	assert.Positive(t, c.Cost.TimeUS)
+	assert.Empty(t, a.Unmodeled)
+}

@@ -1,6 +1,7 @@
 package hlo
 
 import (
+	"context"
 	"sort"
 	"strconv"
 	"strings"
@@ -185,6 +186,7 @@ func ElemBits(elem string) int {
 }
 
 type parser struct {
+	ctx context.Context
 	src string
 	pos int
 	lim Limits
@@ -198,7 +200,12 @@ type parser struct {
 // Field whose message starts with "line L, column C". Parse never panics and runs in
 // time linear in len(src).
 func Parse(src string, lim Limits) (*Module, error) {
-	p := &parser{src: src, lim: lim.withDefaults()}
+	return ParseContext(context.Background(), src, lim)
+}
+
+// ParseContext is Parse that stops with ctx's error when ctx ends.
+func ParseContext(ctx context.Context, src string, lim Limits) (*Module, error) {
+	p := &parser{ctx: ctx, src: src, lim: lim.withDefaults()}
 	m := p.module()
 	if p.err != nil {
 		return nil, p.err
@@ -551,6 +558,12 @@ func (p *parser) at(i int) byte {
 func (p *parser) instr() *Instr {
 	in := &Instr{Pos: p.pos}
 	p.n++
+	if p.n%1024 == 0 && p.err == nil {
+		if err := p.ctx.Err(); err != nil {
+			p.err = err
+			return nil
+		}
+	}
 	if p.n > p.lim.MaxInstructions {
 		p.fail("the module has more than %d instructions (SHARDPLAN_MAX_GRAPH_OPS)", p.lim.MaxInstructions)
 		return nil

@@ -145,7 +145,8 @@ func TestMemorySeed003Case4(t *testing.T) {
 	require.NoError(t, err)
 	a, err := Analyze(context.Background(), m, Options{})
 	require.NoError(t, err)
-	mem := a.Memory()
+	mem, err := a.Memory(context.Background())
+	require.NoError(t, err)
 	const KiB, MiB = 1 << 10, 1 << 20
 	held := int64(256*KiB + 64*KiB)
 	assert.Equal(t, held, mem.HeldBytes)
