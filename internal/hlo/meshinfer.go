@@ -61,10 +61,15 @@ func (m *Module) Devices(ctx context.Context, maxDevices int) (int, string, erro
 					see(maxID(v)+1, "the device ids of %"+in.Name+"'s replica_groups")
 				}
 			}
-			for _, attr := range [...]string{"source_target_pairs", "frontend_attributes"} {
-				if v, ok := in.Attrs[attr]; ok && (attr == "source_target_pairs" || strings.Contains(v, "source_target_pairs")) {
-					see(maxID(v)+1, "the device ids of %"+in.Name+"'s "+attr)
+			if v, ok := in.Attrs["source_target_pairs"]; ok {
+				see(maxID(v)+1, "the device ids of %"+in.Name+"'s source_target_pairs")
+			}
+			if v := in.Attrs["frontend_attributes"]; strings.Contains(v, "_xla_send_recv_source_target_pairs=") {
+				_, pairs, _ := strings.Cut(v, "_xla_send_recv_source_target_pairs=")
+				if end := strings.Index(pairs, "}}"); end >= 0 {
+					pairs = pairs[:end]
 				}
+				see(maxID(pairs)+1, "the device ids of %"+in.Name+"'s _xla_send_recv_source_target_pairs")
 			}
 			if v, ok := in.Attrs["sharding"]; ok {
 				for _, mm := range tileRE.FindAllStringSubmatch(v, -1) {
