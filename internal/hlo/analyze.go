@@ -476,6 +476,9 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 		a.groups[text] = dg
 	}
 	out.GroupSize, out.GroupCount, out.MeshAxes, out.AxesNote = dg.size, dg.count, dg.axes, dg.note
+	if out.GroupSize == 1 && out.AxesNote == "" {
+		out.AxesNote = "groups of one device: nothing moves"
+	}
 	k := int64(out.GroupSize)
 	cc := cost.Collective{Kind: kind, Mesh: a.Mesh, Axes: out.MeshAxes}
 	if out.MeshAxes == nil && k > 1 {

@@ -76,8 +76,11 @@ func TestCorpus(t *testing.T) {
 				c := &a.Collectives[i]
 				byName[c.Computation+"/"+c.Name] = c
 				assert.Positive(t, c.TripCount)
-				if c.GroupSize > 1 && c.InBytes > 0 && c.Kind != cost.CollectivePermute {
+				switch {
+				case c.GroupSize > 1 && c.InBytes > 0 && c.Kind != cost.CollectivePermute:
 					assert.Positive(t, c.Cost.TimeUS, "%%%s is priced", c.Name)
+				case c.GroupSize == 1:
+					assert.Equal(t, "groups of one device: nothing moves", c.AxesNote, "%%%s at 0 says why", c.Name)
 				}
 			}
 			for _, w := range want {
