@@ -38,10 +38,19 @@ func AuditText(a *AuditResponse) string {
 				fmt.Fprintf(&b, "        note: %s\n", s.TripCountNote)
 			}
 		}
+		shown, more := 0, 0
 		for _, s := range a.Sites[min(len(a.Sites), 10):] {
-			if s.Note != "" {
+			switch {
+			case s.Note == "":
+			case shown < 5:
 				fmt.Fprintf(&b, "  #%d %%%s: %s\n", s.Rank, s.Op, s.Note)
+				shown++
+			default:
+				more++
 			}
+		}
+		if more > 0 {
+			fmt.Fprintf(&b, "  and %d more site(s) with notes (the JSON answer's sites[].note)\n", more)
 		}
 	}
 	if len(a.Unmodeled) > 0 {
