@@ -174,6 +174,12 @@ var collectiveOps = map[string]cost.Kind{
 	"ragged-all-to-all": cost.AllToAllV, "ragged-all-to-all-start": cost.AllToAllV,
 	"collective-permute": cost.CollectivePermute, "collective-permute-start": cost.CollectivePermute,
 	"send": cost.CollectivePermute, "recv": cost.CollectivePermute,
+	"send-start": cost.CollectivePermute, "recv-start": cost.CollectivePermute,
+}
+
+// isP2P reports whether op is a send or recv (or their sugared async starts).
+func isP2P(op string) bool {
+	return op == "send" || op == "recv" || op == "send-start" || op == "recv-start"
 }
 
 // unmodeledOps are the opcodes that communicate but have no price, and why.
@@ -231,7 +237,7 @@ func Analyze(ctx context.Context, m *Module, opts Options) (*Analysis, error) {
 	sent := map[int]bool{} // channel ids of the sends priced
 	for _, c := range m.Computations {
 		for _, in := range c.Instrs {
-			if in.Opcode == "send" {
+			if in.Opcode == "send" || in.Opcode == "send-start" {
 				if id, err := strconv.Atoi(in.Attrs["channel_id"]); err == nil {
 					sent[id] = true
 				}
@@ -256,7 +262,7 @@ func Analyze(ctx context.Context, m *Module, opts Options) (*Analysis, error) {
 			if !ok {
 				continue
 			}
-			if in.Opcode == "recv" { // priced at its send, when the module has it
+			if in.Opcode == "recv" || in.Opcode == "recv-start" { // priced at its send, when the module has it
 				if id, err := strconv.Atoi(in.Attrs["channel_id"]); err == nil && sent[id] {
 					continue
 				}
@@ -406,12 +412,16 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 	if strings.HasSuffix(in.Opcode, "-start") && in.Shape.IsTuple() && len(in.Shape.Tuple) >= 2 && kind != cost.AllReduce {
 		outShape = in.Shape.Tuple[1] // (operand(s), result, [contexts])
 	}
-	if in.Opcode == "send" || in.Opcode == "recv" {
+	if isP2P(in.Opcode) {
 		outShape = Shape{}
-		if in.Shape.IsTuple() && len(in.Shape.Tuple) > 0 {
-			outShape = in.Shape.Tuple[0] // (buffer, u32[] context, token[])
+		buf := in.Shape // (buffer, u32[] context, token[]); an async start wraps it: ((operands), (buffer, ...), s32[])
+		if strings.HasSuffix(in.Opcode, "-start") && buf.IsTuple() && len(buf.Tuple) > 1 {
+			buf = buf.Tuple[1]
 		}
-		if in.Opcode == "send" && len(in.Operands) > 0 {
+		if buf.IsTuple() && len(buf.Tuple) > 0 {
+			outShape = buf.Tuple[0]
+		}
+		if strings.HasPrefix(in.Opcode, "send") && len(in.Operands) > 0 {
 			inBytes = 0
 			if d := c.Instr(in.Operands[0]); d != nil {
 				inBytes = d.Shape.Bytes()
@@ -441,7 +451,7 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 		out.InBytes = out.OutBytes
 	}
 	n := a.Mesh.NumDevices()
-	if in.Opcode == "send" || in.Opcode == "recv" {
+	if isP2P(in.Opcode) {
 		return a.decodeSendRecv(in, out, model, router)
 	}
 	if kind == cost.CollectivePermute {

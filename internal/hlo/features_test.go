@@ -387,3 +387,28 @@ ENTRY %main (p: f32[1024]) -> f32[8192] {
 	assert.Positive(t, c.Cost.TimeUS)
 	assert.Empty(t, a.Unmodeled)
 }
+
+// TestSendRecvStart: the async send-start/recv-start XLA prints for a combined
+// send/recv is one transfer, priced at the send.
+func TestSendRecvStart(t *testing.T) {
+	src := `HloModule m
+ENTRY main {
+  data = f32[8] parameter(0)
+  tok = token[] after-all()
+  rs = ((token[]), (f32[8], u32[], token[]), s32[]) recv-start(tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1}}"}
+  ss = ((f32[8], token[]), (f32[8], u32[], token[]), s32[]) send-start(data, tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1}}"}
+  rd = (f32[8], u32[], token[]) recv-done(rs)
+  sd = (f32[8], u32[], token[]) send-done(ss)
+  ROOT out = f32[8] get-tuple-element(rd), index=0
+}
+`
+	a := analyzeText(t, src, "")
+	require.Len(t, a.Collectives, 1)
+	c := a.Collectives[0]
+	assert.Equal(t, "send-start", c.Opcode)
+	assert.Equal(t, int64(32), c.InBytes)
+	assert.Equal(t, int64(32), c.OutBytes)
+	assert.Equal(t, [][2]int{{0, 1}}, c.Pairs)
+	assert.Positive(t, c.Cost.TimeUS)
+	assert.Empty(t, a.Unmodeled)
+}

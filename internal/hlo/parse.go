@@ -342,6 +342,10 @@ func (p *parser) valueName() string {
 func (p *parser) module() *Module {
 	m := &Module{Src: p.src, NumPartitions: 1, NumReplicas: 1}
 	p.space()
+	if !strings.HasPrefix(p.src[p.pos:], "HloModule") && p.startsComputation() && !p.looksLikeMLIR() {
+		// XLA's parser takes a module without its header line (its tests do).
+		return p.body(m)
+	}
 	if !strings.HasPrefix(p.src[p.pos:], "HloModule") {
 		if p.looksLikeMLIR() {
 			p.fail("this is MLIR (StableHLO) text, not a compiled HLO module: post it as \"module\" or with Content-Type application/mlir")
@@ -376,6 +380,11 @@ func (p *parser) module() *Module {
 	if p.err != nil {
 		return nil
 	}
+	return p.body(m)
+}
+
+// body reads the stack-frame tables and computations after the header.
+func (p *parser) body(m *Module) *Module {
 	for p.err == nil {
 		p.space()
 		if p.pos >= len(p.src) {
