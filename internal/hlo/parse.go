@@ -194,16 +194,11 @@ type parser struct {
 	err error
 }
 
-// Parse reads the text of a compiled HLO module as XLA prints it (JAX's
+// ParseContext reads the text of a compiled HLO module as XLA prints it (JAX's
 // jax.jit(f).lower(x).compile().as_text(), or an --xla_dump_to file): the HloModule
 // header, then computations of instructions. Every error is a *fielderr.FieldError on
-// Field whose message starts with "line L, column C". Parse never panics and runs in
-// time linear in len(src).
-func Parse(src string, lim Limits) (*Module, error) {
-	return ParseContext(context.Background(), src, lim)
-}
-
-// ParseContext is Parse that stops with ctx's error when ctx ends.
+// Field whose message starts with "line L, column C", or ctx's error when ctx ends
+// first. It never panics and runs in time linear in len(src).
 func ParseContext(ctx context.Context, src string, lim Limits) (*Module, error) {
 	p := &parser{ctx: ctx, src: src, lim: lim.withDefaults()}
 	m := p.module()
