@@ -412,3 +412,17 @@ ENTRY main {
 	assert.Positive(t, c.Cost.TimeUS)
 	assert.Empty(t, a.Unmodeled)
 }
+
+// TestDevicesFromShapes: without a header's counts, groups of every device take their
+// size from an all-gather's shapes (XLA's tests write them so).
+func TestDevicesFromShapes(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "corpus", "xla", "ag_combiner_by_dimension.hlo"))
+	require.NoError(t, err)
+	a := analyzeText(t, string(src), "")
+	assert.Equal(t, 4, a.Devices)
+	assert.Contains(t, a.DevicesNote, "the shapes of %allgather")
+	for _, c := range a.Collectives {
+		assert.Equal(t, 4, c.GroupSize, c.Name)
+		assert.Positive(t, c.Cost.TimeUS, c.Name)
+	}
+}

@@ -46,6 +46,13 @@ func (m *Module) Devices(ctx context.Context, maxDevices int) (int, string, erro
 					return 0, "", err
 				}
 			}
+			if v := strings.TrimSpace(in.Attrs["replica_groups"]); v == "" || v == "{}" {
+				// Groups of every device: an all-gather's (or reduce-scatter's)
+				// shapes say how many.
+				if k := shapeRatio(c, in); k > 1 {
+					see(k, "the shapes of %"+in.Name+" (a group of every device)")
+				}
+			}
 			if v, ok := in.Attrs["replica_groups"]; ok {
 				v = strings.TrimSpace(v)
 				switch {
@@ -262,4 +269,30 @@ func refines(mesh, want []int) bool {
 		}
 	}
 	return true
+}
+
+// shapeRatio is how many devices a synchronous all-gather or reduce-scatter's shapes
+// imply: its dimension's size out over in (in over out for a reduce-scatter); 0 when
+// they do not say.
+func shapeRatio(c *Computation, in *Instr) int {
+	if (in.Opcode != "all-gather" && in.Opcode != "reduce-scatter") || len(in.Operands) != 1 || in.Shape.IsTuple() {
+		return 0
+	}
+	op := c.Instr(in.Operands[0])
+	dims, err := Ints(in.Attrs["dimensions"])
+	if op == nil || op.Shape.IsTuple() || err != nil || len(dims) != 1 {
+		return 0
+	}
+	d := dims[0]
+	if d < 0 || int(d) >= len(op.Shape.Dims) || int(d) >= len(in.Shape.Dims) {
+		return 0
+	}
+	small, big := op.Shape.Dims[d], in.Shape.Dims[d]
+	if in.Opcode == "reduce-scatter" {
+		small, big = big, small
+	}
+	if small <= 0 || big%small != 0 || big/small > 1<<30 {
+		return 0
+	}
+	return int(big / small)
 }
