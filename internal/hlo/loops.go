@@ -202,7 +202,7 @@ func through(c *Computation, name string) *Instr {
 func inductionCompare(c *Computation, cmp *Instr) (idx int, lim int64, ok bool) {
 	g := through(c, cmp.Operands[0])
 	k := through(c, cmp.Operands[1])
-	if g == nil || k == nil || g.Opcode != "get-tuple-element" || k.Opcode != "constant" {
+	if g == nil || k == nil || g.Opcode != "get-tuple-element" || k.Opcode != "constant" || len(g.Operands) != 1 {
 		return 0, 0, false
 	}
 	if p := through(c, g.Operands[0]); p == nil || p.Opcode != "parameter" {
