@@ -43,7 +43,8 @@ module (HloModule text) and prints the audit report: the dearest collective site
 their source lines, the memory peak, the remats and their fixes. Its gates make the exit
 status 1: --fail-on-remat (a site XLA would fully rematerialize, or a remat in a compiled
 module), --memory-budget (the memory peak over it), --max-time-us (the communication
-time over it).
+time over it); and a compiled module with instructions that communicate without a price
+(listed as UNMODELED) fails unless --allow-unmodeled.
 
 Exit status: 0 success, 1 policy violation (HTTP 422) or a failed audit gate, 2 bad
 input or usage, 3 server or transport error.
@@ -65,6 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.StringVar(&ao.strategy, "strategy", "", "audit of a StableHLO module: xla (default) or optimal")
 	fs.Int64Var(&ao.budget, "memory-budget", 0, "audit: per-device memory budget in bytes; exit 1 when the memory peak exceeds it (0: none)")
 	fs.BoolVar(&ao.failOnRemat, "fail-on-remat", false, "audit: exit 1 when XLA would fully rematerialize some site (or a compiled module does)")
+	fs.BoolVar(&ao.allowUnmodeled, "allow-unmodeled", false, "audit: do not fail when a compiled module has instructions that communicate without a price")
 	fs.Float64Var(&ao.maxTimeUS, "max-time-us", 0, "audit: exit 1 when the total communication time exceeds this many microseconds (0: none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
