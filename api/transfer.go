@@ -276,8 +276,11 @@ type TransferBound struct {
 
 // TransferCandidate is one strategy priced over the whole request.
 type TransferCandidate struct {
-	Name         string  `json:"name"`
-	TimeUS       float64 `json:"time_us"`
+	Name   string  `json:"name"`
+	TimeUS float64 `json:"time_us"`
+	// FastestUS is the time at its fastest bucket count; time_us takes the most
+	// buckets within 1% of it (less memory). Strategies are compared by it.
+	FastestUS    float64 `json:"fastest_us"`
 	NetworkBytes int64   `json:"network_bytes"`
 	Buckets      int     `json:"buckets"`
 	Chosen       bool    `json:"chosen"`
@@ -416,7 +419,7 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 		sm.ReplicaOrder = res.Order
 	}
 	for _, c := range res.Candidates {
-		sm.Candidates = append(sm.Candidates, TransferCandidate{Name: c.Name, TimeUS: c.TimeUS, NetworkBytes: c.NetworkBytes, Buckets: c.Buckets, Chosen: c.Chosen, Note: c.Note})
+		sm.Candidates = append(sm.Candidates, TransferCandidate{Name: c.Name, TimeUS: c.TimeUS, FastestUS: c.FastestUS, NetworkBytes: c.NetworkBytes, Buckets: c.Buckets, Chosen: c.Chosen, Note: c.Note})
 	}
 	for j, ph := range res.Phases {
 		out.Phases = append(out.Phases, TransferPhase{Phase: j, Ops: ph.Ops, Link: ph.Link, NetworkBytes: ph.NetworkBytes, NVLinkBytes: ph.NVLinkBytes,

@@ -36,8 +36,11 @@ type Result struct {
 
 // Candidate is one strategy priced over the whole request.
 type Candidate struct {
-	Name         string
-	TimeUS       float64
+	Name   string
+	TimeUS float64
+	// FastestUS is its time at its fastest bucket count (TimeUS takes the most buckets
+	// within 1% of it, for less memory); strategies are compared by it.
+	FastestUS    float64
 	NetworkBytes int64
 	Buckets      int
 	Chosen       bool
@@ -123,109 +126,87 @@ func Plan(ctx context.Context, p *Problem) (*Result, error) {
 	}
 	res.Bound = bl.bound(p)
 
-	pl := &planner{p: p, classes: classes, resident: resident, total: total}
-	pl.order = pl.relayOrder()
-	res.Order = pl.order
 	maxB := p.MaxBuckets
 	if maxB <= 0 {
 		maxB = DefaultMaxBuckets
 	}
-	pl.maxBuckets = maxB
-	// Each strategy for every class.
+	pl := &planner{p: p, classes: classes, resident: resident, total: total, maxBuckets: maxB, moveBudget: p.MaxMoves}
+	if pl.moveBudget <= 0 {
+		pl.moveBudget = DefaultMaxMoves
+	}
+	strategies := Strategies
+	if p.Strategy != "" && p.Strategy != "auto" && p.Strategy != "mixed" {
+		strategies = []string{p.Strategy}
+	}
+	// Each strategy's moves for every class; chain and tree in their best relay order.
 	perClass := make([]map[string][]move, len(classes))
 	for i := range classes {
 		perClass[i] = map[string][]move{}
 	}
-	moveBudget := p.MaxMoves
-	if moveBudget <= 0 {
-		moveBudget = DefaultMaxMoves
-	}
-	strategies := Strategies
-	if p.Strategy != "" && p.Strategy != "auto" {
-		strategies = []string{p.Strategy}
-		if p.Strategy == "mixed" {
-			strategies = Strategies
-		}
-	}
+	orders := map[string][]int{}
 	for _, s := range strategies {
-		if s == "mixed" {
+		if s == "mixed" || (s == "chain" || s == "tree") && len(p.Targets) < 2 {
 			continue
 		}
-		if (s == "chain" || s == "tree") && len(p.Targets) < 2 {
-			continue
-		}
-		for i, c := range classes {
-			mv, err := pl.moves(ctx, c, s)
-			if err != nil {
+		var order []int
+		if s == "chain" || s == "tree" {
+			var err error
+			if order, err = pl.bestOrder(ctx, s); err != nil {
 				return nil, err
 			}
-			if moveBudget -= len(mv); moveBudget < 0 {
-				return nil, fielderr.New("tensors", "the plan needs more than %d moves (%s); move fewer tensors or devices per request", max(p.MaxMoves, DefaultMaxMoves), s)
+			orders[s] = order
+		}
+		for i, c := range classes {
+			mv, err := pl.movesIn(ctx, c, s, order)
+			if err != nil {
+				return nil, err
 			}
 			perClass[i][s] = mv
 		}
 	}
-	// Standalone prices per class (one tensor), for per-tensor figures and mixed.
-	alone := make([]map[string]priced, len(classes))
-	for i, c := range classes {
-		alone[i] = map[string]priced{}
-		for s, mv := range perClass[i] {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			l := newLoads(p.Devices)
-			l.add(p.Fabric, c, mv, float64(c.count), opOf(s))
-			pr, _ := price(p.Fabric, l, resident, c.bytesOf(elements(c.shape))*float64(c.count), 0, maxB)
-			alone[i][s] = pr
-		}
-	}
-	// Candidates over the whole request.
+	// Candidates over the whole request: each strategy for every class, then mixed.
 	var best *priced
-	bestName := ""
 	var bestLoads *loads
+	bestName := ""
 	choice := make([]string, len(classes))
 	minPeak := math.Inf(1)
+	consider := func(name string, picks []string) error {
+		pr, fits, l, err := pl.priceAssign(ctx, perClass, picks)
+		if err != nil {
+			return err
+		}
+		minPeak = min(minPeak, pr.minPeak)
+		cand := Candidate{Name: name, TimeUS: pr.timeUS, FastestUS: pr.bestUS, NetworkBytes: int64(pr.netBytes + 0.5), Buckets: pr.buckets}
+		if !fits {
+			cand.Note = fmt.Sprintf("needs %d bytes per device at its smallest bucket", int64(pr.minPeak+0.5))
+			cand.TimeUS, cand.FastestUS = 0, 0
+		}
+		res.Candidates = append(res.Candidates, cand)
+		if fits && (best == nil || pr.bestUS < best.bestUS-1e-9) {
+			best, bestName, bestLoads = &pr, name, l
+			copy(choice, picks)
+		}
+		return nil
+	}
 	for _, s := range Strategies {
-		if !slices.Contains(strategies, s) {
+		if s == "mixed" || !slices.Contains(strategies, s) {
 			continue
 		}
-		l := newLoads(p.Devices)
-		picks := make([]string, len(classes))
-		ok := true
-		for i, c := range classes {
-			name := s
-			if s == "mixed" {
-				name = cheapest(alone[i])
-			}
-			mv, have := perClass[i][name]
-			if !have {
-				ok = false
-				break
-			}
-			picks[i] = name
-			l.add(p.Fabric, c, mv, float64(c.count), opOf(name))
-		}
-		if !ok {
+		if _, ok := perClass[0][s]; !ok {
 			res.Candidates = append(res.Candidates, Candidate{Name: s, Note: "needs two or more target replicas"})
 			continue
 		}
-		if err := ctx.Err(); err != nil {
+		if err := consider(s, slices.Repeat([]string{s}, len(classes))); err != nil {
 			return nil, err
 		}
-		pr, fits := price(p.Fabric, l, resident, total, p.MemoryBudget, maxB)
-		minPeak = min(minPeak, pr.minPeak)
-		cand := Candidate{Name: s, TimeUS: pr.timeUS, NetworkBytes: int64(pr.netBytes + 0.5), Buckets: pr.buckets}
-		if !fits {
-			cand.Note = fmt.Sprintf("needs %d bytes per device at its smallest bucket", int64(pr.minPeak+0.5))
-			cand.TimeUS = 0
-			res.Candidates = append(res.Candidates, cand)
-			continue
+	}
+	if slices.Contains(strategies, "mixed") && len(classes) > 1 && best != nil {
+		picks, err := pl.mix(ctx, perClass, choice)
+		if err != nil {
+			return nil, err
 		}
-		res.Candidates = append(res.Candidates, cand)
-		if best == nil || pr.timeUS < best.timeUS-1e-9 {
-			prc := pr
-			best, bestName, bestLoads = &prc, s, l
-			copy(choice, picks)
+		if err := consider("mixed", picks); err != nil {
+			return nil, err
 		}
 	}
 	if best == nil {
@@ -233,6 +214,11 @@ func Plan(ctx context.Context, p *Problem) (*Result, error) {
 			return nil, &BudgetError{Budget: p.MemoryBudget, MinBudget: int64(math.Ceil(minPeak)), Resident: res.ResidentBytes}
 		}
 		return nil, fielderr.New("strategy", "strategy %q needs two or more target replicas", p.Strategy)
+	}
+	for _, c := range choice {
+		if o, ok := orders[c]; ok {
+			res.Order = o
+		}
 	}
 	for i := range res.Candidates {
 		res.Candidates[i].Chosen = res.Candidates[i].Name == bestName
@@ -286,6 +272,132 @@ type planner struct {
 	total      float64
 	order      []int
 	maxBuckets int
+	moveBudget int
+}
+
+// maxOrderSearch is the most replicas whose relay orders are all priced (5! = 120);
+// above it the order is relayOrder's. maxOrderMoves bounds the moves one order may
+// take for the search to run.
+const (
+	maxOrderSearch = 5
+	maxOrderMoves  = 1 << 13
+)
+
+// bestOrder is the relay order of the replicas for strategy s (chain or tree): every
+// order priced when there are few replicas and moves, else relayOrder's.
+func (pl *planner) bestOrder(ctx context.Context, s string) ([]int, error) {
+	greedy := pl.relayOrder()
+	r := len(pl.p.Targets)
+	if r > maxOrderSearch {
+		return greedy, nil
+	}
+	perClass := make([]map[string][]move, len(pl.classes))
+	picks := slices.Repeat([]string{s}, len(pl.classes))
+	var best []int
+	bestT := math.Inf(1)
+	for _, o := range append([][]int{greedy}, orderings(r)...) {
+		n := 0
+		pl.order = o
+		for i, c := range pl.classes {
+			mv, err := pl.moves(ctx, c, s)
+			if err != nil {
+				return nil, err
+			}
+			perClass[i] = map[string][]move{s: mv}
+			n += len(mv)
+		}
+		if n > maxOrderMoves {
+			return greedy, nil
+		}
+		pr, _, _, err := pl.priceAssign(ctx, perClass, picks)
+		if err != nil {
+			return nil, err
+		}
+		if pr.bestUS < bestT-1e-9 {
+			best, bestT = o, pr.bestUS
+		}
+	}
+	return best, nil
+}
+
+// orderings lists every permutation of 0..n-1.
+func orderings(n int) [][]int {
+	if n <= 1 {
+		return [][]int{make([]int, n)}
+	}
+	var out [][]int
+	for _, q := range orderings(n - 1) {
+		for i := 0; i <= len(q); i++ {
+			o := append(append(append(make([]int, 0, n), q[:i]...), n-1), q[i:]...)
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// priceAssign prices every class with its picked strategy's moves, together.
+func (pl *planner) priceAssign(ctx context.Context, perClass []map[string][]move, picks []string) (priced, bool, *loads, error) {
+	if err := ctx.Err(); err != nil {
+		return priced{}, false, nil, err
+	}
+	l := newLoads(pl.p.Devices)
+	for i, c := range pl.classes {
+		l.add(pl.p.Fabric, c, perClass[i][picks[i]], float64(c.count), opOf(picks[i]))
+	}
+	pr, fits := price(pl.p.Fabric, l, pl.resident, pl.total, pl.p.MemoryBudget, pl.maxBuckets)
+	return pr, fits, l, nil
+}
+
+// maxMixPasses bounds mix's passes over the classes.
+const maxMixPasses = 4
+
+// mix improves the assignment from by moving one class at a time to another
+// strategy while the whole plan gets faster (a local search).
+func (pl *planner) mix(ctx context.Context, perClass []map[string][]move, from []string) ([]string, error) {
+	picks := slices.Clone(from)
+	cur, _, _, err := pl.priceAssign(ctx, perClass, picks)
+	if err != nil {
+		return nil, err
+	}
+	for range maxMixPasses {
+		improved := false
+		for i := range pl.classes {
+			for _, s := range Strategies {
+				if _, ok := perClass[i][s]; !ok || s == picks[i] {
+					continue
+				}
+				old := picks[i]
+				picks[i] = s
+				pr, fits, _, err := pl.priceAssign(ctx, perClass, picks)
+				if err != nil {
+					return nil, err
+				}
+				if fits && pr.bestUS < cur.bestUS-1e-9 {
+					cur, improved = pr, true
+					continue
+				}
+				picks[i] = old
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return picks, nil
+}
+
+// movesIn builds c's moves under strategy s (order: the relay order of chain and tree),
+// charging them to the plan's move budget.
+func (pl *planner) movesIn(ctx context.Context, c *class, s string, order []int) ([]move, error) {
+	pl.order = order
+	mv, err := pl.moves(ctx, c, s)
+	if err != nil {
+		return nil, err
+	}
+	if pl.moveBudget -= len(mv); pl.moveBudget < 0 {
+		return nil, fielderr.New("tensors", "the plan needs more than %d moves; move fewer tensors or devices per request", max(pl.p.MaxMoves, DefaultMaxMoves))
+	}
+	return mv, nil
 }
 
 func (pl *planner) moves(ctx context.Context, c *class, s string) ([]move, error) {
@@ -352,20 +464,6 @@ func (pl *planner) relayOrder() []int {
 	return order
 }
 
-func cheapest(m map[string]priced) string {
-	best := ""
-	for _, s := range Strategies {
-		pr, ok := m[s]
-		if !ok {
-			continue
-		}
-		if best == "" || pr.timeUS < m[best].timeUS-1e-9 {
-			best = s
-		}
-	}
-	return best
-}
-
 // opOf names a strategy's moves in /v1/reshard's step vocabulary.
 func opOf(s string) func(move) string {
 	return func(m move) string {
@@ -389,19 +487,20 @@ func elements(shape []int64) int64 {
 
 // why says why the chosen strategy won.
 func (pl *planner) why(r *Result) string {
-	var next *Candidate
+	var chosen, next *Candidate
 	for i := range r.Candidates {
 		c := &r.Candidates[i]
-		if c.Chosen || c.TimeUS == 0 {
-			continue
-		}
-		if next == nil || c.TimeUS < next.TimeUS {
+		switch {
+		case c.Chosen:
+			chosen = c
+		case c.TimeUS == 0 || c.Name == "mixed":
+		case next == nil || c.FastestUS < next.FastestUS:
 			next = c
 		}
 	}
-	s := fmt.Sprintf("%s is the fastest priced strategy: %.1f us in %d buckets", r.Strategy, r.TimeUS, r.Buckets)
-	if next != nil {
-		s += fmt.Sprintf(", %.1f us ahead of %s (%.1f us)", next.TimeUS-r.TimeUS, next.Name, next.TimeUS)
+	s := fmt.Sprintf("%s is the fastest priced strategy: %.1f us at its fastest bucket count; %.1f us in %d buckets, the most within %.0f%% of that", r.Strategy, chosen.FastestUS, r.TimeUS, r.Buckets, 100*bucketSlack)
+	if next != nil && next.Name != r.Strategy {
+		s += fmt.Sprintf("; next %s at %.1f us", next.Name, next.FastestUS)
 	}
 	if r.Bound.TimeUS > 0 {
 		s += fmt.Sprintf("; the fabric's bound is %.1f us, set by %s", r.Bound.TimeUS, r.Bound.Binding)

@@ -68,6 +68,7 @@ type phaseCost struct {
 // priced is a plan's time with its chosen bucket count.
 type priced struct {
 	timeUS   float64
+	bestUS   float64 // the least time at any bucket count (timeUS is within bucketSlack of it)
 	buckets  int
 	phases   []phaseCost
 	period   float64 // µs per bucket in the steady state
@@ -180,6 +181,7 @@ func price(f *Fabric, l *loads, resident []float64, total float64, budget int64,
 			best = t
 		}
 	}
+	out.bestUS = best
 	for k := kmax; k >= kmin; k-- {
 		if t, period := f.pipeline(out.phases, busiest, k); t <= best*(1+bucketSlack) {
 			out.timeUS, out.buckets, out.period = t, k, period
@@ -187,7 +189,7 @@ func price(f *Fabric, l *loads, resident []float64, total float64, budget int64,
 		}
 	}
 	if len(out.phases) == 0 || out.netBytes+out.nvBytes == 0 {
-		out.timeUS, out.buckets, out.period = 0, 1, 0
+		out.timeUS, out.bestUS, out.buckets, out.period = 0, 0, 1, 0
 	}
 	out.peak, out.peakDev = peakAt(out.buckets)
 	return out, true
