@@ -110,6 +110,31 @@ func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error
 	return p, fes.Err()
 }
 
+// transferFieldProblem classifies a transfer request's field errors: a mesh is
+// invalid-mesh, a tensor's source or target invalid-sharding, the rest (placements'
+// ids, shapes, the model, limits) invalid-request; several kinds are invalid-request.
+func transferFieldProblem(err error) error {
+	fes, ok := fielderr.As(err)
+	if !ok {
+		return err
+	}
+	slug, title := "", ""
+	for _, fe := range fes {
+		k, t := slugInvalidRequest, "Invalid transfer request"
+		switch {
+		case strings.Contains(fe.Field, ".mesh"):
+			k, t = slugInvalidMesh, "Invalid mesh"
+		case strings.HasPrefix(fe.Field, "tensors[") && (strings.Contains(fe.Field, "].source") || strings.Contains(fe.Field, "].target") && !strings.Contains(fe.Field, "target_shape")):
+			k, t = slugInvalidSharding, "Invalid sharding"
+		}
+		if slug != "" && slug != k {
+			k, t = slugInvalidRequest, "Invalid transfer request"
+		}
+		slug, title = k, t
+	}
+	return Invalid(slug, title, fes...)
+}
+
 // placement reads one placement: its mesh (any form /v1/reshard takes) and global ids.
 func (s *Server) placement(pj *TransferPlacement, field string) (transfer.Placement, error) {
 	out := transfer.Placement{Name: pj.Name, Field: field}
@@ -362,7 +387,7 @@ func (s *Server) transferRequest(w http.ResponseWriter, r *http.Request) error {
 	}
 	p, err := s.transferProblem(&req)
 	if err != nil {
-		return err
+		return transferFieldProblem(err)
 	}
 	resp, err := s.planTransfer(r.Context(), &req, p)
 	if err != nil {

@@ -49,3 +49,121 @@ func TestTransferLlama70B(t *testing.T) {
 		assert.Equal(t, int64(70553706496), sm.TensorBytes/2, "Llama 3 70B's parameters")
 	}
 }
+
+// smallTransfer is a 2-node h100 transfer: a trainer on node 0 (x=2,y=4), two
+// replicas of tp=4 on node 1.
+const smallTransfer = `{"cost_model": "h100", "fabric_devices": 16,
+ "source": {"name": "trainer", "mesh": "x=2,y=4", "first_device": 0},
+ "targets": [{"mesh": "tp=4", "device_ids": [8, 9, 10, 11]}, {"mesh": "tp=4", "first_device": 12}],
+ "tensors": [{"name": "layers.{i}.w", "shape": [1024, 4096], "dtype": "bf16", "source": [["x", "y"], null], "target": [null, "tp"], "repeat": 4},
+             {"name": "norm", "tensor": "bf16[4096]", "source": "P('y')", "target": [null]}]}`
+
+func TestTransferBadInput(t *testing.T) {
+	s := newTestServer(t, nil)
+	edit := func(old, new string) string {
+		require.Contains(t, smallTransfer, old)
+		return strings.Replace(smallTransfer, old, new, 1)
+	}
+	cases := []struct {
+		name, body string
+		status     int
+		slug       string
+		field      string
+	}{
+		{"device in two replicas", edit(`"first_device": 12`, `"device_ids": [12, 13, 14, 8]`), 400, slugInvalidRequest, "targets[1].device_ids[3]"},
+		{"id outside the fabric", edit(`"first_device": 12`, `"first_device": 14`), 400, slugInvalidRequest, "targets[1].device_ids[2]"},
+		{"id twice in a placement", edit(`[8, 9, 10, 11]`, `[8, 9, 9, 11]`), 400, slugInvalidRequest, "targets[0].device_ids[2]"},
+		{"ids and mesh size", edit(`[8, 9, 10, 11]`, `[8, 9, 10]`), 400, slugInvalidRequest, "targets[0].device_ids"},
+		{"no ids", edit(`, "first_device": 0}`, `}`), 400, slugInvalidRequest, "source.device_ids"},
+		{"replica meshes differ", edit(`{"mesh": "tp=4", "first_device": 12}`, `{"mesh": "tp=2,x=2", "first_device": 12}`), 400, slugInvalidMesh, "targets[1].mesh"},
+		{"shape differs", edit(`"repeat": 4}`, `"repeat": 4, "target_shape": [4096, 1024]}`), 400, slugInvalidRequest, "tensors[0].target_shape"},
+		{"bad target sharding", edit(`[null, "tp"]`, `[null, "q"]`), 400, slugInvalidSharding, "tensors[0].target[1]"},
+		{"tpu model", edit(`"h100"`, `"tpu-v5p"`), 400, slugInvalidRequest, "cost_model"},
+		{"over the device limit", edit(`"fabric_devices": 16`, `"fabric_devices": 100000`), 400, slugLimitExceeded, "fabric_devices"},
+		{"unknown strategy", edit(`"cost_model"`, `"strategy": "ring", "cost_model"`), 400, slugInvalidRequest, "strategy"},
+		{"over the budget", edit(`"cost_model"`, `"memory_budget_bytes_per_device": 100000, "cost_model"`), 422, slugBudgetExceeded, "memory_budget_bytes_per_device"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := do(t, s, http.MethodPost, "/v1/transfer", "application/json", c.body)
+			p := requireProblem(t, rec, c.status, c.slug)
+			assert.Contains(t, fields(p), c.field, p.Detail)
+		})
+	}
+}
+
+// TestTransferBudget: a budget between the tiles and the fastest plan's peak gets a
+// plan within it (more buckets); a 422 names the least budget, which then plans.
+func TestTransferBudget(t *testing.T) {
+	s := newTestServer(t, nil)
+	rec := postTransfer(t, s, []byte(smallTransfer), "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var free TransferResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &free))
+	budget := (free.Summary.ResidentBytes + free.Summary.PeakBytes) / 2
+	body := strings.Replace(smallTransfer, `"cost_model"`, `"memory_budget_bytes_per_device": `+itoa(int(budget))+`, "cost_model"`, 1)
+	rec = postTransfer(t, s, []byte(body), "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var tight TransferResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &tight))
+	assert.LessOrEqual(t, tight.Summary.PeakBytes, budget)
+	assert.Greater(t, tight.Summary.Buckets, free.Summary.Buckets)
+
+	body = strings.Replace(smallTransfer, `"cost_model"`, `"memory_budget_bytes_per_device": `+itoa(int(free.Summary.ResidentBytes+1))+`, "cost_model"`, 1)
+	rec = postTransfer(t, s, []byte(body), "")
+	p := requireProblem(t, rec, http.StatusUnprocessableEntity, slugBudgetExceeded)
+	var ext struct {
+		MinBudget int64 `json:"min_budget_bytes_per_device"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &ext), p.Detail)
+	require.Greater(t, ext.MinBudget, free.Summary.ResidentBytes+1)
+	body = strings.Replace(smallTransfer, `"cost_model"`, `"memory_budget_bytes_per_device": `+itoa(int(ext.MinBudget))+`, "cost_model"`, 1)
+	rec = postTransfer(t, s, []byte(body), "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+}
+
+// TestTransferAnswer: the small transfer's answer in JSON (with transfers and tensors)
+// and text.
+func TestTransferAnswer(t *testing.T) {
+	s := newTestServer(t, nil)
+	body := strings.Replace(smallTransfer, `"cost_model"`, `"include": ["tensors", "transfers"], "cost_model"`, 1)
+	rec := postTransfer(t, s, []byte(body), "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var resp TransferResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
+	assert.Equal(t, 5, resp.Summary.Tensors)
+	require.Len(t, resp.Tensors, 5)
+	assert.Equal(t, "layers.3.w", resp.Tensors[3].Name)
+	assert.GreaterOrEqual(t, resp.Summary.TimeUS, resp.Summary.TimeLowerBoundUS)
+	// Every group's moves, expanded from runs, carry each target tile's bytes once.
+	for _, g := range resp.Groups {
+		moves := g.Transfers
+		for _, r := range g.TransferRuns {
+			for i := range r.Count {
+				m := TransferMove{Phase: r.First.Phase + i*r.Step.Phase, From: r.First.From + i*r.Step.From, To: r.First.To + i*r.Step.To,
+					Bytes: r.First.Bytes + int64(i)*r.Step.Bytes, Ranges: make([][2]int64, len(r.First.Ranges))}
+				for d := range m.Ranges {
+					m.Ranges[d] = [2]int64{r.First.Ranges[d][0] + int64(i)*r.Step.Ranges[d][0], r.First.Ranges[d][1] + int64(i)*r.Step.Ranges[d][1]}
+				}
+				moves = append(moves, m)
+			}
+		}
+		require.Len(t, moves, g.Moves)
+		got := map[int]int64{}
+		for _, m := range moves {
+			got[m.To] += m.Bytes
+		}
+		for d := 8; d < 16; d++ {
+			// Each replica device needs a quarter of the tensor (or all of a replicated one).
+			want := g.Bytes / 4
+			if len(g.Shape) == 1 {
+				want = g.Bytes
+			}
+			assert.Equal(t, want, got[d], "group %v device %d", g.Tensors[0], d)
+		}
+	}
+	rec = postTransfer(t, s, []byte(smallTransfer), "text/plain")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), "candidates:")
+	assert.Contains(t, rec.Body.String(), "layers.0.w (+3)")
+}
