@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -420,20 +421,20 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 	}
 	out := &TransferResponse{CostModel: p.Fabric.Name, FabricDevices: p.Devices}
 	sm := &out.Summary
-	sm.Strategy, sm.Why, sm.TimeUS = res.Strategy, res.Why, res.TimeUS
-	sm.TimeLowerBoundUS = res.Bound.TimeUS
+	sm.Strategy, sm.Why, sm.TimeUS = res.Strategy, res.Why, round2(res.TimeUS)
+	sm.TimeLowerBoundUS = round2(res.Bound.TimeUS)
 	sm.TimeEfficiency = 1
 	if res.TimeUS > 0 {
-		sm.TimeEfficiency = res.Bound.TimeUS / res.TimeUS
+		sm.TimeEfficiency = math.Round(res.Bound.TimeUS/res.TimeUS*1e4) / 1e4
 	}
 	sm.Optimality = "best_found"
 	if res.TimeUS <= res.Bound.TimeUS*(1+1e-9) {
 		sm.Optimality = "proven"
 	}
-	sm.OptimalityGapUS = max(0, res.TimeUS-res.Bound.TimeUS)
+	sm.OptimalityGapUS = round2(max(0, res.TimeUS-res.Bound.TimeUS))
 	b := res.Bound
-	sm.Bound = TransferBound{Binding: b.Binding, LatencyUS: b.LatencyUS, BandwidthUS: b.BandwidthUS, NodeIngressUS: b.NodeIngressUS,
-		NodeEgressUS: b.NodeEgressUS, DeviceIngressUS: b.DeviceIngressUS, DeviceEgressUS: b.DeviceEgressUS, NetworkBytes: int64(b.NetworkBytes + 0.5)}
+	sm.Bound = TransferBound{Binding: b.Binding, LatencyUS: round2(b.LatencyUS), BandwidthUS: round2(b.BandwidthUS), NodeIngressUS: round2(b.NodeIngressUS),
+		NodeEgressUS: round2(b.NodeEgressUS), DeviceIngressUS: round2(b.DeviceIngressUS), DeviceEgressUS: round2(b.DeviceEgressUS), NetworkBytes: int64(b.NetworkBytes + 0.5)}
 	sm.Buckets, sm.BucketBytes = res.Buckets, res.BucketBytes
 	sm.NetworkBytes = res.NetworkBytes
 	sm.BytesByLink = map[string]int64{"ib": res.NetworkBytes, "nvlink": res.NVLinkBytes}
@@ -444,18 +445,18 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 		sm.ReplicaOrder = res.Order
 	}
 	for _, c := range res.Candidates {
-		sm.Candidates = append(sm.Candidates, TransferCandidate{Name: c.Name, TimeUS: c.TimeUS, FastestUS: c.FastestUS, NetworkBytes: c.NetworkBytes, Buckets: c.Buckets, Chosen: c.Chosen, Note: c.Note})
+		sm.Candidates = append(sm.Candidates, TransferCandidate{Name: c.Name, TimeUS: round2(c.TimeUS), FastestUS: round2(c.FastestUS), NetworkBytes: c.NetworkBytes, Buckets: c.Buckets, Chosen: c.Chosen, Note: c.Note})
 	}
 	for j, ph := range res.Phases {
 		out.Phases = append(out.Phases, TransferPhase{Phase: j, Ops: ph.Ops, Link: ph.Link, NetworkBytes: ph.NetworkBytes, NVLinkBytes: ph.NVLinkBytes,
-			BandwidthUS: ph.BandwidthUS, LatencyUSPerBucket: ph.LatencyUS, MaxPeers: ph.MaxPeers, Binding: ph.Binding})
+			BandwidthUS: round2(ph.BandwidthUS), LatencyUSPerBucket: round2(ph.LatencyUS), MaxPeers: ph.MaxPeers, Binding: ph.Binding})
 	}
 	budget := s.limits.MaxResponseBytes
 	for gi, c := range res.Classes {
 		t0 := &p.Tensors[c.Tensors[0]]
 		g := TransferGroup{Count: c.Count, Shape: t0.Shape, ElementBits: t0.ElemBits, Bytes: c.Bytes,
 			Source: t0.Source.Text(p.Source.Mesh.Name), Target: t0.Target.Text(p.Targets[0].Mesh.Name), Strategy: c.Strategy,
-			TimeUS: c.TimeUS, TimeLowerBoundUS: c.Bound.TimeUS, Cells: c.Cells, Moves: len(c.Moves)}
+			TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS), Cells: c.Cells, Moves: len(c.Moves)}
 		for _, ti := range c.Tensors {
 			t := &p.Tensors[ti]
 			names := t.Names
@@ -465,7 +466,7 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 			g.Tensors = append(g.Tensors, names...)
 			if include["tensors"] {
 				for _, n := range names {
-					out.Tensors = append(out.Tensors, TransferTensorOut{Name: n, Group: gi, Bytes: c.Bytes, TimeUS: c.TimeUS, TimeLowerBoundUS: c.Bound.TimeUS})
+					out.Tensors = append(out.Tensors, TransferTensorOut{Name: n, Group: gi, Bytes: c.Bytes, TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS)})
 				}
 			}
 		}
@@ -569,6 +570,9 @@ func TransferText(t *TransferResponse) string {
 	}
 	return b.String()
 }
+
+// round2 rounds a time to 0.01 µs for the answer.
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
 func humanBytes(n int64) string {
 	switch {
