@@ -19,8 +19,9 @@
 //	direct   every target device pulls each cell it lacks from a holder (one in its
 //	         node when there is one, else the least loaded), in one phase
 //	fanout   every target node fetches each cell its devices need once over the
-//	         network (split among the needers in the node), then fans it out over
-//	         NVLink (a scatter over the network, then an all_gather inside the node)
+//	         network (split among the needers in the node, or fetched by an idle NIC
+//	         of the node that relays it), then fans it out over NVLink (a scatter
+//	         over the network, then an all_gather inside the node)
 //	chain    the first replica pulls directly, each next replica copies from the
 //	         previous one position by position (a pipelined chain: the source sends
 //	         each byte about once)

@@ -87,7 +87,8 @@ func tileBox(m *sharding.Mesh, shape []int64, s sharding.Sharding, pos int) box 
 
 // replay checks res's moves for every class: each move sends what its sender held when
 // its phase began (its source tile, or what earlier phases brought), and every target
-// device ends with exactly its tile of the tensor.
+// device ends with exactly its tile of the tensor: it holds all of it, and what it
+// received outside it, it passed on (a relay).
 func replay(p *Problem, res *Result) error {
 	for ci, c := range res.Classes {
 		t := &p.Tensors[c.Tensors[0]]
@@ -98,6 +99,7 @@ func replay(p *Problem, res *Result) error {
 			}
 		}
 		received := map[int][]box{}
+		receivedAt := map[int][]int{}
 		phases := 0
 		for _, m := range c.Moves {
 			phases = max(phases, m.Phase+1)
@@ -116,6 +118,7 @@ func replay(p *Problem, res *Result) error {
 			for _, m := range got {
 				held[m.To] = append(held[m.To], box(m.Ranges))
 				received[m.To] = append(received[m.To], box(m.Ranges))
+				receivedAt[m.To] = append(receivedAt[m.To], ph)
 			}
 		}
 		for r, tp := range p.Targets {
@@ -127,15 +130,26 @@ func replay(p *Problem, res *Result) error {
 				if !covered(held[d], want) {
 					return fmt.Errorf("class %d: targets[%d] device %d lacks part of its tile %v", ci, r, d, want)
 				}
-				for _, b := range received[d] {
-					if !b.within(want) {
-						return fmt.Errorf("class %d: device %d received %v outside its tile %v", ci, d, b, want)
+				for k, b := range received[d] {
+					if !b.within(want) && !forwarded(c.Moves, d, receivedAt[d][k], b) {
+						return fmt.Errorf("class %d: device %d received %v outside its tile %v and did not pass it on", ci, d, b, want)
 					}
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// forwarded reports whether device d sends box b on in a phase after ph (a relay:
+// what it fetched for others).
+func forwarded(moves []Move, d, ph int, b box) bool {
+	for _, m := range moves {
+		if m.From == d && m.Phase > ph && box(m.Ranges).within(b) && b.within(box(m.Ranges)) {
+			return true
+		}
+	}
+	return false
 }
 
 // testFabric is a small GPU fabric: nodes of g GPUs, NVLink 10x the NIC.

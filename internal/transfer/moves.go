@@ -164,7 +164,7 @@ func (b *builder) fanout(ctx context.Context) error {
 			}
 			group = append(group[:0], needers[i:j]...)
 			i = j
-			if b.heldInNode(cl, node) || len(group) == 1 {
+			if b.heldInNode(cl, node) {
 				for _, d := range group {
 					if h := b.holder(cl, d); h >= 0 {
 						b.add(move{phase: 0, from: h, to: d, cell: int32(ci), parts: 1})
@@ -175,10 +175,20 @@ func (b *builder) fanout(ctx context.Context) error {
 			sd := cl.splitDim()
 			parts := int32(min(int64(len(group)), cl.hi[sd]-cl.lo[sd]))
 			for k := range parts {
+				// The least loaded needer fetches, unless another device of the node
+				// would still be less loaded after taking the part (its NIC is idle:
+				// it fetches and forwards over NVLink).
 				f := group[0]
 				for _, d := range group[1:] {
 					if b.nicIn[d] < b.nicIn[f] {
 						f = d
+					}
+				}
+				w := b.c.bytesOf(b.c.moveElems(move{cell: int32(ci), part: k, parts: parts}))
+				lo, hi := node*b.f.GPUsPerNode, min((node+1)*b.f.GPUsPerNode, b.p.Devices)
+				for d := lo; d < hi; d++ {
+					if b.nicIn[d]+w <= b.nicIn[f] {
+						f = int32(d)
 					}
 				}
 				b.add(move{phase: 0, from: b.holder(cl, f), to: f, cell: int32(ci), part: k, parts: parts})
