@@ -369,18 +369,22 @@ type TransferTensorOut struct {
 	TimeLowerBoundUS float64 `json:"time_lower_bound_us"`
 } // @name TransferTensorOut
 
-// transferRequest plans a transfer.
+// transferRequest godoc
 //
-//	@Summary	Plan moving tensors between placements (trainer -> inference replicas)
-//	@Description	The cheapest schedule among direct pulls, a fetch per node with an NVLink fan-out, chains and trees across replicas, priced on the fabric's links with buckets that pipeline, beside the fabric's lower bound. Accept text/plain for a report.
-//	@Tags		transfer
-//	@Accept		json
-//	@Produce	json,plain
-//	@Param		request	body		TransferRequest	true	"placements and tensors"
-//	@Success	200		{object}	TransferResponse
-//	@Failure	400		{object}	Problem
-//	@Failure	422		{object}	Problem
-//	@Router		/v1/transfer [post]
+//	@Summary		Plan moving tensors between placements (trainer to inference replicas)
+//	@Description	Plans the weight transfer from a source placement to one or more target placements (replicas) on one GPU fabric: direct pulls, a fetch per node with an NVLink fan-out, chains and trees across replicas, or each tensor group its own, priced on the fabric's NVLink ports and NICs with buckets that pipeline, beside the fabric's lower bound. With `Accept: text/plain` the answer is a report; with `Accept: image/svg+xml` a drawing of the nodes and the network flows.
+//	@Tags			transfer
+//	@Accept			json
+//	@Produce		json
+//	@Produce		text/plain
+//	@Produce		image/svg+xml
+//	@Produce		application/problem+json
+//	@Param			request	body		TransferRequest	true	"fabric, placements and tensors"
+//	@Success		200		{object}	TransferResponse
+//	@Failure		400		{object}	Problem	"invalid JSON, placement, tensor, sharding or cost model; a limit exceeded"
+//	@Failure		422		{object}	Problem	"no plan within memory_budget_bytes_per_device, or the transfers asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES"
+//	@Failure		503		{object}	Problem	"overloaded or timed out"
+//	@Router			/v1/transfer [post]
 func (s *Server) transferRequest(w http.ResponseWriter, r *http.Request) error {
 	var req TransferRequest
 	if err := s.decodeJSON(r, &req); err != nil {
@@ -390,9 +394,17 @@ func (s *Server) transferRequest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return transferFieldProblem(err)
 	}
-	resp, err := s.planTransfer(r.Context(), &req, p)
+	resp, res, err := s.planTransfer(r.Context(), &req, p)
 	if err != nil {
 		return err
+	}
+	if wantsSVG(r) {
+		body, err := transferSVG(p, res)
+		if err != nil {
+			return err
+		}
+		writeSVG(w, body)
+		return nil
 	}
 	if wantsText(r) {
 		writeBody(w, http.StatusOK, textMediaType+"; charset=utf-8", []byte(TransferText(resp)))
@@ -401,8 +413,8 @@ func (s *Server) transferRequest(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, resp)
 }
 
-// planTransfer plans p and writes the answer.
-func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *transfer.Problem) (*TransferResponse, error) {
+// planTransfer plans p and writes the JSON answer (the plan beside it, for drawings).
+func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *transfer.Problem) (*TransferResponse, *transfer.Result, error) {
 	res, err := transfer.Plan(ctx, p)
 	if err != nil {
 		var be *transfer.BudgetError
@@ -411,9 +423,9 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 				"%s; the smallest budget that admits a plan is %d", be.Error(), be.MinBudget))
 			pr.Status = http.StatusUnprocessableEntity
 			pr.MinBudget = be.MinBudget
-			return nil, pr
+			return nil, nil, pr
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	include := map[string]bool{}
 	for _, v := range req.Include {
@@ -478,7 +490,7 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 				if budget -= int64(min(list, rl)); budget < 0 {
 					pr := NewProblem(http.StatusUnprocessableEntity, slugResponseTooLarge, "Response too large",
 						"groups[%d].transfers would take the answer over %d bytes (SHARDPLAN_MAX_RESPONSE_BYTES); leave \"transfers\" out of include, or plan fewer tensors per request", gi, s.limits.MaxResponseBytes)
-					return nil, pr
+					return nil, nil, pr
 				}
 			}
 			if rl < list {
@@ -491,7 +503,7 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 		}
 		out.Groups = append(out.Groups, g)
 	}
-	return out, nil
+	return out, res, nil
 }
 
 // moveRuns compresses moves (in their order) into runs of a constant step.

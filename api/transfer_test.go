@@ -167,3 +167,31 @@ func TestTransferAnswer(t *testing.T) {
 	assert.Contains(t, rec.Body.String(), "candidates:")
 	assert.Contains(t, rec.Body.String(), "layers.0.w (+3)")
 }
+
+// FuzzTransferBody posts transfer requests: never a 5xx, an error is always a problem.
+func FuzzTransferBody(f *testing.F) {
+	s := fuzzServer(f)
+	addExamples(f, "transfer-")
+	f.Add(smallTransfer)
+	f.Add(`{"cost_model": "h100", "fabric_devices": 8, "source": {"mesh": {"axes": [{"name": "x", "size": 4}], "device_ids": [7, 5, 3, 1]}},
+	  "targets": [{"mesh": "Mesh('t': 2)", "device_ids": [0, 2]}, {"mesh": "t=2", "first_device": 4}],
+	  "tensors": [{"name": "w", "shape": [7, 3], "dtype": "s4", "source": "[{\"x\"}, {}]", "target": "P(None, 't')", "repeat": 3}],
+	  "strategy": "tree", "include": ["transfers"]}`)
+	f.Fuzz(func(t *testing.T, body string) { fuzzEndpoint(t, s, "/v1/transfer", body) })
+}
+
+// TestTransferSVG: the drawing has every device of the fabric, coloured by role, and
+// one flow per pair of nodes that network moves join.
+func TestTransferSVG(t *testing.T) {
+	s := newTestServer(t, nil)
+	rec := postTransfer(t, s, []byte(smallTransfer), "image/svg+xml")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Header().Get("Content-Type"), "image/svg+xml")
+	body := rec.Body.String()
+	assert.Equal(t, 16, strings.Count(body, `class="device"`))
+	assert.Equal(t, 8, strings.Count(body, `data-role="source idle"`))
+	assert.Equal(t, 4, strings.Count(body, `data-role="replica 1"`))
+	// Every byte the replicas on node 1 need comes from node 0.
+	assert.Equal(t, 1, strings.Count(body, `class="flow"`))
+	assert.Contains(t, body, `data-from-node="0" data-to-node="1"`)
+}

@@ -275,3 +275,14 @@ func TestBoundDirectMeetsIt(t *testing.T) {
 		t.Fatalf("%d buckets, peak %d bytes: want the memory the slack buys", res.Buckets, res.PeakBytesPerDevice)
 	}
 }
+
+// TestPlanStopsAtDeadline: a context that has ended stops planning with its error.
+func TestPlanStopsAtDeadline(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 39))
+	p := randomProblem(t, rng, 4, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Plan(ctx, p); err != context.Canceled {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
