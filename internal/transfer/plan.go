@@ -273,6 +273,8 @@ type planner struct {
 	order      []int
 	maxBuckets int
 	moveBudget int
+	sums       map[sumKey]*summary
+	peers      map[uint64]int // loads.maxPeers' memo
 }
 
 // maxOrderSearch is the most replicas whose relay orders are all priced (5! = 120);
@@ -341,11 +343,42 @@ func (pl *planner) priceAssign(ctx context.Context, perClass []map[string][]move
 		return priced{}, false, nil, err
 	}
 	l := newLoads(pl.p.Devices)
+	if pl.peers == nil {
+		pl.peers = map[uint64]int{}
+	}
+	l.peers = pl.peers
 	for i, c := range pl.classes {
-		l.add(pl.p.Fabric, c, perClass[i][picks[i]], float64(c.count), opOf(picks[i]))
+		l.addSummary(pl.summary(perClass, i, picks[i]), float64(c.count))
 	}
 	pr, fits := price(pl.p.Fabric, l, pl.resident, pl.total, pl.p.MemoryBudget, pl.maxBuckets)
 	return pr, fits, l, nil
+}
+
+// summary is class i's moves under strategy s totalled, computed once per moves list.
+func (pl *planner) summary(perClass []map[string][]move, i int, s string) *summary {
+	mv := perClass[i][s]
+	key := sumKey{class: i, strategy: s, n: len(mv)}
+	if len(mv) > 0 {
+		key.first = &mv[0]
+	}
+	if sm, ok := pl.sums[key]; ok {
+		return sm
+	}
+	sm := summarize(pl.p.Fabric, pl.classes[i], mv, opOf(s))
+	if pl.sums == nil {
+		pl.sums = map[sumKey]*summary{}
+	}
+	pl.sums[key] = sm
+	return sm
+}
+
+// sumKey names a moves list: its class, strategy, length and first element's address
+// (bestOrder prices other lists under the same class and strategy).
+type sumKey struct {
+	class    int
+	strategy string
+	n        int
+	first    *move
 }
 
 // maxMixPasses bounds mix's passes over the classes.

@@ -1,7 +1,11 @@
 package transfer
 
 import (
+	"encoding/binary"
+	"hash/fnv"
+	"maps"
 	"math"
+	"slices"
 )
 
 // loads are a plan's bytes per phase per device on each resource, plus the distinct
@@ -11,13 +15,141 @@ type loads struct {
 	phases []*phaseLoad
 	// sent and recv are the bytes each device sends and receives over every phase.
 	sent, recv []float64
+	// peers memoizes maxPeers by the pair lists' hashes (shared by a planner's loads).
+	peers map[uint64]int
 }
 
 type phaseLoad struct {
 	nvOut, nvIn, nicOut, nicIn []float64
-	pairs                      map[uint64]struct{}
-	network                    bool
-	ops                        map[string]bool
+	// pairLists are the distinct (from<<32 | to) pairs of each class summary added, by
+	// the hash of the list: classes with the same pattern count once.
+	pairLists map[uint64][]uint64
+	network   bool
+	ops       map[string]bool
+}
+
+// summary is one class's moves under one strategy, per tensor: each phase's loads on
+// the devices it touches, its distinct pairs and ops.
+type summary struct {
+	phases     []phaseSum
+	devs       []int32   // devices that send or receive
+	sent, recv []float64 // per entry of devs
+}
+
+type phaseSum struct {
+	devs    []int32
+	vals    [][4]float64 // nvOut, nvIn, nicOut, nicIn per entry of devs
+	pairs   []uint64     // sorted, distinct
+	hash    uint64
+	network bool
+	ops     []string
+}
+
+// summarize totals c's moves under a strategy (op names them).
+func summarize(f *Fabric, c *class, moves []move, op func(move) string) *summary {
+	var s summary
+	type acc struct {
+		loads map[int32]*[4]float64
+		pairs map[uint64]struct{}
+		ops   map[string]bool
+		net   bool
+	}
+	var accs []*acc
+	sent, recv := map[int32]float64{}, map[int32]float64{}
+	for _, m := range moves {
+		for len(accs) <= int(m.phase) {
+			accs = append(accs, &acc{loads: map[int32]*[4]float64{}, pairs: map[uint64]struct{}{}, ops: map[string]bool{}})
+		}
+		a := accs[m.phase]
+		w := c.bytesOf(c.moveElems(m))
+		get := func(d int32) *[4]float64 {
+			v := a.loads[d]
+			if v == nil {
+				v = new([4]float64)
+				a.loads[d] = v
+			}
+			return v
+		}
+		if f.Node(int(m.from)) == f.Node(int(m.to)) {
+			get(m.from)[0] += w
+			get(m.to)[1] += w
+		} else {
+			get(m.from)[2] += w
+			get(m.to)[3] += w
+			a.net = true
+		}
+		sent[m.from] += w
+		recv[m.to] += w
+		a.pairs[uint64(m.from)<<32|uint64(m.to)] = struct{}{}
+		a.ops[op(m)] = true
+	}
+	for _, a := range accs {
+		var ps phaseSum
+		ps.network = a.net
+		for d := range a.loads {
+			ps.devs = append(ps.devs, d)
+		}
+		slices.Sort(ps.devs)
+		for _, d := range ps.devs {
+			ps.vals = append(ps.vals, *a.loads[d])
+		}
+		for pr := range a.pairs {
+			ps.pairs = append(ps.pairs, pr)
+		}
+		slices.Sort(ps.pairs)
+		h := fnv.New64a()
+		var buf [8]byte
+		for _, pr := range ps.pairs {
+			binary.LittleEndian.PutUint64(buf[:], pr)
+			h.Write(buf[:])
+		}
+		ps.hash = h.Sum64()
+		for o := range a.ops {
+			ps.ops = append(ps.ops, o)
+		}
+		slices.Sort(ps.ops)
+		s.phases = append(s.phases, ps)
+	}
+	for d := range sent {
+		s.devs = append(s.devs, d)
+	}
+	for d := range recv {
+		if _, ok := sent[d]; !ok {
+			s.devs = append(s.devs, d)
+		}
+	}
+	slices.Sort(s.devs)
+	for _, d := range s.devs {
+		s.sent = append(s.sent, sent[d])
+		s.recv = append(s.recv, recv[d])
+	}
+	return &s
+}
+
+// addSummary charges a class summary, weight times (the tensors of the class).
+func (l *loads) addSummary(s *summary, weight float64) {
+	for j := range s.phases {
+		ps := &s.phases[j]
+		ph := l.phase(j)
+		for k, d := range ps.devs {
+			v := &ps.vals[k]
+			ph.nvOut[d] += weight * v[0]
+			ph.nvIn[d] += weight * v[1]
+			ph.nicOut[d] += weight * v[2]
+			ph.nicIn[d] += weight * v[3]
+		}
+		if len(ps.pairs) > 0 {
+			ph.pairLists[ps.hash] = ps.pairs
+		}
+		ph.network = ph.network || ps.network
+		for _, o := range ps.ops {
+			ph.ops[o] = true
+		}
+	}
+	for k, d := range s.devs {
+		l.sent[d] += weight * s.sent[k]
+		l.recv[d] += weight * s.recv[k]
+	}
 }
 
 func newLoads(n int) *loads {
@@ -29,29 +161,14 @@ func (l *loads) phase(j int) *phaseLoad {
 		l.phases = append(l.phases, &phaseLoad{
 			nvOut: make([]float64, l.n), nvIn: make([]float64, l.n),
 			nicOut: make([]float64, l.n), nicIn: make([]float64, l.n),
-			pairs: map[uint64]struct{}{}, ops: map[string]bool{}})
+			pairLists: map[uint64][]uint64{}, ops: map[string]bool{}})
 	}
 	return l.phases[j]
 }
 
 // add charges c's moves, each weight times (the tensors of the class).
 func (l *loads) add(f *Fabric, c *class, moves []move, weight float64, op func(move) string) {
-	for _, m := range moves {
-		w := c.bytesOf(c.moveElems(m)) * weight
-		ph := l.phase(int(m.phase))
-		if f.Node(int(m.from)) == f.Node(int(m.to)) {
-			ph.nvOut[m.from] += w
-			ph.nvIn[m.to] += w
-		} else {
-			ph.nicOut[m.from] += w
-			ph.nicIn[m.to] += w
-			ph.network = true
-		}
-		l.sent[m.from] += w
-		l.recv[m.to] += w
-		ph.pairs[uint64(m.from)<<32|uint64(m.to)] = struct{}{}
-		ph.ops[op(m)] = true
-	}
+	l.addSummary(summarize(f, c, moves, op), weight)
 }
 
 // phaseCost is one phase priced for all the plan's data.
@@ -94,14 +211,7 @@ func price(f *Fabric, l *loads, resident []float64, total float64, budget int64,
 	for _, ph := range l.phases {
 		var pc phaseCost
 		pc.network = ph.network
-		peers := make(map[int32]int)
-		for k := range ph.pairs {
-			peers[int32(k>>32)]++
-			peers[int32(k&0xffffffff)]++
-		}
-		for _, v := range peers {
-			pc.peers = max(pc.peers, v)
-		}
+		pc.peers = l.maxPeers(ph.pairLists)
 		for d := range n {
 			for _, r := range [...]struct {
 				v  float64
@@ -193,6 +303,55 @@ func price(f *Fabric, l *loads, resident []float64, total float64, budget int64,
 	}
 	out.peak, out.peakDev = peakAt(out.buckets)
 	return out, true
+}
+
+// maxPeers is maxPeers of lists, memoized by their hashes.
+func (l *loads) maxPeers(lists map[uint64][]uint64) int {
+	if l.peers == nil {
+		return maxPeers(lists)
+	}
+	hs := slices.Sorted(maps.Keys(lists))
+	h := fnv.New64a()
+	var buf [8]byte
+	for _, v := range hs {
+		binary.LittleEndian.PutUint64(buf[:], v)
+		h.Write(buf[:])
+	}
+	key := h.Sum64()
+	if v, ok := l.peers[key]; ok {
+		return v
+	}
+	v := maxPeers(lists)
+	l.peers[key] = v
+	return v
+}
+
+// maxPeers is the most distinct devices one device sends to or receives from over the
+// union of the pair lists.
+func maxPeers(lists map[uint64][]uint64) int {
+	count := func(pairs func(yield func(uint64) bool)) int {
+		peers := map[uint32]int{}
+		most := 0
+		for k := range pairs {
+			a, b := uint32(k>>32), uint32(k)
+			peers[a]++
+			peers[b]++
+			most = max(most, peers[a], peers[b])
+		}
+		return most
+	}
+	if len(lists) == 1 {
+		for _, l := range lists {
+			return count(slices.Values(l))
+		}
+	}
+	union := map[uint64]struct{}{}
+	for _, l := range lists {
+		for _, k := range l {
+			union[k] = struct{}{}
+		}
+	}
+	return count(maps.Keys(union))
 }
 
 // minBucketBytes is the smallest bucket the planner considers; bucketSlack is the
