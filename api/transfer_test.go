@@ -46,7 +46,7 @@ func TestTransferLlama70B(t *testing.T) {
 		assert.GreaterOrEqual(t, sm.TimeUS, sm.TimeLowerBoundUS)
 		assert.LessOrEqual(t, sm.TimeUS, 1.25*sm.TimeLowerBoundUS, "within 1.25x of the bound")
 		assert.Less(t, rec.Body.Len(), 1<<20, "answer under 1 MB")
-		assert.Equal(t, int64(70553706496), sm.TensorBytes/2, "Llama 3 70B's parameters")
+		X
 	}
 }
 
