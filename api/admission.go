@@ -29,7 +29,10 @@ import (
 //
 // Slow bodies never hold a slot, cached answers never wait for one, and at most
 // Limits.MaxCompute requests compute at once, so /healthz, /readyz and /metrics (which
-// take no slot) are scheduled promptly however many requests wait.
+// take no slot) are scheduled promptly however many requests wait. A compute slot is a
+// core: a request that plans on several goroutines (a graph's distinct reshards) uses
+// one more core for each slot it takes beside its own without waiting (lendCores), so
+// the compute slots count the cores requests plan on, not only the requests.
 
 // bufferBody reads the whole body (capped by limitBody) under Limits.BodyReadTimeout
 // before the request goes on, so a client sending slowly is cut off with 408 and never
@@ -170,6 +173,32 @@ func (s *Server) admit(ctx context.Context) (release func(), err error) {
 		}
 		releaseInflight()
 	}, nil
+}
+
+// lendCores takes up to want more compute slots without waiting, for a request that
+// computes on several goroutines (a graph's or an audit's distinct reshards): a request
+// computes on as many cores as the compute slots it holds, admit's and these. It
+// returns how many it took and a func giving them back (call it once). Without a
+// compute limit it lends all it is asked.
+func (s *Server) lendCores(want int) (int, func()) {
+	if s.compute == nil {
+		return want, func() {}
+	}
+	n := 0
+take:
+	for n < want {
+		select {
+		case s.compute <- struct{}{}:
+			n++
+		default:
+			break take
+		}
+	}
+	return n, func() {
+		for range n {
+			<-s.compute
+		}
+	}
 }
 
 // throttle runs next under admit (for handlers that compute on every request).

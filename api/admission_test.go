@@ -136,3 +136,30 @@ func TestMetricsLint(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, problems)
 }
+
+// TestLendCoresChargesComputeSlots: the cores a request plans on beside its own take
+// compute slots without waiting: as many as are free, up to what it asks; they show
+// in the computing gauge and go back when it is done.
+func TestLendCoresChargesComputeSlots(t *testing.T) {
+	s := newTestServer(t, func(d *Deps) { d.Limits.MaxCompute = 4 })
+	release, err := s.admit(t.Context())
+	require.NoError(t, err)
+	defer release()
+	for _, tc := range []struct{ want, lent, held int }{
+		{want: 0, lent: 0, held: 1},
+		{want: 2, lent: 2, held: 3},
+		{want: 9, lent: 3, held: 4},
+	} {
+		n, back := s.lendCores(tc.want)
+		assert.Equal(t, tc.lent, n, "want %d", tc.want)
+		assert.Len(t, s.compute, tc.held, "want %d", tc.want)
+		back()
+		assert.Len(t, s.compute, 1, "want %d: the lent slots went back", tc.want)
+	}
+	_, back := s.lendCores(3)
+	n, none := s.lendCores(1)
+	assert.Zero(t, n, "every slot is taken: nothing to lend")
+	none()
+	back()
+	assert.Len(t, s.compute, 1)
+}

@@ -405,7 +405,7 @@ func looksLikeHLO(text string) bool {
 // auditProgram plans and audits a graph or a StableHLO module.
 func (s *Server) auditProgram(ctx context.Context, in *graphInput, budget *int64) (*AuditResponse, error) {
 	start := time.Now()
-	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort, Memos: s.planMemos}
+	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort, Memos: s.planMemos, Cores: s.lendCores}
 	if budget != nil {
 		req.BudgetBytes = *budget
 	}

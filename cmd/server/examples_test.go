@@ -193,7 +193,7 @@ func endpointOf(file string) string {
 }
 
 // TestExamples posts every request file of examples/ to the real server, as the
-// README's curl walkthrough does.
+// user guide's curl walkthrough does.
 func TestExamples(t *testing.T) {
 	base, _, _, _ := startServer(t, nil)
 	dir := exampleDir(t)

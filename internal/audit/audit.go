@@ -13,7 +13,6 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -50,6 +49,9 @@ type Request struct {
 	Locate func(op string) Location
 	// BudgetBytes is the per-device memory budget (0: none).
 	BudgetBytes int64
+	// Cores lends the planning of distinct reshards more cores (graphplan.Request.Cores;
+	// nil: one at a time).
+	Cores func(want int) (int, func())
 }
 
 // Site is one collective of the program: a reshard or a reduction, with its plan.
@@ -129,7 +131,7 @@ type Result struct {
 
 // Run audits r. Errors are graphplan.Plan's and the reshard planner's.
 func Run(ctx context.Context, r *Request) (*Result, error) {
-	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: r.Graph, Mesh: r.Mesh, Options: r.Options, Strategy: r.Strategy, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort, Memos: r.Memos})
+	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: r.Graph, Mesh: r.Mesh, Options: r.Options, Strategy: r.Strategy, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort, Memos: r.Memos, Cores: r.Cores})
 	if err != nil {
 		return nil, err
 	}
@@ -191,8 +193,9 @@ func xlaKey(c *graphplan.Collective) string {
 	return b.String()
 }
 
-// planXLA predicts XLA's plan of every distinct reshard (in parallel), so that a site
-// planned the optimal way still says whether XLA would rematerialize it.
+// planXLA predicts XLA's plan of every distinct reshard (on graphplan.Workers
+// goroutines), so that a site planned the optimal way still says whether XLA would
+// rematerialize it.
 func planXLA(ctx context.Context, r *Request, sites []Site) error {
 	type job struct {
 		c    *graphplan.Collective
@@ -212,9 +215,14 @@ func planXLA(ctx context.Context, r *Request, sites []Site) error {
 			keys = append(keys, k)
 		}
 	}
+	workers, release := graphplan.Workers(r.Cores, len(keys))
+	defer release()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	g.SetLimit(workers)
 	for _, k := range keys {
+		if gctx.Err() != nil {
+			break
+		}
 		j := jobs[k]
 		g.Go(func() error {
 			var err error
@@ -231,6 +239,9 @@ func planXLA(ctx context.Context, r *Request, sites []Site) error {
 		})
 	}
 	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	for i := range sites {

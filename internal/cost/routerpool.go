@@ -79,6 +79,7 @@ func (f *Fabric) AcquireRouter(c *Caches, m *sharding.Mesh) *Router {
 // Release gives r back to the pool it came from (AcquireRouter's routers only; others
 // are left to the collector). r must not be used after.
 func (r *Router) Release() {
+	r.done, r.stopped = nil, false
 	c := r.caches
 	if c == nil {
 		return

@@ -158,6 +158,42 @@ type Router struct {
 	caches  *Caches // the pool Release gives the router back to (nil: not pooled)
 	deltas  []int   // routeSwitched's position shift per translate
 	generic bool    // route with add on every model (tests hold routeSwitched to it)
+
+	// done is Watch's channel; stopped is set, for good, once a poll found it closed;
+	// polls counts poll's calls.
+	done    <-chan struct{}
+	stopped bool
+	polls   uint32
+}
+
+// pollEvery is how many routed transfers pass between two looks at a Router's done
+// channel: a transfer costs tens of nanoseconds, so the router notices within about
+// 100 µs, and the look (a non-blocking receive) costs nothing measurable.
+const pollEvery = 1 << 12
+
+// Watch makes r stop pricing once done is closed (nil: never): a Price call that finds
+// it closed returns early with a meaningless estimate, and so does every later call,
+// so a caller abandoning its work (a request past its deadline) is not held by a step
+// of billions of transfers. Stopped reports it; the caller must discard what r priced
+// since Watch. Release forgets the channel.
+func (r *Router) Watch(done <-chan struct{}) { r.done = done }
+
+// Stopped reports whether r stopped pricing because Watch's channel was closed: its
+// estimates since are meaningless.
+func (r *Router) Stopped() bool { return r.stopped }
+
+// poll counts one unit of work and reports whether r is to stop; it looks at done every
+// pollEvery calls.
+func (r *Router) poll() bool {
+	if r.polls++; r.polls&(pollEvery-1) != 0 || r.done == nil {
+		return r.stopped
+	}
+	select {
+	case <-r.done:
+		r.stopped = true
+	default:
+	}
+	return r.stopped
 }
 
 // ringLoads are one axis' link loads: per touched line, difference arrays of both
@@ -359,6 +395,9 @@ func (r *Router) routeAll(t *Traffic, offsets [][]int, expand bool, out *Traffic
 		}
 		w := float64(bytes)
 		for c := range copies {
+			if r.poll() {
+				return false
+			}
 			if expand {
 				decodeOdometer(c, offsets, odo)
 				for i := range na {
@@ -415,6 +454,9 @@ func (r *Router) routeSwitched(t *Traffic, offsets [][]int, out *TrafficEstimate
 		}
 		w := float64(bytes)
 		for _, dl := range r.deltas {
+			if r.poll() {
+				return false
+			}
 			src, dst := src0+dl, dst0+dl
 			out.Bytes += bytes
 			r.touch(src)

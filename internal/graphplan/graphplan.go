@@ -35,6 +35,23 @@ type Request struct {
 	// Memos are every reshard's planner memos (planner.Request.Memos; nil: each
 	// reshard its own).
 	Memos *planner.Memos
+	// Cores lends the planning of distinct reshards cores beyond the caller's one: it
+	// takes up to want more without waiting and returns how many it took (0..want) and
+	// a func giving them back (called once). Nil: the reshards are planned one at a
+	// time, on the caller's core. A server charges what it lends against its compute
+	// slots, so a graph computes on as many cores as the slots it holds.
+	Cores func(want int) (int, func())
+}
+
+// Workers is how many reshards Plan plans at once: one, plus what cores lends of the
+// want more that would help (nil cores: none). Give the cores back with the func.
+func Workers(cores func(want int) (int, func()), jobs int) (int, func()) {
+	want := min(jobs, runtime.GOMAXPROCS(0)) - 1
+	if cores == nil || want <= 0 {
+		return 1, func() {}
+	}
+	n, release := cores(want)
+	return 1 + min(max(n, 0), want), release
 }
 
 // Kind says why a collective is there.
@@ -210,7 +227,8 @@ func Plan(ctx context.Context, r *Request) (*Result, error) {
 	return out, nil
 }
 
-// planAll plans every distinct problem, in parallel up to GOMAXPROCS.
+// planAll plans every distinct problem, on as many goroutines as Workers gives. Once ctx
+// is done it starts no more and returns ctx's error.
 func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[string]planned, error) {
 	keys := make([]string, 0, len(problems))
 	for k := range problems {
@@ -218,9 +236,14 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 	}
 	sort.Strings(keys)
 	out := make([]planned, len(keys))
+	workers, release := Workers(r.Cores, len(keys))
+	defer release()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	g.SetLimit(workers)
 	for i, k := range keys {
+		if gctx.Err() != nil {
+			break // the error is g.Wait's or ctx's
+		}
 		g.Go(func() error {
 			pr := problems[k]
 			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort, Memos: r.Memos}
@@ -234,6 +257,9 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 		})
 	}
 	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m := make(map[string]planned, len(keys))

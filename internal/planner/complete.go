@@ -1062,7 +1062,15 @@ func (c *completeSearch) completeSteps(path []cstep) []Step {
 // completePass runs the complete pass against cands (the candidates so far): a plan
 // strictly cheaper than the best of them under the request's rules (nil: none), and
 // whether the answer (that plan, or the best candidate) is proven optimal.
-func completePass(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) (*Plan, bool, error) {
+//
+// Once ctx is done it returns ctx's error: the routers pricing its steps stop then, and
+// what they priced is meaningless.
+func completePass(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) (_ *Plan, _ bool, err error) {
+	defer func() {
+		if err == nil {
+			err = ctx.Err()
+		}
+	}()
 	src, tgt := r.Source, r.Target
 	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, src, tgt)
 	if !ok || len(cp.atoms) > 60 {
@@ -1190,6 +1198,9 @@ func budgetError(ctx context.Context, r *Request) error {
 		} else {
 			lo = mid + 1
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err // a router may have stopped: the paths' prices are meaningless
 	}
 	e.MinBudget = found
 	return e

@@ -445,7 +445,7 @@ func (sp *space) acquireRouter(r *Request) bool {
 	}
 	if sp.router == nil || sp.routerModel != r.Model {
 		sp.releaseRouter()
-		sp.router, sp.routerModel = tm.AcquireRouter(r.Memos.costCaches(), sp.mesh), r.Model
+		sp.router, sp.routerModel = r.watch(tm.AcquireRouter(r.Memos.costCaches(), sp.mesh)), r.Model
 	}
 	return true
 }

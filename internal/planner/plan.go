@@ -103,6 +103,27 @@ type Request struct {
 	// the mesh, shape, ends and model alone): the suggestion search plans the same
 	// reshard again under other allowed ops and prices its chain against them.
 	bounds *reshardBounds
+	// done is the Done channel of the context the request is planned under (withDone):
+	// the routers that price its steps watch it, so a step of billions of transfers
+	// stops when the request is abandoned.
+	done <-chan struct{}
+}
+
+// withDone is r, or a copy of r watching ctx's Done channel when r does not already.
+func (r *Request) withDone(ctx context.Context) *Request {
+	d := ctx.Done()
+	if r.done == d {
+		return r
+	}
+	c := *r
+	c.done = d
+	return &c
+}
+
+// watch makes rt, a router pricing r's steps, stop when r is abandoned, and returns it.
+func (r *Request) watch(rt *cost.Router) *cost.Router {
+	rt.Watch(r.done)
+	return rt
 }
 
 // reshardBounds are a reshard's lower bounds: the bytes a device lacks (between), the
@@ -255,10 +276,13 @@ func (r *Request) allowed(op Op) bool {
 // axes the source does not hold as partial sums), a *NoPlanError when AllowedOps admit no
 // plan, or ctx's error.
 func Reshard(ctx context.Context, r *Request) (*Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if r.MaxExpansions == 0 {
 		r.MaxExpansions = DefaultMaxExpansions
 	}
-	r = r.withMemos()
+	r = r.withMemos().withDone(ctx)
 	src, tgt := r.Source, r.Target
 	// Unreduced axes: the target may keep some of the source's partial sums (whole axes
 	// or sub-axes of them), never add.
@@ -430,6 +454,9 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	}
 	if len(cands) == 0 {
 		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // a router may have stopped: the candidates' prices are meaningless
 	}
 	best := pickBest(cands, r.AllowFullRemat)
 	best.Summary.Optimality = OptimalityBestFound

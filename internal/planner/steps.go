@@ -193,7 +193,7 @@ func directFromShardings(r *Request, between int64) Step {
 	st.GroupSize = sharding.Product(axes)
 	st.GroupCount = r.Mesh.NumDevices() / max(st.GroupSize, 1)
 	if tm, ok := r.Model.(trafficModel); ok {
-		rt := tm.AcquireRouter(r.Memos.costCaches(), r.Mesh)
+		rt := r.watch(tm.AcquireRouter(r.Memos.costCaches(), r.Mesh))
 		st.Cost = rt.Price(explicitTraffic(r, r.Source, r.Target, false)).Estimate
 		rt.Release()
 	} else {

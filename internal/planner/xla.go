@@ -81,8 +81,11 @@ func ReshardXLA(ctx context.Context, r *Request) (*Plan, *XLAInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	r = r.withMemos()
+	r = r.withMemos().withDone(ctx)
 	p, e, err := xlaPlan(r)
+	if err == nil {
+		err = ctx.Err() // a router may have stopped: its prices are meaningless
+	}
 	if err != nil {
 		return nil, nil, err
 	}

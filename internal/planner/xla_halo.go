@@ -360,7 +360,7 @@ func priceHalo(r *Request, h *Halo, axes []sharding.AxisRef) cost.Estimate {
 		return r.Model.Estimate(cost.Collective{Kind: cost.CollectivePermute, Bytes: h.bytes, Mesh: r.Mesh, Axes: axes})
 	}
 	m := r.Mesh
-	rt := tm.AcquireRouter(r.Memos.costCaches(), m)
+	rt := r.watch(tm.AcquireRouter(r.Memos.costCaches(), m))
 	defer rt.Release()
 	return rt.Price(&cost.Traffic{Kind: cost.CollectivePermute, Mesh: m, Each: func(yield func(from, to []int, bytes int64) bool) {
 		from := make([]int, len(m.Axes))
