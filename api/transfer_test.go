@@ -46,7 +46,8 @@ func TestTransferLlama70B(t *testing.T) {
 		assert.GreaterOrEqual(t, sm.TimeUS, sm.TimeLowerBoundUS)
 		assert.LessOrEqual(t, sm.TimeUS, 1.25*sm.TimeLowerBoundUS, "within 1.25x of the bound")
 		assert.Less(t, rec.Body.Len(), 1<<20, "answer under 1 MB")
-		X
+		assert.Equal(t, testgen.Llama3_70B.Params(), sm.TensorBytes/2, "Llama 3 70B's parameters in bf16")
+		assert.Equal(t, int64(70553706496), testgen.Llama3_70B.Params())
 	}
 }
 
