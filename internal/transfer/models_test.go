@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"testing"
 
@@ -10,6 +11,9 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 	"github.com/shardplan/shardplan/internal/testgen"
 )
+
+// long runs the heavy cases too (the 70B model's replay).
+var long = flag.Bool("long", false, "run the heavy transfer cases (Llama 3 70B's replay)")
 
 // modelProblem is a transfer of tensors on an h100 fabric of n devices from srcMesh at
 // srcFirst to replicas of tgtMesh at tgtFirst[r].
@@ -79,9 +83,15 @@ func TestModels(t *testing.T) {
 	}{
 		{"llama3-8b disjoint", modelProblem(t, 64, "fsdp=4,tp=8", 0, "tp=8", firsts(4, 8, 32), testgen.Llama3_8B.Tensors())},
 		{"llama3-8b colocated", modelProblem(t, 32, "fsdp=4,tp=8", 0, "tp=8", firsts(4, 8, 0), testgen.Llama3_8B.Tensors())},
-		{"llama3-70b disjoint", modelProblem(t, 384, "fsdp=32,tp=8", 0, "tp=8", firsts(16, 8, 256), testgen.Llama3_70B.Tensors())},
 		{"moe ep=8 to ep=2,tp=8", modelProblem(t, 96, "fsdp=4,ep=8", 0, "ep=2,tp=8", firsts(4, 16, 32), moe)},
 		{"moe one trainer node, 8 replicas", modelProblem(t, 136, "fsdp=1,ep=8", 0, "ep=2,tp=8", firsts(8, 16, 8), moe)},
+	}
+	if *long {
+		// The api's tests plan it on every run; -long replays it too.
+		cases = append(cases, struct {
+			name string
+			p    *Problem
+		}{"llama3-70b disjoint", modelProblem(t, 384, "fsdp=32,tp=8", 0, "tp=8", firsts(16, 8, 256), testgen.Llama3_70B.Tensors())})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

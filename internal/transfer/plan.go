@@ -148,6 +148,9 @@ func Plan(ctx context.Context, p *Problem) (*Result, error) {
 		if s == "mixed" || (s == "chain" || s == "tree") && len(p.Targets) < 2 {
 			continue
 		}
+		if s == "chain" && (len(p.Targets)+1)*p.Devices > maxChainLoads {
+			continue // its phases' loads would not fit: noted below
+		}
 		var order []int
 		if s == "chain" || s == "tree" {
 			var err error
@@ -193,7 +196,11 @@ func Plan(ctx context.Context, p *Problem) (*Result, error) {
 			continue
 		}
 		if _, ok := perClass[0][s]; !ok {
-			res.Candidates = append(res.Candidates, Candidate{Name: s, Note: "needs two or more target replicas"})
+			note := "needs two or more target replicas"
+			if len(p.Targets) >= 2 {
+				note = fmt.Sprintf("not priced: a chain of %d replicas on %d devices has more than %d phase loads (use tree)", len(p.Targets), p.Devices, maxChainLoads)
+			}
+			res.Candidates = append(res.Candidates, Candidate{Name: s, Note: note})
 			continue
 		}
 		if err := consider(s, slices.Repeat([]string{s}, len(classes))); err != nil {
@@ -276,6 +283,10 @@ type planner struct {
 	sums       map[sumKey]*summary
 	peers      map[uint64]int // loads.maxPeers' memo
 }
+
+// maxChainLoads bounds a chain's phases times the fabric's devices (the loads it
+// prices: 32 bytes each).
+const maxChainLoads = 1 << 22
 
 // maxOrderSearch is the most replicas whose relay orders are all priced (5! = 120);
 // above it the order is relayOrder's. maxOrderMoves bounds the moves one order may
