@@ -81,6 +81,7 @@ func TestTransferBadInput(t *testing.T) {
 		{"bad target sharding", edit(`[null, "tp"]`, `[null, "q"]`), 400, slugInvalidSharding, "tensors[0].target[1]"},
 		{"tpu model", edit(`"h100"`, `"tpu-v5p"`), 400, slugInvalidRequest, "cost_model"},
 		{"over the device limit", edit(`"fabric_devices": 16`, `"fabric_devices": 100000`), 400, slugLimitExceeded, "fabric_devices"},
+		{"unknown include", edit(`"cost_model"`, `"include": ["moves"], "cost_model"`), 400, slugInvalidRequest, "include[0]"},
 		{"unknown strategy", edit(`"cost_model"`, `"strategy": "ring", "cost_model"`), 400, slugInvalidRequest, "strategy"},
 		{"over the budget", edit(`"cost_model"`, `"memory_budget_bytes_per_device": 100000, "cost_model"`), 422, slugBudgetExceeded, "memory_budget_bytes_per_device"},
 	}
