@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -196,4 +198,31 @@ func TestTransferSVG(t *testing.T) {
 	// Every byte the replicas on node 1 need comes from node 0.
 	assert.Equal(t, 1, strings.Count(body, `class="flow"`))
 	assert.Contains(t, body, `data-from-node="0" data-to-node="1"`)
+}
+
+// TestTransferTextGolden holds the report of the Llama 3 8B example (and the small
+// transfer's) as golden files: go test ./api -run TestTransferTextGolden -update.
+func TestTransferTextGolden(t *testing.T) {
+	s := newTestServer(t, nil)
+	example, err := os.ReadFile(filepath.Join("..", "examples", "transfer-llama3-8b-rl-sync.json"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		golden string
+		body   []byte
+	}{
+		{"transfer-llama3-8b.txt", example},
+		{"transfer-small.txt", []byte(smallTransfer)},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			rec := postTransfer(t, s, tc.body, "text/plain")
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			path := filepath.Join("testdata", tc.golden)
+			if *update {
+				require.NoError(t, os.WriteFile(path, rec.Body.Bytes(), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run with -update to create it")
+			assert.Equal(t, string(want), rec.Body.String())
+		})
+	}
 }
