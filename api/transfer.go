@@ -30,8 +30,8 @@ type TransferRequest struct {
 	// MemoryBudgetBytesPerDevice bounds what any device holds at any time (its tiles
 	// plus two buckets of what it sends and receives); 0: none.
 	MemoryBudgetBytesPerDevice int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"gte=0"`
-	// Strategy: auto (default: the fastest), direct, fanout, chain, tree or mixed.
-	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=auto direct fanout chain tree mixed"`
+	// Strategy: auto (default: the fastest), direct, fanout, spread, chain, tree or mixed.
+	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=auto direct fanout spread chain tree mixed"`
 	// Include: "tensors" (one entry per tensor), "transfers" (each group's moves).
 	Include []string `json:"include,omitempty" validate:"dive,oneof=tensors transfers"`
 } // @name TransferRequest

@@ -22,13 +22,16 @@
 //	         network (split among the needers in the node, or fetched by an idle NIC
 //	         of the node that relays it), then fans it out over NVLink (a scatter
 //	         over the network, then an all_gather inside the node)
+//	spread   what a source node holds leaves through every NIC of the node: a
+//	         device whose NIC is idle takes a cell from its holder over NVLink and
+//	         sends it on (a source-side scatter before the network)
 //	chain    the first replica pulls directly, each next replica copies from the
 //	         previous one position by position (a pipelined chain: the source sends
 //	         each byte about once)
 //	tree     as chain, each replica copying from its parent in a binary tree
 //	mixed    each distinct tensor with the strategy cheapest for it alone
 //
-// Senders always send slices of their tiles (a source-side slice costs nothing).
+// Senders send slices of their tiles (a source-side slice costs nothing).
 //
 // # Prices and buckets
 //

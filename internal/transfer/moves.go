@@ -203,6 +203,55 @@ func (b *builder) fanout(ctx context.Context) error {
 	return nil
 }
 
+// spread: what a source node holds goes out through every NIC of the node, not only
+// its holders': for each needer in another node, the device of the holder's node whose
+// NIC has sent the least takes the cell from the holder over NVLink (phase 0, once per
+// cell and device) and sends it (phase 1). Needers in a holder's node pull over NVLink.
+func (b *builder) spread(ctx context.Context) error {
+	have := map[int32]bool{}
+	for ci := range b.c.cells {
+		if ci&255 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		cl := &b.c.cells[ci]
+		clear(have)
+		for _, h := range cl.holders {
+			have[h] = true
+		}
+		w := b.c.bytesOf(cl.elems)
+		for _, d := range cl.needers {
+			h := b.holder(cl, d)
+			if h < 0 {
+				continue
+			}
+			hn := b.f.Node(int(h))
+			if hn == b.f.Node(int(d)) {
+				b.add(move{phase: 0, from: h, to: d, cell: int32(ci), parts: 1})
+				continue
+			}
+			// The relay: the least loaded NIC of the holder's node; a device without the
+			// cell must be less loaded by the cell's bytes to be worth the NVLink copy.
+			r := h
+			lo, hi := hn*b.f.GPUsPerNode, min((hn+1)*b.f.GPUsPerNode, b.p.Devices)
+			for x := lo; x < hi; x++ {
+				cost := b.nicOut[x]
+				if !have[int32(x)] {
+					cost += w
+				}
+				if cost < b.nicOut[r] {
+					r = int32(x)
+				}
+			}
+			if !have[r] {
+				b.add(move{phase: 0, from: h, to: r, cell: int32(ci), parts: 1})
+				have[r] = true
+			}
+			b.add(move{phase: 1, from: r, to: d, cell: int32(ci), parts: 1})
+		}
+	}
+	return nil
+}
+
 func (b *builder) heldInNode(cl *cell, node int) bool {
 	for _, h := range cl.holders {
 		if b.f.Node(int(h)) == node {

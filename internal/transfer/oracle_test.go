@@ -140,7 +140,7 @@ func TestOracleAgrees(t *testing.T) {
 			for _, treeOrder := range orders {
 				options := make([][][]Move, len(classes))
 				for ci, c := range classes {
-					for _, s := range []string{"direct", "fanout", "chain", "tree"} {
+					for _, s := range []string{"direct", "fanout", "spread", "chain", "tree"} {
 						if (s == "chain" || s == "tree") && len(p.Targets) < 2 {
 							continue
 						}

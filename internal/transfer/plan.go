@@ -452,6 +452,8 @@ func (pl *planner) moves(ctx context.Context, c *class, s string) ([]move, error
 		err = b.direct(ctx)
 	case "fanout":
 		err = b.fanout(ctx)
+	case "spread":
+		err = b.spread(ctx)
 	case "chain", "tree":
 		b.order = pl.order
 		b.rank = make([]int, len(pl.p.Targets))

@@ -57,7 +57,7 @@ const (
 )
 
 // Strategies are the strategy names, in the order candidates are listed.
-var Strategies = []string{"direct", "fanout", "chain", "tree", "mixed"}
+var Strategies = []string{"direct", "fanout", "spread", "chain", "tree", "mixed"}
 
 // Fabric is the view of a GPU cost model that transfers are priced on: nodes of
 // GPUsPerNode consecutive device ids, each GPU with an NVLink port and one NIC, both
