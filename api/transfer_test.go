@@ -230,3 +230,16 @@ func TestTransferTextGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestTransferResponseLimit: the moves asked for are charged to
+// SHARDPLAN_MAX_RESPONSE_BYTES before they are written.
+func TestTransferResponseLimit(t *testing.T) {
+	s := newTestServer(t, func(d *Deps) { d.Limits.MaxResponseBytes = 2000 })
+	body := strings.Replace(smallTransfer, `"cost_model"`, `"include": ["transfers"], "cost_model"`, 1)
+	rec := postTransfer(t, s, []byte(body), "")
+	p := requireProblem(t, rec, http.StatusUnprocessableEntity, slugResponseTooLarge)
+	assert.Contains(t, p.Detail, "groups[0].transfers")
+	// Without the moves the same request is answered.
+	rec = postTransfer(t, s, []byte(smallTransfer), "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+}
