@@ -99,7 +99,11 @@ func (b *boundLoads) bound(p *Problem) Bound {
 		}
 		if t > out.BandwidthUS {
 			out.BandwidthUS = t
-			out.Binding = kind + " " + strconv.Itoa(id) + " " + what
+			gid := p.globalDevice(id)
+			if kind == "node" {
+				gid = p.globalNode(id)
+			}
+			out.Binding = kind + " " + strconv.Itoa(gid) + " " + what
 		}
 	}
 	dev := f.NVLinkBW + f.NICBW

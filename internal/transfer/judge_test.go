@@ -286,3 +286,50 @@ func TestPlanStopsAtDeadline(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
+
+// TestIdleNodesChangeNothing: nodes no placement uses change neither the plan's price
+// nor its moves (shifted by the nodes put before the placements).
+func TestIdleNodesChangeNothing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 39))
+	for i := range 40 {
+		p := randomProblem(t, rng, 3, 16)
+		base, err := Plan(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := p.Fabric.GPUsPerNode
+		shift := 2 * g
+		q := *p
+		q.Devices = p.Devices + 5*g
+		move := func(pl Placement) Placement {
+			ds := make([]int, len(pl.Devices))
+			for k, d := range pl.Devices {
+				ds[k] = d + shift
+			}
+			pl.Devices = ds
+			return pl
+		}
+		q.Source = move(p.Source)
+		q.Targets = nil
+		for _, tp := range p.Targets {
+			q.Targets = append(q.Targets, move(tp))
+		}
+		got, err := Plan(context.Background(), &q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.TimeUS != base.TimeUS || got.Bound.TimeUS != base.Bound.TimeUS || got.Strategy != base.Strategy {
+			t.Fatalf("case %d: %s %.3f us (bound %.3f) with idle nodes, %s %.3f us (bound %.3f) without", i, got.Strategy, got.TimeUS, got.Bound.TimeUS, base.Strategy, base.TimeUS, base.Bound.TimeUS)
+		}
+		if err := replay(&q, got); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		for ci := range base.Classes {
+			for k, m := range base.Classes[ci].Moves {
+				if gm := got.Classes[ci].Moves[k]; gm.From != m.From+shift || gm.To != m.To+shift {
+					t.Fatalf("case %d: move %d is %d -> %d with idle nodes, %d -> %d without", i, k, gm.From, gm.To, m.From, m.To)
+				}
+			}
+		}
+	}
+}

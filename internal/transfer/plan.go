@@ -89,6 +89,89 @@ func (e *BudgetError) Error() string {
 // Plan plans p. It stops when ctx ends. Errors: field errors (a limit), *BudgetError,
 // ctx's error.
 func Plan(ctx context.Context, p *Problem) (*Result, error) {
+	cp := p.compact()
+	res, err := plan(ctx, cp)
+	if err != nil || cp.nodeMap == nil {
+		return res, err
+	}
+	res.PeakDevice = cp.globalDevice(res.PeakDevice)
+	for i := range res.Classes {
+		for k := range res.Classes[i].Moves {
+			m := &res.Classes[i].Moves[k]
+			m.From, m.To = cp.globalDevice(m.From), cp.globalDevice(m.To)
+		}
+	}
+	return res, nil
+}
+
+// compact is p on the nodes its placements use only, renumbered in order (nodeMap maps
+// them back), so that the work per device does not grow with the fabric's idle nodes;
+// p itself when every node is used.
+func (p *Problem) compact() *Problem {
+	g := p.Fabric.GPUsPerNode
+	nodes := (p.Devices + g - 1) / g
+	used := make([]bool, nodes)
+	mark := func(ds []int) {
+		for _, d := range ds {
+			used[d/g] = true
+		}
+	}
+	mark(p.Source.Devices)
+	for _, t := range p.Targets {
+		mark(t.Devices)
+	}
+	newNode := make([]int, nodes)
+	var nodeMap []int
+	for n, u := range used {
+		if u {
+			newNode[n] = len(nodeMap)
+			nodeMap = append(nodeMap, n)
+		}
+	}
+	if len(nodeMap) == nodes {
+		return p
+	}
+	cp := *p
+	cp.nodeMap = nodeMap
+	cp.Devices = len(nodeMap) * g
+	if last := nodeMap[len(nodeMap)-1]; last == nodes-1 && p.Devices%g != 0 {
+		cp.Devices -= g - p.Devices%g // the fabric's partial last node stays partial
+	}
+	remap := func(pl Placement) Placement {
+		ds := make([]int, len(pl.Devices))
+		for i, d := range pl.Devices {
+			ds[i] = newNode[d/g]*g + d%g
+		}
+		pl.Devices = ds
+		return pl
+	}
+	cp.Source = remap(p.Source)
+	cp.Targets = make([]Placement, len(p.Targets))
+	for r, t := range p.Targets {
+		cp.Targets[r] = remap(t)
+	}
+	return &cp
+}
+
+// globalDevice and globalNode are a compacted problem's device and node ids on the
+// fabric.
+func (p *Problem) globalDevice(d int) int {
+	if p.nodeMap == nil {
+		return d
+	}
+	g := p.Fabric.GPUsPerNode
+	return p.nodeMap[d/g]*g + d%g
+}
+
+func (p *Problem) globalNode(n int) int {
+	if p.nodeMap == nil {
+		return n
+	}
+	return p.nodeMap[n]
+}
+
+// plan is Plan on a compacted problem.
+func plan(ctx context.Context, p *Problem) (*Result, error) {
 	classes := p.classes()
 	for _, c := range classes {
 		if err := c.build(ctx, p, p.Tensors[c.tensors[0]].Field); err != nil {

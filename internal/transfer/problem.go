@@ -48,6 +48,9 @@ type Problem struct {
 	MaxBuckets int
 	// MaxMoves bounds the moves the plan may make over all classes (0: DefaultMaxMoves).
 	MaxMoves int
+
+	// nodeMap maps a compacted problem's nodes to the fabric's (nil: not compacted).
+	nodeMap []int
 }
 
 // Limits of the planning work.
