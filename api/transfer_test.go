@@ -179,8 +179,8 @@ func TestTransferAnswer(t *testing.T) {
 // FuzzTransferBody posts transfer requests: never a 5xx, an error is always a problem.
 func FuzzTransferBody(f *testing.F) {
 	s := fuzzServer(f)
-	addExamples(f, "transfer-")
-	f.Add(smallTransfer)
+	f.Add(smallTransfer) // small seeds: the examples' models take a second per run
+
 	f.Add(`{"cost_model": "h100", "fabric_devices": 8, "source": {"mesh": {"axes": [{"name": "x", "size": 4}], "device_ids": [7, 5, 3, 1]}},
 	  "targets": [{"mesh": "Mesh('t': 2)", "device_ids": [0, 2]}, {"mesh": "t=2", "first_device": 4}],
 	  "tensors": [{"name": "w", "shape": [7, 3], "dtype": "s4", "source": "[{\"x\"}, {}]", "target": "P(None, 't')", "repeat": 3}],

@@ -114,9 +114,9 @@ func (f *Fabric) combine(lat, bw float64) float64 {
 	return max(lat, bw)
 }
 
-// Validate checks what the decoder cannot: device ids inside the fabric, a device in
-// at most one target replica and at most once per placement, every target with the
-// source's... (targets share one mesh shape), tensors' shardings of the right rank.
+// Validate checks the placements: one device id per mesh position, each inside the
+// fabric and listed once per placement, a device in at most one replica, every replica
+// with targets[0]'s axes, at least one target. Errors name the fields.
 func (p *Problem) Validate() error {
 	var es fielderr.Errors
 	check := func(pl *Placement) {
