@@ -60,6 +60,9 @@ func (p *Problem) classes() []*class {
 
 // build computes c's cells on p's placements.
 func (c *class) build(ctx context.Context, p *Problem, field string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	src := sharding.NewLayout(p.Source.Mesh, c.shape, c.source)
 	dst := sharding.NewLayout(p.Targets[0].Mesh, c.shape, c.target)
 	c.srcTile = sharding.BufferBytes(src.TileElements(), c.elemBits)
