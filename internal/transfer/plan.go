@@ -290,7 +290,9 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 			return nil, err
 		}
 	}
-	if slices.Contains(strategies, "mixed") && len(classes) > 1 && best != nil {
+	if slices.Contains(strategies, "mixed") && len(classes) > maxMixClasses {
+		res.Candidates = append(res.Candidates, Candidate{Name: "mixed", Note: fmt.Sprintf("not priced: more than %d tensor groups", maxMixClasses)})
+	} else if slices.Contains(strategies, "mixed") && len(classes) > 1 && best != nil {
 		picks, err := pl.mix(ctx, perClass, choice)
 		if err != nil {
 			return nil, err
@@ -475,8 +477,13 @@ type sumKey struct {
 	first    *move
 }
 
-// maxMixPasses bounds mix's passes over the classes.
-const maxMixPasses = 4
+// maxMixPasses bounds mix's passes over the classes; above maxMixClasses groups the
+// local search (each pass prices every group's every strategy with all the groups) is
+// not run.
+const (
+	maxMixPasses  = 4
+	maxMixClasses = 64
+)
 
 // mix improves the assignment from by moving one class at a time to another
 // strategy while the whole plan gets faster (a local search).
