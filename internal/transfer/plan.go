@@ -339,9 +339,10 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 		mv := perClass[i][choice[i]]
 		res.MoveCount += len(mv) * c.count
 		cr := ClassResult{Tensors: c.tensors, Count: c.count, Bytes: int64(c.bytesOf(elements(c.shape)) + 0.5), Strategy: choice[i], Cells: len(c.cells)}
-		one := newLoads(p.Devices)
-		one.add(p.Fabric, c, mv, 1, opOf(choice[i]))
-		pr, _ := price(p.Fabric, one, resident, c.bytesOf(elements(c.shape)), 0, maxB)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pr := priceOne(p.Fabric, summarize(p.Fabric, c, mv, opOf(choice[i])), 1, c.bytesOf(elements(c.shape)), maxB)
 		cr.TimeUS = pr.timeUS
 		b1 := newBoundLoads(p)
 		b1.add(p.Fabric, c, 1)

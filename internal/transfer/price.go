@@ -283,8 +283,15 @@ func price(f *Fabric, l *loads, resident []float64, total float64, budget int64,
 		}
 		kmin = lo
 	}
-	// The fastest bucket count, then the most buckets (the least memory) within
-	// bucketSlack of its time.
+	f.chooseBuckets(&out, busiest, kmin, kmax)
+	out.peak, out.peakDev = peakAt(out.buckets)
+	return out, true
+}
+
+// chooseBuckets sets out's time and bucket count from its phases: the fastest bucket
+// count in [kmin, kmax], then the most buckets (the least memory) within bucketSlack
+// of its time.
+func (f *Fabric) chooseBuckets(out *priced, busiest float64, kmin, kmax int) {
 	best := math.Inf(1)
 	for k := kmin; k <= kmax; k++ {
 		if t, _ := f.pipeline(out.phases, busiest, k); t < best {
@@ -301,8 +308,55 @@ func price(f *Fabric, l *loads, resident []float64, total float64, budget int64,
 	if len(out.phases) == 0 || out.netBytes+out.nvBytes == 0 {
 		out.timeUS, out.bestUS, out.buckets, out.period = 0, 0, 1, 0
 	}
-	out.peak, out.peakDev = peakAt(out.buckets)
-	return out, true
+}
+
+// priceOne is price of one class summary alone, weight times, without a budget (its
+// time only): the same phases and buckets, computed on the devices it touches.
+func priceOne(f *Fabric, s *summary, weight, total float64, maxBuckets int) priced {
+	var out priced
+	tot := map[int32]*[4]float64{}
+	bws := [4]float64{f.NVLinkBW, f.NVLinkBW, f.NICBW, f.NICBW}
+	alphaMin := min(f.NVLinkLat, f.NICLat)
+	for j := range s.phases {
+		ps := &s.phases[j]
+		pc := phaseCost{network: ps.network, peers: maxPeers(map[uint64][]uint64{ps.hash: ps.pairs})}
+		for k, d := range ps.devs {
+			v := ps.vals[k]
+			t := tot[d]
+			if t == nil {
+				t = new([4]float64)
+				tot[d] = t
+			}
+			for r := range 4 {
+				t[r] += weight * v[r]
+				pc.bw = max(pc.bw, weight*v[r]/bws[r])
+			}
+			pc.nvBytes += weight * v[1]
+			pc.netBytes += weight * v[3]
+		}
+		if pc.nvBytes+pc.netBytes > 0 {
+			pc.lat = f.Base + f.NVLinkLat
+			if ps.network {
+				pc.lat = f.Base + f.NICLat
+			}
+			pc.lat += alphaMin * float64(max(pc.peers-1, 0))
+		}
+		out.netBytes += pc.netBytes
+		out.nvBytes += pc.nvBytes
+		out.phases = append(out.phases, pc)
+	}
+	busiest := 0.0
+	for _, t := range tot {
+		for r := range 4 {
+			busiest = max(busiest, t[r]/bws[r])
+		}
+	}
+	kmax := max(1, maxBuckets)
+	if total > 0 {
+		kmax = max(1, min(kmax, int(total/minBucketBytes)))
+	}
+	f.chooseBuckets(&out, busiest, 1, kmax)
+	return out
 }
 
 // maxPeers is maxPeers of lists, memoized by their hashes.
