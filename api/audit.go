@@ -366,7 +366,7 @@ func (s *Server) runAudit(ctx context.Context, body []byte) (*AuditResponse, err
 			return nil, err
 		}
 	}
-	in, err := s.prepareGraph(body, nil)
+	in, err := s.prepareGraph(ctx, body, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func TestAuditStableHLOMLP(t *testing.T) {
 	rec = doAccept(t, srv, "/v1/audit", mlirMediaType, "text/plain", mlir)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	text := rec.Body.String()
-	for _, want := range []string{"audit of a program on mesh data=2,model=4", "/tmp/mlp.py:12", "all_reduce of 4 for op 4 over model", "memory: peak 48.5 KiB per device at op 2", "XLA full rematerializations: 0"} {
+	for _, want := range []string{"audit of a program on mesh data=2,model=4", "/tmp/mlp.py:12", "all_reduce of tensor 4 at op 4 over model", "memory: peak 48.5 KiB per device at op 2", "XLA full rematerializations: 0"} {
 		assert.Contains(t, text, want)
 	}
 }

@@ -20,8 +20,8 @@ func AuditText(a *AuditResponse) string {
 		fmt.Fprintf(&b, ", strategy %s", a.Strategy)
 	}
 	b.WriteString("\n\n")
-	fmt.Fprintf(&b, "communication: %s over %d site(s), %s per device; top 10 sites: %s (%.0f%%)\n",
-		us(t.TimeUS), t.Sites, byteSize(t.BytesPerDevice), us(t.Top10TimeUS), 100*t.Top10Share)
+	fmt.Fprintf(&b, "communication: %s over %s, %s per device; top 10 sites: %s (%.0f%%)\n",
+		us(t.TimeUS), Count(t.Sites, "site"), byteSize(t.BytesPerDevice), us(t.Top10TimeUS), 100*t.Top10Share)
 	if len(a.Sites) > 0 {
 		b.WriteString("\ntop sites:\n")
 		fmt.Fprintf(&b, "  %4s  %12s  %12s  %-34s  %s\n", "rank", "time", "bytes/device", "where", "what")
@@ -37,7 +37,7 @@ func AuditText(a *AuditResponse) string {
 		fmt.Fprintf(&b, "; arguments and results hold %s\n", byteSize(m.HeldBytesPerDevice))
 		if m.MemoryBudgetBytesPerDevice != nil {
 			if m.OverBudget {
-				fmt.Fprintf(&b, "OVER BUDGET: %d op(s) exceed %s per device, first %s\n", m.OverBudgetCount, byteSize(*m.MemoryBudgetBytesPerDevice), m.OverBudgetOps[0])
+				fmt.Fprintf(&b, "OVER BUDGET: %s %s per device, first %s\n", Count(m.OverBudgetCount, "op"), exceeds(m.OverBudgetCount, byteSize(*m.MemoryBudgetBytesPerDevice)), m.OverBudgetOps[0])
 			} else {
 				fmt.Fprintf(&b, "within the budget of %s per device\n", byteSize(*m.MemoryBudgetBytesPerDevice))
 			}
@@ -53,8 +53,8 @@ func AuditText(a *AuditResponse) string {
 			}
 			fmt.Fprintf(&b, " whole (%v) on every device, then %%%s slices it: %s, %s per device\n", r.Shape, r.Slice, us(r.TimeUS), byteSize(r.BytesPerDevice))
 			if r.Plan != nil && r.SavedUS != nil {
-				fmt.Fprintf(&b, "    shardplan: %s -> %s in %s (%d step(s)), saving %s\n", r.SourcePartitionSpec, r.TargetPartitionSpec,
-					us(r.Plan.Summary.TimeUS), len(r.Plan.Steps), us(*r.SavedUS))
+				fmt.Fprintf(&b, "    shardplan: %s -> %s in %s (%s), saving %s\n", orText(r.SourcePartitionSpec, r.Plan.Source), orText(r.TargetPartitionSpec, r.Plan.Target),
+					us(r.Plan.Summary.TimeUS), Count(len(r.Plan.Steps), "step"), us(*r.SavedUS))
 			}
 			if r.Plan == nil && r.Note != "" {
 				fmt.Fprintf(&b, "    no plan beside: %s\n", r.Note)
@@ -70,7 +70,7 @@ func AuditText(a *AuditResponse) string {
 	default:
 		fmt.Fprintf(&b, "\nXLA full rematerializations: %d\n", len(t.XLARemats))
 		for _, r := range t.XLARemats {
-			fmt.Fprintf(&b, "  #%d %s (op %s, tensor %s)\n", r.Rank, where(r.Location), r.Op, r.Tensor)
+			fmt.Fprintf(&b, "  #%d tensor %s at op %s%s\n", r.Rank, r.Tensor, r.Op, at(r.Location))
 			switch {
 			case len(r.SuggestedConstraints) > 0:
 				b.WriteString("    fix: insert these sharding constraints, in order:")
@@ -89,18 +89,21 @@ func AuditText(a *AuditResponse) string {
 func siteWhat(s *AuditSite) string {
 	switch {
 	case s.Kind == "reshard" && s.Plan != nil:
-		w := fmt.Sprintf("reshard %s of op %s: %s -> %s", s.Tensor, s.Op, shardingText(s.Plan.Source), shardingText(s.Plan.Target))
-		if s.XLAFullRematerialization {
+		w := fmt.Sprintf("reshard of tensor %s at op %s: %s -> %s", s.Tensor, s.Op, shardingText(s.Plan.Source), shardingText(s.Plan.Target))
+		switch {
+		case s.XLAFullRematerialization:
 			w += " [XLA REMAT]"
-		}
-		if s.FullRematerialization {
+		case s.FullRematerialization:
 			w += " [REMAT]"
 		}
 		return w
 	case s.Kind == "reduction":
-		return fmt.Sprintf("%s of %s for op %s over %s", s.Reduction, s.Tensor, s.Op, strings.Join(s.Axes, ","))
+		return fmt.Sprintf("%s of tensor %s at op %s%s", s.Reduction, s.Tensor, s.Op, overAxes(s.Axes))
 	}
-	w := fmt.Sprintf("%s %%%s over (%s)", s.Kind, s.Op, strings.Join(s.Axes, ","))
+	w := fmt.Sprintf("%s %%%s", s.Kind, s.Op)
+	if len(s.Axes) > 0 {
+		w += " over (" + strings.Join(s.Axes, ",") + ")"
+	}
 	if s.FullRematerialization {
 		w += " [REMAT]"
 	}
@@ -117,6 +120,39 @@ func where(l AuditLocation) string {
 		return fmt.Sprintf("module line %d", l.ModuleLine)
 	}
 	return "-"
+}
+
+// overAxes is " over x,y", or nothing for no axes.
+func overAxes(axes []string) string {
+	if len(axes) == 0 {
+		return ""
+	}
+	return " over " + strings.Join(axes, ",")
+}
+
+// at is " at file:line" (or the op name, or the module line), or nothing without a
+// location.
+func at(l AuditLocation) string {
+	if w := where(l); w != "-" {
+		return " (" + w + ")"
+	}
+	return ""
+}
+
+// exceeds is "exceeds limit" after one, "exceed limit" after several.
+func exceeds(n int, limit string) string {
+	if n == 1 {
+		return "exceeds " + limit
+	}
+	return "exceed " + limit
+}
+
+// orText is a PartitionSpec, or the sharding's own text when there is none.
+func orText(spec string, s ShardingJSON) string {
+	if spec != "" {
+		return spec
+	}
+	return shardingText(s)
 }
 
 func shardingText(s ShardingJSON) string {

@@ -124,12 +124,18 @@ type ExplainEntry struct {
 
 // OpShardingJSON is the sharding an op computes in.
 type OpShardingJSON struct {
-	Name     string           `json:"name"`
-	Kind     string           `json:"kind"`
-	Rule     string           `json:"rule,omitempty"`
-	Factors  []FactorAxesJSON `json:"factors,omitempty"`
-	Operands []ShardingJSON   `json:"operands,omitempty"`
-	Results  []ShardingJSON   `json:"results,omitempty"`
+	Name    string           `json:"name"`
+	Kind    string           `json:"kind"`
+	Rule    string           `json:"rule,omitempty"`
+	Factors []FactorAxesJSON `json:"factors,omitempty"`
+	// Operands and Results are the shardings the op computes in, by operand and result.
+	Operands []ShardingJSON `json:"operands,omitempty"`
+	Results  []ShardingJSON `json:"results,omitempty"`
+	// OperandTensors and ResultTensors name the tensors in the same order (keys of
+	// shardings): an operand's own sharding is shardings[operand_tensors[i]], and a
+	// reshard runs where it differs from operands[i].
+	OperandTensors []string `json:"operand_tensors,omitempty"`
+	ResultTensors  []string `json:"result_tensors,omitempty"`
 } // @name OpSharding
 
 // FactorAxesJSON is one factor of an op's rule and the axes it is computed on.
@@ -209,7 +215,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	if wantsMLIR(r) {
 		return s.graphMLIR(r.Context(), w, body, mod)
 	}
-	in, err := s.prepareGraph(body, mod)
+	in, err := s.prepareGraph(r.Context(), body, mod)
 	if err != nil {
 		return err
 	}
@@ -228,8 +234,9 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 }
 
 // prepareGraph decodes and validates a graph body (or takes mod, a raw module's request,
-// when not nil) and computes its key.
-func (s *Server) prepareGraph(body []byte, mod *GraphRequest) (*graphInput, error) {
+// when not nil) and computes its key. Importing a module stops with ctx's error once
+// ctx is done.
+func (s *Server) prepareGraph(ctx context.Context, body []byte, mod *GraphRequest) (*graphInput, error) {
 	req, err := mod, error(nil)
 	if req == nil {
 		if req, err = readGraphRequest(body); err != nil {
@@ -249,7 +256,10 @@ func (s *Server) prepareGraph(body []byte, mod *GraphRequest) (*graphInput, erro
 		fes = appendFieldErrors(fes, err)
 	}
 	if in.req.Module != "" {
-		if err := s.importModule(in); err != nil {
+		if err := s.importModule(ctx, in); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			fes = appendFieldErrors(fes, err)
 		}
 	} else {
@@ -403,6 +413,7 @@ func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *Gr
 	}
 	if in.include["ops"] {
 		resp.Ops = opShardingsJSON(res.Ops, sw)
+		nameOpTensors(resp.Ops, in.graph)
 	}
 	if resp.ListsOmitted {
 		resp.Note = s.listsOmittedNote(m)
@@ -516,6 +527,29 @@ func opShardingsJSON(ops []propagation.OpSharding, sw *shardingWriter) []OpShard
 	return out
 }
 
+// nameOpTensors sets each op's operand and result tensor names from the graph (ops of
+// while regions included), matching ops by name.
+func nameOpTensors(ops []OpShardingJSON, g *propagation.Graph) {
+	byName := map[string]*propagation.Op{}
+	var walk func(ops []propagation.Op)
+	walk = func(ops []propagation.Op) {
+		for i := range ops {
+			byName[ops[i].Name] = &ops[i]
+			for _, r := range []*propagation.Region{ops[i].Cond, ops[i].Body} {
+				if r != nil {
+					walk(r.Ops)
+				}
+			}
+		}
+	}
+	walk(g.Ops)
+	for i := range ops {
+		if op, ok := byName[ops[i].Name]; ok {
+			ops[i].OperandTensors, ops[i].ResultTensors = op.Operands, op.Results
+		}
+	}
+}
+
 // graphView is what a graph answer's verdict reads of it.
 type graphView struct {
 	Summary     remat            `json:"summary"`
@@ -574,9 +608,9 @@ func (g *graphView) verdict() *verdict {
 		if !c.any() {
 			continue
 		}
-		msg := fmt.Sprintf("reshard of %q for op %q goes through an involuntary full rematerialization", c.Tensor, c.OpName)
+		msg := fmt.Sprintf("reshard of tensor %q at op %q goes through an involuntary full rematerialization", c.Tensor, c.OpName)
 		if !c.FullRematerialization {
-			msg = fmt.Sprintf("reshard of %q for op %q takes XLA's fallback within device groups", c.Tensor, c.OpName)
+			msg = fmt.Sprintf("reshard of tensor %q at op %q takes XLA's last resort within device groups", c.Tensor, c.OpName)
 		}
 		v := Violation{Policy: "forbid_full_rematerialization", OpName: c.OpName, Tensor: c.Tensor}
 		if c.Plan != nil {

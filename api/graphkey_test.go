@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -57,7 +58,7 @@ func TestGraphKeyUnchanged(t *testing.T) {
 			"attrs": {"z": [1, 2.5e-9, -0, "s<", true, null, {"k&": [1e300]}], "a": {"y": 1E+2, "x": "\ud800"}}}]}`
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
-			in, err := s.prepareGraph([]byte(body), nil)
+			in, err := s.prepareGraph(context.Background(), []byte(body), nil)
 			require.NoError(t, err)
 			want, err := referenceGraphKey(in)
 			require.NoError(t, err)

@@ -39,8 +39,9 @@ func opaqueOpsJSON(ops []stablehlo.OpaqueOp) []OpaqueOpJSON {
 	return out
 }
 
-// importModule reads in.req.Module into in's mesh, graph and options.
-func (s *Server) importModule(in *graphInput) error {
+// importModule reads in.req.Module into in's mesh, graph and options, or returns ctx's
+// error once ctx is done.
+func (s *Server) importModule(ctx context.Context, in *graphInput) error {
 	var reqMesh *sharding.Mesh
 	if raw := bytes.TrimSpace(in.req.Mesh); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		m, err := parseMesh(in.req.Mesh, "mesh", s.limits)
@@ -52,7 +53,7 @@ func (s *Server) importModule(in *graphInput) error {
 	if looksLikeHLO(in.req.Module) {
 		return sharding.Fieldf("module", "line 1, column 1: this is a compiled HLO module (HloModule ...), not StableHLO: post it to /v1/audit as \"hlo_module\" or with Content-Type %s", hloMediaType)
 	}
-	imp, err := stablehlo.Read(in.req.Module, stablehlo.Options{Function: in.req.Function, Mesh: reqMesh, Limits: stablehlo.Limits{
+	imp, err := stablehlo.Read(ctx, in.req.Module, stablehlo.Options{Function: in.req.Function, Mesh: reqMesh, Limits: stablehlo.Limits{
 		MaxDepth: s.limits.MaxModuleDepth, MaxOps: s.limits.MaxGraphOps, MaxTensors: s.limits.MaxGraphTensors,
 		MaxDevices: s.limits.MaxDevices, MaxMeshAxes: s.limits.MaxMeshAxes,
 	}})
@@ -163,7 +164,7 @@ func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, err error) 
 // graphMLIR answers a module request with the module annotated as sdy_opt prints a
 // propagated one (propagation only: the collectives are in the JSON answer).
 func (s *Server) graphMLIR(ctx context.Context, w http.ResponseWriter, body []byte, mod *GraphRequest) error {
-	in, err := s.prepareGraph(body, mod)
+	in, err := s.prepareGraph(ctx, body, mod)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ func TestGraphTensorsEncoding(t *testing.T) {
 	s := newTestServer(t, nil)
 	for name, body := range graphBodies(t) {
 		t.Run(name, func(t *testing.T) {
-			in, err := s.prepareGraph([]byte(body), nil)
+			in, err := s.prepareGraph(context.Background(), []byte(body), nil)
 			require.NoError(t, err)
 			resp, ta, err := s.planGraphTensors(t.Context(), in)
 			require.NoError(t, err)

@@ -170,7 +170,7 @@ func TestVerdictFromValueMatchesBytes(t *testing.T) {
 			var body []byte
 			var read func([]byte) (*verdict, error)
 			if filepath.Base(tc.file)[:5] == "graph" {
-				in, err := s.prepareGraph(raw, nil)
+				in, err := s.prepareGraph(context.Background(), raw, nil)
 				require.NoError(t, err)
 				resp, err := s.planGraph(t.Context(), in)
 				require.NoError(t, err)

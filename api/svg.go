@@ -21,21 +21,42 @@ import (
 // attributes (data-device, data-ranges, data-from, data-to, data-step) so that a reader
 // can check them against the JSON answer of the same request.
 
-// maxSVGDevices bounds the meshes drawn: a picture of more devices is not readable.
-const maxSVGDevices = 1024
+// maxSVGDevices bounds the meshes drawn. Above svgDeviceLimit devices a mesh is drawn
+// by axes: one box per group of devices over its major axes, as /explore draws it.
+const (
+	maxSVGDevices  = 65536
+	svgDeviceLimit = 64
+	// svgListedTiles: up to this many devices the tensor has one rectangle per device;
+	// above, one per distinct tile (its lowest owner's) with data-replicas.
+	svgListedTiles = 1024
+	// svgTileRects: more distinct tiles than this are drawn as a raster of
+	// svgRaster x svgRaster cells, each in the colour of the tile at its top left.
+	svgTileRects = 4096
+	svgRaster    = 64
+	svgFold      = 8 // a row (or column) of a mesh drawing holds up to this many cells
+	svgStripes   = 16
+)
 
 const (
 	svgCell     = 40.0
+	svgBlockW   = 64.0
+	svgBlockH   = 42.0
 	svgTensorPx = 300.0
 )
 
-// meshDrawing places every device of a mesh as nested grids: the minor axis runs left to
-// right, the next top to bottom, the next left to right around whole blocks, and so on;
-// levels above the last two are labelled boxes. cells are in row-major position order.
+// meshDrawing places the cells of a mesh drawing (devices, or boxes of devices) as
+// nested grids: the minor axis runs left to right, the next top to bottom, the next left
+// to right around whole blocks, and so on; levels above the last two are labelled boxes.
+// An axis longer than svgFold wraps into rows (across) or columns (down). cells are in
+// row-major position order; first and span give each cell's run of mesh positions.
 type meshDrawing struct {
-	w, h  float64
-	cells [][2]float64
-	boxes []svgBox
+	w, h   float64
+	cw, ch float64
+	cells  [][2]float64
+	boxes  []svgBox
+	blocks bool   // cells are boxes of span devices each
+	span   int    // devices per cell
+	legend string // which axis runs which way
 }
 
 type svgBox struct {
@@ -43,12 +64,91 @@ type svgBox struct {
 	label      string
 }
 
+// svgAxis is an axis or a sub-axis of a drawing ("x:(2)4", as Shardy writes it).
+type svgAxis struct {
+	name string
+	size int
+}
+
+// meshLevels groups a mesh's axes, major to minor, into levels of at most
+// svgDeviceLimit cells each, splitting an axis that does not fit into sub-axes; a mesh
+// of up to svgDeviceLimit devices is one level.
+func meshLevels(m *sharding.Mesh) [][]svgAxis {
+	if m.NumDevices() <= svgDeviceLimit {
+		level := make([]svgAxis, len(m.Axes))
+		for i, a := range m.Axes {
+			level[i] = svgAxis{a.Name, a.Size}
+		}
+		return [][]svgAxis{level}
+	}
+	var levels [][]svgAxis
+	var cur []svgAxis
+	prod := 1
+	for _, a := range m.Axes {
+		piece := func(pre, size int) svgAxis {
+			if size == a.Size {
+				return svgAxis{a.Name, size}
+			}
+			return svgAxis{fmt.Sprintf("%s:(%d)%d", a.Name, pre, size), size}
+		}
+		pre, size := 1, a.Size
+		for {
+			if prod*size <= svgDeviceLimit {
+				cur = append(cur, piece(pre, size))
+				prod *= size
+				break
+			}
+			d := svgDeviceLimit / prod
+			for d > 1 && size%d != 0 {
+				d--
+			}
+			if d > 1 {
+				cur = append(cur, piece(pre, d))
+				pre, size = pre*d, size/d
+			} else if len(cur) == 0 {
+				cur = append(cur, piece(pre, size)) // a prime longer than the limit
+				prod = size
+				break
+			}
+			levels = append(levels, cur)
+			cur, prod = nil, 1
+		}
+	}
+	if len(cur) > 0 {
+		levels = append(levels, cur)
+	}
+	return levels
+}
+
+// layoutMesh lays out the whole mesh: every device, or above svgDeviceLimit devices one
+// box per group over the first level's axes.
 func layoutMesh(m *sharding.Mesh) meshDrawing {
-	n := len(m.Axes)
+	levels := meshLevels(m)
+	top := levels[0]
+	if len(levels) == 1 {
+		d := layoutCells(top, svgCell, svgCell, 22)
+		d.span = 1
+		return d
+	}
+	d := layoutCells(top, svgBlockW, svgBlockH, 6)
+	d.blocks = true
+	d.span = m.NumDevices() / len(d.cells)
+	var inner []string
+	for _, l := range levels[1:] {
+		for _, a := range l {
+			inner = append(inner, a.name)
+		}
+	}
+	d.legend += fmt.Sprintf(" · each box: %d devices over %s", d.span, strings.Join(inner, ", "))
+	return d
+}
+
+func layoutCells(axes []svgAxis, cw, ch, innerGap float64) meshDrawing {
+	n := len(axes)
 	var level func(k int) meshDrawing
 	level = func(k int) meshDrawing {
 		if k == n {
-			return meshDrawing{w: svgCell, h: svgCell, cells: [][2]float64{{0, 0}}}
+			return meshDrawing{w: cw, h: ch, cells: [][2]float64{{0, 0}}}
 		}
 		inner := level(k + 1)
 		horizontal := (n-1-k)%2 == 0
@@ -58,16 +158,19 @@ func layoutMesh(m *sharding.Mesh) meshDrawing {
 			pad, top = 6, 14
 		}
 		bw, bh := inner.w+2*pad, inner.h+2*pad+top
-		gap := 4.0
+		gap := innerGap
 		if n-1-k >= 2 {
-			gap = 10 + 4*float64(n-1-k)
+			gap = innerGap + 4 + 2*float64(n-1-k)
 		}
-		size := m.Axes[k].Size
+		size := axes[k].size
+		runs := min(size, svgFold)
+		wraps := (size + runs - 1) / runs
 		var out meshDrawing
 		for i := 0; i < size; i++ {
-			ox, oy := float64(i)*(bw+gap), 0.0
+			along, across := float64(i%runs), float64(i/runs)
+			ox, oy := along*(bw+gap), across*(bh+gap)
 			if !horizontal {
-				ox, oy = 0, float64(i)*(bh+gap)
+				ox, oy = across*(bw+gap), along*(bh+gap)
 			}
 			for _, c := range inner.cells {
 				out.cells = append(out.cells, [2]float64{ox + pad + c[0], oy + pad + top + c[1]})
@@ -77,21 +180,22 @@ func layoutMesh(m *sharding.Mesh) meshDrawing {
 				out.boxes = append(out.boxes, b)
 			}
 			if composite {
-				out.boxes = append(out.boxes, svgBox{ox, oy, bw, bh, m.Axes[k].Name + "=" + strconv.Itoa(i)})
+				label := axes[k].name + "=" + strconv.Itoa(i)
+				if textWidth(label, 11) > bw-8 {
+					label = strconv.Itoa(i)
+				}
+				out.boxes = append(out.boxes, svgBox{ox, oy, bw, bh, label})
 			}
 		}
-		if horizontal {
-			out.w, out.h = float64(size)*bw+float64(size-1)*gap, bh
-		} else {
-			out.w, out.h = bw, float64(size)*bh+float64(size-1)*gap
+		nx, ny := float64(runs), float64(wraps)
+		if !horizontal {
+			nx, ny = ny, nx
 		}
+		out.w, out.h = nx*bw+(nx-1)*gap, ny*bh+(ny-1)*gap
 		return out
 	}
 	d := level(0)
-	left, top := 4.0, 18.0
-	if n >= 2 {
-		left = 34
-	}
+	left, top := 4.0, 20.0
 	for i := range d.cells {
 		d.cells[i][0] += left
 		d.cells[i][1] += top
@@ -102,13 +206,36 @@ func layoutMesh(m *sharding.Mesh) meshDrawing {
 	}
 	d.w += left + 6
 	d.h += top + 6
+	d.cw, d.ch = cw, ch
+	var across, down []string
+	for k := n - 1; k >= 0; k-- {
+		if (n-1-k)%2 == 0 {
+			across = append(across, axes[k].name)
+		} else {
+			down = append(down, axes[k].name)
+		}
+	}
+	d.legend = "→ " + strings.Join(across, ", ")
+	if len(down) > 0 {
+		d.legend += " · ↓ " + strings.Join(down, ", ")
+	}
 	return d
 }
+
+// textWidth estimates the width of a monospace text at a font size, in px.
+func textWidth(s string, size float64) float64 {
+	return float64(len([]rune(s))) * size * 0.62
+}
+
+// cellOf is the cell holding mesh position p.
+func (lay *meshDrawing) cellOf(p int) int { return p / lay.span }
 
 // svgDoc builds one SVG document from panels laid out top to bottom.
 type svgDoc struct {
 	b    bytes.Buffer
 	y, w float64
+	// extraH is the height of what an overlay drew beside the mesh (the move matrix).
+	extraH float64
 }
 
 func (d *svgDoc) printf(format string, args ...any) { fmt.Fprintf(&d.b, format, args...) }
@@ -136,33 +263,38 @@ func (d *svgDoc) heading(text string) {
 	d.printf(`<text class="heading" x="4" y="%s">%s</text>`+"\n", num(d.y-4), esc(text))
 }
 
-// mesh draws m at the current height; overlay adds to the panel (in its coordinates).
-func (d *svgDoc) mesh(m *sharding.Mesh, lay meshDrawing, class string, attrs string, overlay func(*svgDoc)) {
+// mesh draws m at the current height: every device labelled by id, or boxes of devices
+// labelled by their id range; overlay adds to the panel (in its coordinates) and
+// returns how much wider the panel grew beside the mesh.
+func (d *svgDoc) mesh(m *sharding.Mesh, lay meshDrawing, class string, attrs string, overlay func(*svgDoc) float64) {
 	d.printf(`<g class="%s" data-devices="%d"%s transform="translate(0 %s)">`+"\n", class, m.NumDevices(), attrs, num(d.y))
+	d.printf(`<text class="axis" x="4" y="12">%s</text>`+"\n", esc(lay.legend))
 	for _, b := range lay.boxes {
 		d.printf(`<rect class="box" x="%s" y="%s" width="%s" height="%s" rx="4" fill="none" stroke="#b8c0cf" stroke-dasharray="3 2"/><text class="axis" x="%s" y="%s">%s</text>`+"\n",
 			num(b.x), num(b.y), num(b.w), num(b.h), num(b.x+4), num(b.y+11), esc(b.label))
 	}
-	n := len(m.Axes)
-	if n >= 1 {
-		d.printf(`<text class="axis" x="%s" y="12">%s →</text>`+"\n", num(lay.cells[0][0]), esc(m.Axes[n-1].Name))
-	}
-	if n >= 2 {
-		d.printf(`<text class="axis" x="2" y="%s">%s ↓</text>`+"\n", num(lay.cells[0][1]+14), esc(m.Axes[n-2].Name))
-	}
-	coords := make([]int, n)
-	for p, c := range lay.cells {
-		id := m.DeviceAt(p)
-		coords = m.Coords(p, coords[:0])
+	coords := make([]int, len(m.Axes))
+	for i, c := range lay.cells {
+		if lay.blocks {
+			first := i * lay.span
+			a, b := m.DeviceAt(first), m.DeviceAt(first+lay.span-1)
+			d.printf(`<g class="block" data-block="%d" data-first="%d" data-span="%d"><rect x="%s" y="%s" width="%s" height="%s" rx="4" fill="#fff" stroke="#8a93a6"/><text x="%s" y="%s" text-anchor="middle" font-size="10">%d</text><text x="%s" y="%s" text-anchor="middle" font-size="10">…%d</text><title>%d devices from position %d: ids %d…%d</title></g>`+"\n",
+				i, first, lay.span, num(c[0]), num(c[1]), num(lay.cw), num(lay.ch), num(c[0]+lay.cw/2), num(c[1]+13), a, num(c[0]+lay.cw/2), num(c[1]+25), b, lay.span, first, a, b)
+			continue
+		}
+		id := m.DeviceAt(i)
+		coords = m.Coords(i, coords[:0])
 		d.printf(`<g class="device" data-device="%d"><rect x="%s" y="%s" width="%s" height="%s" rx="3" fill="#fff" stroke="#8a93a6"/><text x="%s" y="%s" text-anchor="middle">%d</text><title>device %d at %s</title></g>`+"\n",
 			id, num(c[0]), num(c[1]), num(svgCell), num(svgCell), num(c[0]+svgCell/2), num(c[1]+svgCell/2+4), id, id, esc(coordText(m, coords)))
 	}
+	w := math.Max(lay.w, textWidth(lay.legend, 11)+8)
 	if overlay != nil {
-		overlay(d)
+		w += overlay(d)
 	}
 	d.printf("</g>\n")
-	d.y += lay.h
-	d.w = math.Max(d.w, lay.w)
+	d.y += math.Max(lay.h, d.extraH)
+	d.extraH = 0
+	d.w = math.Max(d.w, w)
 }
 
 func coordText(m *sharding.Mesh, coords []int) string {
@@ -189,7 +321,12 @@ func (d *svgDoc) tensor(shape []int64, tiles []sharding.DeviceTile, role string)
 	}
 	cols := shape[colsDim]
 	scale := svgTensorPx / float64(max(rows, cols))
-	w, h := math.Max(24, float64(cols)*scale), math.Max(24, float64(rows)*scale)
+	// A very long or very wide tensor is drawn at least a quarter as wide as long, so
+	// that its tiles stay visible.
+	w, h := math.Max(svgTensorPx/4, float64(cols)*scale), math.Max(svgTensorPx/4, float64(rows)*scale)
+	if rowsDim < 0 {
+		h = 24
+	}
 	d.printf(`<g class="tensor" data-role="%s" data-shape="%s" transform="translate(4 %s)">`+"\n", role, esc(jsonText(shape)), num(d.y))
 	d.printf(`<rect x="0" y="0" width="%s" height="%s" fill="#eee"/>`+"\n", num(w), num(h))
 	// Replicas of a tile are drawn over one another, the lowest id last (on top, as the
@@ -199,12 +336,9 @@ func (d *svgDoc) tensor(shape []int64, tiles []sharding.DeviceTile, role string)
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return tiles[order[a]].Device > tiles[order[b]].Device })
-	type label struct {
-		x, y, w, h float64
-		owner, n   int
-	}
-	labels := map[string]*label{}
+	labels := map[string]*tileLabel{}
 	var labelOrder []string
+	merged := len(tiles) > svgListedTiles
 	for _, i := range order {
 		t := tiles[i]
 		shown := true
@@ -223,30 +357,116 @@ func (d *svgDoc) tensor(shape []int64, tiles []sharding.DeviceTile, role string)
 		cr := t.Ranges[colsDim]
 		x, y := float64(cr[0])*w/float64(cols), float64(rr[0])*h/float64(rows)
 		tw, th := float64(cr[1]-cr[0])*w/float64(cols), float64(rr[1]-rr[0])*h/float64(rows)
-		d.printf(`<rect class="tile" data-device="%d" data-ranges="%s" x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#fff"><title>device %d: %s</title></rect>`+"\n",
-			t.Device, esc(jsonText(t.Ranges)), num(x), num(y), num(tw), num(th), deviceColor(t.Device), t.Device, esc(rangesText(t.Ranges)))
 		key := jsonText(t.Ranges)
-		if l, ok := labels[key]; ok {
+		l, seen := labels[key]
+		if seen {
 			l.owner, l.n = t.Device, l.n+1
 		} else {
-			labels[key] = &label{x, y, tw, th, t.Device, 1}
+			l = &tileLabel{x, y, tw, th, t.Device, 1}
+			labels[key] = l
 			labelOrder = append(labelOrder, key)
+		}
+		if merged {
+			continue // drawn once below, by its lowest owner
+		}
+		d.tile(t.Device, 0, t.Ranges, x, y, tw, th)
+	}
+	switch {
+	case merged && len(labelOrder) > svgTileRects:
+		d.tileRaster(labels, labelOrder, w, h)
+	case merged:
+		for _, k := range labelOrder {
+			l := labels[k]
+			var ranges [][2]int64
+			_ = json.Unmarshal([]byte(k), &ranges)
+			d.tile(l.owner, l.n, ranges, l.x, l.y, l.w, l.h)
 		}
 	}
 	for _, k := range labelOrder {
 		l := labels[k]
-		if l.w < 26 || l.h < 14 {
+		text := replicaText(l.owner, l.n)
+		if l.w < textWidth(text, 11)+4 || l.h < 14 {
 			continue
-		}
-		text := strconv.Itoa(l.owner)
-		if l.n > 1 {
-			text += fmt.Sprintf(" ×%d", l.n)
 		}
 		d.printf(`<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", num(l.x+l.w/2), num(l.y+l.h/2+4), text)
 	}
 	d.printf("</g>\n")
 	d.y += h + 6
 	d.w = math.Max(d.w, w+8)
+}
+
+// tileLabel is a distinct tile of a drawing: its place, its lowest owner and how many
+// devices hold it.
+type tileLabel struct {
+	x, y, w, h float64
+	owner, n   int
+}
+
+// tileRaster draws tiles too many to draw one by one (more than svgTileRects) as a
+// raster of svgRaster x svgRaster cells of a w x h tensor, each cell in the colour of the
+// owner of the tile at its top left, with data-tiles counting the tiles it covers.
+func (d *svgDoc) tileRaster(labels map[string]*tileLabel, order []string, w, h float64) {
+	cw, ch := w/svgRaster, h/svgRaster
+	type cell struct {
+		x, y  float64
+		owner int
+		tiles int
+	}
+	cells := map[[2]int]*cell{}
+	for _, k := range order {
+		l := labels[k]
+		key := [2]int{min(int(l.x/cw), svgRaster-1), min(int(l.y/ch), svgRaster-1)}
+		c := cells[key]
+		if c == nil {
+			c = &cell{x: l.x, y: l.y, owner: l.owner}
+			cells[key] = c
+		}
+		c.tiles++
+		if l.y < c.y || (l.y == c.y && l.x < c.x) {
+			c.x, c.y, c.owner = l.x, l.y, l.owner
+		}
+	}
+	keys := make([][2]int, 0, len(cells))
+	for k := range cells {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a][1] != keys[b][1] {
+			return keys[a][1] < keys[b][1]
+		}
+		return keys[a][0] < keys[b][0]
+	})
+	d.printf(`<g class="tile-raster" data-tiles="%d">`+"\n", len(order))
+	for _, k := range keys {
+		c := cells[k]
+		d.printf(`<rect class="tile-cell" data-owner="%d" data-tiles="%d" x="%s" y="%s" width="%s" height="%s" fill="%s"/>`+"\n",
+			c.owner, c.tiles, num(float64(k[0])*cw), num(float64(k[1])*ch), num(cw), num(ch), deviceColor(c.owner))
+	}
+	d.printf("</g>\n")
+}
+
+// tile draws one tile; replicas > 0 marks a tile drawn once for that many devices. A
+// tile too thin for a border has none, so that many narrow tiles read as colour.
+func (d *svgDoc) tile(device, replicas int, ranges [][2]int64, x, y, w, h float64) {
+	stroke := ` stroke="#fff"`
+	if w < 6 || h < 6 {
+		stroke = ""
+	}
+	rep := ""
+	if replicas > 0 {
+		rep = fmt.Sprintf(` data-replicas="%d"`, replicas)
+	}
+	d.printf(`<rect class="tile" data-device="%d"%s data-ranges="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"%s><title>device %d: %s</title></rect>`+"\n",
+		device, rep, esc(jsonText(ranges)), num(x), num(y), num(math.Max(w, 0.5)), num(math.Max(h, 0.5)), deviceColor(device), stroke, device, esc(rangesText(ranges)))
+}
+
+// replicaText is the one notation for a tile and its replicas, in the SVG as on
+// /explore: the lowest device id, then "×n" when n devices hold the tile.
+func replicaText(owner, n int) string {
+	if n > 1 {
+		return fmt.Sprintf("%d ×%d", owner, n)
+	}
+	return strconv.Itoa(owner)
 }
 
 func jsonText(v any) string {
@@ -268,7 +488,7 @@ func (d *svgDoc) bytes(title string) []byte {
 	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" font-family="monospace" font-size="11">`+"\n",
 		num(w), num(h), num(w), num(h))
 	fmt.Fprintf(&out, "<title>%s</title>\n", esc(title))
-	out.WriteString(`<defs><marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#c2185b"/></marker></defs>` + "\n")
+	out.WriteString(`<defs><marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="4" markerHeight="4" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#c2185b"/></marker></defs>` + "\n")
 	out.Write(d.b.Bytes())
 	out.WriteString("</svg>\n")
 	return out.Bytes()
@@ -400,7 +620,7 @@ func reshardSVG(resp *ReshardResponse) ([]byte, error) {
 	}
 	lay := layoutMesh(m)
 	var d svgDoc
-	d.heading(fmt.Sprintf("mesh %s, %d devices; %d steps, %.2f µs (lower bound %.2f µs)", m.String(), m.NumDevices(), len(resp.Steps), resp.Summary.TimeUS, resp.Summary.TimeLowerBoundUS))
+	d.heading(fmt.Sprintf("mesh %s, %s; %s, %.2f µs (lower bound %.2f µs)", m.String(), Count(m.NumDevices(), "device"), Count(len(resp.Steps), "step"), resp.Summary.TimeUS, resp.Summary.TimeLowerBoundUS))
 	for _, role := range []struct {
 		name string
 		sh   ShardingJSON
@@ -415,27 +635,138 @@ func reshardSVG(resp *ReshardResponse) ([]byte, error) {
 	for i, st := range resp.Steps {
 		moves, groups := stepMoves(st), stepGroups(m, st)
 		d.heading(fmt.Sprintf("step %d: %s over %s, %d bytes per device, %.2f µs", i+1, st.Op, strings.Join(st.MeshAxes, ","), st.BytesPerDevice, st.TimeUS))
-		d.mesh(m, lay, "step", fmt.Sprintf(` data-step="%d" data-op="%s"`, i, esc(st.Op)), func(d *svgDoc) {
+		d.mesh(m, lay, "step", fmt.Sprintf(` data-step="%d" data-op="%s"`, i, esc(st.Op)), func(d *svgDoc) float64 {
+			if lay.blocks {
+				stepStripes(d, m, lay, groups)
+				return stepMatrix(d, m, lay, moves)
+			}
 			for k, g := range groups {
 				for _, id := range g {
 					c := lay.cells[m.PositionOf(id)]
-					d.printf(`<rect class="group-outline" data-group="%d" data-device="%d" x="%s" y="%s" width="%s" height="%s" rx="5" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="5 3"/>`+"\n",
-						k, id, num(c[0]-2), num(c[1]-2), num(svgCell+4), num(svgCell+4), groupColor(k))
+					d.printf(`<rect class="group-outline" data-group="%d" data-device="%d" x="%s" y="%s" width="%s" height="%s" rx="5" fill="%s" fill-opacity="0.25" stroke="%s" stroke-width="2" stroke-dasharray="5 3"/>`+"\n",
+						k, id, num(c[0]-2), num(c[1]-2), num(svgCell+4), num(svgCell+4), groupColor(k), groupColor(k))
 				}
 			}
 			for _, mv := range moves {
 				a, b := lay.cells[m.PositionOf(mv.from)], lay.cells[m.PositionOf(mv.to)]
-				x1, y1, x2, y2 := a[0]+svgCell/2, a[1]+svgCell/2, b[0]+svgCell/2, b[1]+svgCell/2
-				dx, dy := x2-x1, y2-y1
+				ax, ay, bx, by := a[0]+svgCell/2, a[1]+svgCell/2, b[0]+svgCell/2, b[1]+svgCell/2
+				dx, dy := bx-ax, by-ay
 				l := math.Max(1, math.Hypot(dx, dy))
-				sx, sy, ex, ey := x1+dx/l*12, y1+dy/l*12, x2-dx/l*14, y2-dy/l*14
-				mx, my := (sx+ex)/2-dy/l*10, (sy+ey)/2+dx/l*10
-				d.printf(`<path class="arrow" data-from="%d" data-to="%d" data-bytes="%d" d="M %s %s Q %s %s %s %s" fill="none" stroke="#c2185b" stroke-width="1.6" marker-end="url(#head)"><title>%d → %d: %d bytes</title></path>`+"\n",
+				// Bend to the left of the direction of travel (opposite moves part) and
+				// run from cell edge to cell edge, the head clear of the device id.
+				bend := math.Min(28, 10+l*0.15)
+				mx, my := (ax+bx)/2-dy/l*bend, (ay+by)/2+dx/l*bend
+				sx, sy := edgePoint(a, mx, my, 1)
+				ex, ey := edgePoint(b, mx, my, 2)
+				d.printf(`<path class="arrow" data-from="%d" data-to="%d" data-bytes="%d" d="M %s %s Q %s %s %s %s" fill="none" stroke="#c2185b" stroke-width="2.2" marker-end="url(#head)"><title>%d → %d: %d bytes</title></path>`+"\n",
 					mv.from, mv.to, mv.bytes, num(sx), num(sy), num(mx), num(my), num(ex), num(ey), mv.from, mv.to, mv.bytes)
 			}
+			return 0
 		})
 	}
 	return d.bytes("shardplan plan " + resp.PlanID), nil
+}
+
+// edgePoint is where the segment from the centre of the device cell at c towards
+// (tx, ty) leaves the cell, pushed out by pad.
+func edgePoint(c [2]float64, tx, ty, pad float64) (float64, float64) {
+	cx, cy := c[0]+svgCell/2, c[1]+svgCell/2
+	dx, dy := tx-cx, ty-cy
+	sx, sy := math.Inf(1), math.Inf(1)
+	if dx != 0 {
+		sx = (svgCell/2 + pad) / math.Abs(dx)
+	}
+	if dy != 0 {
+		sy = (svgCell/2 + pad) / math.Abs(dy)
+	}
+	s := math.Min(sx, sy)
+	return cx + dx*s, cy + dy*s
+}
+
+// stepStripes draws a collective's groups over boxes of devices: under each box's label
+// a bar of stripes, one per group its devices belong to (up to svgStripes), coloured by
+// group.
+func stepStripes(d *svgDoc, m *sharding.Mesh, lay meshDrawing, groups [][]int) {
+	if len(groups) == 0 {
+		return
+	}
+	perBox := make([][]int, len(lay.cells))
+	for k, g := range groups {
+		seen := map[int]bool{}
+		for _, id := range g {
+			b := lay.cellOf(m.PositionOf(id))
+			if !seen[b] && len(perBox[b]) < svgStripes {
+				seen[b] = true
+				perBox[b] = append(perBox[b], k)
+			}
+		}
+	}
+	for b, ks := range perBox {
+		if len(ks) == 0 {
+			continue
+		}
+		sort.Ints(ks)
+		c := lay.cells[b]
+		sw := (lay.cw - 6) / float64(len(ks))
+		d.printf(`<g class="bands" data-block="%d" data-groups="%d">`, b, len(ks))
+		for s, k := range ks {
+			d.printf(`<rect class="band" data-group="%d" x="%s" y="%s" width="%s" height="9" fill="%s"/>`, k, num(c[0]+3+float64(s)*sw), num(c[1]+lay.ch-12), num(sw), groupColor(k))
+		}
+		d.printf("</g>\n")
+	}
+}
+
+// stepMatrix draws a step's point-to-point moves over boxes of devices as a matrix
+// beside the mesh (rows send, columns receive; darker is more bytes) and returns the
+// width it takes.
+func stepMatrix(d *svgDoc, m *sharding.Mesh, lay meshDrawing, moves []svgMove) float64 {
+	if len(moves) == 0 {
+		return 0
+	}
+	n := len(lay.cells)
+	type cell struct {
+		moves int
+		bytes int64
+	}
+	cells := map[[2]int]*cell{}
+	var most int64
+	for _, mv := range moves {
+		k := [2]int{lay.cellOf(m.PositionOf(mv.from)), lay.cellOf(m.PositionOf(mv.to))}
+		c := cells[k]
+		if c == nil {
+			c = &cell{}
+			cells[k] = c
+		}
+		c.moves++
+		c.bytes += mv.bytes
+		most = max(most, c.bytes)
+	}
+	px := math.Max(4, math.Min(14, math.Floor(300/float64(n))))
+	x0 := lay.w + 20
+	left, top := x0+40, 34.0
+	size := float64(n) * px
+	caption := fmt.Sprintf("moves between boxes: %d", len(moves))
+	d.printf(`<g class="matrix" data-moves="%d" data-cells="%d"><text class="axis" x="%s" y="12">%s</text><text class="axis" x="%s" y="26">to box →</text><text class="axis" x="%s" y="%s">from</text><rect x="%s" y="%s" width="%s" height="%s" fill="#fff" stroke="#d6dbe4"/>`+"\n",
+		len(moves), len(cells), num(x0), caption, num(left), num(x0), num(top+10), num(left), num(top), num(size), num(size))
+	keys := make([][2]int, 0, len(cells))
+	for k := range cells {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a][0] != keys[b][0] {
+			return keys[a][0] < keys[b][0]
+		}
+		return keys[a][1] < keys[b][1]
+	})
+	for _, k := range keys {
+		c := cells[k]
+		shade := 0.25 + 0.75*float64(c.bytes)/float64(max(most, 1))
+		d.printf(`<rect class="move-cell" data-from-block="%d" data-to-block="%d" data-moves="%d" x="%s" y="%s" width="%s" height="%s" fill="#c2185b" fill-opacity="%s"><title>box %d → box %d: %d moves, %d bytes</title></rect>`+"\n",
+			k[0], k[1], c.moves, num(left+float64(k[1])*px), num(top+float64(k[0])*px), num(px), num(px), num(shade), k[0], k[1], c.moves, c.bytes)
+	}
+	d.printf("</g>\n")
+	d.extraH = top + size + 8
+	return math.Max(left+size+10, x0+textWidth(caption, 11)+8) - lay.w
 }
 
 // writeSVG answers an SVG drawing.

@@ -227,9 +227,76 @@ func TestReshardSVGMatchesJSON(t *testing.T) {
 
 func TestSVGLimits(t *testing.T) {
 	s := newTestServer(t, nil)
-	rec := postAccept(t, s, "/v1/tiles", "image/svg+xml", `{"mesh": "x=2048", "shape": [4096], "dtype": "f32", "sharding": ["x"], "devices": [0]}`)
+	rec := postAccept(t, s, "/v1/tiles", "image/svg+xml", `{"mesh": "x=2048", "shape": [4096], "dtype": "f32", "sharding": ["x"]}`)
 	p := requireProblem(t, rec, http.StatusBadRequest, "limit-exceeded")
 	assert.Contains(t, p.Errors[0].Message, "SVG")
 	rec = postAccept(t, s, "/v1/reshard", "image/svg+xml", `{"mesh": "x=2", "shape": [4], "dtype": "f32", "source": ["q"], "target": [null]}`)
 	requireProblem(t, rec, http.StatusBadRequest, "invalid-sharding")
+}
+
+// The SVG of a reshard on 256 and 4,096 devices draws each mesh by axes (64 boxes of
+// devices, not every device), a collective's groups as stripes in every box and the
+// point-to-point moves as a matrix counting every move of the JSON answer, no arrow; its
+// width stays that of a page's panel, and tiles too thin for a border have none.
+func TestReshardSVGAtScale(t *testing.T) {
+	s := newTestServer(t, nil)
+	cases := []struct {
+		name, body string
+		boxes      int
+	}{
+		{"256 optimal", `{"mesh": "C=1,D=2,Y=8,X=4,T=4", "tensor": "f32[2048,2048]", "source": "P('D', ('X','Y'))", "target": "P(None, ('D','Y','X','T'))", "include": ["pairs"]}`, 64},
+		{"256 xla", `{"mesh": "C=1,D=2,Y=8,X=4,T=4", "tensor": "f32[2048,2048]", "source": "P('D', ('X','Y'))", "target": "P(None, ('D','Y','X','T'))", "strategy": "xla", "include": ["pairs"]}`, 64},
+		{"4096 gather", `{"mesh": "D=16,Y=16,X=16", "tensor": "f32[4096,4096]", "source": "P('D', 'Y')", "target": "P('D', None)", "include": ["pairs"]}`, 64},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := postAccept(t, s, "/v1/reshard", "application/json", tc.body)
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			var js ReshardResponse
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &js))
+			rec = postAccept(t, s, "/v1/reshard", "image/svg+xml", tc.body)
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			elems := parseSVG(t, rec.Body.Bytes())
+			width, err := strconv.ParseFloat(elems[0].attrs["width"], 64)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, width, 1200.0, "the drawing fits a page's panel")
+
+			boxes, bands, arrows, devices := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+			matrix := map[string]int{}
+			thinStroked := 0
+			for _, e := range elems {
+				switch e.class {
+				case "block":
+					boxes[e.step]++
+				case "bands":
+					bands[e.step]++
+				case "arrow":
+					arrows[e.step]++
+				case "device":
+					devices[e.step]++
+				case "matrix":
+					matrix[e.step], _ = strconv.Atoi(e.attrs["data-moves"])
+				case "tile":
+					w, _ := strconv.ParseFloat(e.attrs["width"], 64)
+					if _, ok := e.attrs["stroke"]; ok && w < 6 {
+						thinStroked++
+					}
+				}
+			}
+			assert.Zero(t, thinStroked, "thin tiles drawn with a border")
+			for i, st := range js.Steps {
+				k := strconv.Itoa(i)
+				assert.Equal(t, tc.boxes, boxes[k], "step %d: boxes", i)
+				assert.Zero(t, devices[k], "step %d: no device drawn one by one", i)
+				assert.Zero(t, arrows[k], "step %d: no arrows", i)
+				moves := len(stepMoves(st))
+				assert.Equal(t, moves, matrix[k], "step %d (%s): the matrix counts every move", i, st.Op)
+				if st.Op == "all_gather" || st.Op == "all_to_all" || st.Op == "reduce_scatter" || st.Op == "all_reduce" {
+					assert.Equal(t, tc.boxes, bands[k], "step %d (%s): every box striped", i, st.Op)
+				} else {
+					assert.Zero(t, bands[k], "step %d (%s): no stripes", i, st.Op)
+				}
+			}
+		})
+	}
 }

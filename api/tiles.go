@@ -183,6 +183,10 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	for _, idx := range req.Locate {
+		// Each index walks its mesh axes' coordinates: 65,536 steps on a large prime axis.
+		if err := r.Context().Err(); err != nil {
+			return err
+		}
 		resp.Locate = append(resp.Locate, Located{Index: idx, Owners: layout.Locate(idx)})
 	}
 	if err := r.Context().Err(); err != nil {
@@ -190,7 +194,7 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 	}
 	if wantsSVG(r) {
 		if resp.Devices == nil {
-			return limitExceeded("mesh", "has %d devices; SVG drawings are made for meshes of up to %d devices (ask for JSON)", n, maxSVGDevices)
+			return limitExceeded("mesh", "has %d devices, more than the list limit of %d (SHARDPLAN_LIST_DEVICE_LIMIT); an SVG draws the tiles of the devices listed: ask for them with \"devices\": [ids]", n, s.limits.ListDeviceLimit)
 		}
 		body, err := tilesSVG(m, req.Shape, &resp)
 		if err != nil {

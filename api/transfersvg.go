@@ -8,12 +8,15 @@ import (
 	"github.com/shardplan/shardplan/internal/transfer"
 )
 
+// maxTransferSVGDevices bounds the fabrics drawn (every device is a cell).
+const maxTransferSVGDevices = 4096
+
 // transferSVG draws a planned transfer: the fabric's nodes with their devices coloured
 // by placement (the source marked on top, each replica its colour), and one arrow per
 // pair of nodes that network moves join, as wide as its share of the bytes.
 func transferSVG(p *transfer.Problem, res *transfer.Result) ([]byte, error) {
-	if p.Devices > maxSVGDevices {
-		return nil, limitExceeded("fabric_devices", "is %d; SVG drawings are made for fabrics of up to %d devices (ask for JSON or text)", p.Devices, maxSVGDevices)
+	if p.Devices > maxTransferSVGDevices {
+		return nil, limitExceeded("fabric_devices", "is %d; transfer drawings are made for fabrics of up to %d devices (ask for JSON or text)", p.Devices, maxTransferSVGDevices)
 	}
 	g := p.Fabric.GPUsPerNode
 	nodes := (p.Devices + g - 1) / g

@@ -6,8 +6,16 @@
 
   const SVGNS = "http://www.w3.org/2000/svg";
   const CELL = 40; // a device's square in a mesh drawing
+  const BLOCK_W = 64, BLOCK_H = 42; // a group of devices' box in a mesh drawing
+  const DEVICE_VIEW_LIMIT = 64; // a mesh view draws up to this many devices, else groups
+  const FOLD = 8; // a row (or column) of a mesh drawing holds up to this many cells
+  const MAX_STRIPES = 16; // group stripes drawn in one box
   const TENSOR_PX = 300; // the longer side of a tensor drawing
-  const MAX_DRAWN_DEVICES = 512;
+  const MAX_PANELS = 12; // tensor panels drawn along the panel dim
+  const MAX_TILE_RECTS = 4096; // more distinct tiles than this are drawn as a raster
+  const RASTER = 64; // cells per side of that raster
+  const LIST_LIMIT = 1024; // /v1/tiles lists every device up to this many unless asked
+  const PAIRS_LIMIT = 4096; // a reshard is asked for its explicit move lists up to this many devices
 
   // ---- small DOM helpers ----
 
@@ -68,16 +76,17 @@
     return "hsl(" + ((k * 67 + 200) % 360) + ", 70%, 38%)";
   }
 
-  // ---- the mesh as nested grids ----
+  // ---- the mesh: every device up to DEVICE_VIEW_LIMIT, else groups of devices ----
 
-  // meshLayout places every device of a mesh with axis sizes `sizes` (major to minor):
-  // the minor axis runs left to right, the next one top to bottom, the next left to
-  // right again around whole blocks, and so on; every level above the last two is a
-  // labelled box. Cells are in row-major position order.
-  function meshLayout(sizes, names) {
+  // meshLayout places n cells (the product of sizes, major to minor) as nested grids of
+  // w x h cells: the minor axis runs left to right, the next one top to bottom, the next
+  // left to right again around whole blocks, and so on; every level above the last two
+  // is a labelled box. An axis longer than FOLD wraps into rows (across) or columns
+  // (down). Cells are in row-major position order.
+  function meshLayout(sizes, names, cw, ch, innerGap) {
     const n = sizes.length;
     function level(k) {
-      if (k === n) return { w: CELL, h: CELL, cells: [[0, 0]], boxes: [] };
+      if (k === n) return { w: cw, h: ch, cells: [[0, 0]], boxes: [] };
       const inner = level(k + 1);
       const horizontal = (n - 1 - k) % 2 === 0;
       const composite = k < n - 2;
@@ -85,26 +94,79 @@
       const top = composite ? 14 : 0;
       const bw = inner.w + 2 * pad;
       const bh = inner.h + 2 * pad + top;
-      const gap = n - 1 - k < 2 ? 4 : 10 + 4 * (n - 1 - k);
+      const gap = n - 1 - k < 2 ? innerGap : innerGap + 4 + 2 * (n - 1 - k);
+      const s = sizes[k];
+      const runs = Math.min(s, FOLD); // cells in the axis' direction before a wrap
+      const wraps = Math.ceil(s / runs);
       const out = { w: 0, h: 0, cells: [], boxes: [] };
-      for (let i = 0; i < sizes[k]; i++) {
-        const ox = horizontal ? i * (bw + gap) : 0;
-        const oy = horizontal ? 0 : i * (bh + gap);
+      for (let i = 0; i < s; i++) {
+        const along = i % runs, across = Math.floor(i / runs);
+        const ox = horizontal ? along * (bw + gap) : across * (bw + gap);
+        const oy = horizontal ? across * (bh + gap) : along * (bh + gap);
         for (const [x, y] of inner.cells) out.cells.push([ox + pad + x, oy + pad + top + y]);
         for (const b of inner.boxes) out.boxes.push({ ...b, x: ox + pad + b.x, y: oy + pad + top + b.y });
-        if (composite) out.boxes.push({ x: ox, y: oy, w: bw, h: bh, label: names[k] + "=" + i });
+        if (composite) {
+          const full = names[k] + "=" + i;
+          out.boxes.push({ x: ox, y: oy, w: bw, h: bh, label: textWidth(full, 10) <= bw - 8 ? full : String(i) });
+        }
       }
-      out.w = horizontal ? sizes[k] * bw + (sizes[k] - 1) * gap : bw;
-      out.h = horizontal ? bh : sizes[k] * bh + (sizes[k] - 1) * gap;
+      const nx = horizontal ? runs : wraps, ny = horizontal ? wraps : runs;
+      out.w = nx * bw + (nx - 1) * gap;
+      out.h = ny * bh + (ny - 1) * gap;
       return out;
     }
     const lay = level(0);
-    const margin = { left: n >= 2 ? 34 : 4, top: 18 };
+    const margin = { left: 4, top: 20 };
     lay.cells = lay.cells.map(([x, y]) => [x + margin.left, y + margin.top]);
     lay.boxes = lay.boxes.map((b) => ({ ...b, x: b.x + margin.left, y: b.y + margin.top }));
     lay.w += margin.left + 6;
     lay.h += margin.top + 6;
+    lay.cw = cw;
+    lay.ch = ch;
     return lay;
+  }
+
+  // textWidth estimates the width of a monospace text at a font size, in px.
+  function textWidth(s, size) {
+    return [...String(s)].length * size * 0.62;
+  }
+
+  // meshLevels groups the mesh axes, major to minor, into the levels a view steps
+  // through: each level's axes hold at most DEVICE_VIEW_LIMIT cells (an axis that does
+  // not fit is split into sub-axes, written as Shardy writes them, "name:(pre)size"), so
+  // that a view of one level draws at most that many boxes, or devices at the last level.
+  function meshLevels(sizes, names) {
+    const count = sizes.reduce((a, b) => a * b, 1);
+    if (count <= DEVICE_VIEW_LIMIT) return [sizes.map((s, k) => ({ name: names[k], size: s }))];
+    const levels = [];
+    let cur = [], prod = 1;
+    const piece = (k, pre, size) => ({ name: size === sizes[k] ? names[k] : names[k] + ":(" + pre + ")" + size, size });
+    sizes.forEach((n, k) => {
+      let pre = 1, size = n;
+      for (;;) {
+        if (prod * size <= DEVICE_VIEW_LIMIT) {
+          cur.push(piece(k, pre, size));
+          prod *= size;
+          break;
+        }
+        let d = Math.floor(DEVICE_VIEW_LIMIT / prod);
+        while (d > 1 && size % d !== 0) d--;
+        if (d > 1) {
+          cur.push(piece(k, pre, d));
+          pre *= d;
+          size /= d;
+        } else if (cur.length === 0) {
+          cur.push(piece(k, pre, size)); // a prime longer than the limit: one long level
+          prod = size;
+          break;
+        }
+        levels.push(cur);
+        cur = [];
+        prod = 1;
+      }
+    });
+    if (cur.length) levels.push(cur);
+    return levels;
   }
 
   function meshInfo(mesh) {
@@ -113,7 +175,7 @@
     const count = sizes.reduce((a, b) => a * b, 1);
     const ids = mesh.device_ids && mesh.device_ids.length ? mesh.device_ids : Array.from({ length: count }, (_, i) => i);
     const posOf = new Map(ids.map((id, p) => [id, p]));
-    return { sizes, names, count, ids, posOf, name: mesh.name || "mesh", layout: meshLayout(sizes, names) };
+    return { sizes, names, count, ids, posOf, name: mesh.name || "mesh", levels: meshLevels(sizes, names), zoom: [] };
   }
 
   function coordsOf(info, p) {
@@ -125,35 +187,126 @@
     return c;
   }
 
-  // drawMesh draws every device labelled by its id; decorate(svg, info) adds overlays.
+  // meshView is what a mesh drawing shows at the info's zoom (one item index per level
+  // zoomed into): every device of the zoomed group (mode "devices", at the last level),
+  // or its groups over the next level's axes (mode "blocks"), each a run of span
+  // positions from first. lay.cells[i] is item i's place.
+  function meshView(info) {
+    const levels = info.levels;
+    const z = info.zoom.length;
+    const size = (l) => levels[l].reduce((a, x) => a * x.size, 1);
+    const spans = levels.map(() => 1);
+    for (let l = levels.length - 2; l >= 0; l--) spans[l] = spans[l + 1] * size(l + 1);
+    let base = 0;
+    for (let l = 0; l < z; l++) base += info.zoom[l] * spans[l];
+    const axes = levels[z];
+    const n = size(z);
+    const each = spans[z];
+    const devices = z === levels.length - 1;
+    const lay = devices ? meshLayout(axes.map((a) => a.size), axes.map((a) => a.name), CELL, CELL, 22) :
+      meshLayout(axes.map((a) => a.size), axes.map((a) => a.name), BLOCK_W, BLOCK_H, 6);
+    const items = Array.from({ length: n }, (_, i) => ({ first: base + i * each, span: each }));
+    return { mode: devices ? "devices" : "blocks", axes, inner: levels.slice(z + 1).flat(), lay, items, base, span: n * each };
+  }
+
+  // itemOf is the index of the view item holding position p, or -1 outside the view.
+  function itemOf(view, p) {
+    if (p < view.base || p >= view.base + view.span) return -1;
+    return Math.floor((p - view.base) / view.items[0].span);
+  }
+
+  // idRange prints the ids of positions [first, first+span): "a…b" when consecutive.
+  function idRange(info, first, span) {
+    const a = info.ids[first], b = info.ids[first + span - 1];
+    for (let p = first + 1; p < first + span; p++) if (info.ids[p] !== info.ids[p - 1] + 1) return null;
+    return [a, b];
+  }
+
+  // drawMesh draws the info's current view: devices labelled by id, or groups of devices
+  // labelled by their id range (click to zoom in); decorate(svg, info, view) adds overlays.
   function drawMesh(info, role, decorate) {
-    const lay = info.layout;
-    const root = sv("svg", { class: "mesh", width: lay.w, height: lay.h, viewBox: "0 0 " + lay.w + " " + lay.h, dataset: { role, devices: String(info.count) } });
-    root.append(sv("defs", {}, sv("marker", { id: role + "-head", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+    const view = meshView(info);
+    const lay = view.lay;
+    const legend = "→ " + view.axes.map((a) => a.name).reverse().filter((_, i) => i % 2 === 0).join(", ") +
+      (view.axes.length > 1 ? " · ↓ " + view.axes.map((a) => a.name).reverse().filter((_, i) => i % 2 === 1).join(", ") : "") +
+      (view.mode === "blocks" ? " · each box: " + view.items[0].span + " devices over " + view.inner.map((a) => a.name).join(", ") + " (click to zoom in)" : "");
+    const w = Math.max(lay.w, textWidth(legend, 10) + 8);
+    const root = sv("svg", { class: "mesh", width: w, height: lay.h, viewBox: "0 0 " + w + " " + lay.h, dataset: { role, devices: String(info.count), mode: view.mode, items: String(view.items.length) } });
+    root.append(sv("defs", {}, sv("marker", { id: role + "-head", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 4, markerHeight: 4, orient: "auto-start-reverse" },
       sv("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#c2185b" }))));
+    root.append(sv("text", { class: "axis-label legend", x: 4, y: 12 }, legend));
     for (const b of lay.boxes) {
       root.append(sv("rect", { class: "box", x: b.x, y: b.y, width: b.w, height: b.h, rx: 4 }),
         sv("text", { class: "axis-label", x: b.x + 4, y: b.y + 11 }, b.label));
     }
-    // Axis names of the last two axes.
-    const n = info.sizes.length;
-    if (n >= 1) root.append(sv("text", { class: "axis-label", x: lay.cells[0][0], y: 12 }, info.names[n - 1] + " →"));
-    if (n >= 2) root.append(sv("text", { class: "axis-label", x: 2, y: lay.cells[0][1] + 14 }, info.names[n - 2] + " ↓"));
-    info.ids.forEach((id, p) => {
-      const [x, y] = lay.cells[p];
-      const coords = coordsOf(info, p);
-      root.append(sv("g", { class: "device", dataset: { device: String(id), pos: String(p), coords: coords.join(",") } },
-        sv("title", {}, "device " + id + " at (" + info.names.map((a, k) => a + "=" + coords[k]).join(", ") + ")"),
-        sv("rect", { x, y, width: CELL, height: CELL, rx: 3, fill: "#fff" }),
-        sv("text", { x: x + CELL / 2, y: y + CELL / 2 + 4, "text-anchor": "middle" }, String(id))));
+    view.items.forEach((it, i) => {
+      const [x, y] = lay.cells[i];
+      const p = it.first;
+      if (view.mode === "devices") {
+        const id = info.ids[p];
+        const coords = coordsOf(info, p);
+        root.append(sv("g", { class: "device", dataset: { device: String(id), pos: String(p), coords: coords.join(",") } },
+          sv("title", {}, "device " + id + " at (" + info.names.map((a, k) => a + "=" + coords[k]).join(", ") + ")"),
+          sv("rect", { x, y, width: CELL, height: CELL, rx: 3, fill: "#fff" }),
+          sv("text", { class: "device-label", x: x + CELL / 2, y: y + CELL / 2 + 4, "text-anchor": "middle" }, String(id))));
+        return;
+      }
+      const r = idRange(info, p, it.span);
+      const g = sv("g", { class: "block", tabindex: 0, role: "button", dataset: { block: String(i), first: String(p), span: String(it.span) } },
+        sv("title", {}, it.span + " devices" + (r ? " " + r[0] + "…" + r[1] : "") + " (positions " + p + "…" + (p + it.span - 1) + "); click to zoom in"),
+        sv("rect", { x, y, width: BLOCK_W, height: BLOCK_H, rx: 4, fill: "#fff" }),
+        sv("text", { class: "block-label", x: x + BLOCK_W / 2, y: y + 13, "text-anchor": "middle" }, r ? String(r[0]) : "pos " + p),
+        sv("text", { class: "block-label", x: x + BLOCK_W / 2, y: y + 25, "text-anchor": "middle" }, r ? "…" + r[1] : "×" + it.span));
+      g.addEventListener("click", () => zoomTo(info.zoom.concat([i])));
+      g.addEventListener("keydown", (e) => { if (e.key === "Enter") zoomTo(info.zoom.concat([i])); });
+      root.append(g);
     });
-    if (decorate) decorate(root, info);
+    if (decorate) decorate(root, info, view);
     return root;
   }
 
-  function cellCenter(info, id) {
-    const [x, y] = info.layout.cells[info.posOf.get(id)];
-    return [x + CELL / 2, y + CELL / 2];
+  // zoomDigits are the coordinates of item i over a level's axes.
+  function zoomDigits(axes, i) {
+    const out = new Array(axes.length);
+    for (let k = axes.length - 1; k >= 0; k--) {
+      out[k] = i % axes[k].size;
+      i = Math.floor(i / axes[k].size);
+    }
+    return out;
+  }
+
+  // zoomTo shows the mesh group at zoom (virtual coordinates) in the mesh and step views.
+  function zoomTo(zoom) {
+    if (!state.info) return;
+    state.info.zoom = zoom;
+    renderMeshPanel();
+    if (state.plan) showStep(state.step);
+  }
+
+  // renderZoom writes the zoom path as buttons: the whole mesh, then each group.
+  function renderZoom() {
+    const info = state.info;
+    const box = document.getElementById("mesh-zoom");
+    box.replaceChildren();
+    if (info.levels.length < 2) return;
+    const crumb = (depth, label) => {
+      const b = el("button", { type: "button", class: "zoom", dataset: { depth: String(depth) } }, label);
+      b.addEventListener("click", () => zoomTo(info.zoom.slice(0, depth)));
+      if (depth === info.zoom.length) b.setAttribute("aria-current", "true");
+      return b;
+    };
+    const parts = [el("span", { class: "hint" }, "Showing "), crumb(0, "whole mesh")];
+    info.zoom.forEach((i, l) => {
+      const digits = zoomDigits(info.levels[l], i);
+      parts.push(el("span", { class: "hint" }, " › "), crumb(l + 1, info.levels[l].map((a, k) => a.name + "=" + digits[k]).join(", ")));
+    });
+    box.append(...parts);
+  }
+
+  // cellBox is the rectangle of item i in a view.
+  function cellBox(view, i) {
+    const [x, y] = view.lay.cells[i];
+    return { x, y, w: view.lay.cw, h: view.lay.ch };
   }
 
   // ---- tiles: the tensor coloured by owning device ----
@@ -190,14 +343,25 @@
     return out;
   }
 
-  function drawTensor(shape, tiles, view, role, meshNames) {
-    const rank = shape.length;
+  // replicaText is the one notation for a tile and its replicas, on the page and in the
+  // API's SVG: the lowest device id, then "×n" when n devices hold the tile.
+  function replicaText(devices) {
+    return devices.length > 1 ? devices[0] + " ×" + devices.length : String(devices[0]);
+  }
+
+  // drawTensor draws a tensor's tiles coloured by owner (the lowest id holding each),
+  // labelled where the label fits; tiles too thin for a border are drawn without one so
+  // that hundreds of narrow tiles read as colour, not as white lines. A panel dim draws
+  // up to MAX_PANELS panels, wrapped to fit the figure.
+  function drawTensor(shape, tiles, view, role) {
     const rows = view.rows >= 0 ? shape[view.rows] : 1;
     const cols = shape[view.cols];
     const scale = TENSOR_PX / Math.max(rows, cols);
-    const w = Math.max(24, cols * scale);
-    const h = Math.max(view.rows >= 0 ? 24 : 28, rows * scale);
-    const panelRanges = [];
+    // A very long or very wide tensor is drawn at least a quarter as wide as long, so that
+    // its tiles stay visible.
+    const w = Math.max(TENSOR_PX / 4, cols * scale);
+    const h = view.rows >= 0 ? Math.max(TENSOR_PX / 4, rows * scale) : 28;
+    let panelRanges = [];
     const groups = tileGroups(tiles, view);
     if (view.panels >= 0) {
       const seen = new Map();
@@ -206,16 +370,29 @@
     } else {
       panelRanges.push(null);
     }
-    const gap = 14;
-    const totalW = panelRanges.length * (w + gap) + 6;
-    const root = sv("svg", { class: "tensor", width: totalW, height: h + 30, viewBox: "0 0 " + totalW + " " + (h + 30), dataset: { role, tiles: String(groups.length) } });
+    const allPanels = panelRanges.length;
+    panelRanges = panelRanges.slice(0, MAX_PANELS);
+    const gap = 14, rowGap = 26;
+    const perRow = Math.max(1, Math.min(panelRanges.length, Math.floor(600 / (w + gap))));
+    const nrows = Math.ceil(panelRanges.length / perRow);
+    const note = allPanels > panelRanges.length ? "first " + panelRanges.length + " of " + allPanels + " panels along dim " + view.panels : "";
+    const totalW = Math.max(perRow * (w + gap) + 6, textWidth(note, 10) + 8);
+    const totalH = nrows * (h + 18 + rowGap) + (note ? 14 : 0);
+    const root = sv("svg", { class: "tensor", width: totalW, height: totalH, viewBox: "0 0 " + totalW + " " + totalH, "shape-rendering": "crispEdges", dataset: { role, tiles: String(groups.length) } });
+    if (note) root.append(sv("text", { class: "axis-label", x: 4, y: totalH - 4 }, note));
+    const labels = [];
     panelRanges.forEach((pr, i) => {
-      const ox = 4 + i * (w + gap);
-      const oy = 18;
+      const ox = 4 + (i % perRow) * (w + gap);
+      const top = Math.floor(i / perRow) * (h + 18 + rowGap);
+      const oy = top + 18;
       const label = pr ? "dim " + view.panels + " [" + pr[0] + ", " + pr[1] + ")" :
         (view.rows >= 0 ? "dims " + view.rows + " × " + view.cols : "dim " + view.cols);
-      root.append(sv("text", { class: "axis-label", x: ox, y: 12 }, label));
+      root.append(sv("text", { class: "axis-label", x: ox, y: top + 12 }, label));
       root.append(sv("rect", { x: ox, y: oy, width: w, height: h, fill: "#eee" }));
+      if (groups.length > MAX_TILE_RECTS) {
+        root.append(tileRaster(groups.filter((g) => !pr || rangesKey([g.ranges[view.panels]]) === rangesKey([pr])), view, ox, oy, w, h, rows, cols));
+        return;
+      }
       for (const g of groups) {
         if (pr && rangesKey([g.ranges[view.panels]]) !== rangesKey([pr])) continue;
         const rr = view.rows >= 0 ? g.ranges[view.rows] : [0, 1];
@@ -223,22 +400,54 @@
         if (cr[1] <= cr[0] || rr[1] <= rr[0]) continue; // an empty tail tile
         const owner = g.devices[0];
         const rangeText = g.ranges.map((r, d) => "dim " + d + " [" + r[0] + ", " + r[1] + ")").join(", ");
-        const who = g.devices.length === 1 ? "device " + owner : "devices " + g.devices.join(", ");
+        const who = g.devices.length === 1 ? "device " + owner :
+          "devices " + g.devices.slice(0, 16).join(", ") + (g.devices.length > 16 ? " … (" + g.devices.length + ")" : "");
+        const tw = (cr[1] - cr[0]) * (w / cols), th = (rr[1] - rr[0]) * (h / rows);
+        const thin = tw < 6 || th < 6;
         root.append(sv("rect", {
-          class: "tile", x: ox + cr[0] * (w / cols), y: oy + rr[0] * (h / rows),
-          width: Math.max(1, (cr[1] - cr[0]) * (w / cols)), height: Math.max(1, (rr[1] - rr[0]) * (h / rows)),
+          class: thin ? "tile thin" : "tile", x: ox + cr[0] * (w / cols), y: oy + rr[0] * (h / rows),
+          width: Math.max(1, tw), height: Math.max(1, th),
           fill: deviceColor(owner),
           dataset: { devices: g.devices.join(" "), owner: String(owner), color: deviceColor(owner), ranges: JSON.stringify(g.ranges), tip: who + ": " + rangeText },
         }));
-        if ((cr[1] - cr[0]) * (w / cols) > 26 && (rr[1] - rr[0]) * (h / rows) > 14) {
-          root.append(sv("text", { x: ox + (cr[0] + cr[1]) / 2 * (w / cols), y: oy + (rr[0] + rr[1]) / 2 * (h / rows) + 4, "text-anchor": "middle" },
-            g.devices.length > 2 ? g.devices[0] + "…+" + (g.devices.length - 1) : g.devices.join(",")));
+        const text = replicaText(g.devices);
+        if (tw >= textWidth(text, 11) + 4 && th >= 14) {
+          labels.push(sv("text", { class: "tile-label", x: ox + (cr[0] + cr[1]) / 2 * (w / cols), y: oy + (rr[0] + rr[1]) / 2 * (h / rows) + 4, "text-anchor": "middle" }, text));
         }
       }
     });
-    void rank;
-    void meshNames;
+    root.append(...labels);
     return root;
+  }
+
+  // tileRaster draws more tiles than MAX_TILE_RECTS as a RASTER x RASTER grid of cells,
+  // each in the colour of the owner of the tile at its top left (the tile under the
+  // pointer is named on hover), as the API's SVG does.
+  function tileRaster(groups, view, ox, oy, w, h, rows, cols) {
+    const cw = w / RASTER, ch = h / RASTER;
+    const cells = new Map();
+    for (const g of groups) {
+      const rr = view.rows >= 0 ? g.ranges[view.rows] : [0, 1];
+      const cr = g.ranges[view.cols];
+      if (cr[1] <= cr[0] || rr[1] <= rr[0]) continue;
+      const x = cr[0] * (w / cols), y = rr[0] * (h / rows);
+      const i = Math.min(RASTER - 1, Math.floor(x / cw)), j = Math.min(RASTER - 1, Math.floor(y / ch));
+      const k = j * RASTER + i;
+      const c = cells.get(k);
+      if (!c) cells.set(k, { i, j, x, y, g, tiles: 1 });
+      else {
+        c.tiles++;
+        if (y < c.y || (y === c.y && x < c.x)) Object.assign(c, { x, y, g });
+      }
+    }
+    const out = sv("g", { class: "tile-raster", dataset: { tiles: String(groups.length) } });
+    for (const c of cells.values()) {
+      const owner = c.g.devices[0];
+      out.append(sv("rect", { class: "tile-cell", x: ox + c.i * cw, y: oy + c.j * ch, width: cw, height: ch, fill: deviceColor(owner),
+        dataset: { owner: String(owner), tiles: String(c.tiles), tip: c.tiles + " tiles here; at the top left " + replicaText(c.g.devices) + ": " +
+          c.g.ranges.map((r, d) => "dim " + d + " [" + r[0] + ", " + r[1] + ")").join(", ") } }));
+    }
+    return out;
   }
 
   // ---- copy as ----
@@ -324,65 +533,183 @@
       m[2] += bytes || 0;
       moves.set(k, m);
     };
-    if (step.transfers && step.transfers.length) for (const t of step.transfers) add(t.from, t.to, t.bytes);
-    else if (step.pairs) for (const [f, t] of step.pairs) add(f, t, step.bytes_per_device);
+    // Runs expand to the lists: the i-th move is first + i * step, field by field.
+    const transfers = (step.transfers || []).slice();
+    for (const r of step.transfer_runs || []) {
+      for (let i = 0; i < r.count; i++) transfers.push({ from: r.first.from + i * r.step.from, to: r.first.to + i * r.step.to, bytes: r.first.bytes + i * r.step.bytes });
+    }
+    const pairs = (step.pairs || []).slice();
+    for (const r of step.pair_runs || []) {
+      for (let i = 0; i < r.count; i++) pairs.push([r.from + i * r.from_step, r.to + i * r.to_step]);
+    }
+    if (transfers.length) for (const t of transfers) add(t.from, t.to, t.bytes);
+    else for (const [f, t] of pairs) add(f, t, step.bytes_per_device);
     return [...moves.values()];
   }
 
-  // stepGroups lists the device groups of a collective: devices that differ only on the
-  // step's mesh axes (full axes or sub-axes "x:(m)k").
-  function stepGroups(step, info) {
-    if (!["all_gather", "all_to_all", "reduce_scatter", "all_reduce"].includes(step.op)) return [];
+  // stepGroupKeys maps each position to its group's key for a collective step (devices
+  // that differ only on the step's mesh axes or sub-axes "x:(m)k" share one), or null
+  // for another op.
+  function stepGroupKeys(step, info) {
+    if (!["all_gather", "all_to_all", "reduce_scatter", "all_reduce"].includes(step.op)) return null;
     const parts = (step.mesh_axes || []).map((a) => {
       const m = /^([A-Za-z_][A-Za-z0-9_]*)(?::\((\d+)\)(\d+))?$/.exec(a);
       if (!m) return null;
       const k = info.names.indexOf(m[1]);
+      if (k < 0) return null;
       const n = info.sizes[k];
       const pre = m[2] ? +m[2] : 1;
       const size = m[3] ? +m[3] : n;
       return { k, minor: n / (pre * size), size };
     }).filter(Boolean);
-    const groups = new Map();
-    info.ids.forEach((id, p) => {
+    const keys = new Array(info.count);
+    const index = new Map();
+    const sizes = new Map();
+    for (let p = 0; p < info.count; p++) {
       const c = coordsOf(info, p);
       for (const s of parts) {
         const digit = Math.floor(c[s.k] / s.minor) % s.size;
         c[s.k] -= digit * s.minor;
       }
       const key = c.join(",");
-      if (!groups.has(key)) groups.set(key, []);
-      groups.get(key).push(id);
-    });
-    return [...groups.values()].filter((g) => g.length > 1);
+      if (!index.has(key)) index.set(key, index.size);
+      keys[p] = index.get(key);
+      sizes.set(keys[p], (sizes.get(keys[p]) || 0) + 1);
+    }
+    return { keys, count: index.size, size: sizes.get(0) || 0 };
   }
 
+  // stepGroups lists the device groups of a collective (each of more than one device).
+  function stepGroups(step, info) {
+    const g = stepGroupKeys(step, info);
+    if (!g || g.size < 2) return [];
+    const out = Array.from({ length: g.count }, () => []);
+    info.ids.forEach((id, p) => out[g.keys[p]].push(id));
+    return out;
+  }
+
+  function tint(k) {
+    return "hsl(" + ((k * 67 + 200) % 360) + ", 70%, 88%)";
+  }
+
+  // edgePoint is where the segment from the centre of box b towards (tx, ty) leaves b,
+  // pushed out by pad.
+  function edgePoint(b, tx, ty, pad) {
+    const cx = b.x + b.w / 2, cy = b.y + b.h / 2;
+    const dx = tx - cx, dy = ty - cy;
+    const sx = dx === 0 ? Infinity : (b.w / 2 + pad) / Math.abs(dx);
+    const sy = dy === 0 ? Infinity : (b.h / 2 + pad) / Math.abs(dy);
+    const s = Math.min(sx, sy);
+    return [cx + dx * s, cy + dy * s];
+  }
+
+  // decorateStep draws a step over a mesh view. Devices: each group's members tinted in
+  // the group's colour and outlined (bands, no lines across the mesh), one arrow per
+  // move from cell edge to cell edge (heads clear of the ids). Groups of devices: each
+  // box striped by the groups its devices belong to, and the moves as a matrix of box
+  // to box (drawn beside the mesh by showStep).
   function decorateStep(step) {
-    return (root, info) => {
+    return (root, info, view) => {
       const head = "url(#" + root.dataset.role + "-head)";
-      stepGroups(step, info).forEach((g, k) => {
-        const color = groupColor(k);
-        for (const id of g) {
-          const [x, y] = info.layout.cells[info.posOf.get(id)];
-          root.append(sv("rect", { class: "group-outline", x: x - 2, y: y - 2, width: CELL + 4, height: CELL + 4, rx: 5, stroke: color, dataset: { group: String(k), device: String(id) } }));
+      const groups = stepGroupKeys(step, info);
+      const grouped = groups && groups.size > 1;
+      if (view.mode === "devices") {
+        if (grouped) {
+          view.items.forEach((it, i) => {
+            const k = groups.keys[it.first];
+            const b = cellBox(view, i);
+            const cell = root.querySelector('g.device[data-pos="' + it.first + '"] rect');
+            if (cell) cell.setAttribute("fill", tint(k));
+            root.append(sv("rect", { class: "group-outline", x: b.x - 2, y: b.y - 2, width: b.w + 4, height: b.h + 4, rx: 5, stroke: groupColor(k), dataset: { group: String(k), device: String(info.ids[it.first]) } }));
+          });
         }
-        const pts = g.map((id) => cellCenter(info, id));
-        if (pts.length > 1) {
-          root.append(sv("polyline", { class: "group-link", stroke: color, points: pts.concat([pts[0]]).map((p) => p.join(",")).join(" ") }));
+        const moves = stepMoves(step);
+        let outside = 0;
+        for (const [from, to, bytes] of moves) {
+          const i = itemOf(view, info.posOf.get(from)), j = itemOf(view, info.posOf.get(to));
+          if (i < 0 || j < 0) {
+            outside++;
+            continue;
+          }
+          const a = cellBox(view, i), b = cellBox(view, j);
+          const ax = a.x + a.w / 2, ay = a.y + a.h / 2, bx = b.x + b.w / 2, by = b.y + b.h / 2;
+          const dx = bx - ax, dy = by - ay;
+          const len = Math.hypot(dx, dy) || 1;
+          // Bend to the left of the direction of travel, so that opposite moves part.
+          const bend = Math.min(28, 10 + len * 0.15);
+          const mx = (ax + bx) / 2 - dy / len * bend, my = (ay + by) / 2 + dx / len * bend;
+          const [sx, sy] = edgePoint(a, mx, my, 1);
+          const [ex, ey] = edgePoint(b, mx, my, 2);
+          root.append(sv("path", { class: "arrow", d: "M " + sx + " " + sy + " Q " + mx + " " + my + " " + ex + " " + ey, "marker-end": head, dataset: { from: String(from), to: String(to), bytes: String(bytes) } },
+            sv("title", {}, from + " → " + to + ": " + fmtBytes(bytes))));
         }
-      });
-      for (const [from, to, bytes] of stepMoves(step)) {
-        if (!info.posOf.has(from) || !info.posOf.has(to)) continue;
-        const [x1, y1] = cellCenter(info, from);
-        const [x2, y2] = cellCenter(info, to);
-        const dx = x2 - x1, dy = y2 - y1;
-        const len = Math.hypot(dx, dy) || 1;
-        // Shorten to the cell edges and bend a little so that opposite moves do not overlap.
-        const sx = x1 + dx / len * 12, sy = y1 + dy / len * 12, ex = x2 - dx / len * 14, ey = y2 - dy / len * 14;
-        const mx = (sx + ex) / 2 - dy / len * 10, my = (sy + ey) / 2 + dx / len * 10;
-        root.append(sv("path", { class: "arrow", d: "M " + sx + " " + sy + " Q " + mx + " " + my + " " + ex + " " + ey, "marker-end": head, dataset: { from: String(from), to: String(to), bytes: String(bytes) } },
-          sv("title", {}, from + " → " + to + ": " + fmtBytes(bytes))));
+        root.dataset.outside = String(outside);
+        return;
       }
+      // Groups of devices: stripes by group.
+      view.items.forEach((it, i) => {
+        const b = cellBox(view, i);
+        const ks = [];
+        if (grouped) {
+          const seen = new Set();
+          for (let p = it.first; p < it.first + it.span && seen.size <= MAX_STRIPES; p++) {
+            if (!seen.has(groups.keys[p])) {
+              seen.add(groups.keys[p]);
+              ks.push(groups.keys[p]);
+            }
+          }
+        }
+        const blk = root.querySelector('g.block[data-block="' + i + '"]');
+        blk.dataset.groups = String(ks.length);
+        if (!ks.length) return;
+        // The groups as a bar of stripes under the box's label, one per group.
+        const shown = ks.slice(0, MAX_STRIPES);
+        const sw = (b.w - 6) / shown.length;
+        const bandsG = sv("g", { class: "bands" });
+        shown.forEach((k, s) => bandsG.append(sv("rect", { class: "band", x: b.x + 3 + s * sw, y: b.y + b.h - 12, width: sw, height: 9, fill: groupColor(k), dataset: { group: String(k) } })));
+        blk.append(bandsG);
+      });
     };
+  }
+
+  // moveMatrix draws a step's moves between the boxes of a view as a matrix (rows send,
+  // columns receive; darker is more bytes), with moves to or from outside the view
+  // counted in the caption. Returns null when the step moves nothing point to point.
+  function moveMatrix(step, info, view) {
+    const moves = stepMoves(step);
+    if (!moves.length) return null;
+    const n = view.items.length;
+    const cells = new Map();
+    let outside = 0, most = 0;
+    for (const [from, to, bytes] of moves) {
+      const i = itemOf(view, info.posOf.get(from)), j = itemOf(view, info.posOf.get(to));
+      if (i < 0 || j < 0) {
+        outside++;
+        continue;
+      }
+      const k = i * n + j;
+      const c = cells.get(k) || { i, j, moves: 0, bytes: 0 };
+      c.moves++;
+      c.bytes += bytes;
+      cells.set(k, c);
+      most = Math.max(most, c.bytes);
+    }
+    const px = Math.max(4, Math.min(14, Math.floor(300 / n)));
+    const left = 40, top = 34;
+    const size = n * px;
+    const caption = "moves between boxes: " + moves.length + (outside ? " (" + outside + " leave or enter this view)" : "");
+    const w = Math.max(left + size + 10, textWidth(caption, 10) + 8), h = top + size + 8;
+    const root = sv("svg", { class: "matrix", width: w, height: h, viewBox: "0 0 " + w + " " + h, dataset: { moves: String(moves.length), cells: String(cells.size) } });
+    root.append(sv("text", { class: "axis-label", x: 4, y: 12 }, caption),
+      sv("text", { class: "axis-label", x: left, y: 26 }, "to box →"),
+      sv("text", { class: "axis-label", x: 4, y: top + 10 }, "from"),
+      sv("rect", { x: left, y: top, width: size, height: size, fill: "#fff", stroke: "#d6dbe4" }));
+    for (const c of cells.values()) {
+      const shade = 0.25 + 0.75 * (most ? c.bytes / most : 1);
+      root.append(sv("rect", { class: "move-cell", x: left + c.j * px, y: top + c.i * px, width: px, height: px, fill: "#c2185b", "fill-opacity": shade.toFixed(2), dataset: { from: String(c.i), to: String(c.j), moves: String(c.moves) } },
+        sv("title", {}, "box " + c.i + " → box " + c.j + ": " + c.moves + " moves, " + fmtBytes(c.bytes))));
+    }
+    return root;
   }
 
   function fmtBytes(b) {
@@ -403,7 +730,10 @@
   async function tilesOf(sh) {
     const key = sh.text;
     if (!state.tiles.has(key)) {
-      state.tiles.set(key, post("/v1/tiles", { mesh: state.plan.mesh, shape: state.plan.shape, element_bytes: 1, sharding: sh.text }).then((r) => r.devices));
+      const req = { mesh: state.plan.mesh, shape: state.plan.shape, element_bytes: 1, sharding: sh.text };
+      // Above the server's list limit the devices are asked for by id.
+      if (state.info.count > LIST_LIMIT) req.devices = state.info.ids;
+      state.tiles.set(key, post("/v1/tiles", req).then((r) => r.devices));
     }
     return state.tiles.get(key);
   }
@@ -419,7 +749,9 @@
   }
 
   function reshardRequest() {
-    const body = { mesh: field("mesh"), source: field("source"), target: field("target"), include: ["pairs"] };
+    // The explicit lists up to PAIRS_LIMIT devices (the step's runs above: lists of a
+    // large mesh can run to millions of moves).
+    const body = { mesh: field("mesh"), source: field("source"), target: field("target"), include: meshCount(field("mesh")) <= PAIRS_LIMIT ? ["pairs"] : undefined };
     const tensor = field("tensor");
     const shape = /^\s*\[?\s*\d+(\s*,\s*\d+)*\s*\]?\s*$/.test(tensor) ? tensor.replace(/[[\]\s]/g, "").split(",").map(Number) : null;
     if (shape) {
@@ -443,6 +775,14 @@
     return body;
   }
 
+  // meshCount reads the device count of a mesh as typed, from its axis sizes (0 when the
+  // text names none): "X=2,Y=4", Mesh('X': 2, 'Y': 4), sdy's ["X"=2, "Y"=4]. A DeviceMesh
+  // of nested lists reads as 0, and is asked for its lists.
+  function meshCount(text) {
+    const sizes = [...text.matchAll(/["']?[A-Za-z_][A-Za-z0-9_]*["']?\s*[=:]\s*(\d+)/g)].map((m) => +m[1]);
+    return sizes.length ? sizes.reduce((a, b) => a * b, 1) : 0;
+  }
+
   async function showPlan(ev) {
     if (ev) ev.preventDefault();
     stopPlay();
@@ -450,14 +790,38 @@
     document.getElementById("show").disabled = true;
     try {
       const plan = await post("/v1/reshard", reshardRequest());
-      const info = meshInfo(plan.mesh);
-      if (info.count > MAX_DRAWN_DEVICES) throw new Error("the mesh has " + info.count + " devices; this page draws up to " + MAX_DRAWN_DEVICES);
-      await present(plan, info);
-      setStatus("status", plan.steps.length + " step" + (plan.steps.length === 1 ? "" : "s") + ", " + fmtUS(plan.summary.time_us) + " (plan " + plan.plan_id.slice(0, 12) + "…)");
+      await present(plan, meshInfo(plan.mesh));
+      setStatus("status", count(plan.steps.length, "step") + ", " + fmtUS(plan.summary.time_us) + " (plan " + plan.plan_id.slice(0, 12) + "…)");
     } catch (e) {
+      clearPlan();
       setStatus("status", e.message, true);
     } finally {
       document.getElementById("show").disabled = false;
+    }
+  }
+
+  // count writes n with a noun in the singular or the plural.
+  function count(n, noun) {
+    return n + " " + noun + (n === 1 ? "" : "s");
+  }
+
+  // clearPlan removes a drawn plan, so that an error is never shown over an old answer.
+  function clearPlan() {
+    stopPlay();
+    state.plan = null;
+    state.info = null;
+    state.tiles = new Map();
+    const planEl = document.getElementById("plan");
+    delete planEl.dataset.ready;
+    delete planEl.dataset.drawn;
+    delete planEl.dataset.planId;
+    document.getElementById("views").hidden = true;
+    for (const id of ["mesh-view", "mesh-zoom", "source-view", "target-view", "step-list", "step-mesh", "step-tensor", "timeline", "suggestions"]) {
+      document.getElementById(id).replaceChildren();
+    }
+    for (const c of document.querySelectorAll("#views .copy")) c.replaceChildren();
+    for (const id of ["summary", "step-label", "links-note", "plan-caption", "mesh-caption", "tensor-caption", "source-text", "target-text", "step-text"]) {
+      document.getElementById(id).textContent = "";
     }
   }
 
@@ -488,6 +852,7 @@
     document.getElementById("mesh-caption").textContent = info.names.map((a, k) => a + "=" + info.sizes[k]).join(", ") + " · " + info.count + " devices" +
       (plan.mesh.device_ids ? " · device_ids permuted" : "");
     document.getElementById("mesh-view").replaceChildren(drawMesh(info, "mesh"));
+    renderZoom();
   }
 
   function renderViewDims() {
@@ -519,7 +884,7 @@
       const sh = plan[role];
       const tiles = await tilesOf(sh);
       document.getElementById(role + "-text").textContent = sh.partition_spec || sh.text;
-      document.getElementById(role + "-view").replaceChildren(drawTensor(plan.shape, tiles, state.view, role, info.names));
+      document.getElementById(role + "-view").replaceChildren(drawTensor(plan.shape, tiles, state.view, role));
       renderCopy(document.querySelector('.copy[data-for="' + role + '"]'), sh, info);
     }
   }
@@ -567,6 +932,7 @@
       planEl.dataset.step = "0";
       document.getElementById("step-label").textContent = "Nothing moves: the source already is the target.";
       document.getElementById("step-mesh").replaceChildren(drawMesh(info, "step"));
+      planEl.dataset.drawn = "0";
       document.getElementById("step-tensor").replaceChildren();
       document.getElementById("timeline").replaceChildren();
       return;
@@ -581,16 +947,26 @@
       else li.removeAttribute("aria-current");
     });
     const moves = stepMoves(s);
-    const groups = stepGroups(s, info);
+    const groups = stepGroupKeys(s, info);
     document.getElementById("step-label").textContent = "Step " + (i + 1) + " of " + steps.length + ": " + s.op +
       (s.mesh_axes && s.mesh_axes.length ? " over " + s.mesh_axes.join(", ") : "") + " · " + fmtBytes(s.bytes_per_device) + " per device · " + fmtUS(s.time_us) +
-      (moves.length ? " · " + moves.length + " moves" : "") + (groups.length ? " · " + groups.length + " groups of " + groups[0].length : "") +
+      (moves.length ? " · " + count(moves.length, "move") : "") + (groups && groups.size > 1 ? " · " + count(groups.count, "group") + " of " + groups.size : "") +
       (s.lists_omitted ? " · lists left out on this mesh" : "");
-    document.getElementById("step-mesh").replaceChildren(drawMesh(info, "step", decorateStep(s)));
+    const meshSVG = drawMesh(info, "step", decorateStep(s));
+    const parts = [meshSVG];
+    if (meshSVG.dataset.mode === "blocks") {
+      const m = moveMatrix(s, info, meshView(info));
+      if (m) parts.push(m);
+    }
+    document.getElementById("step-mesh").replaceChildren(...parts);
+    document.getElementById("step-caption").textContent = "What moves in this step: " + (meshSVG.dataset.mode === "blocks" ?
+      (groups && groups.size > 1 ? "the stripes under each box are the groups its devices belong to, one colour per group" : "") +
+      (parts.length > 1 ? (groups && groups.size > 1 ? "; " : "") + "the matrix counts the moves from box to box" : "") :
+      (groups && groups.size > 1 ? "each group tinted in its colour" : "") + (moves.length ? (groups && groups.size > 1 ? "; " : "") + "an arrow per point-to-point move" : ""));
     const tiles = await tilesOf(s.after);
-    if (state.step !== i) return; // another step was asked for meanwhile
+    if (state.plan !== plan || state.step !== i) return; // another plan or step was asked for meanwhile
     document.getElementById("step-text").textContent = s.after.partition_spec || s.after.text;
-    document.getElementById("step-tensor").replaceChildren(drawTensor(plan.shape, tiles, state.view, "step", info.names));
+    document.getElementById("step-tensor").replaceChildren(drawTensor(plan.shape, tiles, state.view, "step"));
     renderCopy(document.querySelector('.copy[data-for="step"]'), s.after, info);
     drawTimeline(i);
     planEl.dataset.drawn = String(i);
@@ -652,8 +1028,13 @@
       tip.hidden = false;
       tip.dataset.devices = t.dataset.devices || "";
       // Light up the tile's owners in the mesh drawing.
+      const view = state.info ? meshView(state.info) : null;
       for (const id of (t.dataset.devices || "").split(" ").filter(Boolean)) {
-        const cell = document.querySelector('#mesh-view g.device[data-device="' + id + '"] rect');
+        let cell = document.querySelector('#mesh-view g.device[data-device="' + id + '"] rect');
+        if (!cell && view && view.mode === "blocks") {
+          const i = itemOf(view, state.info.posOf.get(+id));
+          if (i >= 0) cell = document.querySelector('#mesh-view g.block[data-block="' + i + '"] rect');
+        }
         if (cell) {
           cell.setAttribute("fill", t.dataset.color || "#ffd54f");
           cell.classList.add("lit");
@@ -684,21 +1065,32 @@
     setStatus("graph-status", "Propagating…");
     const text = document.getElementById("module").value;
     const mesh = field("graph-mesh");
+    const strategy = field("graph-strategy");
+    const view = document.getElementById("graph-view");
+    delete view.dataset.ready;
     try {
       let resp;
       if (/^\s*\{/.test(text)) {
         const req = JSON.parse(text);
         req.include = [...new Set((req.include || []).concat(["ops"]))];
+        if (strategy) req.strategy = strategy;
         resp = await post("/v1/graph", req);
       } else {
         const q = new URLSearchParams({ include: "ops" });
         if (mesh) q.set("mesh", mesh);
+        if (strategy) q.set("strategy", strategy);
         resp = await post("/v1/graph?" + q.toString(), text, "application/mlir");
       }
       renderGraph(resp);
-      document.getElementById("graph-view").dataset.ready = "true";
-      setStatus("graph-status", resp.collectives.length + " collectives, " + fmtUS(resp.summary.time_us));
+      view.dataset.ready = "true";
+      view.dataset.strategy = resp.summary.strategy;
+      const remat = resp.collectives.filter((c) => c.full_rematerialization).length;
+      setStatus("graph-status", count(resp.summary.collectives, "collective") + " at " + count(resp.collectives.length, "site") + ", " + fmtUS(resp.summary.time_us) +
+        " (" + resp.summary.strategy + ")" + (remat ? "; " + count(remat, "full rematerialization") : ""));
     } catch (e) {
+      view.hidden = true;
+      for (const id of ["graph-ops", "graph-tensors"]) document.querySelector("#" + id + " tbody").replaceChildren();
+      document.getElementById("graph-collectives").replaceChildren();
       setStatus("graph-status", e.message, true);
     }
   }
@@ -716,10 +1108,19 @@
     const ops = document.querySelector("#graph-ops tbody");
     ops.replaceChildren();
     const short = (sh) => sh.partition_spec || sh.text;
+    // An operand is shown with its own sharding (the tensor's), and with the sharding the
+    // op computes in after an arrow where the two differ (a reshard runs there).
+    const operandCell = (op, k, sh) => {
+      const id = (op.operand_tensors || [])[k];
+      const own = id !== undefined ? resp.shardings[id] : null;
+      const parts = [el("code", { class: "tensor-id" }, id !== undefined ? id : "#" + k), " ", el("code", { class: "own" }, own ? short(own) : short(sh))];
+      if (own && own.text !== sh.text) parts.push(" → ", el("code", { class: "consumed", title: "the sharding the op computes in" }, short(sh)));
+      return el("div", { class: "operand", dataset: { tensor: id !== undefined ? id : "" } }, parts);
+    };
     for (const op of resp.ops || []) {
-      const moves = resp.collectives.filter((c) => c.op_name === op.name).map((c) => c.kind + " of " + c.tensor);
+      const moves = resp.collectives.filter((c) => c.op_name === op.name).map((c) => (c.reduction || c.kind) + " of " + c.tensor + (c.full_rematerialization ? " (full rematerialization)" : ""));
       ops.append(el("tr", { dataset: { op: op.name } }, el("td", {}, el("code", {}, op.name)), el("td", {}, op.kind),
-        el("td", {}, el("code", {}, (op.operands || []).map(short).join("  ·  "))),
+        el("td", {}, (op.operands || []).map((sh, k) => operandCell(op, k, sh))),
         el("td", {}, el("code", {}, (op.results || []).map(short).join("  ·  "))),
         el("td", {}, moves.join(", "))));
     }
@@ -728,7 +1129,8 @@
     resp.collectives.forEach((c, k) => {
       const steps = c.plan ? c.plan.steps : c.steps || [];
       const li = el("li", { class: c.kind, dataset: { index: String(k) } },
-        c.kind + " of " + c.tensor + " at op " + c.op_name + ": " + steps.map((s) => s.op).join(", ") +
+        (c.reduction || c.kind) + " of tensor " + c.tensor + " at op " + c.op_name + ": " + steps.map((s) => s.op).join(", ") +
+        (c.full_rematerialization ? " — full rematerialization" : c.xla_fallback ? " — XLA's last resort within device groups" : "") +
         (c.plan ? " (" + fmtUS(c.plan.summary.time_us) + "; click to step through it)" : ""));
       if (c.plan) {
         li.addEventListener("click", () => showGraphReshard(resp, c));

@@ -126,6 +126,24 @@ type browserStep struct {
 	} `json:"transfers"`
 	GroupSize  int `json:"group_size"`
 	GroupCount int `json:"group_count"`
+	PairRuns   []struct {
+		From     int `json:"from"`
+		To       int `json:"to"`
+		FromStep int `json:"from_step"`
+		ToStep   int `json:"to_step"`
+		Count    int `json:"count"`
+	} `json:"pair_runs"`
+	TransferRuns []struct {
+		First struct {
+			From int `json:"from"`
+			To   int `json:"to"`
+		} `json:"first"`
+		Step struct {
+			From int `json:"from"`
+			To   int `json:"to"`
+		} `json:"step"`
+		Count int `json:"count"`
+	} `json:"transfer_runs"`
 }
 
 // moves are a step's [from, to] pairs and transfers without self moves, as "from>to".
@@ -144,6 +162,16 @@ func (s browserStep) moves() []string {
 	}
 	for _, tr := range s.Transfers {
 		add(tr.From, tr.To)
+	}
+	for _, r := range s.PairRuns {
+		for i := range r.Count {
+			add(r.From+i*r.FromStep, r.To+i*r.ToStep)
+		}
+	}
+	for _, r := range s.TransferRuns {
+		for i := range r.Count {
+			add(r.First.From+i*r.Step.From, r.First.To+i*r.Step.To)
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -63,9 +63,9 @@ func TestCLI(t *testing.T) {
 		{name: "graph violation", args: []string{"graph", example("graph-ci-gate.json")}, code: exitViolation,
 			stdout: []string{"POLICY VIOLATION (1):", "(op constrain, tensor a)", "P('D', ('X','Y','T'))"}},
 		{name: "graph", args: []string{"graph", example("graph-mlp.json")}, code: exitOK,
-			stdout: []string{"reduction (all_reduce) of y for op down", "w1  P(None, 'model')"}},
+			stdout: []string{"all_reduce of tensor y at op down", "w1  P(None, 'model')"}},
 		{name: "graph from a StableHLO module", args: []string{"graph", example("graph-stablehlo-mlp.mlir")}, code: exitOK,
-			stdout: []string{"arg1        P(None, 'model')", "result0     P('data', None)", "reduction (all_reduce)"}},
+			stdout: []string{"arg1        P(None, 'model')", "result0     P('data', None)", "all_reduce of tensor 4 at op 4"}},
 		{name: "tiles", args: []string{"tiles", example("tiles-16x23.json")}, code: exitOK,
 			stdout: []string{"tile shape [6 6]", "t[13 17] is on device 10 (coords [2 2]) at local index [1 5]"}},
 		{name: "bad sharding", stdin: badSharding, args: []string{"tiles", "-"}, code: exitBadInput,
@@ -159,7 +159,7 @@ func TestCLIGraphModule(t *testing.T) {
 	r := runCLI(t, nil, module, "--server", srv.URL, "--function", "f", "graph", "-")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Equal(t, map[string]string{"module": module, "function": "f"}, got)
-	assert.Contains(t, r.stdout, "collectives: 0")
+	assert.Contains(t, r.stdout, "communication: none (no reshard, no reduction)")
 }
 
 // TestCLIAPIKey: against a server with API keys, SHARDPLAN_API_KEY is sent as a Bearer

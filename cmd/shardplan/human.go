@@ -16,7 +16,7 @@ import (
 func printHuman(stdout, stderr io.Writer, cmd string, status, code int, body []byte) error {
 	switch code {
 	case exitOK:
-		return printResult(stdout, cmd, body)
+		return printResult(stdout, cmd, body, "")
 	case exitViolation:
 		return printViolation(stdout, cmd, body)
 	}
@@ -36,20 +36,22 @@ func printHuman(stdout, stderr io.Writer, cmd string, status, code int, body []b
 	return nil
 }
 
-func printResult(w io.Writer, cmd string, body []byte) error {
+// printResult prints an answer; said is what was printed before it (a violation's
+// message and fixes), which the answer does not repeat.
+func printResult(w io.Writer, cmd string, body []byte, said string) error {
 	switch cmd {
 	case "reshard":
 		var r api.ReshardResponse
 		if err := json.Unmarshal(body, &r); err != nil {
 			return err
 		}
-		printReshard(w, &r)
+		printReshard(w, &r, said)
 	case "graph":
 		var g api.GraphResponse
 		if err := json.Unmarshal(body, &g); err != nil {
 			return err
 		}
-		printGraph(w, &g)
+		printGraph(w, &g, said)
 	case "tiles":
 		var t api.TilesResponse
 		if err := json.Unmarshal(body, &t); err != nil {
@@ -60,7 +62,7 @@ func printResult(w io.Writer, cmd string, body []byte) error {
 	return nil
 }
 
-func printViolation(w io.Writer, cmd string, body []byte) error {
+func printViolation(out io.Writer, cmd string, body []byte) error {
 	var p struct {
 		Detail               string           `json:"detail"`
 		Violations           []api.Violation  `json:"violations"`
@@ -70,6 +72,9 @@ func printViolation(w io.Writer, cmd string, body []byte) error {
 	if err := json.Unmarshal(body, &p); err != nil {
 		return err
 	}
+	var said strings.Builder
+	defer func() { io.WriteString(out, said.String()) }()
+	w := &said
 	if len(p.Violations) == 0 {
 		fmt.Fprintf(w, "POLICY VIOLATION: %s\n", p.Detail)
 	} else {
@@ -90,23 +95,40 @@ func printViolation(w io.Writer, cmd string, body []byte) error {
 		if len(sugg) == 0 && len(p.Violations) == 1 {
 			sugg = p.SuggestedConstraints
 		}
-		printSuggestions(w, "     ", sugg)
+		printSuggestions(w, "     ", sugg, "")
 	}
 	if len(p.Plan) > 0 {
 		fmt.Fprintln(w)
-		return printResult(w, cmd, p.Plan)
+		return printResult(w, cmd, p.Plan, said.String())
 	}
 	return nil
 }
 
-func printSuggestions(w io.Writer, indent string, sugg []api.Suggestion) {
+// printSuggestions prints a fix unless said (what was printed before) already holds it.
+func printSuggestions(w io.Writer, indent string, sugg []api.Suggestion, said string) {
 	if len(sugg) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%sfix: insert these sharding constraints, in order:\n", indent)
-	for _, s := range sugg {
-		fmt.Fprintf(w, "%s  %s\n", indent, shardingLine(s.Sharding))
+	lines := make([]string, len(sugg))
+	for i, s := range sugg {
+		lines[i] = shardingLine(s.Sharding)
 	}
+	if said != "" && strings.Contains(said, "fix: insert these sharding constraints, in order:\n") && containsAll(said, lines) {
+		return
+	}
+	fmt.Fprintf(w, "%sfix: insert these sharding constraints, in order:\n", indent)
+	for _, l := range lines {
+		fmt.Fprintf(w, "%s  %s\n", indent, l)
+	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // shardingLine prints a sharding as P(...) when it has one, then Shardy and HLO.
@@ -130,15 +152,20 @@ func shortSharding(s api.ShardingJSON) string {
 	return s.Text
 }
 
-func printReshard(w io.Writer, r *api.ReshardResponse) {
+func printReshard(w io.Writer, r *api.ReshardResponse, said string) {
 	fmt.Fprintf(w, "reshard %v on %s\n", r.Shape, meshString(r.Mesh))
 	fmt.Fprintf(w, "  from %s\n  to   %s\n", shardingLine(r.Source), shardingLine(r.Target))
 	printSteps(w, "", r.Steps)
 	printSummary(w, "", r.Summary)
-	if r.XLAWarning != "" {
-		fmt.Fprintf(w, "XLA warning: %s\n", r.XLAWarning)
+	if r.XLAWarning != "" && !strings.Contains(said, r.XLAWarning) {
+		if r.Summary.FullRematerialization {
+			fmt.Fprintf(w, "XLA warning: %s\n", r.XLAWarning)
+		} else {
+			// XLA logs the same words for a last resort within device groups.
+			fmt.Fprintf(w, "XLA warning (XLA's words for any last resort; this one stays within device groups): %s\n", r.XLAWarning)
+		}
 	}
-	printSuggestions(w, "", r.SuggestedConstraints)
+	printSuggestions(w, "", r.SuggestedConstraints, said)
 	if r.Note != "" {
 		fmt.Fprintf(w, "note: %s\n", r.Note)
 	}
@@ -158,20 +185,37 @@ func printSteps(w io.Writer, indent string, steps []api.StepJSON) {
 }
 
 func printSummary(w io.Writer, indent string, s api.SummaryJSON) {
-	remat := "no"
-	if s.FullRematerialization {
-		remat = "YES"
-	}
-	fmt.Fprintf(w, "%stotal: %d collectives, %.2f us (time bound %.2f us, %.0f%%), %s per device (lower bound %s, efficiency %.0f%%), peak %s; strategy %s, cost model %s; full rematerialization: %s\n",
-		indent, s.Collectives, s.TimeUS, s.TimeLowerBoundUS, 100*s.TimeEfficiency, bytesString(s.BytesPerDevice), bytesString(s.LowerBoundBytesPerDevice), 100*s.Efficiency,
-		bytesString(s.PeakBytesPerDevice), s.Strategy, s.CostModel, remat)
-	if s.XLAFallback {
-		fmt.Fprintf(w, "%sXLA falls back to its last resort (rematerialization within device groups)\n", indent)
+	fmt.Fprintf(w, "%stotal: %s, %.2f us (time bound %.2f us, %.0f%%), %s per device (lower bound %s, efficiency %.0f%%), peak %s; strategy %s, cost model %s; full rematerialization: %s\n",
+		indent, api.Count(s.Collectives, "collective"), s.TimeUS, s.TimeLowerBoundUS, 100*s.TimeEfficiency, bytesString(s.BytesPerDevice), bytesString(s.LowerBoundBytesPerDevice), 100*s.Efficiency,
+		bytesString(s.PeakBytesPerDevice), s.Strategy, s.CostModel, yesNo(s.FullRematerialization))
+	if line := fallbackLine(s.XLAFallback, s.FullRematerialization); line != "" {
+		fmt.Fprintf(w, "%s%s\n", indent, line)
 	}
 }
 
-func printGraph(w io.Writer, g *api.GraphResponse) {
-	fmt.Fprintf(w, "graph on %s: %d tensors\n", meshString(g.Mesh), len(g.Shardings))
+// yesNo is a flag as the summaries print it: YES stands out, no does not.
+func yesNo(b bool) string {
+	if b {
+		return "YES"
+	}
+	return "no"
+}
+
+// fallbackLine says how XLA's last resort runs, in agreement with the full
+// rematerialization flag printed above it: over every device (the full
+// rematerialization), or within device groups (none).
+func fallbackLine(fallback, full bool) string {
+	switch {
+	case !fallback:
+		return ""
+	case full:
+		return "XLA takes its last resort: every device gathers the whole tensor, then slices out the target"
+	}
+	return "XLA takes its last resort within device groups: each group gathers its part whole, then slices out the target (no full rematerialization)"
+}
+
+func printGraph(w io.Writer, g *api.GraphResponse, said string) {
+	fmt.Fprintf(w, "graph on %s: %s\n", meshString(g.Mesh), api.Count(len(g.Shardings), "tensor"))
 	ids := make([]string, 0, len(g.Shardings))
 	for id := range g.Shardings {
 		ids = append(ids, id)
@@ -183,28 +227,44 @@ func printGraph(w io.Writer, g *api.GraphResponse) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", id, shortSharding(s), s.Hlo)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "collectives: %d\n", len(g.Collectives))
+	reshards, reductions := 0, 0
+	for _, c := range g.Collectives {
+		if c.Kind == "reduction" {
+			reductions++
+		} else {
+			reshards++
+		}
+	}
+	if len(g.Collectives) == 0 {
+		fmt.Fprintln(w, "communication: none (no reshard, no reduction)")
+	} else {
+		fmt.Fprintf(w, "communication at %s (%s, %s):\n", api.Count(len(g.Collectives), "site"), api.Count(reshards, "reshard"), api.Count(reductions, "reduction"))
+	}
 	for i, c := range g.Collectives {
 		what := c.Kind
 		if c.Reduction != "" {
-			what += " (" + c.Reduction + ")"
+			what = c.Reduction
 		}
 		remat := ""
 		if c.FullRematerialization {
 			remat = "  FULL REMATERIALIZATION"
 		}
-		fmt.Fprintf(w, "  %d. %s of %s for op %s: %.2f us, %s per device%s\n", i+1, what, c.Tensor, c.OpName, c.TimeUS, bytesString(c.BytesPerDevice), remat)
+		fmt.Fprintf(w, "  %d. %s of tensor %s at op %s: %.2f us, %s per device%s\n", i+1, what, c.Tensor, c.OpName, c.TimeUS, bytesString(c.BytesPerDevice), remat)
+		if line := fallbackLine(c.XLAFallback, c.FullRematerialization); line != "" {
+			fmt.Fprintf(w, "     %s\n", line)
+		}
 		if c.Plan != nil {
 			fmt.Fprintf(w, "     %s -> %s\n", shortSharding(c.Plan.Source), shortSharding(c.Plan.Target))
 			printSteps(w, "   ", c.Plan.Steps)
-			printSuggestions(w, "     ", c.Plan.SuggestedConstraints)
+			printSuggestions(w, "     ", c.Plan.SuggestedConstraints, said)
 		} else {
 			printSteps(w, "   ", c.Steps)
 		}
 	}
 	s := g.Summary
-	fmt.Fprintf(w, "total: %d collectives (%d reshards, %d reductions), %.2f us, %s per device; strategy %s, cost model %s; full rematerialization: %t\n",
-		s.Collectives, s.Reshards, s.Reductions, s.TimeUS, bytesString(s.BytesPerDevice), s.Strategy, s.CostModel, s.FullRematerialization)
+	fmt.Fprintf(w, "total: %s, %.2f us, %s per device; strategy %s, cost model %s; full rematerialization: %s\n",
+		api.Count(s.Collectives, "collective"), s.TimeUS, bytesString(s.BytesPerDevice), s.Strategy, s.CostModel, yesNo(s.FullRematerialization))
+
 	if g.Note != "" {
 		fmt.Fprintf(w, "note: %s\n", g.Note)
 	}

@@ -175,7 +175,9 @@ const pollEvery = 1 << 12
 // it closed returns early with a meaningless estimate, and so does every later call,
 // so a caller abandoning its work (a request past its deadline) is not held by a step
 // of billions of transfers. Stopped reports it; the caller must discard what r priced
-// since Watch. Release forgets the channel.
+// since Watch. Release forgets the channel. What a router keeps across requests (its
+// digit units and axis loads, the pool's memo) is computed in closed form, never by a
+// routing that can stop, so a stopped router goes back to the pool with sound memos.
 func (r *Router) Watch(done <-chan struct{}) { r.done = done }
 
 // Stopped reports whether r stopped pricing because Watch's channel was closed: its

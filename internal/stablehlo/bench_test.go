@@ -1,6 +1,7 @@
 package stablehlo_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -40,13 +41,13 @@ func BenchmarkRead(b *testing.B) {
 			form := map[bool]string{false: "pretty", true: "generic"}[generic]
 			src := mlpModule(layers, generic)
 			b.Run(fmt.Sprintf("ops=%d/%s", 3*layers, form), func(b *testing.B) {
-				imp, err := stablehlo.Read(src, stablehlo.Options{})
+				imp, err := stablehlo.Read(context.Background(), src, stablehlo.Options{})
 				if err != nil || len(imp.Graph.Ops) != 3*layers+2 {
 					b.Fatalf("import: %v", err)
 				}
 				b.SetBytes(int64(len(src)))
 				for b.Loop() {
-					if _, err := stablehlo.Read(src, stablehlo.Options{}); err != nil {
+					if _, err := stablehlo.Read(context.Background(), src, stablehlo.Options{}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -81,9 +81,9 @@ func TestCorpus(t *testing.T) {
 		t.Run(filepath.Base(base), func(t *testing.T) {
 			src, err := os.ReadFile(f)
 			require.NoError(t, err)
-			pretty, err := stablehlo.Read(string(src), stablehlo.Options{Function: "pretty"})
+			pretty, err := stablehlo.Read(context.Background(), string(src), stablehlo.Options{Function: "pretty"})
 			require.NoError(t, err)
-			generic, err := stablehlo.Read(string(src), stablehlo.Options{Function: "generic"})
+			generic, err := stablehlo.Read(context.Background(), string(src), stablehlo.Options{Function: "generic"})
 			require.NoError(t, err)
 			pj := graphJSON(t, pretty)
 			assert.Equal(t, pj, graphJSON(t, generic), "the pretty and generic forms import differently")
@@ -92,7 +92,7 @@ func TestCorpus(t *testing.T) {
 			require.NoError(t, err)
 			golden(t, base+".annotated.mlir", pretty.Annotate(res.Shardings))
 			// The annotated module reads back to the same graph, annotations aside.
-			again, err := stablehlo.Read(pretty.Annotate(res.Shardings), stablehlo.Options{Function: "pretty"})
+			again, err := stablehlo.Read(context.Background(), pretty.Annotate(res.Shardings), stablehlo.Options{Function: "pretty"})
 			require.NoError(t, err)
 			assert.Equal(t, len(pretty.Graph.Tensors), len(again.Graph.Tensors))
 			assert.Equal(t, len(pretty.Graph.Ops), len(again.Graph.Ops))
@@ -106,7 +106,7 @@ func TestCorpus(t *testing.T) {
 func TestJAXAttention(t *testing.T) {
 	src, err := os.ReadFile("testdata/attention_jax.mlir")
 	require.NoError(t, err)
-	imp, err := stablehlo.Read(string(src), stablehlo.Options{})
+	imp, err := stablehlo.Read(context.Background(), string(src), stablehlo.Options{})
 	require.NoError(t, err)
 	assert.Empty(t, imp.Opaque)
 	res, err := propagation.Propagate(context.Background(), imp.Graph, imp.Mesh, propagation.DefaultOptions())
@@ -144,7 +144,7 @@ func TestCorpusCoversSupportedOps(t *testing.T) {
 		src, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for _, fn := range []string{"pretty", "generic"} {
-			imp, err := stablehlo.Read(string(src), stablehlo.Options{Function: fn})
+			imp, err := stablehlo.Read(context.Background(), string(src), stablehlo.Options{Function: fn})
 			require.NoError(t, err)
 			walk(imp.Graph.Ops)
 		}

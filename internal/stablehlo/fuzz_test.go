@@ -43,7 +43,7 @@ func FuzzRead(f *testing.F) {
 		}
 		mesh, _ := sharding.ParseMeshString("x=2,y=2", "mesh")
 		for _, m := range []*sharding.Mesh{nil, mesh} {
-			imp, err := stablehlo.Read(src, stablehlo.Options{Mesh: m, Limits: lim})
+			imp, err := stablehlo.Read(context.Background(), src, stablehlo.Options{Mesh: m, Limits: lim})
 			if err != nil {
 				es, ok := sharding.AsFieldErrors(err)
 				if !ok || len(es) == 0 {
@@ -72,7 +72,7 @@ func FuzzRead(f *testing.F) {
 			// Parse, print, parse: the annotated module imports to the same graph, with
 			// the propagated shardings as its annotations.
 			out := imp.Annotate(res.Shardings)
-			again, err := stablehlo.Read(out, stablehlo.Options{Function: imp.Func.Name, Mesh: m, Limits: lim})
+			again, err := stablehlo.Read(context.Background(), out, stablehlo.Options{Function: imp.Func.Name, Mesh: m, Limits: lim})
 			if err != nil {
 				t.Fatalf("the annotated module does not read back: %v\n%s", err, out)
 			}

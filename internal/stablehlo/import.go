@@ -1,6 +1,7 @@
 package stablehlo
 
 import (
+	"context"
 	"regexp"
 	"slices"
 	"strconv"
@@ -44,7 +45,12 @@ type Import struct {
 	// defs are the ops of the function's own text (inlined callees excluded) with the
 	// tensor ids of their results, for Annotate.
 	defs []opDef
+	// lines finds the line of an offset in Module.Src (lineCol).
+	lines lineIndex
 }
+
+// lineCol is the 1-based line and column of byte offset off of the module's text.
+func (imp *Import) lineCol(off int) (int, int) { return imp.lines.lineCol(imp.Module.Src, off) }
 
 type opDef struct {
 	op  *Op
@@ -52,18 +58,21 @@ type opDef struct {
 }
 
 // Read parses src and imports one function as a graph against opts. Every error is a
-// *sharding.FieldError (or sharding.Errors) on Field naming the line and column.
-func Read(src string, opts Options) (*Import, error) {
-	m, err := Parse(src, opts.Limits)
+// *sharding.FieldError (or sharding.Errors) on Field naming the line and column, or
+// ctx's error once ctx is done (checked every 1,024 ops as it parses and as it
+// imports).
+func Read(ctx context.Context, src string, opts Options) (*Import, error) {
+	m, err := Parse(ctx, src, opts.Limits)
 	if err != nil {
 		return nil, err
 	}
-	return FromModule(m, opts)
+	return FromModule(ctx, m, opts)
 }
 
-// FromModule imports one function of a parsed module.
-func FromModule(mod *Module, opts Options) (*Import, error) {
-	b := &builder{
+// FromModule imports one function of a parsed module, or returns ctx's error once ctx
+// is done.
+func FromModule(ctx context.Context, mod *Module, opts Options) (*Import, error) {
+	b := &builder{ctx: ctx,
 		imp: &Import{Module: mod, opPos: map[string]int{}, opOf: map[string]*Op{}, declared: map[string]bool{}},
 		lim: opts.Limits.withDefaults(), funcs: map[string]*Func{},
 		ids: map[string]bool{},
@@ -91,7 +100,7 @@ func (b *builder) errAt(pos int, format string, args ...any) {
 	if b.err != nil {
 		return
 	}
-	line, col := lineCol(b.imp.Module.Src, pos)
+	line, col := b.imp.lineCol(pos)
 	b.err = sharding.Fieldf(Field, "line %d, column %d: "+format, append([]any{line, col}, args...)...)
 }
 
@@ -130,6 +139,7 @@ func pickFunction(mod *Module, name string) (*Func, error) {
 }
 
 type builder struct {
+	ctx   context.Context
 	imp   *Import
 	lim   Limits
 	funcs map[string]*Func
@@ -289,7 +299,7 @@ func (imp *Import) Locate(err error) error {
 			}
 			msg = "%" + id + ": " + fe.Message
 		}
-		line, col := lineCol(imp.Module.Src, pos)
+		line, col := imp.lineCol(pos)
 		out = append(out, sharding.Fieldf(Field, "line %d, column %d: %s", line, col, msg))
 	}
 	return out

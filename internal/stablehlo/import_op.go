@@ -41,6 +41,10 @@ func (b *builder) ops(e *env, ops []*Op, out *[]propagation.Op, fnName string) [
 			b.errAt(op.Pos, "the graph has more than %d ops (calls inlined); the limit is configurable (SHARDPLAN_MAX_GRAPH_OPS)", b.lim.MaxOps)
 			return nil
 		}
+		if b.nops%ctxCheckEvery == 0 && b.ctx.Err() != nil {
+			b.err = b.ctx.Err()
+			return nil
+		}
 		if isReturn(op.Name) {
 			ret = ret[:0]
 			for _, v := range op.Operands {
@@ -230,7 +234,7 @@ func (b *builder) results(e *env, op *Op) (results, ids []string) {
 // opaque records op as an op shardplan does not model and, when it has tensor results,
 // adds an opaque op named opName to out.
 func (b *builder) opaque(op *Op, opName string, operands, results, ids []string, out *[]propagation.Op) {
-	line, col := lineCol(b.imp.Module.Src, op.Pos)
+	line, col := b.imp.lineCol(op.Pos)
 	b.imp.Opaque = append(b.imp.Opaque, OpaqueOp{Op: op.Name, Results: nonNil(results), Line: line, Column: col})
 	if opName != "" {
 		b.imp.opPos[opName] = op.Pos

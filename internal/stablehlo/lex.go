@@ -2,7 +2,9 @@ package stablehlo
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 )
 
 type tokKind uint8
@@ -204,6 +206,34 @@ func (l *lexer) quoted() (string, bool) {
 		}
 	}
 	return b.String(), false
+}
+
+// lineIndex converts byte offsets of a text to lines and columns in O(log lines) each,
+// after one pass over the text (at the first call): a module's ops and errors each
+// name their line, and counting newlines from the start for every one of them is
+// quadratic in the module. It is safe for concurrent use.
+type lineIndex struct {
+	once   sync.Once
+	starts []int // the offset of every line's first byte
+}
+
+// lineCol is lineCol(src, off); src is the text every call of x gives.
+func (x *lineIndex) lineCol(src string, off int) (int, int) {
+	x.once.Do(func() {
+		x.starts = append(make([]int, 0, 1+strings.Count(src, "\n")), 0)
+		for i := 0; i < len(src); {
+			j := strings.IndexByte(src[i:], '\n')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+			x.starts = append(x.starts, i)
+		}
+	})
+	off = min(max(off, 0), len(src))
+	// The lines starting at or before off; a newline at off belongs to the line it ends.
+	line, _ := slices.BinarySearch(x.starts, off+1)
+	return line, off - x.starts[line-1] + 1
 }
 
 // lineCol converts a byte offset of src to a 1-based line and column (in bytes).

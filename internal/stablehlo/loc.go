@@ -195,6 +195,6 @@ func (imp *Import) OpLine(name string) int {
 	if op == nil {
 		return 0
 	}
-	line, _ := lineCol(imp.Module.Src, op.Pos)
+	line, _ := imp.lineCol(op.Pos)
 	return line
 }

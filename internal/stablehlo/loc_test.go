@@ -1,6 +1,7 @@
 package stablehlo
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestResolveLoc(t *testing.T) {
 func TestOpLocation(t *testing.T) {
 	src, err := os.ReadFile("../../examples/graph-stablehlo-mlp.mlir")
 	require.NoError(t, err)
-	imp, err := Read(string(src), Options{})
+	imp, err := Read(context.Background(), string(src), Options{})
 	require.NoError(t, err)
 	l, ok := imp.OpLocation("0")
 	require.True(t, ok)

@@ -1,6 +1,7 @@
 package stablehlo
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"strings"
@@ -52,6 +53,7 @@ func (l Limits) withDefaults() Limits {
 const Field = "module"
 
 type parser struct {
+	ctx    context.Context
 	lx     lexer
 	tok    token
 	src    string
@@ -64,10 +66,10 @@ type parser struct {
 
 // Parse reads MLIR text (the pretty-printed form of jax's as_text() and Shardy's tests,
 // or the generic form) into a Module. Every error is a *sharding.FieldError on Field whose
-// message starts with "line L, column C". Parse never panics and runs in time linear in
-// len(src).
-func Parse(src string, lim Limits) (*Module, error) {
-	p := &parser{lx: lexer{src: src}, src: src, lim: lim.withDefaults()}
+// message starts with "line L, column C", or ctx's error once ctx is done (checked every
+// ctxCheckEvery ops). Parse never panics and runs in time linear in len(src).
+func Parse(ctx context.Context, src string, lim Limits) (*Module, error) {
+	p := &parser{ctx: ctx, lx: lexer{src: src}, src: src, lim: lim.withDefaults()}
 	p.advance()
 	m := &Module{Src: src}
 	p.topLevel(m, false)
@@ -92,11 +94,19 @@ func (p *parser) failAt(pos int, format string, args ...any) {
 		return
 	}
 	line, col := lineCol(p.src, pos)
-	p.err = sharding.Fieldf(Field, "line %d, column %d: "+format, append([]any{line, col}, args...)...)
-	// Stop the token stream so every loop ends.
+	p.stop(sharding.Fieldf(Field, "line %d, column %d: "+format, append([]any{line, col}, args...)...))
+}
+
+// stop ends the parse with err: the token stream ends, so every loop does.
+func (p *parser) stop(err error) {
+	p.err = err
 	p.lx.pos = len(p.src)
 	p.tok = token{kind: tEOF, pos: len(p.src)}
 }
+
+// ctxCheckEvery is how many ops the parser and the import handle between two looks at
+// their context.
+const ctxCheckEvery = 1024
 
 func (p *parser) fail(format string, args ...any) { p.failAt(p.tok.pos, format, args...) }
 

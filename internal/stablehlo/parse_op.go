@@ -51,6 +51,10 @@ func (p *parser) op() *Op {
 		p.fail("more than %d ops; the limit is configurable (SHARDPLAN_MAX_GRAPH_OPS)", p.lim.MaxOps)
 		return nil
 	}
+	if p.ops%ctxCheckEvery == 0 && p.ctx.Err() != nil {
+		p.stop(p.ctx.Err())
+		return nil
+	}
 	op := &Op{Pos: p.tok.pos}
 	if p.tok.kind == tValue {
 		for p.err == nil && p.tok.kind == tValue {

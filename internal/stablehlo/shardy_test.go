@@ -185,7 +185,7 @@ func runShardy(t *testing.T, file string, opts propagation.Options, cases []shar
 	require.NoError(t, err)
 	for _, tc := range cases {
 		t.Run(tc.fn, func(t *testing.T) {
-			imp, err := stablehlo.Read(string(src), stablehlo.Options{Function: tc.fn})
+			imp, err := stablehlo.Read(context.Background(), string(src), stablehlo.Options{Function: tc.fn})
 			require.NoError(t, err)
 			res, err := propagation.Propagate(context.Background(), imp.Graph, imp.Mesh, opts)
 			require.NoError(t, err)
@@ -213,7 +213,7 @@ func runShardy(t *testing.T, file string, opts propagation.Options, cases []shar
 func TestGenericModule(t *testing.T) {
 	src, err := os.ReadFile("testdata/generic_module.mlir")
 	require.NoError(t, err)
-	imp, err := stablehlo.Read(string(src), stablehlo.Options{})
+	imp, err := stablehlo.Read(context.Background(), string(src), stablehlo.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, "simple", imp.Func.Name)
 	assert.Equal(t, "mesh_a_2_b_2", imp.Mesh.Name)
@@ -228,7 +228,7 @@ func TestGenericModule(t *testing.T) {
 	}
 	out := imp.Annotate(res.Shardings)
 	assert.Contains(t, out, `%1 = "stablehlo.dot_general"(%0, %arg2) <{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}> {sdy.sharding = #sdy.sharding_per_value<[<@mesh_a_2_b_2, [{"a", ?}, {?}]>]>} :`)
-	again, err := stablehlo.Read(out, stablehlo.Options{})
+	again, err := stablehlo.Read(context.Background(), out, stablehlo.Options{})
 	require.NoError(t, err)
 	assert.Len(t, again.Graph.Ops, len(imp.Graph.Ops))
 }
@@ -237,7 +237,7 @@ func TestGenericModule(t *testing.T) {
 // the tensor and its defining op, or the function.
 func TestLocate(t *testing.T) {
 	src := "sdy.mesh @mesh = <[\"x\"=2]>\nfunc.func @main(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {\n  %x.1 = stablehlo.negate %arg0 : tensor<8x4xf32>\n  return %x.1 : tensor<8x4xf32>\n}\n"
-	imp, err := stablehlo.Read(src, stablehlo.Options{})
+	imp, err := stablehlo.Read(context.Background(), src, stablehlo.Options{})
 	require.NoError(t, err)
 	cases := []struct {
 		field, want string
@@ -271,7 +271,7 @@ func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}
   return %1, %e : tensor<8xf32>, f32
 }
 `
-	imp, err := stablehlo.Read(src, stablehlo.Options{})
+	imp, err := stablehlo.Read(context.Background(), src, stablehlo.Options{})
 	require.NoError(t, err)
 	var ops []string
 	for _, o := range imp.Opaque {
@@ -319,11 +319,11 @@ func.func private @g(%a: tensor<4xf32>) -> tensor<4xf32> {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := stablehlo.Read(tc.src, stablehlo.Options{Limits: tc.lim})
+			_, err := stablehlo.Read(context.Background(), tc.src, stablehlo.Options{Limits: tc.lim})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	_, err := stablehlo.Read(calls, stablehlo.Options{})
+	_, err := stablehlo.Read(context.Background(), calls, stablehlo.Options{})
 	require.NoError(t, err, "within the default limits")
 }

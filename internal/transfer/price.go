@@ -166,11 +166,6 @@ func (l *loads) phase(j int) *phaseLoad {
 	return l.phases[j]
 }
 
-// add charges c's moves, each weight times (the tensors of the class).
-func (l *loads) add(f *Fabric, c *class, moves []move, weight float64, op func(move) string) {
-	l.addSummary(summarize(f, c, moves, op), weight)
-}
-
 // phaseCost is one phase priced for all the plan's data.
 type phaseCost struct {
 	bw       float64 // µs: the busiest resource's bytes over its bandwidth
