@@ -57,6 +57,11 @@ var answerParts = map[string]map[string]answerPart{
 		"devices": {"devices", "give devices (the ids to list) to list fewer"},
 		"":        {"mesh", "use a smaller mesh"},
 	},
+	"/v1/transfer": {
+		"tensors": {"include", `leave "tensors" out of include`},
+		"groups":  {"include", `leave "transfers" out of include, or move fewer tensors per request`},
+		"":        {"tensors", "move fewer tensors per request"},
+	},
 	"/v1/plans/{plan_id}": {
 		"": {"plan_id", "ask the plan again with less (its include entries) under the current limit"},
 	},

@@ -48,6 +48,7 @@ func TestAnswerLimit(t *testing.T) {
 		{"graph", "/v1/graph", "application/json", concatGraph(400), "ops", "collectives", "split the graph"},
 		{"tiles devices", "/v1/tiles", "application/json", `{"mesh": "x=16,y=16", "shape": [64, 64], "dtype": "f32", "sharding": [["x"], ["y"]]}`, "devices", "devices", "to list fewer"},
 		{"audit", "/v1/audit", "application/json", concatGraph(400), "module", "sites", "smaller program"},
+		{"transfer tensors", "/v1/transfer", "application/json", strings.Replace(smallTransfer, `"cost_model": "h100",`, `"cost_model": "h100", "include": ["transfers"],`, 1), "include", "groups", `leave "transfers" out of include`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
