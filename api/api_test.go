@@ -363,25 +363,66 @@ func TestThrottle(t *testing.T) {
 	assert.Equal(t, http.StatusNoContent, <-done)
 }
 
+// TestReadyz: a failing optional check (the cache) is "degraded", still 200; a failing
+// required check and draining are 503. A check's error goes only to a key holder; others
+// read "unavailable". The metrics follow.
 func TestReadyz(t *testing.T) {
-	var cacheErr error
+	const key = "0123456789abcdef-key"
+	var cacheErr, dbErr error
 	s := newTestServer(t, func(d *Deps) {
-		d.Checks = map[string]Check{"cache": func(context.Context) error { return cacheErr }}
+		d.Optional = map[string]Check{"cache": func(context.Context) error { return cacheErr }}
+		d.Checks = map[string]Check{"db": func(context.Context) error { return dbErr }}
+		d.Access.APIKeys = []string{key}
 	})
-	rec := do(t, s, http.MethodGet, "/readyz", "", "")
+	get := func(withKey bool) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/readyz", nil)
+		if withKey {
+			req.Header.Set("X-API-Key", key)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec
+	}
+	metric := func(name string) string {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/metrics", nil)
+		req.Header.Set("X-API-Key", key)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		for line := range strings.SplitSeq(rec.Body.String(), "\n") {
+			if strings.HasPrefix(line, name+" ") {
+				return strings.TrimPrefix(line, name+" ")
+			}
+		}
+		return ""
+	}
+	rec := get(false)
 	require.Equal(t, http.StatusOK, rec.Code)
-	assert.JSONEq(t, `{"status":"ready","checks":{"draining":"ok","cache":"ok"}}`, rec.Body.String())
+	assert.JSONEq(t, `{"status":"ready","checks":{"draining":"ok","cache":"ok","db":"ok"}}`, rec.Body.String())
+	assert.Equal(t, "0", metric("shardplan_degraded"))
 
-	cacheErr = errors.New("redis: connection refused")
-	rec = do(t, s, http.MethodGet, "/readyz", "", "")
+	cacheErr = errors.New("redis ping: dial tcp 10.1.2.3:6379: connect: connection refused")
+	rec = get(false)
+	require.Equal(t, http.StatusOK, rec.Code, "a cache outage leaves the service answering")
+	assert.JSONEq(t, `{"status":"degraded","checks":{"draining":"ok","cache":"unavailable","db":"ok"}}`, rec.Body.String())
+	assert.NotContains(t, rec.Body.String(), "10.1.2.3", "no internal address without a key")
+	rec = get(true)
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.Contains(t, rec.Body.String(), `"cache":"redis ping: dial tcp 10.1.2.3:6379`, "a key holder reads the error")
+	assert.Equal(t, "1", metric("shardplan_degraded"))
+	assert.Equal(t, "0", metric(`shardplan_readiness_check_up{check="cache"}`))
+
+	dbErr = errors.New("db at 10.9.9.9 down")
+	rec = get(false)
 	p := requireProblem(t, rec, http.StatusServiceUnavailable, slugNotReady)
-	assert.Equal(t, "redis: connection refused", p.Checks["cache"])
+	assert.Equal(t, checkUnavailable, p.Checks["db"])
+	assert.NotContains(t, rec.Body.String(), "10.9.9.9")
+	assert.Equal(t, "0", metric("shardplan_degraded"), "not ready is not degraded")
 
-	cacheErr = nil
+	cacheErr, dbErr = nil, nil
 	s.SetDraining(true)
-	rec = do(t, s, http.MethodGet, "/readyz", "", "")
-	p = requireProblem(t, rec, http.StatusServiceUnavailable, slugNotReady)
+	p = requireProblem(t, get(false), http.StatusServiceUnavailable, slugNotReady)
 	assert.Equal(t, "shutting down", p.Checks["draining"])
+	assert.Equal(t, "1", metric(`shardplan_readiness_check_up{check="cache"}`))
 
 	rec = do(t, s, http.MethodGet, "/healthz", "", "")
 	assert.Equal(t, http.StatusOK, rec.Code, "liveness does not depend on draining")

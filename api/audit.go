@@ -36,7 +36,7 @@ type AuditRequest struct {
 	GraphRequest
 	// HLOModule is the text of a compiled HLO module (jax.jit(f).lower(x).compile().as_text())
 	// instead of a graph or a StableHLO module. Its collectives are decoded onto mesh
-	// (default: one axis "devices" of num_partitions devices).
+	// (checked against the module; without one, inferred from the module).
 	HLOModule string `json:"hlo_module,omitempty" example:"HloModule jit_f, num_partitions=8 ..."`
 	// MemoryBudgetBytesPerDevice flags the ops where the memory timeline exceeds it.
 	MemoryBudgetBytesPerDevice *int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=1" minimum:"1" example:"17179869184"`
@@ -74,15 +74,43 @@ type AuditResponse struct {
 	Parameters []HLOParameter `json:"parameters,omitempty"`
 	Totals     AuditTotals    `json:"totals"`
 	OpaqueOps  []OpaqueOpJSON `json:"opaque_ops,omitempty"`
+	// MeshSource says where a compiled module's mesh comes from: request (the mesh
+	// given, checked against the module), replica_groups (the named mesh its replica
+	// groups print), shardings (axes read off its shardings' tile assignments) or
+	// devices (one axis of every device); MeshNote says why.
+	MeshSource string `json:"mesh_source,omitempty" enums:"request,replica_groups,shardings,devices"`
+	MeshNote   string `json:"mesh_note,omitempty" example:"inferred from the iota reshape [2,8,4,4] of %param's sharding"`
+	// Devices is a compiled module's device count and DevicesNote what says so (the
+	// header's num_partitions and replica_count, else its groups and shardings).
+	Devices     int    `json:"devices,omitempty" example:"256"`
+	DevicesNote string `json:"devices_note,omitempty"`
+	// Unmodeled are a compiled module's instructions that communicate but are not
+	// priced (collective-broadcast, custom calls that may communicate, host transfers),
+	// each with its line and why. The CLI's audit fails its gate on any unless told
+	// --allow-unmodeled.
+	Unmodeled []HLOUnmodeled `json:"unmodeled,omitempty"`
 } // @name AuditResponse
+
+// HLOUnmodeled is an instruction that communicates but is not priced.
+type HLOUnmodeled struct {
+	Computation string `json:"computation"`
+	Name        string `json:"name" example:"cb"`
+	Opcode      string `json:"opcode" example:"collective-broadcast"`
+	Line        int    `json:"line"`
+	Column      int    `json:"column"`
+	Reason      string `json:"reason"`
+} // @name HLOUnmodeled
 
 // AuditLocation is where a site comes from: the user's source file and line and the op
 // name as the module's loc(...) (or an HLO instruction's metadata) prints them, and the
 // line of the module's text.
 type AuditLocation struct {
-	File       string `json:"file,omitempty" example:"model.py"`
-	Line       int    `json:"line,omitempty" example:"12"`
-	OpName     string `json:"op_name,omitempty" example:"jit(f)/dot_general"`
+	File   string `json:"file,omitempty" example:"model.py"`
+	Line   int    `json:"line,omitempty" example:"12"`
+	OpName string `json:"op_name,omitempty" example:"jit(f)/dot_general"`
+	// Function is the function the op was written in (a compiled module's stack
+	// frame, from its metadata's stack_frame_id).
+	Function   string `json:"function,omitempty" example:"main.<locals>.f"`
 	ModuleLine int    `json:"module_line,omitempty" example:"7"`
 } // @name AuditLocation
 
@@ -117,6 +145,15 @@ type AuditSite struct {
 	Steps []StepJSON `json:"steps,omitempty"`
 	// Collective is the site's index in collectives (compiled).
 	Collective *int `json:"collective,omitempty"`
+	// TripCount (compiled) is how many times the site runs per execution of the module:
+	// the trip counts of the while loops around it multiplied. TimeUS and
+	// BytesPerDevice count every run. TripCountNote says when a loop's count is not
+	// known (the site is then counted once).
+	TripCount     int64  `json:"trip_count,omitempty" example:"4"`
+	TripCountNote string `json:"trip_count_note,omitempty"`
+	// Note (compiled) says why the site's groups match no axes of the mesh; it is then
+	// priced on its device groups as they are.
+	Note string `json:"note,omitempty"`
 } // @name AuditSite
 
 // AuditMemory is the per-device memory timeline over the program's op order.
@@ -159,6 +196,8 @@ type AuditTotals struct {
 	// XLARemats (program) are the reshards XLA's partitioner would fully rematerialize,
 	// with the constraints that avoid each.
 	XLARemats []AuditRemat `json:"xla_remats"`
+	// Unmodeled (compiled) counts the instructions that communicate but are not priced.
+	Unmodeled int `json:"unmodeled,omitempty"`
 } // @name AuditTotals
 
 // AuditRemat is one site XLA would fully rematerialize, and its fix.
@@ -178,12 +217,15 @@ type HLOCollective struct {
 	Name        string `json:"name" example:"all-gather.1"`
 	Opcode      string `json:"opcode" example:"all-gather"`
 	// Kind is the collective in the step vocabulary (all_gather, all_to_all, ...).
-	Kind       string   `json:"kind" example:"all_gather"`
-	Line       int      `json:"line"`
-	Column     int      `json:"column"`
-	OpName     string   `json:"op_name,omitempty" example:"jit(f)/reshard"`
-	SourceFile string   `json:"source_file,omitempty"`
-	SourceLine int      `json:"source_line,omitempty"`
+	Kind       string `json:"kind" example:"all_gather"`
+	Line       int    `json:"line"`
+	Column     int    `json:"column"`
+	OpName     string `json:"op_name,omitempty" example:"jit(f)/reshard"`
+	SourceFile string `json:"source_file,omitempty"`
+	SourceLine int    `json:"source_line,omitempty"`
+	// Function is the function of its stack frame (metadata's stack_frame_id), which
+	// also gives SourceFile and SourceLine when the metadata does not.
+	Function   string   `json:"function,omitempty"`
 	ChannelID  int      `json:"channel_id,omitempty"`
 	Dimensions []int64  `json:"dimensions,omitempty"`
 	GroupSize  int      `json:"group_size"`
@@ -191,16 +233,24 @@ type HLOCollective struct {
 	Pairs      [][2]int `json:"pairs,omitempty"`
 	// MeshAxes are the axes its groups run over (collective-permute: the axes some pair
 	// moves along); AxesNote says why they are missing.
-	MeshAxes              []string `json:"mesh_axes"`
-	AxesNote              string   `json:"axes_note,omitempty"`
-	InBytes               int64    `json:"in_bytes"`
-	OutBytes              int64    `json:"out_bytes"`
-	BytesPerDevice        int64    `json:"bytes_per_device"`
-	TimeUS                float64  `json:"time_us"`
-	LatencyUS             float64  `json:"latency_us"`
-	BandwidthUS           float64  `json:"bandwidth_us"`
-	Link                  string   `json:"link,omitempty"`
-	FullRematerialization bool     `json:"full_rematerialization"`
+	MeshAxes []string `json:"mesh_axes"`
+	AxesNote string   `json:"axes_note,omitempty"`
+	InBytes  int64    `json:"in_bytes"`
+	OutBytes int64    `json:"out_bytes"`
+	// BytesPerDevice, TimeUS, LatencyUS and BandwidthUS count every run of the
+	// instruction: one execution's times TripCount.
+	BytesPerDevice        int64   `json:"bytes_per_device"`
+	TimeUS                float64 `json:"time_us"`
+	LatencyUS             float64 `json:"latency_us"`
+	BandwidthUS           float64 `json:"bandwidth_us"`
+	Link                  string  `json:"link,omitempty"`
+	FullRematerialization bool    `json:"full_rematerialization"`
+	// TripCount is how many times it runs per execution of the module (the while
+	// loops around it); TripCountKnown is false when a loop's count is not known
+	// (counted once; TripCountNote names the loop).
+	TripCount      int64  `json:"trip_count" example:"1"`
+	TripCountKnown bool   `json:"trip_count_known"`
+	TripCountNote  string `json:"trip_count_note,omitempty"`
 } // @name HLOCollective
 
 // HLOParameter is an entry parameter of a compiled module.
@@ -246,7 +296,7 @@ type HLORemat struct {
 // audit godoc
 //
 //	@Summary		Audit a program before and after XLA: where the communication time and the memory go, line by line
-//	@Description	Takes what POST /v1/graph takes (a graph, `module` with StableHLO text, or an `application/mlir` body) and answers every collective site the propagated program needs, ranked by time, with its source location from the module's `loc(...)` (file, line, op name), bytes, plan and whether it fully rematerializes; XLA's predicted remats with the sharding constraints that avoid each; and a per-device memory timeline (live tiles by last use, arguments and results held throughout, each reshard's largest buffer while it runs) with its peak, against `memory_budget_bytes_per_device`. Strategy defaults to `xla` (what the compiler does). A compiled HLO module (`hlo_module`, or a `text/x-hlo` body) instead has every emitted collective decoded onto `mesh` (default: one axis of num_partitions devices), priced, totalled, and XLA's gather-then-dynamic-slice remats found. `Accept: text/plain` gives a terminal report.
+//	@Description	Takes what POST /v1/graph takes (a graph, `module` with StableHLO text, or an `application/mlir` body) and answers every collective site the propagated program needs, ranked by time, with its source location from the module's `loc(...)` (file, line, op name), bytes, plan and whether it fully rematerializes; XLA's predicted remats with the sharding constraints that avoid each; and a per-device memory timeline (live tiles by last use, arguments and results held throughout, each reshard's largest buffer while it runs) with its peak, against `memory_budget_bytes_per_device`. Strategy defaults to `xla` (what the compiler does). A compiled HLO module (`hlo_module`, or a `text/x-hlo` body) instead has every emitted collective decoded onto `mesh` (checked against the module's devices and parameters' shardings; without one, inferred from the module's named-mesh replica groups or its shardings' tile assignments, `mesh_source` and `mesh_note` saying which), priced times the trip counts of the while loops around it (`trip_count`), totalled, and XLA's gather-then-dynamic-slice remats found; what communicates without a price is listed under `unmodeled` with its line and why. Sites carry the file, line and function of their metadata's stack frame. `Accept: text/plain` gives a terminal report.
 //	@Tags			graph
 //	@Accept			json
 //	@Accept			application/mlir
@@ -256,7 +306,7 @@ type HLORemat struct {
 //	@Produce		application/problem+json
 //	@Param			request							body		AuditRequest	true	"a graph request (tensors/ops or module), or hlo_module; an application/mlir or text/x-hlo body is the module's text"
 //	@Param			function						query		string			false	"application/mlir body: the function to audit (default main)"
-//	@Param			mesh							query		string			false	"raw body: the mesh, as x=2,y=4 or as a framework prints it (an HLO dump does not name its axes; without a mesh, one axis of num_partitions devices)"
+//	@Param			mesh							query		string			false	"raw body: the mesh, as x=2,y=4 or as a framework prints it (without a mesh, a compiled module's is inferred from its named-mesh replica groups or shardings)"
 //	@Param			strategy						query		string			false	"application/mlir body: xla (default) or optimal"	Enums(optimal, xla)
 //	@Param			cost_model						query		string			false	"raw body: a cost model profile name"
 //	@Param			memory_budget_bytes_per_device	query		int				false	"raw body: the per-device memory budget"
@@ -350,6 +400,9 @@ type auditFields struct {
 
 // runAudit audits the body: a compiled module, or a program.
 func (s *Server) runAudit(ctx context.Context, body []byte) (*AuditResponse, error) {
+	if string(bytes.TrimSpace(body)) == "null" {
+		return nil, NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "the body must be a JSON object, not null")
+	}
 	var f auditFields
 	if err := json.Unmarshal(body, &f); err != nil {
 		return nil, decodeBytes(body, &struct{}{}) // names the syntax error
@@ -515,7 +568,10 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 		mesh = m
 	}
 	lim := hlo.Limits{MaxInstructions: s.limits.MaxGraphOps, MaxDevices: s.limits.MaxDevices}
-	mod, err := hlo.Parse(req.HLOModule, lim)
+	mod, err := hlo.ParseContext(ctx, req.HLOModule, lim)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		fes = appendFieldErrors(fes, err)
 	}
@@ -524,7 +580,7 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	}
 	start := time.Now()
 	// 256 distinct groupings of the largest mesh the server takes.
-	a, err := hlo.Analyze(mod, hlo.Options{Mesh: mesh, MeshField: "mesh", Model: model, MaxDecodeWork: 256 * s.limits.MaxDevices})
+	a, err := hlo.Analyze(ctx, mod, hlo.Options{Mesh: mesh, MeshField: "mesh", Model: model, MaxDecodeWork: 256 * s.limits.MaxDevices, MaxDevices: s.limits.MaxDevices})
 	s.metrics.observePlan("audit", planner.XLA, start)
 	if err != nil {
 		return nil, err
@@ -542,7 +598,14 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 	}
 	unfinished := err != nil
 	resp := compiledResponse(a, model)
-	resp.Memory = compiledMemory(a, req.MemoryBudgetBytesPerDevice)
+	resp.MeshSource, resp.MeshNote, resp.Devices, resp.DevicesNote = a.MeshSource, a.MeshNote, a.Devices, a.DevicesNote
+	for _, u := range a.Unmodeled {
+		resp.Unmodeled = append(resp.Unmodeled, HLOUnmodeled{Computation: u.Computation, Name: u.Name, Opcode: u.Opcode, Line: u.Line, Column: u.Column, Reason: u.Reason})
+	}
+	resp.Totals.Unmodeled = len(a.Unmodeled)
+	if resp.Memory, err = compiledMemory(ctx, a, req.MemoryBudgetBytesPerDevice); err != nil {
+		return nil, err
+	}
 	sw := &shardingWriter{m: a.Mesh}
 	cr := collectiveRenderer{sw: sw, model: model, lists: s.stepLists(a.Mesh, nil), budget: s.newBudget()}
 	for i, rp := range plans {
@@ -577,8 +640,11 @@ func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse
 
 // compiledMemory renders the estimate of one device's memory over the entry
 // computation's schedule.
-func compiledMemory(a *hlo.Analysis, budget *int64) *AuditMemory {
-	mem := a.Memory()
+func compiledMemory(ctx context.Context, a *hlo.Analysis, budget *int64) (*AuditMemory, error) {
+	mem, err := a.Memory(ctx)
+	if err != nil {
+		return nil, err
+	}
 	am := &AuditMemory{PeakBytesPerDevice: mem.PeakBytes, HeldBytesPerDevice: mem.HeldBytes, MemoryBudgetBytesPerDevice: budget,
 		Timeline: make([]MemoryPoint, len(mem.Timeline))}
 	for i, p := range mem.Timeline {
@@ -597,8 +663,14 @@ func compiledMemory(a *hlo.Analysis, budget *int64) *AuditMemory {
 		in := a.Module.Entry.Instrs[mem.PeakIndex]
 		md := hlo.ParseMetadata(in.Attrs["metadata"])
 		am.PeakLocation = AuditLocation{File: md.SourceFile, Line: md.SourceLine, OpName: md.OpName, ModuleLine: peak.Line}
+		if l, ok := a.Module.Frames.Resolve(md.StackFrameID); ok {
+			am.PeakLocation.Function = l.Function
+			if am.PeakLocation.File == "" {
+				am.PeakLocation.File, am.PeakLocation.Line = l.File, l.Line
+			}
+		}
 	}
-	return am
+	return am, nil
 }
 
 // compiledResponse renders a compiled module's analysis.
@@ -606,19 +678,29 @@ func compiledResponse(a *hlo.Analysis, model cost.Model) *AuditResponse {
 	resp := &AuditResponse{Input: "compiled", Mesh: meshJSON(a.Mesh), CostModel: model.Name(),
 		Collectives: make([]HLOCollective, len(a.Collectives)), Remats: []HLORemat{}}
 	order := make([]int, len(a.Collectives))
-	for i, c := range a.Collectives {
+	for i := range a.Collectives {
+		c := &a.Collectives[i]
 		order[i] = i
-		resp.Collectives[i] = HLOCollective{Computation: c.Computation, Name: c.Name, Opcode: c.Opcode, Kind: string(c.Kind), Line: c.Line, Column: c.Column,
+		run := float64(max(c.TripCount, 1))
+		hc := HLOCollective{Computation: c.Computation, Name: c.Name, Opcode: c.Opcode, Kind: string(c.Kind), Line: c.Line, Column: c.Column,
 			OpName: c.Metadata.OpName, SourceFile: c.Metadata.SourceFile, SourceLine: c.Metadata.SourceLine, ChannelID: c.ChannelID, Dimensions: c.Dims,
 			GroupSize: c.GroupSize, GroupCount: c.GroupCount, MeshAxes: refStrings(c.MeshAxes), AxesNote: c.AxesNote,
-			InBytes: c.InBytes, OutBytes: c.OutBytes, BytesPerDevice: c.BytesPerDevice,
-			TimeUS: c.Cost.TimeUS, LatencyUS: c.Cost.LatencyUS, BandwidthUS: c.Cost.BandwidthUS, Link: c.Cost.Link, FullRematerialization: c.FullRematerialization}
-		if len(c.Pairs) <= 1024 {
-			resp.Collectives[i].Pairs = c.Pairs
+			InBytes: c.InBytes, OutBytes: c.OutBytes, BytesPerDevice: c.TotalBytesPerDevice(),
+			TimeUS: c.TimeUS(), LatencyUS: c.Cost.LatencyUS * run, BandwidthUS: c.Cost.BandwidthUS * run, Link: c.Cost.Link, FullRematerialization: c.FullRematerialization,
+			TripCount: max(c.TripCount, 1), TripCountKnown: c.TripCountKnown, TripCountNote: c.TripCountNote}
+		if l := c.Location; l != nil {
+			hc.Function = l.Function
+			if hc.SourceFile == "" {
+				hc.SourceFile, hc.SourceLine = l.File, l.Line
+			}
 		}
+		if len(c.Pairs) <= 1024 {
+			hc.Pairs = c.Pairs
+		}
+		resp.Collectives[i] = hc
 	}
 	slices.SortStableFunc(order, func(x, y int) int {
-		tx, ty := a.Collectives[x].Cost.TimeUS, a.Collectives[y].Cost.TimeUS
+		tx, ty := resp.Collectives[x].TimeUS, resp.Collectives[y].TimeUS
 		switch {
 		case tx > ty:
 			return -1
@@ -633,8 +715,12 @@ func compiledResponse(a *hlo.Analysis, model cost.Model) *AuditResponse {
 	for rank, i := range order {
 		c := &resp.Collectives[i]
 		idx := i
-		resp.Sites[rank] = AuditSite{Rank: rank + 1, Location: AuditLocation{File: c.SourceFile, Line: c.SourceLine, OpName: c.OpName, ModuleLine: c.Line},
-			Kind: c.Kind, Op: c.Name, Axes: c.MeshAxes, BytesPerDevice: c.BytesPerDevice, TimeUS: c.TimeUS, FullRematerialization: c.FullRematerialization, Collective: &idx}
+		resp.Sites[rank] = AuditSite{Rank: rank + 1, Location: AuditLocation{File: c.SourceFile, Line: c.SourceLine, OpName: c.OpName, Function: c.Function, ModuleLine: c.Line},
+			Kind: c.Kind, Op: c.Name, Axes: c.MeshAxes, BytesPerDevice: c.BytesPerDevice, TimeUS: c.TimeUS, FullRematerialization: c.FullRematerialization, Collective: &idx,
+			TripCount: c.TripCount, TripCountNote: c.TripCountNote}
+		if len(c.MeshAxes) == 0 && c.AxesNote != "" {
+			resp.Sites[rank].Note = c.AxesNote
+		}
 		t.TimeUS += c.TimeUS
 		t.BytesPerDevice += c.BytesPerDevice
 		if rank < 10 {

@@ -270,12 +270,13 @@ func TestAuditErrors(t *testing.T) {
 	srv := newTestServer(t, nil)
 	hloText := readFile(t, "../internal/hlo/testdata/seed003_case1.hlo")
 	broken := strings.Replace(hloText, "%partition-id = u32[] partition-id()", "%partition-id = u32[ partition-id()", 1)
+	seed4 := readFile(t, "../internal/hlo/testdata/seed003_case4.hlo")
 	cases := []struct {
 		name, path, ct, body string
 		status               int
 		slug, field, detail  string
 	}{
-		{"hlo syntax", "/v1/audit", hloMediaType, broken, 400, slugInvalidModule, "hlo_module", "hlo_module: line 19, column 21: expected a dim size"},
+		{"hlo syntax", "/v1/audit", hloMediaType, broken, 400, slugInvalidModule, "hlo_module", "hlo_module: line 19, column 22: expected a dim size"},
 		{"mesh size", "/v1/audit?mesh=x=4", hloMediaType, hloText, 400, slugInvalidMesh, "mesh", "the module runs on 8"},
 		{"unknown query", "/v1/audit?strategy=xla", hloMediaType, hloText, 400, slugInvalidRequest, "strategy", "unknown query parameter"},
 		{"bad budget", "/v1/audit?memory_budget_bytes_per_device=0", hloMediaType, hloText, 400, slugInvalidRequest, "memory_budget_bytes_per_device", "positive integer"},
@@ -284,6 +285,11 @@ func TestAuditErrors(t *testing.T) {
 		{"empty hlo", "/v1/audit", hloMediaType, " ", 400, slugInvalidModule, "hlo_module", "empty"},
 		{"hlo not a string", "/v1/audit", "application/json", `{"hlo_module": 5}`, 400, slugInvalidJSON, "", "hlo_module"},
 		{"bad json", "/v1/audit", "application/json", `{"module": `, 400, slugInvalidJSON, "", ""},
+		{"null body", "/v1/audit", "application/json", "null", 400, slugInvalidJSON, "", "must be a JSON object, not null"},
+		{"mesh in another order", "/v1/audit?mesh=C=1,D=2,X=4,Y=8,T=4", hloMediaType, seed4, 400, slugInvalidMesh, "mesh", "a mesh that fits: axis_0=2,axis_1=8,axis_2=4,axis_3=4"},
+		{"unknown opcode", "/v1/audit", hloMediaType, strings.Replace(hloText, "collective-permute(", "colective-permute(", 1), 400, slugInvalidModule, "hlo_module", `unknown opcode "colective-permute"`},
+		{"no entry", "/v1/audit", hloMediaType, strings.Replace(hloText, "ENTRY ", "", 1), 400, slugInvalidModule, "hlo_module", "the module has no ENTRY computation"},
+		{"device twice", "/v1/audit", hloMediaType, loopsModule("{{0,1,2,2}}", ""), 400, slugInvalidModule, "hlo_module", "device 2 is listed twice"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,4 +300,90 @@ func TestAuditErrors(t *testing.T) {
 			assert.Contains(t, p.Detail, tc.detail)
 		})
 	}
+}
+
+// loopsModule is an all-gather in a while loop of 4 trips (known_trip_count), with
+// groups, and extra instructions in the entry.
+func loopsModule(groups, extra string) string {
+	return `HloModule loops, num_partitions=4
+
+FileNames
+1 "/work/train.py"
+
+FunctionNames
+1 "step"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=42 end_line=42 column=1 end_column=9}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+
+cond {
+  p = (s32[], f32[1024]) parameter(0)
+  ROOT c = pred[] constant(true)
+}
+
+body {
+  p = (s32[], f32[1024]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[1024] get-tuple-element(p), index=1
+  s = f32[256] slice(x), slice={[0:256]}
+  ag = f32[1024] all-gather(s), replica_groups=` + groups + `, dimensions={0}, metadata={op_name="jit(step)/all_gather" stack_frame_id=1}
+  ROOT t = (s32[], f32[1024]) tuple(i, ag)
+}
+
+ENTRY main {
+  x = f32[1024] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[1024]) tuple(zero, x)
+  w = (s32[], f32[1024]) while(init), condition=cond, body=body, backend_config={"known_trip_count":{"n":"4"}}` + extra + `
+  ROOT y = f32[1024] get-tuple-element(w), index=1
+}
+`
+}
+
+// TestAuditCompiledLoopsAndLocations: a site in a loop counts every trip and says how
+// many; its location is its stack frame's file, line and function; what communicates
+// without a price is listed; the mesh used is said.
+func TestAuditCompiledLoopsAndLocations(t *testing.T) {
+	srv := newTestServer(t, nil)
+	text := loopsModule("{{0,1,2,3}}", "\n  cb = f32[1024] collective-broadcast(x), replica_groups={{0,1,2,3}}")
+	rec := doAccept(t, srv, "/v1/audit", hloMediaType, "", text)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	a := readAudit(t, rec.Body.Bytes())
+	require.Len(t, a.Sites, 1)
+	s := a.Sites[0]
+	assert.Equal(t, int64(4), s.TripCount)
+	assert.Equal(t, AuditLocation{File: "/work/train.py", Line: 42, OpName: "jit(step)/all_gather", Function: "step", ModuleLine: 25}, s.Location)
+	c := a.Collectives[0]
+	assert.Equal(t, int64(4), c.TripCount)
+	assert.True(t, c.TripCountKnown)
+	assert.InDelta(t, c.LatencyUS+c.BandwidthUS, c.TimeUS, 1e-9)
+	assert.Equal(t, 4*c.BytesPerDevice/4, c.BytesPerDevice)
+	assert.Equal(t, int64(4*(1024*4-1024)), c.BytesPerDevice, "3/4 of 4 KiB received, 4 times")
+	assert.InDelta(t, c.TimeUS, a.Totals.TimeUS, 1e-9)
+	require.Len(t, a.Unmodeled, 1)
+	assert.Equal(t, HLOUnmodeled{Computation: "main", Name: "cb", Opcode: "collective-broadcast", Line: 34, Column: 3,
+		Reason: "no cost model for collective-broadcast (one device's buffer to its group)"}, a.Unmodeled[0])
+	assert.Equal(t, 1, a.Totals.Unmodeled)
+	assert.Equal(t, "devices", a.MeshSource)
+	assert.Equal(t, 4, a.Devices)
+
+	txt := doAccept(t, srv, "/v1/audit", hloMediaType, "text/plain", text)
+	require.Equal(t, http.StatusOK, txt.Code)
+	body := txt.Body.String()
+	assert.Contains(t, body, "/work/train.py:42 (step)")
+	assert.Contains(t, body, "x4 runs")
+	assert.Contains(t, body, "UNMODELED: 1 instruction communicating")
+	assert.Contains(t, body, "line 34: collective-broadcast %cb")
+	assert.Contains(t, body, "mesh: nothing in the module names mesh axes")
+
+	// Groups that match no axes of the mesh: priced on the groups, with the note.
+	rec = doAccept(t, srv, "/v1/audit?mesh=x=2,y=2", hloMediaType, "text/plain", loopsModule("{{0,3,1,2}}", ""))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), "all_gather %ag over its device groups x4 runs")
+	assert.Contains(t, rec.Body.String(), "note: the group [0 3 1 2] does not list its devices in order over (x,y)")
+	assert.Contains(t, rec.Body.String(), "priced on its groups of 4 devices as a ring")
+	assert.NotContains(t, rec.Body.String(), "communication: 0.00 us")
 }

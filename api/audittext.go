@@ -19,7 +19,11 @@ func AuditText(a *AuditResponse) string {
 	if a.Strategy != "" {
 		fmt.Fprintf(&b, ", strategy %s", a.Strategy)
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n")
+	if a.MeshSource != "" && a.MeshSource != "request" {
+		fmt.Fprintf(&b, "mesh: %s (give --mesh to use another)\n", a.MeshNote)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "communication: %s over %s, %s per device; top 10 sites: %s (%.0f%%)\n",
 		us(t.TimeUS), Count(t.Sites, "site"), byteSize(t.BytesPerDevice), us(t.Top10TimeUS), 100*t.Top10Share)
 	if len(a.Sites) > 0 {
@@ -27,6 +31,32 @@ func AuditText(a *AuditResponse) string {
 		fmt.Fprintf(&b, "  %4s  %12s  %12s  %-34s  %s\n", "rank", "time", "bytes/device", "where", "what")
 		for _, s := range a.Sites[:min(len(a.Sites), 10)] {
 			fmt.Fprintf(&b, "  %4d  %12s  %12s  %-34s  %s\n", s.Rank, us(s.TimeUS), byteSize(s.BytesPerDevice), where(s.Location), siteWhat(&s))
+			if s.Note != "" {
+				fmt.Fprintf(&b, "        note: %s\n", s.Note)
+			}
+			if s.TripCountNote != "" {
+				fmt.Fprintf(&b, "        note: %s\n", s.TripCountNote)
+			}
+		}
+		shown, more := 0, 0
+		for _, s := range a.Sites[min(len(a.Sites), 10):] {
+			switch {
+			case s.Note == "":
+			case shown < 5:
+				fmt.Fprintf(&b, "  #%d %%%s: %s\n", s.Rank, s.Op, s.Note)
+				shown++
+			default:
+				more++
+			}
+		}
+		if more > 0 {
+			fmt.Fprintf(&b, "  and %s with notes (the JSON answer's sites[].note)\n", Count(more, "more site"))
+		}
+	}
+	if len(a.Unmodeled) > 0 {
+		fmt.Fprintf(&b, "\nUNMODELED: %s communicating without a price (not in the totals):\n", Count(len(a.Unmodeled), "instruction"))
+		for _, u := range a.Unmodeled {
+			fmt.Fprintf(&b, "  line %d: %s %%%s: %s\n", u.Line, u.Opcode, u.Name, u.Reason)
 		}
 	}
 	if m := a.Memory; m != nil {
@@ -101,8 +131,14 @@ func siteWhat(s *AuditSite) string {
 		return fmt.Sprintf("%s of tensor %s at op %s%s", s.Reduction, s.Tensor, s.Op, overAxes(s.Axes))
 	}
 	w := fmt.Sprintf("%s %%%s", s.Kind, s.Op)
-	if len(s.Axes) > 0 {
+	switch {
+	case len(s.Axes) > 0:
 		w += " over (" + strings.Join(s.Axes, ",") + ")"
+	case s.Note != "":
+		w += " over its device groups"
+	}
+	if s.TripCount > 1 {
+		w += fmt.Sprintf(" x%d runs", s.TripCount)
 	}
 	if s.FullRematerialization {
 		w += " [REMAT]"
@@ -112,6 +148,8 @@ func siteWhat(s *AuditSite) string {
 
 func where(l AuditLocation) string {
 	switch {
+	case l.File != "" && l.Function != "":
+		return fmt.Sprintf("%s:%d (%s)", l.File, l.Line, l.Function)
 	case l.File != "":
 		return fmt.Sprintf("%s:%d", l.File, l.Line)
 	case l.OpName != "":

@@ -21,6 +21,8 @@ import (
 // struct, then validates dst's struct tags. Every failure is a *Problem naming the field
 // by its wire path:
 //   - empty body, malformed JSON (with the byte offset), trailing data -> 400 invalid-json;
+//   - a body that is not a JSON object (null, a number, a string, an array, a boolean)
+//     -> 400 invalid-json saying so;
 //   - a value of the wrong type, an unknown field -> 400 invalid-json naming the field
 //     (array indices included, e.g. "shape[1]");
 //   - a key repeated within one object -> 400 invalid-json naming its path;
@@ -42,10 +44,16 @@ func emptyBody() *Problem {
 }
 
 // decodeBytes decodes exactly one JSON value from body into dst, disallowing unknown
-// fields, and maps encoding/json's errors to problems naming the field.
+// fields, and maps encoding/json's errors to problems naming the field. A body of null
+// is refused like any other value that is not an object (encoding/json would leave dst
+// as it was, a request of zero values).
 func decodeBytes(body []byte, dst any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		return emptyBody()
+	}
+	if bytes.Equal(trimmed, []byte("null")) {
+		return NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "the body must be a JSON object, not a JSON null")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

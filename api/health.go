@@ -2,8 +2,10 @@ package api
 
 import (
 	"context"
+	"log/slog"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -13,10 +15,13 @@ type Health struct {
 	Status string `json:"status" example:"ok"`
 } // @name Health
 
-// Readiness is the body of GET /readyz when ready. Checks maps each dependency to "ok"
-// or what is wrong with it.
+// Readiness is the body of GET /readyz when the service takes traffic: status "ready",
+// or "degraded" when an optional dependency (the cache) fails and every request is still
+// answered (computed). Checks maps each dependency to "ok" or what is wrong with it: the
+// error itself to a request with a valid API key, "unavailable" to others (the error can
+// name internal addresses).
 type Readiness struct {
-	Status string            `json:"status" example:"ready"`
+	Status string            `json:"status" example:"ready" enums:"ready,degraded"`
 	Checks map[string]string `json:"checks"`
 } // @name Readiness
 
@@ -35,10 +40,13 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 // readyCheckTimeout bounds each readiness check.
 const readyCheckTimeout = time.Second
 
+// checkUnavailable is what a failing check says to a request without a valid API key.
+const checkUnavailable = "unavailable"
+
 // readyz godoc
 //
 //	@Summary		Readiness
-//	@Description	Answers 200 when the service takes traffic: not draining, and every dependency check (e.g. the cache) passes. Otherwise 503 problem+json with the same `checks` object.
+//	@Description	Answers 200 when the service can answer: status `ready`, or `degraded` when an optional dependency (the plan cache) fails, since every answer can still be computed. 503 problem+json with the same `checks` object while draining or when a required check fails. A failing check's error (which may name internal addresses) is shown to requests with a valid API key; others read `unavailable`.
 //	@Tags			ops
 //	@Produce		json
 //	@Produce		application/problem+json
@@ -47,39 +55,83 @@ const readyCheckTimeout = time.Second
 //	@Router			/readyz [get]
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	checks := map[string]string{"draining": "ok"}
-	ready := true
-	if s.draining.Load() {
+	ready := !s.draining.Load()
+	if !ready {
 		checks["draining"] = "shutting down"
-		ready = false
 	}
-	names := make([]string, 0, len(s.checks))
-	for name := range s.checks {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	all := make(map[string]Check, len(s.checks)+len(s.optional))
+	maps.Copy(all, s.checks)
+	maps.Copy(all, s.optional)
+	names := slices.Sorted(maps.Keys(all))
 	results := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
 			defer cancel()
-			results[i] = s.checks[name](ctx)
+			results[i] = all[name](ctx)
 		})
 	}
 	wg.Wait()
+	detail := s.keyHolder(r)
+	degraded := false
 	for i, name := range names {
-		if results[i] != nil {
-			checks[name] = results[i].Error()
-			ready = false
-		} else {
+		err := results[i]
+		s.metrics.checkUp.WithLabelValues(name).Set(boolGauge(err == nil))
+		s.noteCheck(r.Context(), name, err)
+		switch {
+		case err == nil:
 			checks[name] = "ok"
+			continue
+		case detail:
+			checks[name] = err.Error()
+		default:
+			checks[name] = checkUnavailable
+		}
+		if _, optional := s.optional[name]; optional {
+			degraded = true
+		} else {
+			ready = false
 		}
 	}
+	s.metrics.degraded.Set(boolGauge(ready && degraded))
 	if !ready {
 		return NewProblem(http.StatusServiceUnavailable, slugNotReady, "Not ready",
 			"the service is not taking traffic; see checks").With("checks", checks).WithHeader("Retry-After", "5")
 	}
-	return writeJSON(w, http.StatusOK, Readiness{Status: "ready", Checks: checks})
+	status := "ready"
+	if degraded {
+		status = "degraded"
+	}
+	return writeJSON(w, http.StatusOK, Readiness{Status: status, Checks: checks})
+}
+
+// keyHolder reports whether r carries a valid API key (never when keys are off).
+func (s *Server) keyHolder(r *http.Request) bool {
+	key, ok := presentedKey(r)
+	return ok && len(s.keys) > 0 && s.keys.match(key)
+}
+
+// noteCheck logs a readiness check when its outcome changes (the error in full: logs are
+// the operator's).
+func (s *Server) noteCheck(ctx context.Context, name string, err error) {
+	failing := err != nil
+	prev, seen := s.checkState.Swap(name, failing)
+	if seen && prev.(bool) == failing || !seen && !failing {
+		return
+	}
+	if failing {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "readiness check failing", slog.String("check", name), slog.String("error", err.Error()))
+		return
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "readiness check passing again", slog.String("check", name))
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // openAPI godoc

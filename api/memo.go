@@ -139,6 +139,9 @@ func (s *Server) exact(route, alt string, h handlerFunc) handlerFunc {
 			if rec.code != http.StatusOK {
 				return nil, fmt.Errorf("%s answered %d outside the problem path", route, rec.code)
 			}
+			if err := s.boundPlanned(ctx, rec.body.Bytes()); err != nil {
+				return nil, err // never stored
+			}
 			return rec, nil
 		}
 		var fresh *exactRecorder
@@ -287,6 +290,9 @@ func (s *Server) answerPlanned(ctx context.Context, w http.ResponseWriter, key s
 		body, v, err := plan(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if err := s.boundPlanned(ctx, body); err != nil {
+			return nil, err // never stored
 		}
 		fresh = v
 		return newPlanEntry(v, body)

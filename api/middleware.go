@@ -59,6 +59,10 @@ type httpMetrics struct {
 	// alone for a reshard; propagation and every reshard's planning for a graph), to
 	// tell it from the rest of the request's time.
 	plan *prometheus.HistogramVec
+	// checkUp is each readiness check's last outcome (1 ok, 0 failing) and degraded
+	// whether the last /readyz found the service ready without an optional dependency.
+	checkUp  *prometheus.GaugeVec
+	degraded prometheus.Gauge
 }
 
 // observePlan records a planning of endpoint under strategy that began at start.
@@ -82,8 +86,16 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Help:    "Planning time of the requests that missed the plan cache, by endpoint (reshard, graph) and strategy.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"endpoint", "strategy"}),
+		checkUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shardplan_readiness_check_up",
+			Help: "Each readiness check's outcome at the last GET /readyz: 1 passing, 0 failing.",
+		}, []string{"check"}),
+		degraded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shardplan_degraded",
+			Help: "1 when the last GET /readyz found the service answering without an optional dependency (the plan cache): every answer is computed.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.plan} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.plan, m.checkUp, m.degraded} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register http metrics: %w", err)
 		}

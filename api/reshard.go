@@ -66,8 +66,9 @@ type ReshardRequest struct {
 	PlanningBudgetMS int `json:"planning_budget_ms,omitempty" validate:"omitempty,gte=1,lte=600000" minimum:"1" maximum:"600000"`
 	// MemoryBudgetBytesPerDevice (strategy optimal) bounds the buffer any device holds at
 	// any step of the plan (summary.peak_bytes_per_device): the fastest plan within it
-	// wins; when none fits, a 422 names the smallest budget that admits a plan.
-	MemoryBudgetBytesPerDevice int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=1" minimum:"1"`
+	// wins; when none fits, a 422 names the smallest budget that admits a plan. Absent
+	// (or null) is no budget; 0 and below are refused.
+	MemoryBudgetBytesPerDevice *int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=1" minimum:"1"`
 } // @name ReshardRequest
 
 // Policy is what a CI gate refuses.
@@ -201,6 +202,14 @@ type reshardInput struct {
 	key      string
 }
 
+// budget is the request's memory budget in bytes per device, 0 for none.
+func (in *reshardInput) budget() int64 {
+	if b := in.req.MemoryBudgetBytesPerDevice; b != nil {
+		return *b
+	}
+	return 0
+}
+
 // prepareReshard parses and validates the request's meaning and computes its key.
 func (s *Server) prepareReshard(in *reshardInput) error {
 	req := &in.req
@@ -331,7 +340,7 @@ func reshardKey(in *reshardInput) string {
 		PlanMS     int  `json:"plan_ms,omitempty"`
 	}{planner.Version, "reshard", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs, in.req.Shape, in.elemBits, in.src.Body(), in.tgt.Body(), model, string(in.strategy), ops, inc,
 		in.remat && in.strategy == planner.Optimal, in.effort == planner.EffortFast && in.strategy == planner.Optimal,
-		in.req.MemoryBudgetBytesPerDevice,
+		in.budget(),
 		in.effort == planner.EffortExhaustive && in.strategy == planner.Optimal, planMS(in)}
 	b, _ := json.Marshal(canon)
 	sum := sha256.Sum256(b)
@@ -510,7 +519,7 @@ func (s *Server) planReshard(ctx context.Context, in *reshardInput) (*ReshardRes
 	}
 	preq := &planner.Request{Mesh: in.mesh, Shape: in.req.Shape, ElemBits: in.elemBits, Source: in.src, Target: in.tgt, Model: in.model, AllowedOps: in.ops, AllowFullRemat: in.remat, Effort: in.effort,
 		PlanningBudget: time.Duration(in.req.PlanningBudgetMS) * time.Millisecond,
-		MemoryBudget:   in.req.MemoryBudgetBytesPerDevice, Memos: s.planMemos}
+		MemoryBudget:   in.budget(), Memos: s.planMemos}
 	start := time.Now()
 	p, info, err := planner.ReshardWith(ctx, in.strategy, preq)
 	s.metrics.observePlan("reshard", in.strategy, start)

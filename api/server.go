@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,9 @@ type Limits struct {
 	// MaxResponseBytes bounds the estimated size of the per-device lists (transfers,
 	// pairs, tiles) of one answer; over it, 422 response-too-large before they are built.
 	MaxResponseBytes int64 // SHARDPLAN_MAX_RESPONSE_BYTES
+	// MaxAnswerBytes bounds the encoded size of any one answer on every /v1 route; over
+	// it, 422 response-too-large naming the include entry or field that shrinks it.
+	MaxAnswerBytes int64 // SHARDPLAN_MAX_ANSWER_BYTES
 	// MaxGraphDepth bounds how deep while ops nest in a graph (400 above).
 	MaxGraphDepth int // SHARDPLAN_MAX_GRAPH_DEPTH
 	// Graph limits (POST /v1/graph): body size, ops (regions included) and tensors.
@@ -80,6 +84,7 @@ func DefaultLimits() Limits {
 		RateBurst:       20,
 
 		MaxResponseBytes: 64 << 20,
+		MaxAnswerBytes:   64 << 20,
 		MaxGraphDepth:    32,
 
 		MaxGraphBodyBytes: 32 << 20,
@@ -106,8 +111,13 @@ type Deps struct {
 	// PlannerMemos keep what planning computes from a cost model and a mesh alone,
 	// shared by every request; their sizes are in the metrics.
 	PlannerMemos *planner.Memos
-	// Checks are readiness checks by name (e.g. "cache"); /readyz runs them all.
+	// Checks are readiness checks by name; /readyz runs them all and answers 503 when
+	// one fails.
 	Checks map[string]Check
+	// Optional are readiness checks of dependencies the service answers without (e.g.
+	// "cache": every answer can be computed): /readyz answers 200 "degraded" when one
+	// fails, and shardplan_degraded is 1.
+	Optional map[string]Check
 	// OpenAPI is the Swagger 2.0 spec as swag writes it, served at GET /openapi2.json
 	// (the /docs page reads it); OpenAPI3 its OpenAPI 3 conversion with the polymorphic
 	// input fields as oneOf, served at GET /openapi.json (and /openapi3.json).
@@ -124,17 +134,20 @@ type Server struct {
 	reg      *prometheus.Registry
 	memo     Memo
 	checks   map[string]Check
-	openapi  []byte
-	openapi3 []byte
-	validate *validator.Validate
-	draining atomic.Bool
-	inflight chan struct{} // requests computing or waiting to
-	compute  chan struct{} // requests computing
-	clients  *clientLimits // nil: no rate limits
-	access   Access
-	keys     keyHashes // of access.APIKeys
-	metrics  *httpMetrics
-	router   chi.Router
+	optional map[string]Check
+	// checkState is each readiness check's last outcome (true: failing), to log changes.
+	checkState sync.Map
+	openapi    []byte
+	openapi3   []byte
+	validate   *validator.Validate
+	draining   atomic.Bool
+	inflight   chan struct{} // requests computing or waiting to
+	compute    chan struct{} // requests computing
+	clients    *clientLimits // nil: no rate limits
+	access     Access
+	keys       keyHashes // of access.APIKeys
+	metrics    *httpMetrics
+	router     chi.Router
 
 	planMemos *planner.Memos // every request's
 }
@@ -142,11 +155,11 @@ type Server struct {
 // New builds a Server from deps.
 func New(deps Deps) (*Server, error) {
 	s := &Server{
-		log:     deps.Logger,
-		limits:  deps.Limits,
-		reg:     deps.Registry,
-		memo:    deps.Memo,
-		checks:  deps.Checks,
+		log:    deps.Logger,
+		limits: deps.Limits,
+		reg:    deps.Registry,
+		memo:   deps.Memo,
+		checks: deps.Checks, optional: deps.Optional,
 		openapi: deps.OpenAPI, openapi3: deps.OpenAPI3,
 		access: deps.Access,
 		keys:   newKeyHashes(deps.Access.APIKeys),
@@ -242,20 +255,21 @@ func (s *Server) routes() chi.Router {
 	// Admission (admission.go): rate limit, then the body under its own deadline, then
 	// the request deadline; slots are taken only by work that computes.
 	r.Group(func(r chi.Router) {
-		r.Use(s.requireAPIKey, s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout)
+		r.Use(s.requireAPIKey, s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
 		r.With(s.offers("application/json", svgMediaType), s.throttle).Post("/v1/tiles", s.handle(s.tiles))
 		// A drawing is made from the JSON answer; the exact-request memo answers a body it
 		// has answered before; reshard decodes and keys the rest for the plan memo.
 		r.With(s.offers("application/json", textMediaType, svgMediaType)).Post("/v1/reshard", s.handle(s.drawnReshard(s.exact("reshard", textMediaType, s.reshard))))
 		r.With(jsonOnly).Get("/v1/plans/{plan_id}", s.handle(s.plan))
+		r.With(s.offers("application/json", textMediaType, svgMediaType), s.throttle).Post("/v1/transfer", s.handle(s.transferRequest))
 	})
 	// Graphs are bigger than single reshards: their own body limit.
 	r.Group(func(r chi.Router) {
-		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
+		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
 		r.With(s.offers("application/json", mlirMediaType)).Post("/v1/graph", s.handle(s.exact("graph", mlirMediaType, s.graph)))
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout)
+		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
 		r.With(s.offers("application/json", textMediaType)).Post("/v1/audit", s.handle(s.exact("audit", textMediaType, s.audit)))
 	})
 	return r

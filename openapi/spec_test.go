@@ -49,6 +49,8 @@ func TestExamplesValidate(t *testing.T) {
 			path = "/v1/graph"
 		case strings.HasPrefix(base, "audit-"):
 			path = "/v1/audit"
+		case strings.HasPrefix(base, "transfer-"):
+			path = "/v1/transfer"
 		}
 		raw, err := os.ReadFile(f)
 		require.NoError(t, err)

@@ -59,7 +59,7 @@ func TestAPIDocExamples(t *testing.T) {
 	for _, r := range reqs {
 		paths[r.path] = true
 	}
-	require.Equal(t, map[string]bool{"/v1/tiles": true, "/v1/reshard": true, "/v1/graph": true, "/v1/audit": true}, paths, "every POST endpoint has a request example")
+	require.Equal(t, map[string]bool{"/v1/tiles": true, "/v1/reshard": true, "/v1/graph": true, "/v1/audit": true, "/v1/transfer": true}, paths, "every POST endpoint has a request example")
 	base, _, _, _ := startServer(t, nil)
 	for _, r := range reqs {
 		require.True(t, json.Valid([]byte(r.body)), "docs/API.md line %d: not JSON:\n%s", r.line, r.body)

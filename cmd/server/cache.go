@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,7 +63,12 @@ func openCache(cfg config, reg prometheus.Registerer, logger *slog.Logger) (*cac
 	}
 	check := func(ctx context.Context) error {
 		if st := c.Status(ctx); !st.OK {
-			return errors.New(st.Backend + ": " + st.Error)
+			msg := st.Backend + ": " + st.Error
+			if down := c.UnreachableNodes(); len(down) > 0 {
+				slices.Sort(down)
+				msg += " (not called until a probe reaches them: " + strings.Join(down, ", ") + ")"
+			}
+			return errors.New(msg)
 		}
 		return nil
 	}

@@ -38,6 +38,7 @@ type config struct {
 	RateLimit       float64
 	RateBurst       int
 	MaxResponse     int64
+	MaxAnswer       int64
 	MaxGraphDepth   int
 	MaxGraphBytes   int64
 	MaxGraphOps     int
@@ -88,6 +89,7 @@ func defaultConfig() config {
 		BodyReadTimeout: l.BodyReadTimeout,
 		RateBurst:       l.RateBurst,
 		MaxResponse:     l.MaxResponseBytes,
+		MaxAnswer:       l.MaxAnswerBytes,
 		MaxGraphDepth:   l.MaxGraphDepth,
 		MaxGraphBytes:   l.MaxGraphBodyBytes,
 		MaxGraphOps:     l.MaxGraphOps,
@@ -133,6 +135,7 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_RATE_LIMIT", "rate-limit", "per-client /v1 requests per second (0: off; a client is its API key, else its address); over it, 429 with Retry-After", &c.RateLimit},
 		{"SHARDPLAN_RATE_BURST", "rate-burst", "per-client burst of the rate limit", &c.RateBurst},
 		{"SHARDPLAN_MAX_RESPONSE_BYTES", "max-response-bytes", "largest estimated size of the per-device lists (transfers, pairs, tiles) of one answer, in bytes (422 response-too-large above, before they are built)", &c.MaxResponse},
+		{"SHARDPLAN_MAX_ANSWER_BYTES", "max-answer-bytes", "largest encoded answer of any /v1 route, in bytes (422 response-too-large above, naming the include entry or field that shrinks it)", &c.MaxAnswer},
 		{"SHARDPLAN_MAX_GRAPH_DEPTH", "max-graph-depth", "how deep while ops may nest in a graph (400 above)", &c.MaxGraphDepth},
 		{"SHARDPLAN_MAX_GRAPH_BODY_BYTES", "max-graph-body-bytes", "largest POST /v1/graph body in bytes (413 above)", &c.MaxGraphBytes},
 		{"SHARDPLAN_MAX_GRAPH_OPS", "max-graph-ops", "most ops in a graph, while regions included", &c.MaxGraphOps},
@@ -301,6 +304,7 @@ func (c config) validate() error {
 		{"SHARDPLAN_REQUEST_TIMEOUT", int64(c.RequestTimeout)},
 		{"SHARDPLAN_SHUTDOWN_TIMEOUT", int64(c.ShutdownTimeout)},
 		{"SHARDPLAN_MAX_RESPONSE_BYTES", c.MaxResponse},
+		{"SHARDPLAN_MAX_ANSWER_BYTES", c.MaxAnswer},
 		{"SHARDPLAN_MAX_GRAPH_DEPTH", int64(c.MaxGraphDepth)},
 		{"SHARDPLAN_MAX_GRAPH_BODY_BYTES", c.MaxGraphBytes},
 		{"SHARDPLAN_MAX_GRAPH_OPS", int64(c.MaxGraphOps)},
@@ -391,6 +395,7 @@ func (c config) limits() api.Limits {
 		RateBurst:       c.RateBurst,
 
 		MaxResponseBytes:  c.MaxResponse,
+		MaxAnswerBytes:    c.MaxAnswer,
 		MaxGraphDepth:     c.MaxGraphDepth,
 		MaxGraphBodyBytes: c.MaxGraphBytes,
 		MaxGraphOps:       c.MaxGraphOps,

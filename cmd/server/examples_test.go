@@ -26,6 +26,12 @@ type exampleCase struct {
 
 // exampleCases covers every file in examples/ (TestExamplesAllCovered checks).
 var exampleCases = []exampleCase{
+	// Llama 3 8B from FSDP=4 x TP=8 to four TP=8 replicas on other nodes: direct pulls
+	// within 1% of the bound the replicas' NICs set.
+	{"transfer-llama3-8b-rl-sync.json", 200, map[string]any{
+		"summary.strategy": "direct", "summary.tensors": 291.0, "summary.groups": 7.0,
+		"summary.bound.binding": "node 4 network ingress",
+	}},
 	{"tiles-16x23.json", 200, map[string]any{
 		"tile_shape":                    []any{6.0, 6.0},
 		"maps.global_to_device":         "t[i, j] -> d(i floordiv 6, j floordiv 6)[i mod 6, j mod 6]",
@@ -180,6 +186,8 @@ func endpointOf(file string) string {
 		return "/v1/graph"
 	case strings.HasPrefix(file, "audit-"):
 		return "/v1/audit"
+	case strings.HasPrefix(file, "transfer-"):
+		return "/v1/transfer"
 	}
 	return "/v1/reshard"
 }

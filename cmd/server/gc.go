@@ -8,8 +8,8 @@ import (
 
 // The garbage collector's settings. A reshard miss allocates hundreds of kilobytes to
 // megabytes that die with the request, beside a plan cache of up to
-// SHARDPLAN_CACHE_MAX_BYTES that lives on: at Go's default GOGC=100 the collector ran 21
-// times over the 500-request random-set replay, at 400 5 times (docs/OPERATIONS.md, Configuration).
+// SHARDPLAN_CACHE_MAX_BYTES that lives on, so the collector runs about four times less
+// often at GOGC=400 than at Go's default 100 (docs/PERFORMANCE.md has the measurement).
 // A larger GOGC lets the heap grow to about five times what is live, so a soft memory
 // limit goes with it: near the limit the collector runs more often instead of the heap
 // growing on.

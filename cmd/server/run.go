@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,8 +49,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	reg := newRegistry()
 	// The plan cache: in-process LRU, or Redis when REDIS_URL / SHARDPLAN_REDIS_ADDRS is
-	// set. It does not connect here: a Redis that is down means misses and a failing
-	// "cache" readiness check, never a failed start or request. Closed after the drain.
+	// set. It does not connect here: a Redis that is down means misses and a "degraded"
+	// readiness, never a failed start or request. Closed after the drain.
 	memo, cacheCheck, err := openCache(cfg, reg, logger)
 	if err != nil {
 		return fmt.Errorf("cache: %w", err)
@@ -70,7 +71,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Limits:   cfg.limits(),
 		Registry: reg,
 		Memo:     memo,
-		Checks:   map[string]api.Check{"cache": cacheCheck},
+		// The cache is optional: without it every answer is computed, so its outage is
+		// "degraded", not "not ready" (a load balancer keeps the replica in rotation).
+		Optional: map[string]api.Check{"cache": cacheCheck},
 		OpenAPI:  openapi.JSON,
 		OpenAPI3: openapi.JSON3,
 		Access:   api.Access{APIKeys: keys, CORSOrigins: splitList(cfg.CORSOrigins), MetricsElsewhere: cfg.MetricsAddr != ""},
@@ -92,7 +95,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	svc.cancelBase = cancelBase
+	svc.requests = &activeConns{}
 	svc.hs = apiServer(cfg, srv, logger, baseCtx, tlsConfig)
+	svc.hs.ConnState = svc.requests.track
 	return svc.serve(ctx, stop)
 }
 
@@ -132,6 +137,7 @@ type service struct {
 	ms         *http.Server // nil: the metrics are served with the API
 	mln        net.Listener
 	cancelBase context.CancelFunc // cancels every request's context
+	requests   *activeConns       // the API's connections with a request being handled
 }
 
 // listen binds the API's address and the metrics' own address, if any, and prints
@@ -228,7 +234,7 @@ func (s *service) shutdown(ctx context.Context) error {
 	// Take every connection the kernel accepted before the socket closes: closing it
 	// would reset them unanswered.
 	s.ln.drain(cfg.ShutdownTimeout)
-	err := drain(ctx, s.hs, s.cancelBase, cfg.ShutdownTimeout, logger)
+	err := drain(ctx, s.hs, s.requests, s.cancelBase, cfg.ShutdownTimeout, logger)
 	if s.ms != nil {
 		// Metrics stay up through the drain; they go with the API.
 		_ = s.ms.Close()
@@ -245,26 +251,78 @@ func (s *service) shutdown(ctx context.Context) error {
 // write their 503 once their contexts are cancelled.
 const shutdownGrace = 2 * time.Second
 
+// drainPollEvery is how often the drain looks whether every request was answered.
+const drainPollEvery = 5 * time.Millisecond
+
+// activeConns counts the connections that carry a request not yet answered (net/http's
+// StateActive: from the first byte of a request read until its response is written
+// out). Set track as the server's ConnState.
+type activeConns struct {
+	mu     sync.Mutex
+	active map[net.Conn]bool
+}
+
+func (a *activeConns) track(c net.Conn, st http.ConnState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.active == nil {
+		a.active = map[net.Conn]bool{}
+	}
+	if st == http.StateActive {
+		a.active[c] = true
+	} else {
+		delete(a.active, c)
+	}
+}
+
+// inFlight is how many requests are being handled or answered now.
+func (a *activeConns) inFlight() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.active)
+}
+
 // drain stops hs: the listener closes and in-flight requests get timeout to finish. Those
 // still running then have their contexts cancelled (cancelBase) and answer 503
 // shutting-down (requests waiting for a slot or a body included) within shutdownGrace.
-// It returns nil when every request was answered, and an error only when connections
-// had to be dropped without an answer.
-func drain(ctx context.Context, hs *http.Server, cancelBase context.CancelFunc, timeout time.Duration, logger *slog.Logger) error {
+// Once no connection carries a request being handled or answered, those left (opened
+// and silent, which http.Server.Shutdown waits for up to 5 s) are closed: they hold
+// nothing to answer. It returns nil when every request was answered, and an error naming how
+// many were not when requests were still running at the end of the grace.
+func drain(ctx context.Context, hs *http.Server, requests *activeConns, cancelBase context.CancelFunc, timeout time.Duration, logger *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err == nil {
 		return nil
 	}
-	logger.Warn("shutdown timeout passed: answering the requests still in flight 503", slog.Duration("timeout", timeout))
+	logger.Warn("shutdown timeout passed: answering the requests still in flight 503",
+		slog.Duration("timeout", timeout), slog.Int("in_flight", requests.inFlight()))
 	cancelBase()
 	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer gcancel()
-	if err := hs.Shutdown(gctx); err != nil {
-		_ = hs.Close()
-		return fmt.Errorf("shutdown: requests still running %s after the shutdown timeout were dropped: %w", shutdownGrace, err)
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(gctx) }()
+	tick := time.NewTicker(drainPollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-shut:
+			if err == nil {
+				return nil
+			}
+			_ = hs.Close()
+			if n := requests.inFlight(); n > 0 {
+				return fmt.Errorf("shutdown: %d requests still running %s after the shutdown timeout were dropped: %w", n, shutdownGrace, err)
+			}
+			return nil
+		case <-tick.C:
+			if requests.inFlight() == 0 {
+				_ = hs.Close() // every request answered: only connections without one are left
+				<-shut
+				return nil
+			}
+		}
 	}
-	return nil
 }
 
 // metricsMux serves /metrics and net/http/pprof's /debug/pprof/ endpoints.

@@ -16,6 +16,7 @@ type auditOptions struct {
 	mesh, costModel, strategy, function string
 	budget                              int64
 	failOnRemat                         bool
+	allowUnmodeled                      bool
 	maxTimeUS                           float64
 }
 
@@ -97,8 +98,11 @@ func (o *auditOptions) report(stdout, stderr io.Writer, body []byte, asJSON bool
 	var failed []string
 	if o.failOnRemat {
 		if n := len(a.Totals.XLARemats) + len(a.Remats); n > 0 {
-			failed = append(failed, fmt.Sprintf("%d full rematerialization(s) (--fail-on-remat)", n))
+			failed = append(failed, api.Count(n, "full rematerialization")+" (--fail-on-remat)")
 		}
+	}
+	if n := len(a.Unmodeled); n > 0 && !o.allowUnmodeled {
+		failed = append(failed, fmt.Sprintf("%s communicating without a price, first %s %%%s at line %d (%s); --allow-unmodeled accepts them", api.Count(n, "instruction"), a.Unmodeled[0].Opcode, a.Unmodeled[0].Name, a.Unmodeled[0].Line, a.Unmodeled[0].Reason))
 	}
 	if o.budget > 0 && a.Memory != nil && a.Memory.PeakBytesPerDevice > o.budget {
 		failed = append(failed, fmt.Sprintf("memory peak %d bytes per device at op %s exceeds --memory-budget %d", a.Memory.PeakBytesPerDevice, a.Memory.PeakOp, o.budget))

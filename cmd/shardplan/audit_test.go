@@ -9,6 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+func corpusHLO(name string) string {
+	return filepath.Join("..", "..", "internal", "hlo", "testdata", "corpus", name)
+}
+
 func seedHLO(n string) string {
 	return filepath.Join("..", "..", "internal", "hlo", "testdata", "seed003_case"+n+".hlo")
 }
@@ -32,7 +36,7 @@ func TestCLIAudit(t *testing.T) {
 		{"within every gate", []string{"audit", mlp, "--memory-budget", "49664", "--max-time-us", "7", "--fail-on-remat"}, exitOK, []string{"within the budget"}, nil, false},
 		{"over the memory budget", []string{"audit", mlp, "--memory-budget", "49663"}, exitViolation, []string{"OVER BUDGET"}, []string{"memory peak 49664 bytes per device at op 2 exceeds --memory-budget 49663"}, false},
 		{"over the time threshold", []string{"audit", mlp, "--max-time-us", "6"}, exitViolation, nil, []string{"communication time 6.07 us exceeds --max-time-us 6"}, false},
-		{"graph with an XLA remat", []string{"audit", example("graph-ci-gate.json"), "--fail-on-remat"}, exitViolation, []string{"XLA full rematerializations: 1", "P('D', ('X','Y','T'))"}, []string{"1 full rematerialization(s)"}, false},
+		{"graph with an XLA remat", []string{"audit", example("graph-ci-gate.json"), "--fail-on-remat"}, exitViolation, []string{"XLA full rematerializations: 1", "P('D', ('X','Y','T'))"}, []string{"1 full rematerialization (--fail-on-remat)"}, false},
 		{"graph with an XLA remat, no gate", []string{"audit", example("graph-ci-gate.json")}, exitOK, []string{"XLA full rematerializations: 1"}, nil, false},
 		{"compiled with a remat", []string{"audit", seedHLO("4"), "--mesh", big, "--fail-on-remat"}, exitViolation, []string{"full rematerializations: 1", "all_gather %all-gather.1 over (D) [REMAT]", "shardplan: P('D', ('X','Y')) -> P(None, ('D','Y','X','T')) in 12.64 us", "fix: insert these sharding constraints, in order: P('D', ('X','Y','T'))"}, []string{"--fail-on-remat"}, false},
 		{"compiled over the memory budget", []string{"audit", seedHLO("4"), "--mesh", big, "--memory-budget", "16777216"}, exitViolation, []string{"memory: peak 24.3 MiB per device at op all-gather.1"}, []string{"exceeds --memory-budget 16777216"}, false},
@@ -40,6 +44,12 @@ func TestCLIAudit(t *testing.T) {
 		{"json and a failed gate", []string{"audit", "--json", seedHLO("4"), "--fail-on-remat"}, exitViolation, []string{`"input":"compiled"`}, nil, true},
 		{"bad mesh", []string{"audit", seedHLO("1"), "--mesh", "x=3"}, exitBadInput, nil, []string{"400 Invalid mesh", "the module runs on 8"}, false},
 		{"not a module", []string{"audit", example("graph-stablehlo-mlp.json"), "--mesh", "nonsense"}, exitBadInput, nil, []string{"400"}, false},
+		{"unmodeled collective", []string{"audit", corpusHLO("xla/parser_collective_broadcast.hlo")}, exitViolation, []string{"UNMODELED: 1 instruction communicating", "line 5: collective-broadcast %cb"}, []string{"1 instruction communicating without a price, first collective-broadcast %cb at line 5", "--allow-unmodeled accepts them"}, false},
+		{"unmodeled allowed", []string{"audit", corpusHLO("xla/parser_collective_broadcast.hlo"), "--allow-unmodeled"}, exitOK, []string{"UNMODELED: 1 instruction communicating"}, nil, false},
+		{"loop", []string{"audit", corpusHLO("xla/permute_decomposer_pipeline1.hlo"), "--max-time-us", "1000"}, exitOK, []string{"collective_permute %cp over (devices) x2 runs"}, nil, false},
+		{"loop over the time threshold", []string{"audit", corpusHLO("xla/permute_decomposer_pipeline1.hlo"), "--max-time-us", "0.001"}, exitViolation, nil, []string{"exceeds --max-time-us 0.001"}, false},
+		{"mesh in another order", []string{"audit", seedHLO("4"), "--mesh", "C=1,D=2,X=4,Y=8,T=4"}, exitBadInput, nil, []string{"400 Invalid mesh", "a mesh that fits: axis_0=2,axis_1=8,axis_2=4,axis_3=4"}, false},
+		{"mesh inferred", []string{"audit", seedHLO("4")}, exitOK, []string{"mesh: inferred from the iota reshape [2,8,4,4]", "communication: 149.35 us"}, nil, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

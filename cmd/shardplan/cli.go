@@ -30,7 +30,7 @@ const (
 // maxInput bounds what is read from FILE or standard input.
 const maxInput = 256 << 20
 
-const usage = `usage: shardplan [flags] reshard|graph|tiles|audit FILE|-
+const usage = `usage: shardplan [flags] reshard|graph|tiles|audit|transfer FILE|-
 
 Posts FILE (- for standard input) to POST /v1/<command> and prints the answer: the plan
 summary, policy violations and suggested constraints, or the raw response with --json.
@@ -43,9 +43,15 @@ module (HloModule text) and prints the audit report: the dearest collective site
 their source lines, the memory peak, the remats and their fixes. Its gates make the exit
 status 1: --fail-on-remat (a site XLA would fully rematerialize, or a remat in a compiled
 module), --memory-budget (the memory peak over it), --max-time-us (the communication
-time over it).
+time over it); and a compiled module with instructions that communicate without a price
+(listed as UNMODELED) fails unless --allow-unmodeled.
 
-Exit status: 0 success, 1 policy violation (HTTP 422) or a failed audit gate, 2 bad
+transfer takes a transfer request (JSON) and prints its report: the plan's time against
+the fabric's bound, the strategies priced, the phases and the tensor groups. Its gates
+make the exit status 1: --max-time-us (the plan's time over it), --min-efficiency (its
+time_efficiency, the bound over the time, under it).
+
+Exit status: 0 success, 1 policy violation (HTTP 422) or a failed audit or transfer gate, 2 bad
 input or usage, 3 server or transport error.
 
 flags:
@@ -65,7 +71,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.StringVar(&ao.strategy, "strategy", "", "audit of a StableHLO module: xla (default) or optimal")
 	fs.Int64Var(&ao.budget, "memory-budget", 0, "audit: per-device memory budget in bytes; exit 1 when the memory peak exceeds it (0: none)")
 	fs.BoolVar(&ao.failOnRemat, "fail-on-remat", false, "audit: exit 1 when XLA would fully rematerialize some site (or a compiled module does)")
-	fs.Float64Var(&ao.maxTimeUS, "max-time-us", 0, "audit: exit 1 when the total communication time exceeds this many microseconds (0: none)")
+	fs.BoolVar(&ao.allowUnmodeled, "allow-unmodeled", false, "audit: do not fail when a compiled module has instructions that communicate without a price")
+	fs.Float64Var(&ao.maxTimeUS, "max-time-us", 0, "audit, transfer: exit 1 when the total communication time exceeds this many microseconds (0: none)")
+	minEff := fs.Float64("min-efficiency", 0, "transfer: exit 1 when the plan's time_efficiency (bound / time) is below this (0: none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -84,8 +92,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		pos, rest = append(pos, rest[0]), rest[1:]
 	}
-	if len(pos) != 2 || (pos[0] != "reshard" && pos[0] != "graph" && pos[0] != "tiles" && pos[0] != "audit") {
-		fmt.Fprintf(stderr, "shardplan: want a command (reshard, graph, tiles or audit) and a FILE or -, got %q\n\n", pos)
+	if len(pos) != 2 || (pos[0] != "reshard" && pos[0] != "graph" && pos[0] != "tiles" && pos[0] != "audit" && pos[0] != "transfer") {
+		fmt.Fprintf(stderr, "shardplan: want a command (reshard, graph, tiles, audit or transfer) and a FILE or -, got %q\n\n", pos)
 		fs.Usage()
 		return exitBadInput
 	}
@@ -140,6 +148,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	code := exitCode(resp.StatusCode, out)
 	if cmd == "audit" && code == exitOK {
 		return ao.report(stdout, stderr, out, *asJSON)
+	}
+	if cmd == "transfer" && code == exitOK {
+		return transferReport(stdout, stderr, out, *asJSON, ao.maxTimeUS, *minEff)
 	}
 	if *asJSON {
 		stdout.Write(out)

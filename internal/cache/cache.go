@@ -79,6 +79,11 @@ func New(store Store, cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r := redisOf(store); r != nil {
+		if err := registerBreakerMetrics(reg, r.breakers); err != nil {
+			return nil, err
+		}
+	}
 	_, local := store.(*LRU)
 	return &Cache{
 		store:  store,
@@ -87,6 +92,29 @@ func New(store Store, cfg Config, reg prometheus.Registerer) (*Cache, error) {
 		m:      m,
 		writes: make(chan struct{}, maxPendingWrites),
 	}, nil
+}
+
+// redisOf is the *Redis store is or wraps (a Near's shared store), or nil.
+func redisOf(store Store) *Redis {
+	for {
+		switch s := store.(type) {
+		case *Redis:
+			return s
+		case interface{ Unwrap() Store }:
+			store = s.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+// UnreachableNodes lists the addresses of the Redis nodes whose breakers are open (for
+// logs and key holders only); none for the in-process store.
+func (c *Cache) UnreachableNodes() []string {
+	if r := redisOf(c.store); r != nil {
+		return r.OpenNodes()
+	}
+	return nil
 }
 
 // ValidPlanID reports whether id has the form of a plan id (API.md's plan_id: the

@@ -71,6 +71,9 @@ type Config struct {
 	// Version is the planner version, part of every key (default "dev").
 	// Plans memoized by another version are neither hit nor found by Lookup.
 	Version string
+
+	// Breaker configures the per-node circuit breakers of Redis (breaker.go).
+	Breaker BreakerConfig
 }
 
 // UsesRedis reports whether the configuration selects Redis.

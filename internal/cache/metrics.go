@@ -75,3 +75,30 @@ const (
 	opSet  = "set"
 	opPing = "ping"
 )
+
+// registerBreakerMetrics exposes bs's counts on reg (nil: not registered).
+func registerBreakerMetrics(reg prometheus.Registerer, bs *breakers) error {
+	if reg == nil {
+		return nil
+	}
+	cs := []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shardplan_cache_nodes_unreachable",
+			Help: "Redis nodes whose circuit breaker is open: calls to them are skipped (served as misses) until a background probe reaches them.",
+		}, func() float64 { return float64(bs.open.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "shardplan_cache_breaker_skipped_total",
+			Help: "Plan cache calls not sent because their Redis node's circuit breaker was open.",
+		}, func() float64 { return float64(bs.skipped.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "shardplan_cache_breaker_opened_total",
+			Help: "Times a Redis node's circuit breaker opened after consecutive failed calls.",
+		}, func() float64 { return float64(bs.opened.Load()) }),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("cache: register breaker metrics: %w", err)
+		}
+	}
+	return nil
+}

@@ -115,3 +115,6 @@ func (n *Near) Close() error {
 
 // Name implements Store.
 func (n *Near) Name() string { return n.far.Name() }
+
+// Unwrap returns the shared store.
+func (n *Near) Unwrap() Store { return n.far }

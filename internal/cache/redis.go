@@ -27,11 +27,14 @@ const clusterKey = "cluster"
 
 // Redis is a Store on a go-redis UniversalClient: a single node, Sentinel or
 // Cluster. Every call runs under its own deadline (Config.Timeout, or the
-// caller's if earlier), and a missing key is a miss, not an error.
+// caller's if earlier), and a missing key is a miss, not an error. Each node
+// has a circuit breaker (breaker.go): a node that stopped answering is not
+// called until a background probe reaches it again.
 type Redis struct {
-	client  redis.UniversalClient
-	name    string
-	timeout time.Duration
+	client   redis.UniversalClient
+	name     string
+	timeout  time.Duration
+	breakers *breakers
 }
 
 // NewRedis builds the client described by cfg (see Config). It does not
@@ -43,7 +46,32 @@ func NewRedis(cfg Config) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Redis{client: redis.NewUniversalClient(opts), name: name, timeout: cfg.Timeout}, nil
+	bs := newBreakers(cfg.Breaker, cfg.Timeout)
+	return &Redis{client: guardedClient(opts, bs), name: name, timeout: cfg.Timeout, breakers: bs}, nil
+}
+
+// guardedClient is redis.NewUniversalClient(opts) with a breaker of bs in front of
+// every node client: on a Cluster each node client is made guarded (NewClient), a
+// Sentinel-routed cluster guards its nodes as they appear, a single node (or the
+// Sentinel master) is guarded as a whole.
+func guardedClient(opts *redis.UniversalOptions, bs *breakers) redis.UniversalClient {
+	if opts.MasterName == "" && (len(opts.Addrs) > 1 || opts.IsClusterMode) {
+		co := opts.Cluster()
+		co.NewClient = func(o *redis.Options) *redis.Client {
+			c := redis.NewClient(o)
+			bs.guard(c)
+			return c
+		}
+		return redis.NewClusterClient(co)
+	}
+	c := redis.NewUniversalClient(opts)
+	switch c := c.(type) {
+	case *redis.Client:
+		bs.guard(c)
+	case *redis.ClusterClient:
+		c.OnNewNode(bs.guard)
+	}
+	return c
 }
 
 // universalOptions merges cfg's URL and explicit fields into go-redis
@@ -280,8 +308,15 @@ func (r *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close implements Store; it closes the client's connections.
-func (r *Redis) Close() error { return r.client.Close() }
+// Close implements Store; it stops the breakers' probes and closes the client's
+// connections.
+func (r *Redis) Close() error {
+	r.breakers.close()
+	return r.client.Close()
+}
+
+// OpenNodes lists the addresses of the nodes whose breakers are open.
+func (r *Redis) OpenNodes() []string { return r.breakers.openNodes() }
 
 // Name implements Store: "redis", "redis-sentinel" or "redis-cluster".
 func (r *Redis) Name() string { return r.name }

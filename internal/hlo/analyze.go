@@ -1,6 +1,9 @@
 package hlo
 
 import (
+	"context"
+	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -15,25 +18,30 @@ const DefaultAxis = "devices"
 
 // Options say how Analyze decodes and prices a module.
 type Options struct {
-	// Mesh is the request's mesh (nil: one axis DefaultAxis of num_partitions devices).
+	// Mesh is the request's mesh (nil: inferred from the module, see InferMesh).
 	Mesh *sharding.Mesh
 	// MeshField names Mesh in errors ("mesh").
 	MeshField string
 	Model     cost.Model
 	// MaxDecodeWork bounds the device entries decoded (0: DefaultMaxDecodeWork).
 	MaxDecodeWork int
+	// MaxDevices bounds the devices inferred from the module (0: DefaultLimits').
+	MaxDevices int
 }
 
 // Collective is one collective instruction of the module, decoded and priced.
 type Collective struct {
 	Computation string
 	Name        string // instruction name without '%'
-	Opcode      string // as printed: all-gather, all-gather-start, ...
+	Opcode      string // as printed: all-gather, all-gather-start, reduce-scatter-start, send, ...
 	Kind        cost.Kind
 	Line        int
 	Column      int
 	Metadata    Metadata
-	ChannelID   int // 0 when absent
+	// Location is the stack frame of its metadata's stack_frame_id, when the module's
+	// tables hold it.
+	Location  *SourceLocation
+	ChannelID int // 0 when absent
 	// Dims is the gather, scatter or split dimension(s) (all-gather, reduce-scatter,
 	// array all-to-all).
 	Dims []int64
@@ -43,24 +51,51 @@ type Collective struct {
 	Pairs      [][2]int
 	// MeshAxes are the axes the groups run over (collective-permute: the axes on which
 	// some pair moves), major to minor; AxesNote says why they are missing when the
-	// groups match no axes of the mesh.
+	// groups match no axes of the mesh (the collective is then priced on its device
+	// groups as they are, as a ring of GroupSize devices).
 	MeshAxes []sharding.AxisRef
 	AxesNote string
 	// InBytes and OutBytes are one device's buffers; BytesPerDevice what the busiest
-	// device receives (ring volumes for reductions, as the reshard planner counts).
+	// device receives in one execution (ring volumes for reductions, as the reshard
+	// planner counts).
 	InBytes, OutBytes int64
 	BytesPerDevice    int64
-	Cost              cost.Estimate
+	// Cost is one execution's estimate.
+	Cost cost.Estimate
+	// TripCount is how many times the instruction runs per execution of the module
+	// (the trip counts of the while loops around it multiplied); TripCountKnown is
+	// false when a loop's count is not known, which is then counted once.
+	TripCount      int64
+	TripCountKnown bool
+	TripCountNote  string
 	// FullRematerialization: this gather is part of a chain that makes the whole
 	// tensor on every device, which a dynamic-slice then cuts (see Remat).
 	FullRematerialization bool
 }
 
+// TimeUS is the collective's time over every run of it: one execution's times its
+// trip count.
+func (c *Collective) TimeUS() float64 { return c.Cost.TimeUS * float64(max(c.TripCount, 1)) }
+
+// TotalBytesPerDevice is BytesPerDevice over every run of it.
+func (c *Collective) TotalBytesPerDevice() int64 { return c.BytesPerDevice * max(c.TripCount, 1) }
+
+// Unmodeled is an instruction that communicates but is not priced, and why.
+type Unmodeled struct {
+	Computation string
+	Name        string
+	Opcode      string
+	Line        int
+	Column      int
+	Reason      string
+}
+
 // Metadata is what an instruction's metadata={...} says of its origin.
 type Metadata struct {
-	OpName     string
-	SourceFile string
-	SourceLine int
+	OpName       string
+	SourceFile   string
+	SourceLine   int
+	StackFrameID int
 }
 
 // Remat is XLA's full-rematerialization pattern: gathers that make a sharded tensor
@@ -96,7 +131,15 @@ type Analysis struct {
 	Mesh        *sharding.Mesh
 	Collectives []Collective
 	Remats      []Remat
-	// TimeUS and BytesPerDevice sum every collective (no overlap assumed).
+	// Unmodeled are the instructions that communicate but are not priced.
+	Unmodeled []Unmodeled
+	// Devices is the module's device count and DevicesNote what says so.
+	Devices     int
+	DevicesNote string
+	// MeshSource says where Mesh comes from (MeshFromRequest, MeshFromNamedMesh,
+	// MeshFromShardings, MeshOneAxis) and MeshNote why.
+	MeshSource, MeshNote string
+	// TimeUS and BytesPerDevice sum every collective over its runs (no overlap assumed).
 	TimeUS         float64
 	BytesPerDevice int64
 
@@ -104,6 +147,8 @@ type Analysis struct {
 	groups map[string]decodedGroups
 	// work counts the device entries decoded, against maxWork.
 	work, maxWork int
+	// rings are one-axis meshes of a group size, to price groups that match no axes.
+	rings map[int]*sharding.Mesh
 }
 
 // decodedGroups is one replica_groups text decoded on the mesh.
@@ -118,66 +163,198 @@ type decodedGroups struct {
 // the remat slices it evaluates): 2^24, 256 distinct groupings on 65,536 devices.
 const DefaultMaxDecodeWork = 1 << 24
 
-// collectiveOps maps the opcodes of collectives to their kinds ("-start" forms are
-// the collective; "-done" ones are skipped).
+// collectiveOps maps the opcodes of the collectives Analyze prices to their kinds:
+// the synchronous ones, their "-start" forms (async-start wrappers print as
+// "<op>-start"; "-done" ones are part of their start), and send and recv.
 var collectiveOps = map[string]cost.Kind{
 	"all-gather": cost.AllGather, "all-gather-start": cost.AllGather,
 	"all-reduce": cost.AllReduce, "all-reduce-start": cost.AllReduce,
-	"reduce-scatter":     cost.ReduceScatter,
-	"all-to-all":         cost.AllToAll,
-	"ragged-all-to-all":  cost.AllToAllV,
+	"reduce-scatter": cost.ReduceScatter, "reduce-scatter-start": cost.ReduceScatter,
+	"all-to-all": cost.AllToAll, "all-to-all-start": cost.AllToAll,
+	"ragged-all-to-all": cost.AllToAllV, "ragged-all-to-all-start": cost.AllToAllV,
 	"collective-permute": cost.CollectivePermute, "collective-permute-start": cost.CollectivePermute,
+	"send": cost.CollectivePermute, "recv": cost.CollectivePermute,
+	"send-start": cost.CollectivePermute, "recv-start": cost.CollectivePermute,
 }
 
-// Analyze decodes every collective of m onto opts.Mesh, prices it with opts.Model and
-// finds the full-rematerialization chains. Errors are *fielderr.FieldError: on Field
-// (naming the line and column) for attributes that do not parse, on opts.MeshField when
-// the mesh does not have the module's num_partitions devices.
-func Analyze(m *Module, opts Options) (*Analysis, error) {
-	mesh := opts.Mesh
-	devices := m.NumPartitions * m.NumReplicas
-	if mesh == nil {
-		var err error
-		mesh, err = sharding.NewMesh(sharding.DefaultMeshName, []sharding.Axis{{Name: DefaultAxis, Size: devices}}, nil)
-		if err != nil {
-			return nil, err
-		}
-	} else if mesh.NumDevices() != devices {
-		field := opts.MeshField
-		if field == "" {
-			field = "mesh"
-		}
-		return nil, fielderr.New(field, "the mesh %s has %d devices; the module runs on %d (num_partitions=%d, replica_count=%d): give a mesh of %d devices, or none", mesh, mesh.NumDevices(), devices, m.NumPartitions, m.NumReplicas, devices)
+// isP2P reports whether op is a send or recv (or their sugared async starts).
+func isP2P(op string) bool {
+	return op == "send" || op == "recv" || op == "send-start" || op == "recv-start"
+}
+
+// unmodeledOps are the opcodes that communicate but have no price, and why.
+var unmodeledOps = map[string]string{
+	"collective-broadcast":       "no cost model for collective-broadcast (one device's buffer to its group)",
+	"collective-broadcast-start": "no cost model for collective-broadcast (one device's buffer to its group)",
+	"infeed":                     "host transfers (infeed) are not priced",
+	"outfeed":                    "host transfers (outfeed) are not priced",
+}
+
+// collectiveCallRE matches custom-call targets that communicate.
+var collectiveCallRE = regexp.MustCompile(`(?i)(all[-_]?reduce|all[-_]?gather|reduce[-_]?scatter|all[-_]?to[-_]?all|collective|permute|nccl)`)
+
+// Analyze decodes every collective of m onto the mesh (opts.Mesh, checked against the
+// module's devices and parameters' shardings; else inferred, see InferMesh), prices it
+// with opts.Model times the trip counts of the loops around it, lists what
+// communicates without a price under Unmodeled, and finds the full-rematerialization
+// chains. Errors are *fielderr.FieldError: on Field (naming the line and column) for
+// attributes that do not parse, on opts.MeshField when the mesh does not fit the
+// module; or ctx's error.
+func Analyze(ctx context.Context, m *Module, opts Options) (*Analysis, error) {
+	maxDevices := opts.MaxDevices
+	if maxDevices <= 0 {
+		maxDevices = DefaultLimits().MaxDevices
 	}
-	a := &Analysis{Module: m, Mesh: mesh, maxWork: opts.MaxDecodeWork}
+	devices, devicesNote, err := m.Devices(ctx, maxDevices)
+	if err != nil {
+		return nil, err
+	}
+	field := opts.MeshField
+	if field == "" {
+		field = "mesh"
+	}
+	a := &Analysis{Module: m, Devices: devices, DevicesNote: devicesNote, maxWork: opts.MaxDecodeWork}
 	if a.maxWork <= 0 {
 		a.maxWork = DefaultMaxDecodeWork
 	}
+	inferred, source, note, err := m.InferMesh(ctx, devices, maxDevices)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Mesh == nil {
+		a.Mesh, a.MeshSource, a.MeshNote = inferred, source, note
+	} else {
+		if err := a.checkMesh(opts.Mesh, inferred, field); err != nil {
+			return nil, err
+		}
+		a.Mesh, a.MeshSource, a.MeshNote = opts.Mesh, MeshFromRequest, "the request's mesh"
+	}
 	var router *cost.Router
 	if f, ok := opts.Model.(*cost.Fabric); ok {
-		router = f.NewRouter(mesh)
+		router = f.NewRouter(a.Mesh)
 	}
+	runs := m.ComputationRuns()
+	sent := map[int]bool{} // channel ids of the sends priced
 	for _, c := range m.Computations {
 		for _, in := range c.Instrs {
+			if in.Opcode == "send" || in.Opcode == "send-start" {
+				if id, err := strconv.Atoi(in.Attrs["channel_id"]); err == nil {
+					sent[id] = true
+				}
+			}
+		}
+	}
+	count := 0
+	for _, c := range m.Computations {
+		r := runs[c]
+		for _, in := range c.Instrs {
+			if count++; count%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			if reason, ok := a.unmodeled(in); ok {
+				line, col := m.LineCol(in.Pos)
+				a.Unmodeled = append(a.Unmodeled, Unmodeled{Computation: c.Name, Name: in.Name, Opcode: in.Opcode, Line: line, Column: col, Reason: reason})
+				continue
+			}
 			kind, ok := collectiveOps[in.Opcode]
 			if !ok {
 				continue
+			}
+			if in.Opcode == "recv" || in.Opcode == "recv-start" { // priced at its send, when the module has it
+				if id, err := strconv.Atoi(in.Attrs["channel_id"]); err == nil && sent[id] {
+					continue
+				}
 			}
 			col, err := a.decode(c, in, kind, opts.Model, router)
 			if err != nil {
 				return nil, err
 			}
+			col.TripCount, col.TripCountKnown = max(r.Count, 1), r.Known
+			if !r.Known {
+				col.TripCountNote = "the trip count of while %" + r.Unknown + " is not known: counted once"
+			}
 			a.Collectives = append(a.Collectives, col)
 		}
 	}
-	if err := a.findRemats(); err != nil {
+	if err := a.findRemats(ctx); err != nil {
 		return nil, err
 	}
 	for i := range a.Collectives {
-		a.TimeUS += a.Collectives[i].Cost.TimeUS
-		a.BytesPerDevice += a.Collectives[i].BytesPerDevice
+		a.TimeUS += a.Collectives[i].TimeUS()
+		a.BytesPerDevice += a.Collectives[i].TotalBytesPerDevice()
 	}
 	return a, nil
+}
+
+// unmodeled reports whether in communicates without a price here, and why.
+func (a *Analysis) unmodeled(in *Instr) (string, bool) {
+	if r, ok := unmodeledOps[in.Opcode]; ok {
+		return r, true
+	}
+	if in.Opcode == "custom-call" {
+		target := strings.Trim(in.Attrs["custom_call_target"], `"`)
+		if collectiveCallRE.MatchString(target) {
+			return "custom-call " + strconv.Quote(target) + " may communicate; custom calls are not priced", true
+		}
+	}
+	if base, phase := asyncBase(in.Opcode); phase == "start" {
+		if _, priced := collectiveOps[in.Opcode]; !priced && base != "" {
+			if _, comm := unmodeledOps[base]; comm {
+				return unmodeledOps[base], true
+			}
+		}
+	}
+	return "", false
+}
+
+// checkMesh checks the request's mesh against the module: its device count, and that
+// every entry parameter's sharding reads on it. A mismatch names the mesh that fits.
+func (a *Analysis) checkMesh(mesh, inferred *sharding.Mesh, field string) error {
+	m := a.Module
+	fits := fmt.Sprintf("a mesh that fits: %s (%s)", meshText(inferred), "its axes read off the module's shardings")
+	if !a.fromShardings(inferred) {
+		fits = fmt.Sprintf("give a mesh of %d devices, or none", a.Devices)
+	}
+	if mesh.NumDevices() != a.Devices {
+		return fielderr.New(field, "the mesh %s has %d devices; the module runs on %d (%s): %s", meshText(mesh), mesh.NumDevices(), a.Devices, a.DevicesNote, fits)
+	}
+	for _, in := range m.Entry.Instrs {
+		if in.Opcode != "parameter" || in.Shape.IsTuple() {
+			continue
+		}
+		sh, ok := in.Attrs["sharding"]
+		if !ok {
+			continue
+		}
+		dims, ok := tileDims(sh)
+		if !ok || len(dims) < len(in.Shape.Dims) {
+			continue
+		}
+		global := make([]int64, len(in.Shape.Dims))
+		for d, n := range in.Shape.Dims {
+			global[d] = n * int64(dims[d])
+		}
+		line, _ := m.LineCol(in.Pos)
+		if _, err := sharding.ParseHLO(sh, mesh, global, "sharding"); err != nil {
+			return fielderr.New(field, "the mesh %s does not fit parameter %%%s's sharding %s (line %d): %v; %s", meshText(mesh), in.Name, clip(sh), line, err, fits)
+		}
+		if axes, ok := shardingAxes(sh); ok && !refines(meshSizes(mesh), axes) {
+			return fielderr.New(field, "the mesh %s does not fit parameter %%%s's sharding %s (line %d): its devices are laid out over axes of sizes %v, which the mesh's axes do not split into (in order, minor last); %s", meshText(mesh), in.Name, clip(sh), line, axes, fits)
+		}
+	}
+	return nil
+}
+
+func (a *Analysis) fromShardings(m *sharding.Mesh) bool { return len(m.Axes) > 1 }
+
+func meshText(m *sharding.Mesh) string {
+	parts := make([]string, len(m.Axes))
+	for i, ax := range m.Axes {
+		parts[i] = fmt.Sprintf("%s=%d", ax.Name, ax.Size)
+	}
+	return strings.Join(parts, ",")
 }
 
 func (a *Analysis) errAt(in *Instr, attr string, format string, args ...any) error {
@@ -185,14 +362,35 @@ func (a *Analysis) errAt(in *Instr, attr string, format string, args ...any) err
 	if p, ok := in.AttrPos[attr]; ok {
 		pos = p
 	}
-	line, col := LineCol(a.Module.Src, pos)
+	line, col := a.Module.LineCol(pos)
 	return fielderr.New(Field, "line %d, column %d: %%%s: "+format, append([]any{line, col, in.Name}, args...)...)
+}
+
+// ring is a one-axis mesh of k devices, to price groups that match no axes of the mesh.
+func (a *Analysis) ring(k int) *sharding.Mesh {
+	if m, ok := a.rings[k]; ok {
+		return m
+	}
+	m, err := sharding.NewMesh("group", []sharding.Axis{{Name: "group", Size: k}}, nil)
+	if err != nil {
+		return nil
+	}
+	if a.rings == nil {
+		a.rings = map[int]*sharding.Mesh{}
+	}
+	a.rings[k] = m
+	return m
 }
 
 // decode reads one collective instruction.
 func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.Model, router *cost.Router) (Collective, error) {
-	line, col := LineCol(a.Module.Src, in.Pos)
+	line, col := a.Module.LineCol(in.Pos)
 	out := Collective{Computation: c.Name, Name: in.Name, Opcode: in.Opcode, Kind: kind, Line: line, Column: col, Metadata: ParseMetadata(in.Attrs["metadata"])}
+	if id := out.Metadata.StackFrameID; id > 0 {
+		if loc, ok := a.Module.Frames.Resolve(id); ok {
+			out.Location = &loc
+		}
+	}
 	if v, ok := in.Attr("channel_id"); ok {
 		id, err := strconv.Atoi(v)
 		if err != nil || id < 0 {
@@ -200,28 +398,62 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 		}
 		out.ChannelID = id
 	}
+	var inBytes int64
+	var inShape *Shape
+	for _, op := range in.Operands {
+		if d := c.Instr(op); d != nil {
+			inBytes += d.Shape.Bytes()
+			if inShape == nil {
+				inShape = &d.Shape
+			}
+		}
+	}
+	outShape := in.Shape
+	if strings.HasSuffix(in.Opcode, "-start") && in.Shape.IsTuple() && len(in.Shape.Tuple) >= 2 && kind != cost.AllReduce {
+		outShape = in.Shape.Tuple[1] // (operand(s), result, [contexts])
+	}
+	if isP2P(in.Opcode) {
+		outShape = Shape{}
+		buf := in.Shape // (buffer, u32[] context, token[]); an async start wraps it: ((operands), (buffer, ...), s32[])
+		if strings.HasSuffix(in.Opcode, "-start") && buf.IsTuple() && len(buf.Tuple) > 1 {
+			buf = buf.Tuple[1]
+		}
+		if buf.IsTuple() && len(buf.Tuple) > 0 {
+			outShape = buf.Tuple[0]
+		}
+		if strings.HasPrefix(in.Opcode, "send") && len(in.Operands) > 0 {
+			inBytes = 0
+			if d := c.Instr(in.Operands[0]); d != nil {
+				inBytes = d.Shape.Bytes()
+			}
+		} else {
+			inBytes = outShape.Bytes()
+		}
+	}
 	if v, ok := in.Attr("dimensions"); ok {
 		dims, err := Ints(v)
 		if err != nil {
 			return out, a.errAt(in, "dimensions", "dimensions: %v", err)
 		}
-		out.Dims = dims
-	}
-	var inBytes int64
-	for _, op := range in.Operands {
-		if d := c.Instr(op); d != nil {
-			inBytes += d.Shape.Bytes()
+		rank := len(outShape.Dims)
+		if inShape != nil && !inShape.IsTuple() {
+			rank = max(rank, len(inShape.Dims))
 		}
-	}
-	outShape := in.Shape
-	if strings.HasSuffix(in.Opcode, "-start") && in.Shape.IsTuple() && len(in.Shape.Tuple) >= 2 && kind != cost.AllReduce {
-		outShape = in.Shape.Tuple[1] // (operand, result, [contexts])
+		for _, d := range dims {
+			if !outShape.IsTuple() && (d < 0 || d >= int64(rank)) {
+				return out, a.errAt(in, "dimensions", "dimensions: %d is not a dimension of the rank-%d operand; dimensions are 0 to %d", d, rank, rank-1)
+			}
+		}
+		out.Dims = dims
 	}
 	out.InBytes, out.OutBytes = inBytes, outShape.Bytes()
 	if out.InBytes == 0 && len(in.Operands) == 0 {
 		out.InBytes = out.OutBytes
 	}
 	n := a.Mesh.NumDevices()
+	if isP2P(in.Opcode) {
+		return a.decodeSendRecv(in, out, model, router)
+	}
 	if kind == cost.CollectivePermute {
 		return a.decodePermute(in, out, model, router)
 	}
@@ -254,8 +486,18 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 		a.groups[text] = dg
 	}
 	out.GroupSize, out.GroupCount, out.MeshAxes, out.AxesNote = dg.size, dg.count, dg.axes, dg.note
+	if out.GroupSize == 1 && out.AxesNote == "" {
+		out.AxesNote = "groups of one device: nothing moves"
+	}
 	k := int64(out.GroupSize)
 	cc := cost.Collective{Kind: kind, Mesh: a.Mesh, Axes: out.MeshAxes}
+	if out.MeshAxes == nil && k > 1 {
+		// Groups that match no axes of the mesh are priced on their devices as they are.
+		if ring := a.ring(out.GroupSize); ring != nil {
+			cc.Mesh, cc.Axes = ring, []sharding.AxisRef{sharding.FullAxis(ring.Axes[0])}
+			out.AxesNote += fmt.Sprintf("; priced on its groups of %d devices as a ring", out.GroupSize)
+		}
+	}
 	switch kind {
 	case cost.AllGather:
 		cc.Bytes = out.OutBytes
@@ -273,6 +515,34 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 	}
 	if k > 1 && model != nil {
 		out.Cost = model.Estimate(cc)
+	}
+	return out, nil
+}
+
+// decodeSendRecv prices a send (or a recv whose send the module does not hold) as a
+// point-to-point transfer: over the pairs its frontend attributes list
+// (_xla_send_recv_source_target_pairs), else one neighbour hop.
+func (a *Analysis) decodeSendRecv(in *Instr, out Collective, model cost.Model, router *cost.Router) (Collective, error) {
+	fa := in.Attrs["frontend_attributes"]
+	if i := strings.Index(fa, "_xla_send_recv_source_target_pairs="); i >= 0 {
+		v := fa[i+len("_xla_send_recv_source_target_pairs="):]
+		v = strings.Trim(strings.TrimSpace(v), `"`)
+		if end := strings.Index(v, "}}"); end >= 0 {
+			v = v[:end+2]
+		}
+		in2 := *in
+		in2.Attrs = map[string]string{"source_target_pairs": v}
+		in2.AttrPos = map[string]int{"source_target_pairs": in.AttrPos["frontend_attributes"]}
+		return a.decodePermute(&in2, out, model, router)
+	}
+	out.GroupSize, out.GroupCount = 2, 1
+	out.AxesNote = "no _xla_send_recv_source_target_pairs: priced as one transfer to a neighbour"
+	out.BytesPerDevice = out.InBytes
+	if model != nil && out.InBytes > 0 {
+		ring := a.ring(2)
+		if ring != nil {
+			out.Cost = model.Estimate(cost.Collective{Kind: cost.CollectivePermute, Bytes: out.InBytes, Mesh: ring, Axes: []sharding.AxisRef{sharding.FullAxis(ring.Axes[0])}, Hops: 1})
+		}
 	}
 	return out, nil
 }
@@ -372,6 +642,8 @@ func ParseMetadata(text string) Metadata {
 			md.SourceFile = val
 		case "source_line":
 			md.SourceLine, _ = strconv.Atoi(val)
+		case "stack_frame_id":
+			md.StackFrameID, _ = strconv.Atoi(val)
 		}
 	}
 	return md
@@ -429,7 +701,7 @@ type chain struct {
 
 // findRemats marks the gather chains that end in a whole tensor sliced by a
 // dynamic-slice.
-func (a *Analysis) findRemats() error {
+func (a *Analysis) findRemats(ctx context.Context) error {
 	byName := map[string]*Collective{}
 	for i := range a.Collectives {
 		c := &a.Collectives[i]
@@ -438,7 +710,15 @@ func (a *Analysis) findRemats() error {
 	devices := a.Mesh.NumDevices()
 	for _, comp := range a.Module.Computations {
 		state := map[string]*chain{}
-		for _, in := range comp.Instrs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for i, in := range comp.Instrs {
+			if i%4096 == 4095 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			var src *chain
 			if len(in.Operands) > 0 {
 				src = state[in.Operands[0]]
@@ -472,8 +752,8 @@ func (a *Analysis) findRemats() error {
 						next.tiles = 1
 					}
 				}
-				next.time += col.Cost.TimeUS
-				next.bytes += col.BytesPerDevice
+				next.time += col.TimeUS()
+				next.bytes += col.TotalBytesPerDevice()
 				state[in.Name] = next
 			case in.Opcode == "dynamic-slice" || in.Opcode == "fusion":
 				for i, op := range in.Operands {
@@ -484,7 +764,7 @@ func (a *Analysis) findRemats() error {
 					if in.Opcode == "fusion" && !a.fusionSlices(in, i) {
 						continue
 					}
-					line, col := LineCol(a.Module.Src, in.Pos)
+					line, col := a.Module.LineCol(in.Pos)
 					shape := comp.Instr(op).Shape
 					r := Remat{Computation: comp.Name, Gathers: ch.gathers, Slice: in.Name, Line: line, Column: col,
 						Shape: shape, Source: ch.source, SourceSharding: ch.sharding, Metadata: ParseMetadata(in.Attrs["metadata"]),
@@ -507,14 +787,7 @@ func (a *Analysis) findRemats() error {
 // fusionSlices reports whether the computation fusion in calls dynamic-slices its
 // operand-th parameter (directly or through pass-through ops).
 func (a *Analysis) fusionSlices(in *Instr, operand int) bool {
-	callee := strings.TrimPrefix(strings.TrimSpace(in.Attrs["calls"]), "%")
-	var comp *Computation
-	for _, c := range a.Module.Computations {
-		if c.Name == callee {
-			comp = c
-			break
-		}
-	}
+	comp := a.Module.Computation(in.Attrs["calls"])
 	if comp == nil {
 		return false
 	}

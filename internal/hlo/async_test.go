@@ -1,6 +1,7 @@
 package hlo
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,7 +49,7 @@ func TestAsyncForms(t *testing.T) {
 	mesh, err := sharding.ParseMeshString("x=4,y=2", "mesh")
 	require.NoError(t, err)
 	model, _ := cost.Profile("tpu-v5p")
-	a, err := Analyze(m, Options{Mesh: mesh, Model: model})
+	a, err := Analyze(context.Background(), m, Options{Mesh: mesh, Model: model})
 	require.NoError(t, err)
 	type want struct {
 		name      string

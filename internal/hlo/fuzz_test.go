@@ -1,6 +1,7 @@
 package hlo
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,8 @@ import (
 // the sum of its collectives.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.hlo"))
-	for _, file := range files {
+	corpus, _ := filepath.Glob(filepath.Join("testdata", "corpus", "xla", "*.hlo"))
+	for _, file := range append(files, corpus...) {
 		if b, err := os.ReadFile(file); err == nil && len(b) < 8000 {
 			f.Add(string(b))
 		}
@@ -31,7 +33,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		a, err := Analyze(m, Options{Model: model})
+		a, err := Analyze(context.Background(), m, Options{Model: model, MaxDevices: 4096})
 		if err != nil {
 			if !strings.Contains(err.Error(), "line ") && !strings.HasPrefix(err.Error(), "mesh") {
 				t.Fatalf("analysis error without a position: %v", err)
@@ -43,9 +45,9 @@ func FuzzParse(f *testing.F) {
 			if c.Cost.TimeUS < 0 || c.BytesPerDevice < 0 {
 				t.Fatalf("negative price for %s: %+v", c.Name, c.Cost)
 			}
-			sum += c.Cost.TimeUS
+			sum += c.TimeUS()
 		}
-		if d := sum - a.TimeUS; d > 1e-6 || d < -1e-6 {
+		if d := sum - a.TimeUS; d > 1e-6*max(1, sum) || d < -1e-6*max(1, sum) {
 			t.Fatalf("total %v != sum %v", a.TimeUS, sum)
 		}
 	})
@@ -55,7 +57,7 @@ func FuzzParse(f *testing.F) {
 // ids below the limit, and GroupAxes on a small mesh either decodes them to axes whose
 // sizes multiply to the group size or says why not.
 func FuzzParseGroups(f *testing.F) {
-	for _, s := range []string{"{}", "{{0,1},{2,3}}", "[4,2]<=[8]", "[2,4]<=[4,2]T(1,0)", "[4,2]<=[2,2,2]T(1,0,2)", "{{0,2},{1,3},{4,6},{5,7}}", "[1,8]<=[2,2,2]T(2,0,1)"} {
+	for _, s := range []string{"{}", "{{0,1},{2,3}}", "[4,2]<=[8]", "[2,4]<=[4,2]T(1,0)", "[4,2]<=[2,2,2]T(1,0,2)", "{{0,2},{1,3},{4,6},{5,7}}", "[1,8]<=[2,2,2]T(2,0,1)", "mesh['x'=2,'y'=4] {'y'}", "mesh['a'=8] {'a:(2)2'}"} {
 		f.Add(s)
 	}
 	mesh, err := sharding.ParseMeshString("x=2,y=4", "mesh")
@@ -88,6 +90,44 @@ func FuzzParseGroups(f *testing.F) {
 		}
 		if n != size {
 			t.Fatalf("%q: axes %v span %d devices, groups have %d", text, axes, n, size)
+		}
+	})
+}
+
+// FuzzNamedMesh: the named form of replica groups parses or fails with an error; parsed,
+// its groups are of one size and list every device of the mesh exactly once.
+func FuzzNamedMesh(f *testing.F) {
+	for _, s := range []string{"mesh['x'=8] {'x'}", "mesh['axis_0'=2,'axis_1'=4] {'axis_1'}", "mesh['a'=2,'b'=4] {'b','a'}",
+		"mesh['a'=2,'b'=4] {'b:(2)2'}", "mesh['a'=2,'b'=2], device_ids=([2,2]<=[2,2]T(1,0)) {'a'}", "mesh['a'=4] {}",
+		"mesh['a'=2,'b'=2], device_ids=(3,2,1,0) {'b'}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		nm, err := ParseNamedMesh(text, 64)
+		if err != nil {
+			return
+		}
+		n := nm.NumDevices()
+		if n < 1 || n > 64 {
+			t.Fatalf("%q: %d devices", text, n)
+		}
+		seen := make([]bool, n)
+		groups := nm.Groups()
+		for _, g := range groups {
+			if len(g) != len(groups[0]) {
+				t.Fatalf("%q: groups of sizes %d and %d", text, len(groups[0]), len(g))
+			}
+			for _, id := range g {
+				if id < 0 || id >= n || seen[id] {
+					t.Fatalf("%q: device %d out of range or twice in %v", text, id, groups)
+				}
+				seen[id] = true
+			}
+		}
+		for id, ok := range seen {
+			if !ok {
+				t.Fatalf("%q: device %d in no group: %v", text, id, groups)
+			}
 		}
 	})
 }

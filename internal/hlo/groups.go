@@ -15,6 +15,35 @@ func ParseGroups(text string, maxDevices int) ([][]int, error) {
 	if strings.HasPrefix(text, "[") {
 		return parseIotaGroups(text, maxDevices)
 	}
+	if strings.HasPrefix(text, "mesh[") {
+		nm, err := ParseNamedMesh(text, maxDevices)
+		if err != nil {
+			return nil, err
+		}
+		return nm.Groups(), nil
+	}
+	groups, err := parseListGroups(text, maxDevices, maxDevices)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[int]int{}
+	for gi, g := range groups {
+		for _, id := range g {
+			if prev, dup := seen[id]; dup {
+				if prev == gi {
+					return nil, fmt.Errorf("device %d is listed twice in group %d; a device is in one group once", id, gi)
+				}
+				return nil, fmt.Errorf("device %d is in groups %d and %d; a device is in one group", id, prev, gi)
+			}
+			seen[id] = gi
+		}
+	}
+	return groups, nil
+}
+
+// parseListGroups reads the list form {{0,1},{2,3}}: ids below maxDevices, at most
+// maxEntries in all.
+func parseListGroups(text string, maxDevices, maxEntries int) ([][]int, error) {
 	if !strings.HasPrefix(text, "{") || !strings.HasSuffix(text, "}") {
 		return nil, fmt.Errorf("expected {{0,1},...} or [G,S]<=[dims]T(perm), got %q", clip(text))
 	}
@@ -40,8 +69,8 @@ func ParseGroups(text string, maxDevices int) ([][]int, error) {
 			return nil, fmt.Errorf("group %d is empty; every group lists its devices", len(groups))
 		}
 		total += len(ids)
-		if total > maxDevices {
-			return nil, fmt.Errorf("the groups list more than %d devices", maxDevices)
+		if total > maxEntries {
+			return nil, fmt.Errorf("the groups list more than %d devices", maxEntries)
 		}
 		groups = append(groups, ids)
 		inner = strings.TrimSpace(inner[end+1:])
@@ -52,7 +81,9 @@ func ParseGroups(text string, maxDevices int) ([][]int, error) {
 
 // ParsePairs reads source_target_pairs {{0,1},{1,2}}.
 func ParsePairs(text string, maxDevices int) ([][2]int, error) {
-	groups, err := ParseGroups(text, 2*maxDevices)
+	// A device may send to (or receive from) several: the pairs are bounded by the
+	// text's length only.
+	groups, err := parseListGroups(strings.TrimSpace(text), 2*maxDevices, len(text))
 	if err != nil {
 		return nil, err
 	}

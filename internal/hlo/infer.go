@@ -63,8 +63,11 @@ func (e *evaluator) scalar(f *frame, name string, p int, depth int) (int64, bool
 	case "convert", "bitcast", "reshape", "copy":
 		return arg(0)
 	case "dynamic-slice":
+		if len(in.Operands) != 2 {
+			return 0, false
+		}
 		table, ok := e.table(f, in.Operands[0], depth+1)
-		if !ok || len(in.Operands) != 2 {
+		if !ok {
 			return 0, false
 		}
 		i, ok := arg(1)

@@ -1,5 +1,7 @@
 package hlo
 
+import "context"
+
 // MemoryPoint is one device's live buffers at one instruction of the entry computation.
 type MemoryPoint struct {
 	Instr     string
@@ -25,19 +27,24 @@ var aliasOps = map[string]bool{"bitcast": true, "get-tuple-element": true, "tupl
 // get-tuple-elements, which alias their operands), parameters and the root's buffers
 // live throughout. XLA's buffer assignment may reuse or share buffers this counts apart
 // (fusion outputs written in place, donated parameters), so the figure is an upper
-// estimate of what the schedule needs.
-func (a *Analysis) Memory() Memory {
+// estimate of what the schedule needs. It stops with ctx's error when ctx ends.
+func (a *Analysis) Memory(ctx context.Context) (Memory, error) {
 	comp := a.Module.Entry
 	n := len(comp.Instrs)
 	mem := Memory{Timeline: make([]MemoryPoint, n)}
 	if n == 0 {
-		return mem
+		return mem, nil
 	}
 	owners := make(map[string][]string, n) // instruction -> the buffers it aliases (itself when it makes one)
 	def := make(map[string]int, n)
 	last := make(map[string]int, n)
 	held := map[string]bool{}
 	for i, in := range comp.Instrs {
+		if i%4096 == 4095 {
+			if err := ctx.Err(); err != nil {
+				return mem, err
+			}
+		}
 		if aliasOps[in.Opcode] {
 			var os []string
 			for _, op := range in.Operands {
@@ -80,11 +87,11 @@ func (a *Analysis) Memory() Memory {
 	var live int64
 	for i, in := range comp.Instrs {
 		live += diff[i]
-		line, _ := LineCol(a.Module.Src, in.Pos)
+		line, _ := a.Module.LineCol(in.Pos)
 		mem.Timeline[i] = MemoryPoint{Instr: in.Name, Line: line, LiveBytes: live}
 		if live > mem.PeakBytes || i == 0 {
 			mem.PeakBytes, mem.PeakIndex = live, i
 		}
 	}
-	return mem
+	return mem, ctx.Err()
 }

@@ -1,6 +1,8 @@
 package hlo
 
 import (
+	"context"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -38,9 +40,54 @@ type Module struct {
 	Name          string
 	NumPartitions int // 1 when the header does not say
 	NumReplicas   int // 1 when the header does not say
-	Computations  []*Computation
-	Entry         *Computation
-	Src           string
+	// CountsGiven: the header gives num_partitions or replica_count; without them
+	// Analyze infers the devices from the replica groups, device ids and shardings.
+	CountsGiven  bool
+	Computations []*Computation
+	Entry        *Computation
+	Src          string
+	// Frames are the module's stack-frame tables (FileNames, FunctionNames,
+	// FileLocations, StackFrames) that metadata's stack_frame_id points into.
+	Frames Frames
+	// lines holds the offset of every line start, for LineCol in O(log n).
+	lines []int
+	// byName indexes Computations.
+	byName map[string]*Computation
+}
+
+// LineCol gives the 1-based line and column (in bytes) of offset off in the module's
+// text, in time logarithmic in its length.
+func (m *Module) LineCol(off int) (line, col int) {
+	if m.lines == nil {
+		m.lines = lineStarts(m.Src)
+	}
+	off = min(max(off, 0), len(m.Src))
+	i := sort.SearchInts(m.lines, off+1) - 1 // the last line start <= off
+	return i + 1, off - m.lines[i] + 1
+}
+
+func lineStarts(src string) []int {
+	out := []int{0}
+	for i := 0; i < len(src); i++ {
+		if src[i] == '\n' {
+			out = append(out, i+1)
+		}
+	}
+	return out
+}
+
+// Computation returns the computation named name (without '%'), or nil.
+func (m *Module) Computation(name string) *Computation {
+	name = strings.TrimPrefix(strings.TrimSpace(name), "%")
+	if m.byName == nil {
+		m.byName = make(map[string]*Computation, len(m.Computations))
+		for _, c := range m.Computations {
+			if _, dup := m.byName[c.Name]; !dup {
+				m.byName[c.Name] = c
+			}
+		}
+	}
+	return m.byName[name]
 }
 
 // Computation is one HLO computation: the entry or a fused, reducer or called one.
@@ -49,7 +96,9 @@ type Computation struct {
 	Entry  bool
 	Instrs []*Instr
 	Pos    int
-	byName map[string]*Instr
+	// ExecutionThread is the computation's execution_thread= ("" for the main one).
+	ExecutionThread string
+	byName          map[string]*Instr
 }
 
 // Instr returns the instruction of c named name (without '%'), or nil.
@@ -62,6 +111,9 @@ type Instr struct {
 	Shape    Shape
 	Opcode   string
 	Operands []string // instruction names without '%'
+	// Typed: the instruction prints its shape (XLA's parser infers it otherwise, and so
+	// does Parse for get-tuple-element, tuple and elementwise ops).
+	Typed bool
 	// Args is the raw text between the opcode's parentheses (constant literals,
 	// parameter numbers).
 	Args string
@@ -134,6 +186,7 @@ func ElemBits(elem string) int {
 }
 
 type parser struct {
+	ctx context.Context
 	src string
 	pos int
 	lim Limits
@@ -141,21 +194,24 @@ type parser struct {
 	err error
 }
 
-// Parse reads the text of a compiled HLO module as XLA prints it (JAX's
+// ParseContext reads the text of a compiled HLO module as XLA prints it (JAX's
 // jax.jit(f).lower(x).compile().as_text(), or an --xla_dump_to file): the HloModule
 // header, then computations of instructions. Every error is a *fielderr.FieldError on
-// Field whose message starts with "line L, column C". Parse never panics and runs in
-// time linear in len(src).
-func Parse(src string, lim Limits) (*Module, error) {
-	p := &parser{src: src, lim: lim.withDefaults()}
+// Field whose message starts with "line L, column C", or ctx's error when ctx ends
+// first. It never panics and runs in time linear in len(src).
+func ParseContext(ctx context.Context, src string, lim Limits) (*Module, error) {
+	p := &parser{ctx: ctx, src: src, lim: lim.withDefaults()}
 	m := p.module()
 	if p.err != nil {
 		return nil, p.err
 	}
+	m.lines = lineStarts(src)
+	m.Computation("") // index the computations now: a parsed module is read-only
 	return m, nil
 }
 
-// LineCol gives the 1-based line and column (in bytes) of offset off in src.
+// LineCol gives the 1-based line and column (in bytes) of offset off in src. It scans
+// src up to off: for many positions in one module use (*Module).LineCol.
 func LineCol(src string, off int) (line, col int) {
 	off = min(max(off, 0), len(src))
 	line = 1 + strings.Count(src[:off], "\n")
@@ -166,13 +222,17 @@ func (p *parser) failAt(pos int, format string, args ...any) {
 	if p.err != nil {
 		return
 	}
-	line, col := LineCol(p.src, pos)
+	line, col := p.lineCol(pos)
 	p.err = fielderr.New(Field, "line %d, column %d: "+format, append([]any{line, col}, args...)...)
 }
 
+// lineCol is LineCol for the parser's text; an error is reported once, so the scan is
+// paid once.
+func (p *parser) lineCol(pos int) (int, int) { return LineCol(p.src, pos) }
+
 func (p *parser) fail(format string, args ...any) { p.failAt(p.pos, format, args...) }
 
-// space skips blanks, newlines and /*...*/ comments.
+// space skips blanks, newlines, /*...*/ and // comments.
 func (p *parser) space() { p.skip(true) }
 
 // lineSpace skips blanks and comments without leaving the line.
@@ -192,10 +252,29 @@ func (p *parser) skip(newlines bool) {
 				return
 			}
 			p.pos += end + 4
+		case strings.HasPrefix(p.src[p.pos:], "//"):
+			end := strings.IndexByte(p.src[p.pos:], '\n')
+			if end < 0 {
+				p.pos = len(p.src)
+				return
+			}
+			p.pos += end
 		default:
 			return
 		}
 	}
+}
+
+// continues reports whether, past blanks, newlines and comments, the text goes on with
+// c (an instruction split over lines); it leaves the cursor there if so.
+func (p *parser) continues(c byte) bool {
+	save := p.pos
+	p.space()
+	if p.peek() == c {
+		return true
+	}
+	p.pos = save
+	return false
 }
 
 func (p *parser) peek() byte {
@@ -258,6 +337,10 @@ func (p *parser) valueName() string {
 func (p *parser) module() *Module {
 	m := &Module{Src: p.src, NumPartitions: 1, NumReplicas: 1}
 	p.space()
+	if !strings.HasPrefix(p.src[p.pos:], "HloModule") && p.startsComputation() && !p.looksLikeMLIR() {
+		// XLA's parser takes a module without its header line (its tests do).
+		return p.body(m)
+	}
 	if !strings.HasPrefix(p.src[p.pos:], "HloModule") {
 		if p.looksLikeMLIR() {
 			p.fail("this is MLIR (StableHLO) text, not a compiled HLO module: post it as \"module\" or with Content-Type application/mlir")
@@ -281,6 +364,7 @@ func (p *parser) module() *Module {
 				p.failAt(valPos, "%s must be an integer from 1 to %d, got %q", key, p.lim.MaxDevices, val)
 				return
 			}
+			m.CountsGiven = true
 			if key == "num_partitions" {
 				m.NumPartitions = n
 			} else {
@@ -291,10 +375,18 @@ func (p *parser) module() *Module {
 	if p.err != nil {
 		return nil
 	}
+	return p.body(m)
+}
+
+// body reads the stack-frame tables and computations after the header.
+func (p *parser) body(m *Module) *Module {
 	for p.err == nil {
 		p.space()
 		if p.pos >= len(p.src) {
 			break
+		}
+		if p.frameTable(&m.Frames) {
+			continue
 		}
 		c := p.computation()
 		if c == nil {
@@ -315,10 +407,10 @@ func (p *parser) module() *Module {
 	if m.Entry == nil {
 		if len(m.Computations) == 0 {
 			p.fail("the module has no computations")
-			return nil
+		} else {
+			p.failAt(len(p.src), "the module has no ENTRY computation: mark the computation it runs with ENTRY (\"ENTRY %%main ... {\")")
 		}
-		m.Entry = m.Computations[len(m.Computations)-1] // as XLA: the last one
-		m.Entry.Entry = true
+		return nil
 	}
 	return m
 }
@@ -329,7 +421,8 @@ func (p *parser) looksLikeMLIR() bool {
 		strings.Contains(head, "stablehlo.") || strings.Contains(head, "sdy.mesh")
 }
 
-// computation parses "[ENTRY] %name [(params) -> shape] { instructions }".
+// computation parses "[ENTRY] %name [(params) -> shape] { instructions }
+// [, execution_thread="..."]".
 func (p *parser) computation() *Computation {
 	c := &Computation{Pos: p.pos, byName: map[string]*Instr{}}
 	if strings.HasPrefix(p.src[p.pos:], "ENTRY") && !isNameChar(p.at(p.pos+5)) {
@@ -343,16 +436,19 @@ func (p *parser) computation() *Computation {
 		p.failAt(namePos, "expected a computation (\"%%name (params) -> shape {\"), found %s", p.found())
 		return nil
 	}
-	p.lineSpace()
+	p.space()
 	if p.peek() == '(' {
 		p.balanced()
-		p.lineSpace()
+		p.space()
 	}
 	if strings.HasPrefix(p.src[p.pos:], "->") {
 		p.pos += 2
-		p.lineSpace()
+		p.space()
 		p.shape()
-		p.lineSpace()
+		p.space()
+	}
+	if p.err != nil {
+		return nil
 	}
 	if !p.expect('{', "opening the computation's body") {
 		return nil
@@ -360,10 +456,20 @@ func (p *parser) computation() *Computation {
 	for p.err == nil {
 		p.space()
 		if p.accept('}') {
+			p.attributes("after computation %"+c.Name, func(key string, _ int, val string) {
+				if key == "execution_thread" {
+					c.ExecutionThread, _ = strconv.Unquote(val)
+				}
+			})
+			c.inferShapes()
 			return c
 		}
 		if p.pos >= len(p.src) {
-			p.failAt(c.Pos, "computation %%%s is not closed by '}'", c.Name)
+			p.fail("computation %%%s (line %d) is not closed by '}'", c.Name, firstLine(p, c.Pos))
+			return nil
+		}
+		if p.startsComputation() {
+			p.fail("expected '}' closing computation %%%s (line %d) before the next computation", c.Name, firstLine(p, c.Pos))
 			return nil
 		}
 		in := p.instr()
@@ -380,6 +486,70 @@ func (p *parser) computation() *Computation {
 	return nil
 }
 
+func firstLine(p *parser, pos int) int {
+	l, _ := p.lineCol(pos)
+	return l
+}
+
+// startsComputation reports whether the line at the cursor opens a computation
+// ("ENTRY ..." or "%name (params) -> shape {", "name {") rather than an instruction.
+func (p *parser) startsComputation() bool {
+	end := strings.IndexByte(p.src[p.pos:], '\n')
+	if end < 0 {
+		end = len(p.src) - p.pos
+	}
+	line := strings.TrimSpace(p.src[p.pos : p.pos+end])
+	if strings.HasPrefix(line, "ENTRY ") {
+		return true
+	}
+	return strings.HasSuffix(line, "{") && !strings.Contains(line, "=")
+}
+
+// frameTable reads one of the stack-frame tables JAX prints after the header
+// (FileNames, FunctionNames, FileLocations, StackFrames): lines "N value". It reports
+// false, leaving the cursor, when the text there is not one.
+func (p *parser) frameTable(f *Frames) bool {
+	save := p.pos
+	name := p.ident()
+	kind := -1
+	for i, t := range frameTables {
+		if name == t {
+			kind = i
+		}
+	}
+	if kind < 0 || p.peek() != '\n' && p.peek() != '\r' && p.peek() != ' ' {
+		p.pos = save
+		return false
+	}
+	for p.err == nil {
+		p.space()
+		if c := p.peek(); c < '0' || c > '9' {
+			return true
+		}
+		idPos := p.pos
+		id, _ := strconv.Atoi(p.ident())
+		p.lineSpace()
+		valPos := p.pos
+		var val string
+		switch p.peek() {
+		case '"':
+			p.pos++
+			p.skipString(valPos)
+			val = p.src[valPos:p.pos]
+		case '{':
+			p.balanced()
+			val = p.src[valPos:p.pos]
+		default:
+			p.failAt(valPos, "expected a quoted name or {key=value ...} after %s entry %d, found %s", name, id, p.found())
+			return true
+		}
+		if err := f.add(kind, id, val); err != nil {
+			p.failAt(idPos, "%s entry %d: %v", name, id, err)
+		}
+	}
+	return true
+}
+
 func (p *parser) at(i int) byte {
 	if i < len(p.src) {
 		return p.src[i]
@@ -387,10 +557,17 @@ func (p *parser) at(i int) byte {
 	return 0
 }
 
-// instr parses one instruction line.
+// instr parses one instruction, which may span several lines: "[ROOT] %name = [shape]
+// opcode(operands), attr=value, ...".
 func (p *parser) instr() *Instr {
 	in := &Instr{Pos: p.pos}
 	p.n++
+	if p.n%1024 == 0 && p.err == nil {
+		if err := p.ctx.Err(); err != nil {
+			p.err = err
+			return nil
+		}
+	}
 	if p.n > p.lim.MaxInstructions {
 		p.fail("the module has more than %d instructions (SHARDPLAN_MAX_GRAPH_OPS)", p.lim.MaxInstructions)
 		return nil
@@ -405,20 +582,35 @@ func (p *parser) instr() *Instr {
 		return nil
 	}
 	in.Name = p.valueName()
-	p.lineSpace()
+	p.space()
 	if !p.expect('=', "after the instruction's name") {
 		return nil
 	}
-	p.lineSpace()
-	in.Shape = p.shape()
+	p.space()
+	// A shape ("f32[8]", "(f32[2], s32[])") or, when XLA's parser is to infer it, the
+	// opcode itself.
+	typeStart := p.pos
+	if p.peek() != '(' {
+		word := p.ident()
+		p.pos = typeStart
+		if word == "" || p.at(typeStart+len(word)) != '(' {
+			in.Shape, in.Typed = p.shape(), true
+		}
+	} else {
+		in.Shape, in.Typed = p.shape(), true
+	}
 	if p.err != nil {
 		return nil
 	}
-	p.lineSpace()
+	p.space()
 	opPos := p.pos
 	in.Opcode = p.ident()
 	if in.Opcode == "" {
 		p.failAt(opPos, "expected an opcode after the shape, found %s", p.found())
+		return nil
+	}
+	if !knownOpcode(in.Opcode) {
+		p.failAt(opPos, "unknown opcode %q: XLA prints none by that name (check its spelling)", clip(in.Opcode))
 		return nil
 	}
 	if p.peek() != '(' {
@@ -451,15 +643,16 @@ func (p *parser) instr() *Instr {
 	return in
 }
 
-// attributes reads ", key=value" pairs to the end of the line, giving each value and
-// where it starts to each; where names the place in errors.
+// attributes reads ", key=value" pairs, which may continue on the next lines, giving
+// each value and where it starts to each; where names the place in errors.
 func (p *parser) attributes(where string, each func(key string, pos int, val string)) {
 	for p.err == nil {
 		p.lineSpace()
-		if !p.accept(',') {
+		if !p.accept(',') && !p.continues(',') {
 			return
 		}
-		p.lineSpace()
+		p.accept(',')
+		p.space()
 		keyPos := p.pos
 		key := p.ident()
 		if key == "" || !p.accept('=') {
@@ -471,26 +664,75 @@ func (p *parser) attributes(where string, each func(key string, pos int, val str
 	}
 }
 
-// operandNames picks the %names of an operand list ("%a, %b" or "f32[2] %a, f32[2] %b").
+// operandNames reads the names of an operand list: "%a, %b", "f32[2]{0} %a, f32[2] %b",
+// "a, b" or "(f32[2], s32[]) %t". Each operand is the last word of its comma-separated
+// part (commas inside brackets, strings and comments do not split).
 func operandNames(args string) []string {
 	var out []string
-	for i := 0; i < len(args); i++ {
-		if args[i] != '%' {
-			continue
+	add := func(part string) {
+		part = stripComments(part)
+		part = strings.TrimSpace(part)
+		if i := strings.LastIndexAny(part, " \t\n\r}])"); i >= 0 {
+			part = part[i+1:]
 		}
-		j := i + 1
-		for j < len(args) && isNameChar(args[j]) {
-			j++
+		part = strings.TrimPrefix(part, "%")
+		if part == "" {
+			return
 		}
-		if j > i+1 {
-			out = append(out, args[i+1:j])
+		for i := 0; i < len(part); i++ {
+			if !isNameChar(part[i]) {
+				return
+			}
 		}
-		i = j - 1
+		out = append(out, part)
 	}
+	depth, start := 0, 0
+	for i := 0; i < len(args); i++ {
+		switch c := args[i]; c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case '"':
+			for i++; i < len(args) && args[i] != '"'; i++ {
+				if args[i] == '\\' {
+					i++
+				}
+			}
+		case '/':
+			if i+1 < len(args) && args[i+1] == '*' {
+				if end := strings.Index(args[i+2:], "*/"); end >= 0 {
+					i += end + 3
+				}
+			}
+		case ',':
+			if depth == 0 {
+				add(args[start:i])
+				start = i + 1
+			}
+		}
+	}
+	add(args[start:])
 	return out
 }
 
-// shape parses "f32[8,128]{1,0}", "u32[]", "(f32[2]{0}, /*index=1*/s32[])", "token[]".
+// stripComments removes /*...*/ comments.
+func stripComments(s string) string {
+	for {
+		i := strings.Index(s, "/*")
+		if i < 0 {
+			return s
+		}
+		j := strings.Index(s[i+2:], "*/")
+		if j < 0 {
+			return s[:i]
+		}
+		s = s[:i] + " " + s[i+2+j+2:]
+	}
+}
+
+// shape parses "f32[8,128]{1,0}", "f32[1, 1024]", "u32[]", "(f32[2]{0}, /*index=1*/s32[])",
+// "token[]", "f32[8]{1,0:T(8,128)}".
 func (p *parser) shape() Shape {
 	if p.accept('(') {
 		s := Shape{Tuple: []Shape{}}
@@ -522,9 +764,16 @@ func (p *parser) shape() Shape {
 		return s
 	}
 	s.Dims = []int64{}
-	for p.err == nil && !p.accept(']') {
-		if len(s.Dims) > 0 && !p.expect(',', "between dims") {
-			return s
+	for p.err == nil {
+		p.lineSpace()
+		if p.accept(']') {
+			break
+		}
+		if len(s.Dims) > 0 {
+			if !p.expect(',', "between dims") {
+				return s
+			}
+			p.lineSpace()
 		}
 		p.accept('<') // bounded dynamic dims print as <=N
 		p.accept('=')
@@ -540,7 +789,7 @@ func (p *parser) shape() Shape {
 		}
 		s.Dims = append(s.Dims, d)
 	}
-	if p.peek() == '{' { // layout
+	if p.peek() == '{' { // layout, with tiling and memory space: {1,0:T(8,128)S(1)}
 		p.balanced()
 	}
 	return s
@@ -594,7 +843,8 @@ func (p *parser) skipString(start int) {
 }
 
 // attrValue reads an attribute value up to the next ',' or end of line outside
-// brackets and strings, and returns it trimmed.
+// brackets and strings, and returns it trimmed. A value may be followed by more of
+// itself after blanks (replica_groups=mesh['x'=8] {'x'}).
 func (p *parser) attrValue() string {
 	start := p.pos
 	for p.pos < len(p.src) && p.err == nil {
@@ -613,4 +863,38 @@ func (p *parser) attrValue() string {
 		p.pos++
 	}
 	return strings.TrimSpace(p.src[start:p.pos])
+}
+
+// inferShapes gives the instructions printed without a shape the one XLA's parser
+// infers for the ops whose buffers the audit reads: get-tuple-element (the operand's
+// element), tuple (its operands'), and elementwise and other ops (their first
+// operand's); anything else keeps an empty shape.
+func (c *Computation) inferShapes() {
+	for _, in := range c.Instrs {
+		if in.Typed {
+			continue
+		}
+		var ops []*Instr
+		for _, name := range in.Operands {
+			if d := c.byName[name]; d != nil {
+				ops = append(ops, d)
+			}
+		}
+		switch {
+		case in.Opcode == "tuple":
+			t := Shape{Tuple: []Shape{}}
+			for _, d := range ops {
+				t.Tuple = append(t.Tuple, d.Shape)
+			}
+			in.Shape = t
+		case in.Opcode == "get-tuple-element" && len(ops) == 1:
+			if i, err := strconv.Atoi(strings.TrimSpace(in.Attrs["index"])); err == nil && i >= 0 && i < len(ops[0].Shape.Tuple) {
+				in.Shape = ops[0].Shape.Tuple[i]
+			}
+		case in.Opcode == "compare" && len(ops) > 0:
+			in.Shape = Shape{Elem: "pred", Dims: ops[0].Shape.Dims}
+		case len(ops) > 0:
+			in.Shape = ops[0].Shape
+		}
+	}
 }

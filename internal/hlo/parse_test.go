@@ -1,6 +1,7 @@
 package hlo
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,10 +102,10 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"mlir", "module @jit_f {\n}", "line 1, column 1: this is MLIR (StableHLO) text"},
 		{"not hlo", "hello", "line 1, column 1: expected \"HloModule"},
-		{"no body", "HloModule m\n\nENTRY %main () -> f32[] \n", "line 3, column 25: expected '{'"},
-		{"bad shape", "HloModule m\nENTRY %e {\n  %p = f32[8 parameter(0)\n}\n", "line 3, column 13: expected ','"},
+		{"no body", "HloModule m\n\nENTRY %main () -> f32[] \n", "line 4, column 1: expected '{' opening the computation's body, found the end of the text"},
+		{"bad shape", "HloModule m\nENTRY %e {\n  %p = f32[8 parameter(0)\n}\n", "line 3, column 14: expected ',' between dims"},
 		{"no opcode paren", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter\n}\n", "line 3, column 27: expected '('"},
-		{"unclosed", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0)\n", "line 2, column 1: computation %e is not closed"},
+		{"unclosed", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0)\n", "line 4, column 1: computation %e (line 2) is not closed by '}'"},
 		{"dup", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0)\n  %p = f32[8]{0} parameter(1)\n}\n", "line 4, column 3: instruction %p is defined twice"},
 		{"bad attr", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0), 12\n}\n", "line 3, column 32: expected key=value after ',' in %p"},
 		{"string", "HloModule m\nENTRY %e {\n  %p = f32[8]{0} parameter(0), metadata={op_name=\"x}\n}\n", "line 3, column 50: unterminated string"},
@@ -134,18 +135,21 @@ func TestAnalyzeErrors(t *testing.T) {
 	require.NoError(t, err)
 	mesh, err := sharding.ParseMeshString("x=4", "mesh")
 	require.NoError(t, err)
-	_, err = Analyze(m, Options{Mesh: mesh})
+	_, err = Analyze(context.Background(), m, Options{Mesh: mesh})
 	assert.ErrorContains(t, err, "mesh: the mesh x=4 has 4 devices; the module runs on 8")
-	// Without a mesh: one axis of num_partitions devices.
-	a, err := Analyze(m, Options{})
+	// Without a mesh: the axes of the parameter's tile assignment devices=[2,1,4]<=[8].
+	a, err := Analyze(context.Background(), m, Options{})
 	require.NoError(t, err)
 	require.Len(t, a.Collectives, 1)
-	assert.Equal(t, DefaultAxis, axesText(a.Collectives[0].MeshAxes))
+	assert.Equal(t, "axis_0,axis_1", axesText(a.Collectives[0].MeshAxes))
+	assert.Equal(t, MeshFromShardings, a.MeshSource)
+	assert.Equal(t, "axis_0=2,axis_1=4", meshText(a.Mesh))
+	assert.Contains(t, a.MeshNote, "tile dims [2,1,4]")
 
 	bad := strings.Replace(string(src), "source_target_pairs={{0,0}", "source_target_pairs={{0,9}", 1)
 	m, err = Parse(bad, Limits{})
 	require.NoError(t, err)
-	_, err = Analyze(m, Options{})
+	_, err = Analyze(context.Background(), m, Options{})
 	assert.ErrorContains(t, err, "line 25, column")
 	assert.ErrorContains(t, err, "source_target_pairs")
 }
@@ -180,11 +184,13 @@ func TestAnalyzeDecodeBudget(t *testing.T) {
 	b.WriteString("  ROOT %t = f32[8]{0} copy(%p)\n}\n")
 	m, err := Parse(b.String(), Limits{})
 	require.NoError(t, err)
-	a, err := Analyze(m, Options{MaxDecodeWork: 4 * 8})
+	one, err := sharding.NewMesh("mesh", []sharding.Axis{{Name: DefaultAxis, Size: 8}}, nil)
+	require.NoError(t, err)
+	a, err := Analyze(context.Background(), m, Options{Mesh: one, MaxDecodeWork: 4 * 8})
 	require.NoError(t, err, "four distinct texts on 8 devices: within 32")
 	assert.Len(t, a.Collectives, 5)
 	assert.Equal(t, "devices:(2)4", axesText(a.Collectives[3].MeshAxes), "the repeated text decodes as the first")
-	_, err = Analyze(m, Options{MaxDecodeWork: 3 * 8})
+	_, err = Analyze(context.Background(), m, Options{Mesh: one, MaxDecodeWork: 3 * 8})
 	assert.ErrorContains(t, err, "line 8, column 64: %r4")
 	assert.ErrorContains(t, err, "more than 24 device entries")
 }

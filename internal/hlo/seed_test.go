@@ -1,6 +1,7 @@
 package hlo
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,7 +55,7 @@ func TestSeed003(t *testing.T) {
 			require.NoError(t, err)
 			mesh, err := sharding.ParseMeshString(tc.mesh, "mesh")
 			require.NoError(t, err)
-			a, err := Analyze(m, Options{Mesh: mesh, Model: model})
+			a, err := Analyze(context.Background(), m, Options{Mesh: mesh, Model: model})
 			require.NoError(t, err)
 			require.Len(t, a.Collectives, len(tc.colls))
 			var total float64
@@ -115,7 +116,7 @@ func TestInferTargetTables(t *testing.T) {
 	require.NoError(t, err)
 	mesh, err := sharding.ParseMeshString("X=2,Y=4", "mesh")
 	require.NoError(t, err)
-	a, err := Analyze(m, Options{Mesh: mesh})
+	a, err := Analyze(context.Background(), m, Options{Mesh: mesh})
 	require.NoError(t, err)
 	fusion := m.Entry.Instr("bitcast_dynamic-slice_fusion")
 	require.NotNil(t, fusion)
@@ -142,9 +143,10 @@ func TestMemorySeed003Case4(t *testing.T) {
 	require.NoError(t, err)
 	m, err := Parse(string(src), Limits{})
 	require.NoError(t, err)
-	a, err := Analyze(m, Options{})
+	a, err := Analyze(context.Background(), m, Options{})
 	require.NoError(t, err)
-	mem := a.Memory()
+	mem, err := a.Memory(context.Background())
+	require.NoError(t, err)
 	const KiB, MiB = 1 << 10, 1 << 20
 	held := int64(256*KiB + 64*KiB)
 	assert.Equal(t, held, mem.HeldBytes)

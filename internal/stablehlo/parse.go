@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/shardplan/shardplan/internal/sharding"
 )
@@ -580,8 +581,17 @@ func (p *parser) typ() Type {
 	switch {
 	case t.kind == tIdent && t.text == "tensor" && p.peek().is("<"):
 		p.advance()
+		start := p.tok.pos
 		text := p.balanced()
-		return parseTensorType(text)
+		ty, bad := parseTensorType(text)
+		if bad >= 0 && p.err == nil {
+			dim := text[bad:]
+			if i := strings.IndexByte(dim, 'x'); i >= 0 {
+				dim = dim[:i]
+			}
+			p.failAt(start+bad, "tensor dimension %s is negative; a dimension is a size >= 0 (or ? when dynamic)", dim)
+		}
+		return ty
 	case t.kind == tIdent:
 		p.advance()
 		if p.tok.is("<") && !p.tok.nl {
@@ -605,14 +615,21 @@ func (p *parser) typ() Type {
 // parseTensorType reads "<8x16xf32>" (with its angle brackets). A dynamic dim (?) or an
 // unranked tensor gives a non-tensor Type (opaque to propagation). A static dim is kept
 // however large (one past int64 as math.MaxInt64): the service's size limit refuses the
-// value by name.
-func parseTensorType(text string) Type {
-	ty := Type{Text: "tensor" + text}
+// value by name. bad is the offset in text of a negative dim ("<-2xf32>"), which no
+// tensor has, and -1 when there is none.
+func parseTensorType(text string) (ty Type, bad int) {
+	ty = Type{Text: "tensor" + text}
 	body := strings.TrimSuffix(strings.TrimPrefix(text, "<"), ">")
 	if i := strings.IndexByte(body, ','); i >= 0 {
 		body = body[:i] // encoding (#stablehlo.bounds<...>) ignored
 	}
-	body = strings.TrimSpace(body)
+	body = strings.TrimRightFunc(body, unicode.IsSpace)
+	off := 1 // where body starts in text
+	trimmed := strings.TrimLeftFunc(body, unicode.IsSpace)
+	off, body = off+len(body)-len(trimmed), trimmed
+	if i := negativeDim(body); i >= 0 {
+		return ty, off + i
+	}
 	shape := []int64{}
 	for {
 		j := 0
@@ -630,8 +647,23 @@ func parseTensorType(text string) Type {
 		body = body[j+1:]
 	}
 	if body == "" || strings.ContainsAny(body, "?*x<") && !strings.HasPrefix(body, "complex<") {
-		return ty
+		return ty, -1
 	}
 	ty.Tensor, ty.Shape, ty.Elem = true, shape, body
-	return ty
+	return ty, -1
+}
+
+// negativeDim is the offset in a tensor type's dims ("?x-2xf32") of a dim with a minus
+// sign, or -1. Only the dims before the element type are looked at (an element type's
+// own parameters, e.g. a quantization's zero point, may be negative).
+func negativeDim(dims string) int {
+	if i := strings.IndexByte(dims, '<'); i >= 0 {
+		dims = dims[:i]
+	}
+	for i := 0; i+1 < len(dims); i++ {
+		if dims[i] == '-' && isDigit(dims[i+1]) && (i == 0 || dims[i-1] == 'x') {
+			return i
+		}
+	}
+	return -1
 }

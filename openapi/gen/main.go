@@ -100,11 +100,14 @@ func oneOf(desc string, forms ...*openapi3.Schema) *openapi3.SchemaRef {
 // polymorphic replaces the object-typed input fields of the request schemas.
 func polymorphic(doc *openapi3.T) error {
 	fields := map[string]map[string]func() *openapi3.SchemaRef{
-		"ReshardRequest": {"mesh": meshInput, "source": shardingInput, "target": shardingInput, "cost_model": costModelInput},
-		"TilesRequest":   {"mesh": meshInput, "sharding": shardingInput},
-		"GraphRequest":   {"mesh": meshInput, "cost_model": costModelInput},
-		"AuditRequest":   {"mesh": meshInput, "cost_model": costModelInput},
-		"GraphTensor":    {"sharding": shardingInput},
+		"ReshardRequest":    {"mesh": meshInput, "source": shardingInput, "target": shardingInput, "cost_model": costModelInput},
+		"TilesRequest":      {"mesh": meshInput, "sharding": shardingInput},
+		"GraphRequest":      {"mesh": meshInput, "cost_model": costModelInput},
+		"AuditRequest":      {"mesh": meshInput, "cost_model": costModelInput},
+		"GraphTensor":       {"sharding": shardingInput},
+		"TransferRequest":   {"cost_model": costModelInput},
+		"TransferPlacement": {"mesh": meshInput},
+		"TransferTensor":    {"source": shardingInput, "target": shardingInput},
 	}
 	for name, props := range fields {
 		ref, ok := doc.Components.Schemas[name]

@@ -5,6 +5,8 @@
 //	go run ./scripts/soak                      # 60 s, 8 clients
 //	go run ./scripts/soak -duration 20s -clients 4
 //	go run ./scripts/soak -duration 10s -hogs 8   # then slot-hogging requests
+//	go run ./scripts/soak -duration 30s -hog-mix 2 -request-timeout 2s
+//	                                           # prime-axis hogs mixed into the load
 //
 // It builds ./cmd/server, starts a private redis-server on a free 127.0.0.1 port (no
 // persistence, its own temp dir) and two servers on 127.0.0.1:0: a reference one without
@@ -18,7 +20,11 @@
 // other than a permalink's 503 store-unavailable while Redis is stalled or down, any
 // status the fault-free run did not give), wrong answers (a 200 whose bytes differ from
 // the fault-free run's), p50/p99 latency and the server's peak RSS (VmHWM), and exits 1
-// when there is any unexpected or wrong answer.
+// when there is any unexpected or wrong answer. With -hog-mix N, N more clients send
+// prime-axis reshards (hogs) back to back during the soak, the server under test runs
+// with -request-timeout, and the run reports /healthz's latencies and the 503s of small
+// requests; a 503 (timed out or overloaded behind the hogs) is then expected of any
+// request, and counted.
 package main
 
 import (
@@ -54,8 +60,10 @@ func main() {
 	near := flag.Int64("near-bytes", 256<<10, "SHARDPLAN_CACHE_MAX_BYTES of the server under test: a small near cache sends most hits to Redis")
 	overload := flag.Int("overload", 0, "after the soak, send this many concurrent uncached 256-device plans (each ~0.1 s of CPU) and measure /healthz and a cached hit meanwhile (0: skip)")
 	hogCount := flag.Int("hogs", 0, "after the soak, send this many slot-hogging requests at once (testdata/hostile's: a 65,536-device axis, a concatenate of 20,000, 40 tensors of 100,000 axes, a mesh nested 9,000 deep) and check that /healthz (p99 under 50 ms), a cached hit and small uncached plans keep answering meanwhile (0: skip)")
+	hogMixN := flag.Int("hog-mix", 0, "during the soak, this many more clients send prime-axis reshards (each uncached) back to back; /healthz p99 and the 503s of small requests are reported (0: off)")
+	timeout := flag.Duration("request-timeout", 0, "SHARDPLAN_REQUEST_TIMEOUT of the server under test (0: its default)")
 	flag.Parse()
-	if err := soak(*duration, *clients, *seed, *near, *overload, *hogCount); err != nil {
+	if err := soak(*duration, *clients, *seed, *near, *overload, *hogCount, *hogMixN, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
@@ -70,9 +78,9 @@ type request struct {
 	planID             string
 }
 
-func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, overload, hogCount int) error {
-	if duration <= 0 || duration > 10*time.Minute || clients < 1 || clients > 256 || overload < 0 || overload > 2000 || hogCount < 0 || hogCount > 64 {
-		return errors.New("want 0 < -duration <= 10m, 1 <= -clients <= 256, 0 <= -overload <= 2000 and 0 <= -hogs <= 64")
+func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, overload, hogCount, hogMixN int, timeout time.Duration) error {
+	if duration <= 0 || duration > 10*time.Minute || clients < 1 || clients > 256 || overload < 0 || overload > 2000 || hogCount < 0 || hogCount > 64 || hogMixN < 0 || hogMixN > 64 || timeout < 0 {
+		return errors.New("want 0 < -duration <= 10m, 1 <= -clients <= 256, 0 <= -overload <= 2000, 0 <= -hogs <= 64, 0 <= -hog-mix <= 64 and -request-timeout >= 0")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), duration+2*time.Minute)
 	defer cancel()
@@ -121,7 +129,11 @@ func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, ove
 		return err
 	}
 	defer rs.stop()
-	srv, err := startServer(ctx, bin, tmp, "soak", []string{"REDIS_URL=redis://" + rs.addr, "SHARDPLAN_CACHE_MAX_BYTES=" + strconv.FormatInt(nearBytes, 10)})
+	env := []string{"REDIS_URL=redis://" + rs.addr, "SHARDPLAN_CACHE_MAX_BYTES=" + strconv.FormatInt(nearBytes, 10)}
+	if timeout > 0 {
+		env = append(env, "SHARDPLAN_REQUEST_TIMEOUT="+timeout.String())
+	}
+	srv, err := startServer(ctx, bin, tmp, "soak", env)
 	if err != nil {
 		return err
 	}
@@ -132,11 +144,19 @@ func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, ove
 	runCtx, stopRun := context.WithTimeout(ctx, duration)
 	defer stopRun()
 	var wg sync.WaitGroup
+	var mix *hogMix
+	if hogMixN > 0 {
+		mix = runHogMix(runCtx, srv.base, hogMixN)
+	}
 	for c := range clients {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(c)))
 			for runCtx.Err() == nil {
-				st.record(oneRequest(runCtx, rng, srv.base, reqs, &seen))
+				o := oneRequest(runCtx, rng, srv.base, reqs, &seen)
+				if mix != nil && o.status == http.StatusServiceUnavailable {
+					o.unexpected, o.refused = "", true // behind the hogs: expected, counted
+				}
+				st.record(o)
 			}
 		})
 	}
@@ -146,6 +166,10 @@ func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, ove
 	rss := peakRSS(srv.cmd.Process.Pid)
 	st.print(os.Stdout, duration, clients, faults, rss)
 	bad := st.wrong.Load() + st.unexpected.Load()
+	if mix != nil {
+		fmt.Printf("  load's 503s behind the hogs: %d\n", st.refused.Load())
+		bad += mix.print(hogMixN)
+	}
 	if overload > 0 {
 		bad += overloadRun(ctx, srv, reqs, overload)
 	}
@@ -299,6 +323,7 @@ type outcome struct {
 	latency    time.Duration
 	unexpected string // why, or ""
 	wrong      bool
+	refused    bool // a 503 expected behind hogs
 }
 
 // oneRequest sends a random request of the mix (80% posts, 15% permalinks, 5% /healthz)
@@ -382,6 +407,7 @@ type stats struct {
 	examples   []string
 	wrong      atomic.Int64
 	unexpected atomic.Int64
+	refused    atomic.Int64
 }
 
 func (s *stats) record(o outcome) {
@@ -397,6 +423,9 @@ func (s *stats) record(o outcome) {
 	s.latencies = append(s.latencies, o.latency)
 	if o.wrong {
 		s.wrong.Add(1)
+	}
+	if o.refused {
+		s.refused.Add(1)
 	}
 	if o.unexpected != "" {
 		s.unexpected.Add(1)

@@ -1,0 +1,599 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/fielderr"
+	"github.com/shardplan/shardplan/internal/sharding"
+	"github.com/shardplan/shardplan/internal/transfer"
+)
+
+// TransferRequest moves tensors from a source placement to one or more target
+// placements (replicas) on one fabric.
+type TransferRequest struct {
+	// CostModel is a GPU profile name ("h100") or object: nodes of gpus_per_node GPUs.
+	CostModel json.RawMessage `json:"cost_model,omitempty" swaggertype:"object"`
+	// FabricDevices is the number of devices on the fabric: global ids 0..N-1, nodes of
+	// gpus_per_node consecutive ids.
+	FabricDevices int                 `json:"fabric_devices" validate:"required,gte=1" example:"384"`
+	Source        TransferPlacement   `json:"source" validate:"required"`
+	Targets       []TransferPlacement `json:"targets" validate:"required,min=1"`
+	Tensors       []TransferTensor    `json:"tensors" validate:"required,min=1"`
+	// MemoryBudgetBytesPerDevice bounds what any device holds at any time (its tiles
+	// plus two buckets of what it sends and receives); 0: none.
+	MemoryBudgetBytesPerDevice int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"gte=0"`
+	// Strategy: auto (default: the fastest), direct, fanout, spread, chain, tree or mixed.
+	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=auto direct fanout spread chain tree mixed"`
+	// Include: "tensors" (one entry per tensor), "transfers" (each group's moves).
+	Include []string `json:"include,omitempty" validate:"dive,oneof=tensors transfers"`
+} // @name TransferRequest
+
+// TransferPlacement is a mesh on the fabric: device_ids are global ids (row-major
+// positions of the mesh), or first_device starts consecutive ids.
+type TransferPlacement struct {
+	Name        string          `json:"name,omitempty" example:"trainer"`
+	Mesh        json.RawMessage `json:"mesh" validate:"required" swaggertype:"object"`
+	DeviceIDs   []int           `json:"device_ids,omitempty"`
+	FirstDevice *int            `json:"first_device,omitempty" validate:"omitempty,gte=0"`
+} // @name TransferPlacement
+
+// TransferTensor is one tensor, or repeat tensors of the same shape and shardings
+// ("{i}" in name becomes 0..repeat-1).
+type TransferTensor struct {
+	Name         string          `json:"name" validate:"required" example:"layers.{i}.mlp.up"`
+	Shape        []int64         `json:"shape,omitempty"`
+	DType        string          `json:"dtype,omitempty" example:"bf16"`
+	ElementBytes *int            `json:"element_bytes,omitempty" validate:"omitempty,gte=1,lte=16"`
+	Tensor       string          `json:"tensor,omitempty"`
+	TargetShape  []int64         `json:"target_shape,omitempty"`
+	Source       json.RawMessage `json:"source" validate:"required" swaggertype:"object"`
+	Target       json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
+	Repeat       int             `json:"repeat,omitempty" validate:"gte=0"`
+} // @name TransferTensor
+
+// maxTransferTensors bounds the tensors a request stands for (repeats counted).
+const maxTransferTensors = 1 << 20
+
+// transferProblem reads req into the planner's problem; every error names its field.
+func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error) {
+	model, err := cost.Resolve(req.CostModel, "cost_model")
+	if err != nil {
+		return nil, err
+	}
+	fab, err := transfer.FabricOf(model, "cost_model")
+	if err != nil {
+		return nil, err
+	}
+	if s.limits.MaxDevices > 0 && req.FabricDevices > s.limits.MaxDevices {
+		return nil, limitExceeded("fabric_devices", "is %d; the limit is %d (SHARDPLAN_MAX_DEVICES)", req.FabricDevices, s.limits.MaxDevices)
+	}
+	p := &transfer.Problem{Fabric: fab, Devices: req.FabricDevices, MemoryBudget: req.MemoryBudgetBytesPerDevice, Strategy: req.Strategy}
+	var fes fielderr.Errors
+	if p.Source, err = s.placement(&req.Source, "source"); err != nil {
+		return nil, err
+	}
+	for i := range req.Targets {
+		t, err := s.placement(&req.Targets[i], fmt.Sprintf("targets[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		p.Targets = append(p.Targets, t)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if len(req.Tensors) > s.limits.MaxGraphTensors && s.limits.MaxGraphTensors > 0 {
+		return nil, limitExceeded("tensors", "has %d entries; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS): give repeated layers once with repeat", len(req.Tensors), s.limits.MaxGraphTensors)
+	}
+	count := 0
+	for i := range req.Tensors {
+		t, err := s.transferTensor(&req.Tensors[i], fmt.Sprintf("tensors[%d]", i), p)
+		if err != nil {
+			if es, ok := fielderr.As(err); ok {
+				fes = append(fes, es...)
+				continue
+			}
+			return nil, err
+		}
+		if count += t.Count; count > maxTransferTensors {
+			return nil, limitExceeded("tensors", "stands for more than %d tensors", maxTransferTensors)
+		}
+		p.Tensors = append(p.Tensors, t)
+	}
+	return p, fes.Err()
+}
+
+// transferFieldProblem classifies a transfer request's field errors: a mesh is
+// invalid-mesh, a tensor's source or target invalid-sharding, the rest (placements'
+// ids, shapes, the model, limits) invalid-request; several kinds are invalid-request.
+func transferFieldProblem(err error) error {
+	fes, ok := fielderr.As(err)
+	if !ok {
+		return err
+	}
+	slug, title := "", ""
+	for _, fe := range fes {
+		k, t := slugInvalidRequest, "Invalid transfer request"
+		switch {
+		case strings.Contains(fe.Field, ".mesh"):
+			k, t = slugInvalidMesh, "Invalid mesh"
+		case strings.HasPrefix(fe.Field, "tensors[") && (strings.Contains(fe.Field, "].source") || strings.Contains(fe.Field, "].target") && !strings.Contains(fe.Field, "target_shape")):
+			k, t = slugInvalidSharding, "Invalid sharding"
+		}
+		if slug != "" && slug != k {
+			k, t = slugInvalidRequest, "Invalid transfer request"
+		}
+		slug, title = k, t
+	}
+	return Invalid(slug, title, fes...)
+}
+
+// placement reads one placement: its mesh (any form /v1/reshard takes) and global ids.
+func (s *Server) placement(pj *TransferPlacement, field string) (transfer.Placement, error) {
+	out := transfer.Placement{Name: pj.Name, Field: field}
+	raw := pj.Mesh
+	var ids []int
+	if t := strings.TrimSpace(string(raw)); strings.HasPrefix(t, "{") {
+		var o MeshObject
+		if err := decodeBytes(raw, &o); err != nil {
+			return out, prefixProblem(err, field+".mesh")
+		}
+		ids, o.DeviceIDs = o.DeviceIDs, nil
+		raw, _ = json.Marshal(o)
+	}
+	m, err := parseMesh(raw, field+".mesh", s.limits)
+	if err != nil {
+		return out, err
+	}
+	if m.DeviceIDs != nil {
+		ids = m.DeviceIDs
+	}
+	if m, err = sharding.NewMesh(m.Name, m.Axes, nil); err != nil {
+		return out, err
+	}
+	out.Mesh = m
+	n := m.NumDevices()
+	switch {
+	case pj.DeviceIDs != nil && (ids != nil || pj.FirstDevice != nil):
+		return out, sharding.Fieldf(field+".device_ids", "give the global ids once: device_ids, first_device or the mesh's device_ids")
+	case pj.DeviceIDs != nil:
+		ids = pj.DeviceIDs
+	case pj.FirstDevice != nil && ids != nil:
+		return out, sharding.Fieldf(field+".first_device", "give the global ids once: first_device or the mesh's device_ids")
+	case pj.FirstDevice != nil:
+		ids = make([]int, n)
+		for i := range ids {
+			ids[i] = *pj.FirstDevice + i
+		}
+	case ids == nil:
+		return out, sharding.Fieldf(field+".device_ids", "is required: give the global id of each mesh position (row-major), or first_device for consecutive ids")
+	}
+	out.Devices = ids
+	return out, nil
+}
+
+// transferTensor reads one tensor entry.
+func (s *Server) transferTensor(tj *TransferTensor, field string, p *transfer.Problem) (transfer.Tensor, error) {
+	t := transfer.Tensor{Name: tj.Name, Field: field, Count: 1}
+	shape, dtype := tj.Shape, tj.DType
+	if err := tensorType(tj.Tensor, &shape, &dtype, tj.ElementBytes); err != nil {
+		return t, prefixFields(err, field)
+	}
+	if len(shape) == 0 {
+		return t, sharding.Fieldf(field+".shape", "is required (or give tensor)")
+	}
+	if err := checkShape(shape, field+".shape", s.limits); err != nil {
+		return t, err
+	}
+	bits, err := elementBits(dtype, tj.ElementBytes, field+".dtype")
+	if err != nil {
+		return t, err
+	}
+	if tj.TargetShape != nil && !equalShape(tj.TargetShape, shape) {
+		return t, sharding.Fieldf(field+".target_shape", "is %v but the source shape is %v: a transfer moves a tensor unchanged between placements; give the same shape (reshape before or after)", tj.TargetShape, shape)
+	}
+	t.Shape, t.ElemBits = shape, bits
+	if t.Source, err = sharding.Parse(tj.Source, p.Source.Mesh, shape, field+".source"); err != nil {
+		return t, err
+	}
+	if t.Target, err = sharding.Parse(tj.Target, p.Targets[0].Mesh, shape, field+".target"); err != nil {
+		return t, err
+	}
+	for k, sh := range []sharding.Sharding{t.Source, t.Target} {
+		if len(sh.Unreduced) > 0 {
+			return t, sharding.Fieldf(field+[]string{".source", ".target"}[k], "has unreduced axes: a transfer moves reduced values; reduce on the source first")
+		}
+	}
+	if tj.Repeat > 0 {
+		t.Count = tj.Repeat
+		t.Names = make([]string, tj.Repeat)
+		for i := range t.Names {
+			if strings.Contains(tj.Name, "{i}") {
+				t.Names[i] = strings.ReplaceAll(tj.Name, "{i}", strconv.Itoa(i))
+			} else {
+				t.Names[i] = tj.Name + "." + strconv.Itoa(i)
+			}
+		}
+	}
+	return t, nil
+}
+
+func equalShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// prefixFields puts field in front of err's field names (tensorType names "tensor").
+func prefixFields(err error, field string) error {
+	es, ok := fielderr.As(err)
+	if !ok {
+		return err
+	}
+	out := make(fielderr.Errors, len(es))
+	for i, e := range es {
+		out[i] = fielderr.New(field+"."+e.Field, "%s", e.Message)
+	}
+	return out
+}
+
+// TransferResponse is a planned transfer.
+type TransferResponse struct {
+	CostModel     string              `json:"cost_model"`
+	FabricDevices int                 `json:"fabric_devices"`
+	Summary       TransferSummary     `json:"summary"`
+	Phases        []TransferPhase     `json:"phases"`
+	Groups        []TransferGroup     `json:"groups"`
+	Tensors       []TransferTensorOut `json:"tensors,omitempty"`
+} // @name TransferResponse
+
+// TransferSummary is the plan in total.
+type TransferSummary struct {
+	Strategy         string  `json:"strategy"`
+	Why              string  `json:"why"`
+	TimeUS           float64 `json:"time_us"`
+	TimeLowerBoundUS float64 `json:"time_lower_bound_us"`
+	TimeEfficiency   float64 `json:"time_efficiency"`
+	// Optimality is "proven" when the plan meets the bound, else "best_found".
+	Optimality      string              `json:"optimality"`
+	OptimalityGapUS float64             `json:"optimality_gap_us"`
+	Bound           TransferBound       `json:"bound"`
+	Buckets         int                 `json:"buckets"`
+	BucketBytes     int64               `json:"bucket_bytes"`
+	NetworkBytes    int64               `json:"network_bytes"`
+	BytesByLink     map[string]int64    `json:"bytes_by_link"`
+	PeakBytes       int64               `json:"peak_bytes_per_device"`
+	PeakDevice      int                 `json:"peak_device"`
+	ResidentBytes   int64               `json:"resident_bytes_per_device"`
+	MemoryBudget    int64               `json:"memory_budget_bytes_per_device,omitempty"`
+	Tensors         int                 `json:"tensors"`
+	TensorBytes     int64               `json:"tensor_bytes"`
+	Groups          int                 `json:"groups"`
+	Moves           int                 `json:"moves"`
+	ReplicaOrder    []int               `json:"replica_order,omitempty"`
+	Candidates      []TransferCandidate `json:"candidates"`
+} // @name TransferSummary
+
+// TransferBound is the fabric's lower bound and its terms.
+type TransferBound struct {
+	Binding         string  `json:"binding"`
+	LatencyUS       float64 `json:"latency_us"`
+	BandwidthUS     float64 `json:"bandwidth_us"`
+	NodeIngressUS   float64 `json:"node_ingress_us"`
+	NodeEgressUS    float64 `json:"node_egress_us"`
+	DeviceIngressUS float64 `json:"device_ingress_us"`
+	DeviceEgressUS  float64 `json:"device_egress_us"`
+	NetworkBytes    int64   `json:"network_bytes"`
+} // @name TransferBound
+
+// TransferCandidate is one strategy priced over the whole request.
+type TransferCandidate struct {
+	Name   string  `json:"name"`
+	TimeUS float64 `json:"time_us"`
+	// FastestUS is the time at its fastest bucket count; time_us takes the most
+	// buckets within 1% of it (less memory). Strategies are compared by it.
+	FastestUS    float64 `json:"fastest_us"`
+	NetworkBytes int64   `json:"network_bytes"`
+	Buckets      int     `json:"buckets"`
+	Chosen       bool    `json:"chosen"`
+	Note         string  `json:"note,omitempty"`
+} // @name TransferCandidate
+
+// TransferPhase is one pipeline stage of the plan over every tensor.
+type TransferPhase struct {
+	Phase              int      `json:"phase"`
+	Ops                []string `json:"ops"`
+	Link               string   `json:"link"`
+	NetworkBytes       int64    `json:"network_bytes"`
+	NVLinkBytes        int64    `json:"nvlink_bytes"`
+	BandwidthUS        float64  `json:"bandwidth_us"`
+	LatencyUSPerBucket float64  `json:"latency_us_per_bucket"`
+	MaxPeers           int      `json:"max_peers"`
+	Binding            string   `json:"binding"`
+} // @name TransferPhase
+
+// TransferGroup is the tensors of one shape, dtype and sharding pair.
+type TransferGroup struct {
+	Tensors          []string          `json:"tensors"`
+	Count            int               `json:"count"`
+	Shape            []int64           `json:"shape"`
+	ElementBits      int               `json:"element_bits"`
+	Bytes            int64             `json:"bytes"`
+	Source           string            `json:"source"`
+	Target           string            `json:"target"`
+	Strategy         string            `json:"strategy"`
+	TimeUS           float64           `json:"time_us"`
+	TimeLowerBoundUS float64           `json:"time_lower_bound_us"`
+	Cells            int               `json:"cells"`
+	Moves            int               `json:"moves"`
+	Transfers        []TransferMove    `json:"transfers,omitempty"`
+	TransferRuns     []TransferMoveRun `json:"transfer_runs,omitempty"`
+} // @name TransferGroup
+
+// TransferMove is one move of one tensor of a group: global ids, global ranges.
+type TransferMove struct {
+	Phase  int        `json:"phase"`
+	From   int        `json:"from"`
+	To     int        `json:"to"`
+	Ranges [][2]int64 `json:"ranges"`
+	Bytes  int64      `json:"bytes"`
+} // @name TransferMove
+
+// TransferMoveRun is count moves: first, then first plus i times step in every number.
+type TransferMoveRun struct {
+	First TransferMove `json:"first"`
+	Step  TransferMove `json:"step"`
+	Count int          `json:"count"`
+} // @name TransferMoveRun
+
+// TransferTensorOut is one tensor moved alone.
+type TransferTensorOut struct {
+	Name             string  `json:"name"`
+	Group            int     `json:"group"`
+	Bytes            int64   `json:"bytes"`
+	TimeUS           float64 `json:"time_us"`
+	TimeLowerBoundUS float64 `json:"time_lower_bound_us"`
+} // @name TransferTensorOut
+
+// transferRequest godoc
+//
+//	@Summary		Plan moving tensors between placements (trainer to inference replicas)
+//	@Description	Plans the weight transfer from a source placement to one or more target placements (replicas) on one GPU fabric: direct pulls, a fetch per node with an NVLink fan-out, chains and trees across replicas, or each tensor group its own, priced on the fabric's NVLink ports and NICs with buckets that pipeline, beside the fabric's lower bound. With `Accept: text/plain` the answer is a report; with `Accept: image/svg+xml` a drawing of the nodes and the network flows.
+//	@Tags			transfer
+//	@Accept			json
+//	@Produce		json
+//	@Produce		text/plain
+//	@Produce		image/svg+xml
+//	@Produce		application/problem+json
+//	@Param			request	body		TransferRequest	true	"fabric, placements and tensors"
+//	@Success		200		{object}	TransferResponse
+//	@Failure		400		{object}	Problem	"invalid JSON, placement, tensor, sharding or cost model; a limit exceeded"
+//	@Failure		422		{object}	Problem	"no plan within memory_budget_bytes_per_device, or the transfers asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES"
+//	@Failure		503		{object}	Problem	"overloaded or timed out"
+//	@Router			/v1/transfer [post]
+func (s *Server) transferRequest(w http.ResponseWriter, r *http.Request) error {
+	var req TransferRequest
+	if err := s.decodeJSON(r, &req); err != nil {
+		return err
+	}
+	p, err := s.transferProblem(&req)
+	if err != nil {
+		return transferFieldProblem(err)
+	}
+	resp, res, err := s.planTransfer(r.Context(), &req, p)
+	if err != nil {
+		return err
+	}
+	if wantsSVG(r) {
+		body, err := transferSVG(p, res)
+		if err != nil {
+			return err
+		}
+		writeSVG(w, body)
+		return nil
+	}
+	if wantsText(r) {
+		writeBody(w, http.StatusOK, textMediaType+"; charset=utf-8", []byte(TransferText(resp)))
+		return nil
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// planTransfer plans p and writes the JSON answer (the plan beside it, for drawings).
+func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *transfer.Problem) (*TransferResponse, *transfer.Result, error) {
+	res, err := transfer.Plan(ctx, p)
+	if err != nil {
+		var be *transfer.BudgetError
+		if errors.As(err, &be) {
+			pr := Invalid(slugBudgetExceeded, "No plan within the memory budget", sharding.Fieldf("memory_budget_bytes_per_device",
+				"%s; the smallest budget that admits a plan is %d", be.Error(), be.MinBudget))
+			pr.Status = http.StatusUnprocessableEntity
+			pr.MinBudget = be.MinBudget
+			return nil, nil, pr
+		}
+		return nil, nil, err
+	}
+	include := map[string]bool{}
+	for _, v := range req.Include {
+		include[v] = true
+	}
+	out := &TransferResponse{CostModel: p.Fabric.Name, FabricDevices: p.Devices}
+	sm := &out.Summary
+	sm.Strategy, sm.Why, sm.TimeUS = res.Strategy, res.Why, round2(res.TimeUS)
+	sm.TimeLowerBoundUS = round2(res.Bound.TimeUS)
+	sm.TimeEfficiency = 1
+	if res.TimeUS > 0 {
+		sm.TimeEfficiency = math.Round(res.Bound.TimeUS/res.TimeUS*1e4) / 1e4
+	}
+	sm.Optimality = "best_found"
+	if res.TimeUS <= res.Bound.TimeUS*(1+1e-9) {
+		sm.Optimality = "proven"
+	}
+	sm.OptimalityGapUS = round2(max(0, res.TimeUS-res.Bound.TimeUS))
+	b := res.Bound
+	sm.Bound = TransferBound{Binding: b.Binding, LatencyUS: round2(b.LatencyUS), BandwidthUS: round2(b.BandwidthUS), NodeIngressUS: round2(b.NodeIngressUS),
+		NodeEgressUS: round2(b.NodeEgressUS), DeviceIngressUS: round2(b.DeviceIngressUS), DeviceEgressUS: round2(b.DeviceEgressUS), NetworkBytes: int64(b.NetworkBytes + 0.5)}
+	sm.Buckets, sm.BucketBytes = res.Buckets, res.BucketBytes
+	sm.NetworkBytes = res.NetworkBytes
+	sm.BytesByLink = map[string]int64{"ib": res.NetworkBytes, "nvlink": res.NVLinkBytes}
+	sm.PeakBytes, sm.PeakDevice, sm.ResidentBytes = res.PeakBytesPerDevice, res.PeakDevice, res.ResidentBytes
+	sm.MemoryBudget = p.MemoryBudget
+	sm.Tensors, sm.TensorBytes, sm.Groups, sm.Moves = res.TensorCount, res.TensorBytes, len(res.Classes), res.MoveCount
+	if res.Strategy == "chain" || res.Strategy == "tree" || res.Strategy == "mixed" {
+		sm.ReplicaOrder = res.Order
+	}
+	for _, c := range res.Candidates {
+		sm.Candidates = append(sm.Candidates, TransferCandidate{Name: c.Name, TimeUS: round2(c.TimeUS), FastestUS: round2(c.FastestUS), NetworkBytes: c.NetworkBytes, Buckets: c.Buckets, Chosen: c.Chosen, Note: c.Note})
+	}
+	for j, ph := range res.Phases {
+		out.Phases = append(out.Phases, TransferPhase{Phase: j, Ops: ph.Ops, Link: ph.Link, NetworkBytes: ph.NetworkBytes, NVLinkBytes: ph.NVLinkBytes,
+			BandwidthUS: round2(ph.BandwidthUS), LatencyUSPerBucket: round2(ph.LatencyUS), MaxPeers: ph.MaxPeers, Binding: ph.Binding})
+	}
+	budget := s.limits.MaxResponseBytes
+	for gi, c := range res.Classes {
+		t0 := &p.Tensors[c.Tensors[0]]
+		g := TransferGroup{Count: c.Count, Shape: t0.Shape, ElementBits: t0.ElemBits, Bytes: c.Bytes,
+			Source: t0.Source.Text(p.Source.Mesh.Name), Target: t0.Target.Text(p.Targets[0].Mesh.Name), Strategy: c.Strategy,
+			TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS), Cells: c.Cells, Moves: len(c.Moves)}
+		for _, ti := range c.Tensors {
+			t := &p.Tensors[ti]
+			names := t.Names
+			if names == nil {
+				names = []string{t.Name}
+			}
+			g.Tensors = append(g.Tensors, names...)
+			if include["tensors"] {
+				for _, n := range names {
+					out.Tensors = append(out.Tensors, TransferTensorOut{Name: n, Group: gi, Bytes: c.Bytes, TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS)})
+				}
+			}
+		}
+		if include["transfers"] {
+			runs := moveRuns(c.Moves)
+			list := len(c.Moves) * (64 + 24*len(t0.Shape))
+			rl := len(runs) * 2 * (64 + 24*len(t0.Shape))
+			if budget > 0 {
+				if budget -= int64(min(list, rl)); budget < 0 {
+					pr := NewProblem(http.StatusUnprocessableEntity, slugResponseTooLarge, "Response too large",
+						"groups[%d].transfers would take the answer over %d bytes (SHARDPLAN_MAX_RESPONSE_BYTES); leave \"transfers\" out of include, or plan fewer tensors per request", gi, s.limits.MaxResponseBytes)
+					return nil, nil, pr
+				}
+			}
+			if rl < list {
+				g.TransferRuns = runs
+			} else {
+				for _, m := range c.Moves {
+					g.Transfers = append(g.Transfers, TransferMove(m))
+				}
+			}
+		}
+		out.Groups = append(out.Groups, g)
+	}
+	return out, res, nil
+}
+
+// moveRuns compresses moves (in their order) into runs of a constant step.
+func moveRuns(ms []transfer.Move) []TransferMoveRun {
+	var out []TransferMoveRun
+	diff := func(a, b transfer.Move) TransferMove {
+		d := TransferMove{Phase: b.Phase - a.Phase, From: b.From - a.From, To: b.To - a.To, Bytes: b.Bytes - a.Bytes, Ranges: make([][2]int64, len(a.Ranges))}
+		for i := range a.Ranges {
+			d.Ranges[i] = [2]int64{b.Ranges[i][0] - a.Ranges[i][0], b.Ranges[i][1] - a.Ranges[i][1]}
+		}
+		return d
+	}
+	same := func(a, b TransferMove) bool {
+		if a.Phase != b.Phase || a.From != b.From || a.To != b.To || a.Bytes != b.Bytes {
+			return false
+		}
+		for i := range a.Ranges {
+			if a.Ranges[i] != b.Ranges[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i < len(ms); {
+		r := TransferMoveRun{First: TransferMove(ms[i]), Count: 1}
+		if i+1 < len(ms) {
+			r.Step = diff(ms[i], ms[i+1])
+			j := i + 1
+			for j < len(ms) && same(diff(ms[j-1], ms[j]), r.Step) {
+				j++
+			}
+			r.Count = j - i
+		}
+		if r.Count == 1 {
+			r.Step = TransferMove{Ranges: make([][2]int64, len(ms[i].Ranges))}
+		}
+		out = append(out, r)
+		i += r.Count
+	}
+	return out
+}
+
+// TransferText is the report of a transfer for a terminal.
+func TransferText(t *TransferResponse) string {
+	var b strings.Builder
+	s := &t.Summary
+	fmt.Fprintf(&b, "transfer on %s (%d devices): %d tensors, %s in %d groups\n", t.CostModel, t.FabricDevices, s.Tensors, humanBytes(s.TensorBytes), s.Groups)
+	fmt.Fprintf(&b, "strategy %s: %.1f us, bound %.1f us (efficiency %.3f, %s)\n", s.Strategy, s.TimeUS, s.TimeLowerBoundUS, s.TimeEfficiency, s.Optimality)
+	fmt.Fprintf(&b, "  bound set by %s; must cross the network: %s\n", s.Bound.Binding, humanBytes(s.Bound.NetworkBytes))
+	fmt.Fprintf(&b, "  %d buckets of %s; network %s, nvlink %s; peak %s per device (device %d)\n", s.Buckets, humanBytes(s.BucketBytes),
+		humanBytes(s.BytesByLink["ib"]), humanBytes(s.BytesByLink["nvlink"]), humanBytes(s.PeakBytes), s.PeakDevice)
+	fmt.Fprintf(&b, "  %s\n\ncandidates:\n", s.Why)
+	for _, c := range s.Candidates {
+		mark := " "
+		if c.Chosen {
+			mark = "*"
+		}
+		if c.Note != "" {
+			fmt.Fprintf(&b, " %s %-7s %s\n", mark, c.Name, c.Note)
+			continue
+		}
+		fmt.Fprintf(&b, " %s %-7s %12.1f us  network %s  %d buckets\n", mark, c.Name, c.TimeUS, humanBytes(c.NetworkBytes), c.Buckets)
+	}
+	fmt.Fprintf(&b, "\nphases (every bucket runs through them in order):\n")
+	for _, ph := range t.Phases {
+		fmt.Fprintf(&b, "  %d  %-30s %-6s network %-10s nvlink %-10s %10.1f us + %.1f us/bucket  bound by %s\n", ph.Phase, strings.Join(ph.Ops, ","), ph.Link,
+			humanBytes(ph.NetworkBytes), humanBytes(ph.NVLinkBytes), ph.BandwidthUS, ph.LatencyUSPerBucket, ph.Binding)
+	}
+	fmt.Fprintf(&b, "\ngroups:\n")
+	for _, g := range t.Groups {
+		name := g.Tensors[0]
+		if len(g.Tensors) > 1 {
+			name += fmt.Sprintf(" (+%d)", len(g.Tensors)-1)
+		}
+		fmt.Fprintf(&b, "  %-40s %v  %s each  %s -> %s  %s %.1f us alone (bound %.1f)\n", name, g.Shape, humanBytes(g.Bytes), g.Source, g.Target, g.Strategy, g.TimeUS, g.TimeLowerBoundUS)
+	}
+	return b.String()
+}
+
+// round2 rounds a time to 0.01 µs for the answer.
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/shardplan/shardplan/api"
+)
+
+// transferReport prints a transfer plan (the report, or the raw JSON) and applies the
+// gates: the plan's time over maxTimeUS, its time efficiency under minEff (0: off).
+func transferReport(stdout, stderr io.Writer, body []byte, asJSON bool, maxTimeUS, minEff float64) int {
+	var t api.TransferResponse
+	if err := json.Unmarshal(body, &t); err != nil {
+		fmt.Fprintf(stderr, "shardplan: the server's answer is not what /v1/transfer returns: %v\n", err)
+		return exitServer
+	}
+	if asJSON {
+		stdout.Write(body)
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			fmt.Fprintln(stdout)
+		}
+	} else {
+		fmt.Fprint(stdout, api.TransferText(&t))
+	}
+	var failed []string
+	if maxTimeUS > 0 && t.Summary.TimeUS > maxTimeUS {
+		failed = append(failed, fmt.Sprintf("transfer time %.2f us exceeds --max-time-us %g", t.Summary.TimeUS, maxTimeUS))
+	}
+	if minEff > 0 && t.Summary.TimeEfficiency < minEff {
+		failed = append(failed, fmt.Sprintf("time efficiency %.4f (bound %.2f us / time %.2f us) is below --min-efficiency %g",
+			t.Summary.TimeEfficiency, t.Summary.TimeLowerBoundUS, t.Summary.TimeUS, minEff))
+	}
+	for _, f := range failed {
+		fmt.Fprintf(stderr, "shardplan: transfer gate failed: %s\n", f)
+	}
+	if len(failed) > 0 {
+		return exitViolation
+	}
+	return exitOK
+}

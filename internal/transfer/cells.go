@@ -1,0 +1,167 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/shardplan/shardplan/internal/fielderr"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// class is the tensors of one shape, element width and sharding pair: they share cells
+// and moves.
+type class struct {
+	key      string
+	shape    []int64
+	elemBits int
+	source   sharding.Sharding
+	target   sharding.Sharding
+	tensors  []int // indices into Problem.Tensors
+	count    int   // tensors it stands for
+	cells    []cell
+	// srcTile and dstTile are one device's padded tile bytes under each sharding.
+	srcTile, dstTile int64
+}
+
+// cell is a box of the tensor inside one source tile and one target tile.
+type cell struct {
+	lo, hi  []int64
+	elems   int64
+	holders []int32 // global ids of source devices holding it
+	needers []int32 // global ids of target devices (every replica) needing it
+}
+
+// maxCellsPerClass bounds one class's cells (a request over it is a limit error).
+const maxCellsPerClass = 1 << 20
+
+// bytesOf is the size of n elements of the class's dtype.
+func (c *class) bytesOf(n int64) float64 { return float64(n) * float64(c.elemBits) / 8 }
+
+// classes groups p's tensors by shape, width and shardings.
+func (p *Problem) classes() []*class {
+	byKey := map[string]*class{}
+	var out []*class
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		key := fmt.Sprint(t.Shape, t.ElemBits, "|", t.Source.Body(), "|", t.Target.Body())
+		c := byKey[key]
+		if c == nil {
+			c = &class{key: key, shape: t.Shape, elemBits: t.ElemBits, source: t.Source, target: t.Target}
+			byKey[key] = c
+			out = append(out, c)
+		}
+		c.tensors = append(c.tensors, i)
+		c.count += t.Count
+	}
+	return out
+}
+
+// build computes c's cells on p's placements.
+func (c *class) build(ctx context.Context, p *Problem, field string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	src := sharding.NewLayout(p.Source.Mesh, c.shape, c.source)
+	dst := sharding.NewLayout(p.Targets[0].Mesh, c.shape, c.target)
+	c.srcTile = sharding.BufferBytes(src.TileElements(), c.elemBits)
+	c.dstTile = sharding.BufferBytes(dst.TileElements(), c.elemBits)
+	rank := len(c.shape)
+	// Per dim, the cut points of both tilings.
+	cuts := make([][]int64, rank)
+	n := int64(1)
+	for d := range rank {
+		pts := []int64{0, c.shape[d]}
+		for i := range src.Counts[d] {
+			s, _ := src.Range(d, i)
+			pts = append(pts, s)
+		}
+		for i := range dst.Counts[d] {
+			s, _ := dst.Range(d, i)
+			pts = append(pts, s)
+		}
+		slices.Sort(pts)
+		pts = slices.Compact(pts)
+		cuts[d] = pts
+		n *= int64(max(len(pts)-1, 1))
+		if n > maxCellsPerClass {
+			return fielderr.New(field, "the source and target tilings cut this tensor into more than %d boxes; plan fewer shards per dim", maxCellsPerClass)
+		}
+	}
+	// Shard index tuples -> devices.
+	holders := shardDevices(src, p.Source.Devices, nil)
+	needers := map[string][]int32{}
+	for _, t := range p.Targets {
+		shardDevices(dst, t.Devices, needers)
+	}
+	idx := make([]int, rank)
+	si := make([]int, rank)
+	ti := make([]int, rank)
+	for k := int64(0); ; k++ {
+		if k&1023 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		lo, hi := make([]int64, rank), make([]int64, rank)
+		elems := int64(1)
+		for d := range rank {
+			lo[d], hi[d] = cuts[d][idx[d]], cuts[d][idx[d]+1]
+			elems *= hi[d] - lo[d]
+			si[d] = shardOf(src, d, lo[d])
+			ti[d] = shardOf(dst, d, lo[d])
+		}
+		if elems > 0 {
+			c.cells = append(c.cells, cell{lo: lo, hi: hi, elems: elems, holders: holders[tupleKey(si)], needers: needers[tupleKey(ti)]})
+		}
+		// Odometer.
+		d := rank - 1
+		for d >= 0 {
+			idx[d]++
+			if idx[d] < len(cuts[d])-1 {
+				break
+			}
+			idx[d] = 0
+			d--
+		}
+		if d < 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// shardOf is the shard index along dim d holding global index x.
+func shardOf(l *sharding.Layout, d int, x int64) int {
+	if l.Counts[d] == 1 {
+		return 0
+	}
+	return int(x / l.Tile[d])
+}
+
+// shardDevices maps every device's shard-index tuple to its global ids (into into, or
+// a new map).
+func shardDevices(l *sharding.Layout, devices []int, into map[string][]int32) map[string][]int32 {
+	if into == nil {
+		into = map[string][]int32{}
+	}
+	m := l.Mesh
+	coords := make([]int, len(m.Axes))
+	tuple := make([]int, len(l.Shape))
+	for pos, id := range devices {
+		m.Coords(pos, coords)
+		for d := range tuple {
+			tuple[d] = l.ShardIndex(d, coords)
+		}
+		k := tupleKey(tuple)
+		into[k] = append(into[k], int32(id))
+	}
+	return into
+}
+
+func tupleKey(t []int) string {
+	var b strings.Builder
+	for _, v := range t {
+		fmt.Fprintf(&b, "%d,", v)
+	}
+	return b.String()
+}

@@ -1,0 +1,160 @@
+package transfer
+
+import (
+	"fmt"
+
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/fielderr"
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// Placement is a mesh on the fabric: Devices[p] is the global id of the device at
+// row-major mesh position p.
+type Placement struct {
+	Name    string
+	Field   string // its path in the request ("source", "targets[2]")
+	Mesh    *sharding.Mesh
+	Devices []int
+}
+
+// Tensor is one tensor (or Count tensors of the same shape, dtype and shardings) to
+// move: its source sharding is on the source placement's mesh, its target sharding on
+// every target's.
+type Tensor struct {
+	Name     string
+	Field    string
+	Shape    []int64
+	ElemBits int
+	Source   sharding.Sharding
+	Target   sharding.Sharding
+	// Count is how many tensors this entry stands for (a repeated layer); Names, when
+	// set, names each of them (len Count).
+	Count int
+	Names []string
+}
+
+// Problem is a validated transfer request.
+type Problem struct {
+	Fabric  *Fabric
+	Devices int // the fabric's device count: ids are 0..Devices-1
+	Source  Placement
+	Targets []Placement
+	Tensors []Tensor
+	// MemoryBudget bounds the bytes any device holds at any time (0: none).
+	MemoryBudget int64
+	// Strategy forces one strategy by name ("" or "auto": the cheapest).
+	Strategy string
+	// MaxBuckets bounds the bucket count (0: DefaultMaxBuckets).
+	MaxBuckets int
+	// MaxMoves bounds the moves the plan may make over all classes (0: DefaultMaxMoves).
+	MaxMoves int
+
+	// nodeMap maps a compacted problem's nodes to the fabric's (nil: not compacted).
+	nodeMap []int
+}
+
+// Limits of the planning work.
+const (
+	DefaultMaxBuckets = 1 << 14
+	DefaultMaxMoves   = 1 << 22
+)
+
+// Strategies are the strategy names, in the order candidates are listed.
+var Strategies = []string{"direct", "fanout", "spread", "chain", "tree", "mixed"}
+
+// Fabric is the view of a GPU cost model that transfers are priced on: nodes of
+// GPUsPerNode consecutive device ids, each GPU with an NVLink port and one NIC, both
+// full duplex. Bandwidths are bytes per µs per direction, efficiency applied.
+type Fabric struct {
+	Name        string
+	GPUsPerNode int
+	NVLinkBW    float64
+	NICBW       float64
+	NVLinkLat   float64 // per step
+	NICLat      float64 // per step
+	Base        float64 // per phase (launch)
+	Additive    bool
+}
+
+// FabricOf reads m's figures. Transfers need a GPU model (gpus_per_node > 0, with
+// nvlink and ib links): the error names field.
+func FabricOf(m cost.Model, field string) (*Fabric, error) {
+	f, ok := m.(*cost.Fabric)
+	if !ok {
+		return nil, fielderr.New(field, "transfers are priced on a fabric model; give a profile name such as \"h100\"")
+	}
+	info := f.Info()
+	if info.GPUsPerNode <= 0 {
+		return nil, fielderr.New(field, "model %q has no GPU nodes (gpus_per_node is 0): transfers are priced on GPU models (nodes of NVLink GPUs joined by NICs), e.g. \"h100\", \"b200\"", info.Name)
+	}
+	nv, okNV := info.Links["nvlink"]
+	ib, okIB := info.Links["ib"]
+	if !okNV || !okIB {
+		return nil, fielderr.New(field, "model %q needs both an nvlink and an ib link to price transfers", info.Name)
+	}
+	eff := info.Efficiency
+	if eff == 0 {
+		eff = 1
+	}
+	return &Fabric{
+		Name: info.Name, GPUsPerNode: info.GPUsPerNode,
+		NVLinkBW: nv.BandwidthGBps * eff * 1e3, NICBW: ib.BandwidthGBps * eff * 1e3,
+		NVLinkLat: nv.LatencyUS, NICLat: ib.LatencyUS, Base: max(nv.BaseLatencyUS, ib.BaseLatencyUS),
+		Additive: info.Mode != "max",
+	}, nil
+}
+
+// Node is the node of global device id d.
+func (f *Fabric) Node(d int) int { return d / f.GPUsPerNode }
+
+func (f *Fabric) combine(lat, bw float64) float64 {
+	if f.Additive {
+		return lat + bw
+	}
+	return max(lat, bw)
+}
+
+// Validate checks the placements: one device id per mesh position, each inside the
+// fabric and listed once per placement, a device in at most one replica, every replica
+// with targets[0]'s axes, at least one target. Errors name the fields.
+func (p *Problem) Validate() error {
+	var es fielderr.Errors
+	check := func(pl *Placement) {
+		if len(pl.Devices) != pl.Mesh.NumDevices() {
+			es = append(es, fielderr.New(pl.Field+".device_ids", "lists %d devices but the mesh %s has %d; give one global id per mesh position, row-major", len(pl.Devices), pl.Mesh, pl.Mesh.NumDevices()))
+			return
+		}
+		seen := make(map[int]int, len(pl.Devices))
+		for i, d := range pl.Devices {
+			if d < 0 || d >= p.Devices {
+				es = append(es, fielderr.New(fmt.Sprintf("%s.device_ids[%d]", pl.Field, i), "device %d is outside the fabric's ids 0..%d (fabric_devices %d)", d, p.Devices-1, p.Devices))
+				continue
+			}
+			if j, dup := seen[d]; dup {
+				es = append(es, fielderr.New(fmt.Sprintf("%s.device_ids[%d]", pl.Field, i), "device %d is listed twice in this placement (also at [%d])", d, j))
+				continue
+			}
+			seen[d] = i
+		}
+	}
+	check(&p.Source)
+	owner := map[int]int{}
+	for r := range p.Targets {
+		t := &p.Targets[r]
+		check(t)
+		if r > 0 && !t.Mesh.SameLayout(p.Targets[0].Mesh) {
+			es = append(es, fielderr.New(t.Field+".mesh", "replica mesh %s differs from targets[0]'s %s; every replica has the target shardings, so give them the same axes", t.Mesh, p.Targets[0].Mesh))
+		}
+		for i, d := range t.Devices {
+			if o, dup := owner[d]; dup && o != r {
+				es = append(es, fielderr.New(fmt.Sprintf("%s.device_ids[%d]", t.Field, i), "device %d is already in targets[%d]: a device belongs to at most one replica", d, o))
+				continue
+			}
+			owner[d] = r
+		}
+	}
+	if len(p.Targets) == 0 {
+		es = append(es, fielderr.New("targets", "is empty: give at least one target placement"))
+	}
+	return es.Err()
+}
