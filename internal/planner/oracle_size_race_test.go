@@ -9,3 +9,11 @@ var oracleCases = 150
 // goldenRandomSetCases is how many of the random set's reshards TestGoldenPlans compares
 // under the race detector: a prefix of the set the plain run compares in full.
 var goldenRandomSetCases = 40
+
+// structuredOracleCases is TestStructuredOracle's draw under the race detector: a
+// prefix of the plain run's, and how many of it must be judged.
+var structuredOracleCases, structuredOracleJudged = 120, 100
+
+// chainJudgeCases is TestChainJudgeStructured's cases under the race detector: a
+// prefix of the plain run's.
+var chainJudgeCases = 8

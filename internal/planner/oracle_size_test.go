@@ -9,3 +9,10 @@ var oracleCases = 2000
 // goldenRandomSetCases is how many of the random set's reshards TestGoldenPlans compares:
 // all of them.
 var goldenRandomSetCases = 250
+
+// structuredOracleCases is how many seeded reshards TestStructuredOracle draws, and how
+// many of them it must judge (the others are above its quick size).
+var structuredOracleCases, structuredOracleJudged = 600, 500
+
+// chainJudgeCases is how many reshards TestChainJudgeStructured judges.
+var chainJudgeCases = 40

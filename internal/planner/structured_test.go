@@ -89,10 +89,11 @@ func TestOptimalNotSlowerThanXLA(t *testing.T) {
 // either end (over the units the plans are proven over: whole axes, or the sub-axes
 // the ends name) beats a plan, and no plan fully rematerializes where the structured
 // oracle has a path that does not (chains with a leg through sub-axes neither end
-// names, outside the graph the plans are proven over, are logged). 40 cases, chains of two through 4 neighbours per
+// names, outside the graph the plans are proven over, are logged). 40 cases (under the
+// race detector 8: chainJudgeCases), chains of two through 4 neighbours per
 // end (-long: 120 cases, chains of two and three through 8).
 func TestChainJudgeStructured(t *testing.T) {
-	cases, opt := 40, chainOptions{neighbours: 4}
+	cases, opt := chainJudgeCases, chainOptions{neighbours: 4}
 	if *long {
 		cases, opt = 120, chainOptions{neighbours: 8, threes: true}
 	}
