@@ -126,13 +126,14 @@ var exampleCases = []exampleCase{
 	// finds an exchange then an all-to-all at 11.2 µs, as the default does.
 	{"reshard-effort-fast.json", 200, map[string]any{
 		"steps.#": 2, "steps.0.op": "all_to_all_v", "steps.1.op": "all_to_all",
-		"summary.search_expansions": 8.0, "summary.candidates.#": 4, "summary.candidates.0.name": "greedy",
-		"summary.candidates.3.name": "complete",
+		"summary.search_expansions": 8.0, "summary.candidates.#": 5, "summary.candidates.0.name": "greedy",
+		"summary.candidates.3.name": "xla", "summary.candidates.4.name": "complete",
 	}},
 	{"reshard-65536-gpus.json", 200, map[string]any{
 		"steps.#": 1, "steps.0.op": "all_to_all_v", "steps.0.link": "ib",
 		"summary.full_rematerialization": false, "lists_omitted": true,
-		"summary.candidates.#": 2, "summary.candidates.1.name": "gather_then_slice",
+		"summary.candidates.#": 3, "summary.candidates.1.name": "gather_then_slice",
+		"summary.candidates.2.name": "xla",
 	}},
 	// Every axis on InfiniBand: bytes are what costs, so an exchange that moves only the
 	// lower bound wins (after a local slice that spreads its senders).
