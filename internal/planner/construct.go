@@ -42,8 +42,8 @@ func (sp *space) constructWith(r *Request, start, goal state, maxTile int64, noR
 	// The states passed: a move back to one is a loop (two dims can hand the same
 	// suffix back and forth, allToAllFilling), which gives up at once rather than at the
 	// iteration cap. Steering the loop elsewhere (a filling all_to_all that avoids them)
-	// gave a greedy plan on random-set case 115 but made case 91's plan 1.25x dearer,
-	// as the tighter bound pruned the anytime pass's way to it: left as it was.
+	// can give a greedy plan where there was none, but its tighter bound can prune the
+	// anytime pass's way to a cheaper plan, so the greedy construction gives up instead.
 	seen := map[string]bool{start.key(): true}
 	for iter := 0; iter <= 4*len(sp.atoms)+len(goal)+2; iter++ {
 		if cur.equal(goal) {

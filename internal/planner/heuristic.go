@@ -299,8 +299,8 @@ type groupBound struct {
 
 // hopShare: time leaves the hop bound out where the bandwidth bound is over hopShare
 // times the largest hop bound the mesh allows (hopBound.most), which could then add at
-// most 2% to the heuristic: on one of the random set's large tensors (case 54) it took a
-// fifth of the request's time for no fewer expansions.
+// most 2% to the heuristic, for no fewer expansions at a large share of the request's
+// time on large tensors (docs/PERFORMANCE.md, planner tunables).
 const hopShare = 50
 
 // time is the heuristic of st in µs. With the bytes bounds (missing bytes, the cuts)
@@ -309,13 +309,11 @@ const hopShare = 50
 // least latMin and a bandwidth term of at least the bytes it moves over the bound's
 // bandwidth (cost.Fabric.LowerBound's contract; TestPropertyCutBoundPerStep holds each
 // term of every step to it), so the path pays max(steps, 1) latencies plus the bytes
-// that must move over that bandwidth. On testgen.RandomSet this lowers the
-// expansions by 4%.
+// that must move over that bandwidth.
 //
 // The path's latencies also add up to at least the hop bound (hopBound: the hops some
 // lacking byte must still travel), so the latency term is the larger of the two. On
-// torus meshes, where small reshards are all latency, this is the heuristic's strength:
-// on the random set it takes the expansions from 109,779 to 80,575.
+// torus meshes, where small reshards are all latency, this is the heuristic's strength.
 func (b *bound) time(st state) float64 {
 	h, _ := b.timeOver(st, 0, math.Inf(1))
 	return h

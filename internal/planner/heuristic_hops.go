@@ -77,8 +77,8 @@ const (
 	labelQ
 )
 
-// maxHopConfigs caps the coupling assignments dist enumerates per component (64 or 256:
-// the same plans on the random set).
+// maxHopConfigs caps the coupling assignments dist enumerates per component (larger caps
+// found no other plans; docs/PERFORMANCE.md, planner tunables).
 const maxHopConfigs = 16
 
 // hopMetric is implemented by cost models whose latencies count hops (cost.Fabric).

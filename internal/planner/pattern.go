@@ -22,9 +22,8 @@ import (
 // collective_permute (equal shard counts per dim) this makes the pairs a permutation:
 // every device sends and receives at most once. An all_to_all_v may instead ask the
 // nearest holders (newPatternHolders: no pairing, every replicated digit the
-// receiver's): spreading the senders can load an axis no data needs to cross, and on
-// the random set's torus the direct exchange of 62 of 250 reshards is cheaper
-// without it (up to 4.9x), 85 dearer (up to 2.3x); routed prices both.
+// receiver's): spreading the senders can load an axis no data needs to cross, so
+// neither is cheaper in general and routed prices both.
 //
 // Atoms whose digit is the same for every receiver and its holders, and on which the
 // bytes do not depend, are fixed: the pattern repeats along them. The enumeration runs

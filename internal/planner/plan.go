@@ -360,9 +360,9 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			fp := &Plan{Request: r, sp: fork}
 			fp.Steps = fork.steps(r, append(slices.Clone(pre), mv...))
 			firstMoves = mv
-			// Only exchanges priced in closed form: on the random set every first-plan
-			// hybrid that wins is one, and routing others transfer by transfer put
-			// 100-200 µs on large meshes' median for no plan.
+			// Only exchanges priced in closed form: the first-plan hybrids that win are
+			// such exchanges, and routing others transfer by transfer costs large meshes
+			// planning time for no plan (docs/PERFORMANCE.md, planner tunables).
 			fork.closedFormOnly = true
 			firstHybrid = fork.hybridOf(r, fp.named(originSearch), goal, side.limit())
 			fork.closedFormOnly = false
@@ -422,10 +422,8 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 			// Two exchanges can beat one by half: dimension-ordered routing puts the
 			// direct exchange's crossings on the few lines whose transfers need them,
 			// and an exchange to an intermediate sharding spreads the data over more
-			// lines first (random set: 22 plans faster on tpu-v5p, to 0.73x; reshard
-			// 198's two exchanges take half the direct one's time; routing the second
-			// round's exchanges too gained nothing more and cost h100 large meshes
-			// 10-20%).
+			// lines first. Routing the second round's exchanges too finds no cheaper plan
+			// and costs large meshes planning time (docs/PERFORMANCE.md, planner tunables).
 			sp.closedFormOnly = true
 			h2 := bestHybrid(r, cands, []*Plan{sp.hybridOf(r, h, goal, side.limit())})
 			sp.closedFormOnly = false

@@ -234,11 +234,9 @@ type moveSet struct {
 
 var (
 	// goalMoves move strictly toward the goal: no swaps, no fills, whole gathers only
-	// (the towardGoal permute and the direct permute stay). Without the partial
-	// gathers, on the random set: 20% fewer exact expansions, 2 searches at the budget
-	// instead of 6, plans 1.5% cheaper on geomean as more searches finish; without the
-	// fills, 10 of 250 searches stop at the budget instead of 63, 25% less CPU, and
-	// plans cost 0.955 of theirs on average.
+	// (the towardGoal permute and the direct permute stay). Leaving out partial gathers
+	// and fills lets more exact searches finish within their budget, which makes plans
+	// cheaper on the whole (docs/PERFORMANCE.md, planner tunables).
 	goalMoves = moveSet{wholeGathers: true}
 	// goalSwapMoves are goalMoves with the swaps and replacements of single atoms.
 	goalSwapMoves = moveSet{swaps: true, wholeGathers: true}
