@@ -87,14 +87,7 @@ func (o *auditOptions) report(stdout, stderr io.Writer, body []byte, asJSON bool
 		fmt.Fprintf(stderr, "shardplan: the server's audit is not what /v1/audit returns: %v\n", err)
 		return exitServer
 	}
-	if asJSON {
-		stdout.Write(body)
-		if len(body) > 0 && body[len(body)-1] != '\n' {
-			fmt.Fprintln(stdout)
-		}
-	} else {
-		fmt.Fprint(stdout, api.AuditText(&a))
-	}
+	printAnswer(stdout, body, asJSON, func() string { return api.AuditText(&a) })
 	var failed []string
 	if o.failOnRemat {
 		if n := len(a.Totals.XLARemats) + len(a.Remats); n > 0 {
@@ -110,11 +103,30 @@ func (o *auditOptions) report(stdout, stderr io.Writer, body []byte, asJSON bool
 	if o.maxTimeUS > 0 && a.Totals.TimeUS > o.maxTimeUS {
 		failed = append(failed, fmt.Sprintf("communication time %.2f us exceeds --max-time-us %g", a.Totals.TimeUS, o.maxTimeUS))
 	}
-	if len(failed) == 0 {
-		return exitOK
+	return gate(stderr, "audit", failed)
+}
+
+// printAnswer prints the server's answer: the raw JSON body (ending in a newline) when
+// asJSON, else the text report.
+func printAnswer(stdout io.Writer, body []byte, asJSON bool, text func() string) {
+	if !asJSON {
+		fmt.Fprint(stdout, text())
+		return
 	}
+	stdout.Write(body)
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		fmt.Fprintln(stdout)
+	}
+}
+
+// gate prints each failed check of the named gate and returns the exit status:
+// exitViolation when any failed, else exitOK.
+func gate(stderr io.Writer, name string, failed []string) int {
 	for _, f := range failed {
-		fmt.Fprintf(stderr, "shardplan: audit gate failed: %s\n", f)
+		fmt.Fprintf(stderr, "shardplan: %s gate failed: %s\n", name, f)
 	}
-	return exitViolation
+	if len(failed) > 0 {
+		return exitViolation
+	}
+	return exitOK
 }

@@ -16,14 +16,7 @@ func transferReport(stdout, stderr io.Writer, body []byte, asJSON bool, maxTimeU
 		fmt.Fprintf(stderr, "shardplan: the server's answer is not what /v1/transfer returns: %v\n", err)
 		return exitServer
 	}
-	if asJSON {
-		stdout.Write(body)
-		if len(body) > 0 && body[len(body)-1] != '\n' {
-			fmt.Fprintln(stdout)
-		}
-	} else {
-		fmt.Fprint(stdout, api.TransferText(&t))
-	}
+	printAnswer(stdout, body, asJSON, func() string { return api.TransferText(&t) })
 	var failed []string
 	if maxTimeUS > 0 && t.Summary.TimeUS > maxTimeUS {
 		failed = append(failed, fmt.Sprintf("transfer time %.2f us exceeds --max-time-us %g", t.Summary.TimeUS, maxTimeUS))
@@ -32,11 +25,5 @@ func transferReport(stdout, stderr io.Writer, body []byte, asJSON bool, maxTimeU
 		failed = append(failed, fmt.Sprintf("time efficiency %.4f (bound %.2f us / time %.2f us) is below --min-efficiency %g",
 			t.Summary.TimeEfficiency, t.Summary.TimeLowerBoundUS, t.Summary.TimeUS, minEff))
 	}
-	for _, f := range failed {
-		fmt.Fprintf(stderr, "shardplan: transfer gate failed: %s\n", f)
-	}
-	if len(failed) > 0 {
-		return exitViolation
-	}
-	return exitOK
+	return gate(stderr, "transfer", failed)
 }
