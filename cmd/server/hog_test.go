@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"text/template"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -38,39 +35,14 @@ type hogCase struct {
 // statuses separated by spaces.
 func readHog(t *testing.T, file string) hogCase {
 	t.Helper()
-	raw, err := os.ReadFile(file)
-	require.NoError(t, err)
-	head, body, ok := strings.Cut(string(raw), "\n\n")
-	require.True(t, ok, "%s: headers, a blank line, then the body", file)
-	c := hogCase{name: filepath.Base(file), header: http.Header{}}
-	sc := bufio.NewScanner(strings.NewReader(head))
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "#") || line == "":
-		case c.method == "":
-			c.method, c.path, ok = strings.Cut(line, " ")
-			require.True(t, ok, "%s: the first line is METHOD PATH", file)
-		default:
-			k, v, ok := strings.Cut(line, ":")
-			require.True(t, ok, "%s: header line %q", file, line)
-			if k != "Status" {
-				c.header.Add(k, strings.TrimSpace(v))
-				continue
-			}
-			for _, f := range strings.Fields(v) {
-				st, err := strconv.Atoi(f)
-				require.NoError(t, err, file)
-				c.statuses = append(c.statuses, st)
-			}
-		}
+	f := readCorpusFile(t, file)
+	c := hogCase{name: f.name, method: f.method, path: f.path, header: f.header, body: f.body}
+	for _, v := range strings.Fields(f.fields["Status"]) {
+		st, err := strconv.Atoi(v)
+		require.NoError(t, err, file)
+		c.statuses = append(c.statuses, st)
 	}
 	require.NotEmpty(t, c.statuses, "%s: give Status", file)
-	tmpl, err := template.New(c.name).Delims("⟦", "⟧").Funcs(hostileFuncs).Parse(strings.TrimSuffix(body, "\n"))
-	require.NoError(t, err, file)
-	var b bytes.Buffer
-	require.NoError(t, tmpl.Execute(&b, nil), file)
-	c.body = b.String()
 	return c
 }
 

@@ -61,11 +61,33 @@ var hostileFuncs = template.FuncMap{
 //	body template (⟦ ⟧ delimit actions)
 func readHostile(t *testing.T, file string) hostileCase {
 	t.Helper()
+	f := readCorpusFile(t, file)
+	c := hostileCase{name: f.name, method: f.method, path: f.path, header: f.header, problem: f.fields["Problem"], body: f.body}
+	var err error
+	c.status, err = strconv.Atoi(f.fields["Status"])
+	require.NoError(t, err, "%s: give Status", file)
+	return c
+}
+
+// corpusFile is a request file of testdata/hostile or testdata/hogs: the request line,
+// headers, the corpus' own fields (Status, Problem) and the expanded body.
+type corpusFile struct {
+	name, method, path string
+	header             http.Header
+	fields             map[string]string
+	body               string
+}
+
+// readCorpusFile parses a request file: "METHOD PATH", header lines (Status and Problem
+// are the corpus' fields, the rest HTTP headers), a blank line, then the body template
+// (⟦ ⟧ delimit actions, expanded by hostileFuncs). Lines starting with # are comments.
+func readCorpusFile(t *testing.T, file string) corpusFile {
+	t.Helper()
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	head, body, ok := strings.Cut(string(raw), "\n\n")
 	require.True(t, ok, "%s: headers, a blank line, then the body", file)
-	c := hostileCase{name: filepath.Base(file), header: http.Header{}}
+	c := corpusFile{name: filepath.Base(file), header: http.Header{}, fields: map[string]string{}}
 	sc := bufio.NewScanner(strings.NewReader(head))
 	for sc.Scan() {
 		line := sc.Text()
@@ -79,17 +101,13 @@ func readHostile(t *testing.T, file string) hostileCase {
 			require.True(t, ok, "%s: header line %q", file, line)
 			v = strings.TrimSpace(v)
 			switch k {
-			case "Status":
-				c.status, err = strconv.Atoi(v)
-				require.NoError(t, err, file)
-			case "Problem":
-				c.problem = v
+			case "Status", "Problem":
+				c.fields[k] = v
 			default:
 				c.header.Add(k, v)
 			}
 		}
 	}
-	require.NotZero(t, c.status, "%s: give Status", file)
 	tmpl, err := template.New(c.name).Delims("⟦", "⟧").Funcs(hostileFuncs).Parse(strings.TrimSuffix(body, "\n"))
 	require.NoError(t, err, file)
 	var b bytes.Buffer
