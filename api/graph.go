@@ -203,23 +203,22 @@ func (in *graphInput) tensorIDs() []string {
 //	@Failure		422					{object}	Problem	"policy violation: a reshard rematerializes (the graph's answer is under `plan`); or response-too-large: the step lists exceed SHARDPLAN_MAX_RESPONSE_BYTES"
 //	@Failure		503					{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/graph [post]
-func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
+func (s *Server) graph(ctx context.Context, r *http.Request, body []byte) (*answer, error) {
 	mod, err := moduleRequest(r, body)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	in, err := s.prepareGraph(ctx, body, mod)
+	if err != nil {
+		return nil, err
 	}
 	if wantsMLIR(r) {
-		return s.graphMLIR(r.Context(), w, body, mod)
+		return s.graphMLIR(ctx, in)
 	}
-	in, err := s.prepareGraph(r.Context(), body, mod)
-	if err != nil {
-		return err
+	if in.key, err = graphKey(in); err != nil {
+		return nil, err
 	}
-	return s.answerPlanned(r.Context(), w, in.key, in.req.Policy, false, func(ctx context.Context) ([]byte, *verdict, error) {
+	return s.answerPlanned(ctx, in.key, in.req.Policy, false, func(ctx context.Context) ([]byte, *verdict, error) {
 		resp, ta, err := s.planGraphTensors(ctx, in)
 		if err != nil {
 			return nil, nil, in.locate(err)
@@ -233,25 +232,26 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	}, readGraphVerdict)
 }
 
-// prepareGraph decodes and validates a graph body (or takes mod, a raw module's request,
-// when not nil) and computes its key. Importing a module stops with ctx's error once
-// ctx is done.
-func (s *Server) prepareGraph(ctx context.Context, body []byte, mod *GraphRequest) (*graphInput, error) {
-	req, err := mod, error(nil)
+// prepareGraph reads a graph body (or takes req, a request already read from body, when
+// not nil), validates the request and parses its mesh, graph (or module), cost model
+// and options. Importing a module stops with ctx's error once ctx is done.
+func (s *Server) prepareGraph(ctx context.Context, body []byte, req *GraphRequest) (*graphInput, error) {
 	if req == nil {
+		var err error
 		if req, err = readGraphRequest(body); err != nil {
 			return nil, err
 		}
-		// Refuse too many tensors before their shardings are parsed.
-		if n, most := len(req.wire.order), s.limits.MaxGraphTensors; most > 0 && n > most {
-			return nil, tooManyTensors(n, most)
-		}
+	}
+	// Refuse too many tensors before their shardings are parsed.
+	if n, most := len(req.wire.order), s.limits.MaxGraphTensors; most > 0 && n > most {
+		return nil, tooManyTensors(n, most)
 	}
 	if err := s.validateGraphRequest(req); err != nil {
 		return nil, err
 	}
 	in := &graphInput{req: req, include: map[string]bool{}}
 	var fes sharding.Errors
+	var err error
 	if in.model, err = cost.Resolve(in.req.CostModel, "cost_model"); err != nil {
 		fes = appendFieldErrors(fes, err)
 	}
@@ -301,8 +301,7 @@ func (s *Server) prepareGraph(ctx context.Context, body []byte, mod *GraphReques
 		return nil, err
 	}
 	in.effort = effortOf(in.req.Effort)
-	in.key, err = graphKey(in)
-	return in, err
+	return in, nil
 }
 
 // opsNesting is keyNesting(body, "ops", limit), from the levels readGraphRequest

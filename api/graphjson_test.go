@@ -23,7 +23,7 @@ import (
 // renderGraph plans body and returns the rendered answer (before encoding).
 func renderGraph(t *testing.T, s *Server, body string) *GraphResponse {
 	t.Helper()
-	in, err := s.prepareGraph(context.Background(), []byte(body), nil)
+	in, err := prepareGraphKeyed(s, []byte(body))
 	require.NoError(t, err)
 	resp, err := s.planGraph(context.Background(), in)
 	require.NoError(t, err)

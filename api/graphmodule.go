@@ -106,28 +106,23 @@ func checkQuery(q url.Values, allowed []string, what string) error {
 	return nil
 }
 
-// moduleEnvelope is moduleRequest's request as the equivalent JSON body (the audit reads
-// a program from JSON); a JSON body is returned as is.
-func moduleEnvelope(r *http.Request, body []byte) ([]byte, error) {
-	req, err := moduleRequest(r, body)
-	if err != nil || req == nil {
-		return body, err
-	}
-	return json.Marshal(req)
-}
-
 // moduleRequest reads a raw MLIR body (Content-Type: application/mlir) and its query
-// parameters into the GraphRequest the equivalent JSON body gives, taking the module
-// text as it is (one copy of the body, never escaped into JSON and decoded again). A
-// JSON body gives a nil request.
-func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, err error) {
+// parameters into the GraphRequest the equivalent JSON body gives. A JSON body gives a
+// nil request.
+func moduleRequest(r *http.Request, body []byte) (*GraphRequest, error) {
 	if !isMLIR(r) {
 		return nil, nil
 	}
+	return moduleRequestOf(r.URL.Query(), body)
+}
+
+// moduleRequestOf is the GraphRequest of a raw MLIR body and the query parameters q,
+// taking the module text as it is (one copy of the body, never escaped into JSON and
+// decoded again).
+func moduleRequestOf(q url.Values, body []byte) (req *GraphRequest, err error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
 	}
-	q := r.URL.Query()
 	if err := checkQuery(q, moduleQuery, "a module body"); err != nil {
 		return nil, err
 	}
@@ -136,9 +131,7 @@ func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, err error) 
 		name string
 		dst  *json.RawMessage
 	}{{"mesh", &req.Mesh}, {"cost_model", &req.CostModel}} {
-		if v := q.Get(f.name); v != "" {
-			*f.dst, _ = json.Marshal(v) // a string always encodes
-		}
+		*f.dst = queryJSON(q, f.name)
 	}
 	opts := &GraphOptions{}
 	if v := q.Get("conflict_resolution"); v != "" {
@@ -161,22 +154,26 @@ func moduleRequest(r *http.Request, body []byte) (req *GraphRequest, err error) 
 	return req, nil
 }
 
+// queryJSON is query parameter name as the JSON string of a raw field, nil when absent.
+func queryJSON(q url.Values, name string) json.RawMessage {
+	v := q.Get(name)
+	if v == "" {
+		return nil
+	}
+	b, _ := json.Marshal(v) // a string always encodes
+	return b
+}
+
 // graphMLIR answers a module request with the module annotated as sdy_opt prints a
 // propagated one (propagation only: the collectives are in the JSON answer).
-func (s *Server) graphMLIR(ctx context.Context, w http.ResponseWriter, body []byte, mod *GraphRequest) error {
-	in, err := s.prepareGraph(ctx, body, mod)
-	if err != nil {
-		return err
-	}
+func (s *Server) graphMLIR(ctx context.Context, in *graphInput) (*answer, error) {
 	if in.imp == nil {
-		return NewProblem(http.StatusNotAcceptable, slugNotAcceptable, "Not acceptable",
+		return nil, NewProblem(http.StatusNotAcceptable, slugNotAcceptable, "Not acceptable",
 			"an application/mlir answer needs a module request (\"module\" or an application/mlir body); ask a JSON op list for application/json")
 	}
 	res, err := propagation.Propagate(ctx, in.graph, in.mesh, in.opts)
 	if err != nil {
-		return in.locate(err)
+		return nil, in.locate(err)
 	}
-	w.Header().Set("X-Cache", cacheStatus(false))
-	writeBody(w, http.StatusOK, answerContentType(mlirMediaType), []byte(in.imp.Annotate(res.Shardings)))
-	return nil
+	return &answer{body: []byte(in.imp.Annotate(res.Shardings))}, nil
 }

@@ -148,36 +148,55 @@ func wrongType(field, value, want string) *fielderr.FieldError {
 // 400 invalid-json problems as decodeBytes gives them; errors inside the graph part
 // (tensors, ops, inputs, outputs, options) are kept for toGraph.
 func readGraphRequest(body []byte) (*GraphRequest, error) {
+	req, top, err := readGraphBody(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	if top != nil {
+		return nil, top
+	}
+	return req, nil
+}
+
+// readGraphBody is readGraphRequest for a body that may hold more top-level fields than
+// a graph request's: other (nil: none) sees every top-level key first, and reads the
+// value of one that is not a graph request's and reports true, or reports false having
+// read nothing. Malformed JSON and a body that is not an object are err; top is the
+// first request-level problem (a wrong type, an unknown field) or, when there is none,
+// a repeated key.
+func readGraphBody(body []byte, other func(r *wireReader, key string) bool) (req *GraphRequest, top *Problem, err error) {
 	if !json.Valid(body) {
 		// decodeBytes words every way a body is not one JSON value.
 		var v map[string]json.RawMessage
 		if err := decodeBytes(body, &v); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	r := &wireReader{b: body}
 	r.ws()
 	if r.b[r.i] != '{' {
 		var v map[string]json.RawMessage
-		return nil, decodeBytes(body, &v) // "the body must be a JSON object, not ..."
+		return nil, nil, decodeBytes(body, &v) // "the body must be a JSON object, not ..."
 	}
-	req := &GraphRequest{}
-	var top *Problem // the first request-level error, as encoding/json meets it
+	req = &GraphRequest{}
 	r.object(func(key string) {
+		if other != nil && other(r, key) {
+			return
+		}
 		p := r.topField(req, key)
 		if top == nil {
 			top = p
 		}
 	})
 	if top != nil {
-		return nil, top
+		return req, top, nil
 	}
 	req.wire.opsLevels = keyLevels{name: "ops"}
 	if path, dup := duplicateKeyAndLevels(body, &req.wire.opsLevels); dup {
-		return nil, Invalid(slugInvalidJSON, "Malformed JSON",
-			sharding.Fieldf(path, "is given more than once; give each key once (with duplicates it is unclear which value is meant)"))
+		return req, Invalid(slugInvalidJSON, "Malformed JSON",
+			sharding.Fieldf(path, "is given more than once; give each key once (with duplicates it is unclear which value is meant)")), nil
 	}
-	return req, nil
+	return req, nil, nil
 }
 
 // topField reads the value of top-level key into req; it returns a request-level

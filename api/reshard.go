@@ -369,26 +369,22 @@ func reshardKey(in *reshardInput) string {
 //	@Failure		422		{object}	Problem	"policy violation: the plan (under `plan`) rematerializes; or response-too-large: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES"
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/reshard [post]
-func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
-	raw, err := readBody(r)
-	if err != nil {
-		return err
-	}
+func (s *Server) reshard(ctx context.Context, r *http.Request, raw []byte) (*answer, error) {
 	in := &reshardInput{include: map[string]bool{}}
 	if err := decodeBytes(raw, &in.req); err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.validateStruct(&in.req); err != nil {
-		return err
+		return nil, err
 	}
 	text := wantsText(r)
 	if text {
 		in.req.Include = append(in.req.Include, "diagram") // the answer is the diagram
 	}
 	if err := s.prepareReshard(in); err != nil {
-		return err
+		return nil, err
 	}
-	return s.answerPlanned(r.Context(), w, in.key, in.req.Policy, text, func(ctx context.Context) ([]byte, *verdict, error) {
+	return s.answerPlanned(ctx, in.key, in.req.Policy, text, func(ctx context.Context) ([]byte, *verdict, error) {
 		resp, err := s.planReshard(ctx, in)
 		if err != nil {
 			return nil, nil, err
@@ -402,38 +398,28 @@ func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
 	}, readReshardVerdict)
 }
 
-// drawnReshard answers a request that prefers image/svg+xml with the drawing of h's JSON
-// answer to it (a problem answer is passed through as it is); others go to h.
-func (s *Server) drawnReshard(h handlerFunc) handlerFunc {
+// drawnReshard answers a request that prefers image/svg+xml with the drawing of the
+// JSON answer answerOf gives it; others with answerOf's answer.
+func (s *Server) drawnReshard(answerOf answerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if !wantsSVG(r) {
-			return h(w, r)
+			return writeAnswer(answerOf)(w, r)
 		}
 		jr := r.Clone(r.Context())
 		jr.Header.Set("Accept", "application/json")
-		rec := &bufferWriter{header: http.Header{}, code: http.StatusOK}
-		if err := h(rec, jr); err != nil {
+		a, err := answerOf(jr)
+		if err != nil {
 			return err
 		}
-		if rec.code != http.StatusOK {
-			for k, v := range rec.header {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(rec.code)
-			_, _ = w.Write(rec.body.Bytes())
-			return nil
-		}
 		var resp ReshardResponse
-		if err := json.Unmarshal(rec.body.Bytes(), &resp); err != nil {
+		if err := json.Unmarshal(a.body, &resp); err != nil {
 			return fmt.Errorf("reshard answer for SVG: %w", err)
 		}
 		body, err := reshardSVG(&resp)
 		if err != nil {
 			return err
 		}
-		if c := rec.header.Get("X-Cache"); c != "" {
-			w.Header().Set("X-Cache", c)
-		}
+		w.Header().Set("X-Cache", cacheStatus(a.hit))
 		writeSVG(w, body)
 		return nil
 	}

@@ -266,11 +266,11 @@ func (s *Server) routes() chi.Router {
 	// Graphs are bigger than single reshards: their own body limit.
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
-		r.With(s.offers("application/json", mlirMediaType)).Post("/v1/graph", s.handle(s.exact("graph", mlirMediaType, s.graph)))
+		r.With(s.offers("application/json", mlirMediaType)).Post("/v1/graph", s.handle(writeAnswer(s.exact("graph", mlirMediaType, s.graph))))
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
-		r.With(s.offers("application/json", textMediaType)).Post("/v1/audit", s.handle(s.exact("audit", textMediaType, s.audit)))
+		r.With(s.offers("application/json", textMediaType)).Post("/v1/audit", s.handle(writeAnswer(s.exact("audit", textMediaType, s.audit))))
 	})
 	return r
 }
