@@ -25,9 +25,6 @@ import (
 // a compiled HLO module ({"hlo_module": ...} or a text/x-hlo body) has what XLA emitted
 // decoded and priced (internal/hlo).
 
-// hloMediaType is the Content-Type of a raw compiled HLO module body.
-const hloMediaType = "text/x-hlo"
-
 // AuditRequest is the body of POST /v1/audit: every field of a graph request (a graph,
 // or a StableHLO module), or a compiled HLO module in hlo_module with mesh and
 // cost_model; plus the memory budget.
@@ -463,11 +460,6 @@ func readBudget(raw json.RawMessage) (*int64, error) {
 		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("memory_budget_bytes_per_device", "must be a positive integer of bytes (got %s)", raw))
 	}
 	return &n, nil
-}
-
-// looksLikeHLO reports whether text starts as a compiled HLO module.
-func looksLikeHLO(text string) bool {
-	return strings.HasPrefix(strings.TrimSpace(text), "HloModule ")
 }
 
 // auditProgram plans and audits a graph or a StableHLO module; the strategy defaults to

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"mime"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/shardplan/shardplan/internal/propagation"
@@ -19,8 +17,6 @@ import (
 // ...} or the raw text with Content-Type: application/mlir (the other fields as query
 // parameters). With Accept: application/mlir the answer is the module annotated the way
 // sdy_opt prints a propagated module.
-
-const mlirMediaType = "application/mlir"
 
 // OpaqueOpJSON is an op of a module that the import does not model: nothing propagates
 // through it.
@@ -77,34 +73,9 @@ func (in *graphInput) locate(err error) error {
 	return in.imp.Locate(err)
 }
 
-// isMLIR reports whether r's body is MLIR text.
-func isMLIR(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && mt == mlirMediaType
-}
-
-func wantsMLIR(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), mlirMediaType)
-}
-
 // moduleQuery lists the query parameters of a raw MLIR body, each the JSON field of
 // the same name.
 var moduleQuery = []string{"function", "mesh", "strategy", "cost_model", "conflict_resolution", "op_priority", "include"}
-
-// checkQuery refuses query parameters other than allowed, naming each (what names
-// the body that takes them).
-func checkQuery(q url.Values, allowed []string, what string) error {
-	var fes []*sharding.FieldError
-	for k := range q {
-		if !slices.Contains(allowed, k) {
-			fes = append(fes, sharding.Fieldf(k, "unknown query parameter; %s takes %s", what, strings.Join(allowed, ", ")))
-		}
-	}
-	if len(fes) > 0 {
-		return Invalid(slugInvalidRequest, "Invalid request", fes...)
-	}
-	return nil
-}
 
 // moduleRequest reads a raw MLIR body (Content-Type: application/mlir) and its query
 // parameters into the GraphRequest the equivalent JSON body gives. A JSON body gives a
@@ -176,4 +147,9 @@ func (s *Server) graphMLIR(ctx context.Context, in *graphInput) (*answer, error)
 		return nil, in.locate(err)
 	}
 	return &answer{body: []byte(in.imp.Annotate(res.Shardings))}, nil
+}
+
+// looksLikeHLO reports whether text starts as a compiled HLO module.
+func looksLikeHLO(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), "HloModule ")
 }

@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -329,51 +327,8 @@ func (s *Server) answerPlanned(ctx context.Context, key string, policy *Policy, 
 	return &answer{body: body, contentType: "application/json", hit: hit, planID: key}, nil
 }
 
-// forbidsRemat reports whether p (nil: no policy) forbids full rematerialization.
-func (p *Policy) forbidsRemat() bool { return p != nil && p.ForbidFullRematerialization }
-
-// problem is the 422 of an answer that breaks the policy, carrying the answer.
-func (v *verdict) problem(body []byte) *Problem {
-	p := NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", v.Detail).
-		With("violations", v.Violations).
-		With("plan", json.RawMessage(body))
-	if v.SuggestedConstraints != nil {
-		p.With("suggested_constraints", v.SuggestedConstraints)
-	}
-	return p
-}
-
-// remat is what a policy reads of a plan's (or a graph's) summary.
-type remat struct {
-	FullRematerialization bool `json:"full_rematerialization"`
-	XLAFallback           bool `json:"xla_fallback"`
-}
-
-func (r remat) any() bool { return r.FullRematerialization || r.XLAFallback }
-
 // rawJSON encodes v for a json.RawMessage member (as the answer encodes it).
 func rawJSON(v any) (json.RawMessage, error) {
 	b, err := encodeJSON(v)
 	return json.RawMessage(b), err
-}
-
-// readBody reads r's body (capped by limitBody), mapping the cap to 413.
-func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, emptyBody()
-	}
-	if bb, ok := r.Body.(*bufferedBody); ok {
-		if body, ok := bb.take(); ok {
-			return body, nil
-		}
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, bodyTooLarge(mbe.Limit)
-		}
-		return nil, NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "could not read the request body: %v", err)
-	}
-	return body, nil
 }
