@@ -26,10 +26,12 @@ func graphKey(in *graphInput) (string, error) {
 	parts := []any{planner.Version, "graph", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs,
 		model, string(in.strategy), inc, in.opts, in.graph.Inputs, in.graph.Outputs}
 	if in.remat && in.strategy == planner.Optimal {
-		parts = append(parts, "allow_full_rematerialization") // absent by default: earlier keys stand
+		// Left out at the default (as is effort_fast): a request that does not set it
+		// hashes as if the key had no such part.
+		parts = append(parts, "allow_full_rematerialization")
 	}
 	if in.effort == planner.EffortFast && in.strategy == planner.Optimal {
-		parts = append(parts, "effort_fast") // likewise
+		parts = append(parts, "effort_fast")
 	}
 	head, _ := json.Marshal(parts)
 	h.Write(head)

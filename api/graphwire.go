@@ -11,7 +11,7 @@ import (
 
 // The wire schema of POST /v1/graph: GraphRequest and the types under it are the one
 // description of the body (swag documents them) and what readGraphRequest fills, in one
-// pass over the bytes. graphwire_domain.go converts them to propagation's graph.
+// pass over the bytes. graphdomain.go converts them to propagation's graph.
 
 // GraphRequest is the body of POST /v1/graph (API.md). Every field it rejects is named by
 // its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").

@@ -217,7 +217,7 @@ func cacheStatus(hit bool) string {
 const refPrefix = "\x00plan:"
 
 // The plan memo: an answer planned under its plan id (reshard and graph requests). A
-// handler decodes and keys the request, then hands answerPlanned a function that plans
+// route decodes and keys the request, then hands answerPlanned a function that plans
 // and renders the answer. The answer is encoded once and stored with its verdict (what
 // the policy check and the text answer read of it) in one entry under the plan id:
 //

@@ -207,12 +207,13 @@ func reshardKey(in *reshardInput) string {
 		Strategy string   `json:"strategy"`
 		Ops      []string `json:"ops"`
 		Include  []string `json:"include"`
-		Remat    bool     `json:"remat,omitempty"` // absent by default: the keys of earlier versions stand
-		Fast     bool     `json:"fast,omitempty"`  // likewise
-		Budget   int64    `json:"budget,omitempty"`
-		// The exhaustive effort and the planning budget: absent by default, likewise.
-		Exhaustive bool `json:"exhaustive,omitempty"`
-		PlanMS     int  `json:"plan_ms,omitempty"`
+		// The options below are left out of the hashed bytes at their defaults: a request
+		// that does not set them hashes as if the key had no such members.
+		Remat      bool  `json:"remat,omitempty"`
+		Fast       bool  `json:"fast,omitempty"`
+		Budget     int64 `json:"budget,omitempty"`
+		Exhaustive bool  `json:"exhaustive,omitempty"`
+		PlanMS     int   `json:"plan_ms,omitempty"`
 	}{planner.Version, "reshard", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs, in.req.Shape, in.elemBits, in.src.Body(), in.tgt.Body(), model, string(in.strategy), ops, inc,
 		in.remat && in.strategy == planner.Optimal, in.effort == planner.EffortFast && in.strategy == planner.Optimal,
 		in.budget(),
