@@ -31,7 +31,8 @@
 //     reshard and graph requests share);
 //   - memoization: memo.go (the exact-request and plan memos), memometrics.go;
 //   - the wire form of plans: shardingjson.go, steps.go, policy.go, and their hand-written
-//     encoders planjson.go and jsonappender.go;
+//     encoders planjson.go and jsonappender.go; wire.go, the wire forms of the domain's
+//     values an answer carries and their converters;
 //   - rendering: svg.go and transfersvg.go (image/svg+xml), audittext.go and
 //     transfertext.go (text/plain), words.go.
 package api

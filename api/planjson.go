@@ -1,7 +1,5 @@
 package api
 
-import "github.com/shardplan/shardplan/internal/planner"
-
 // The parts of a plan that a reshard answer and a graph answer share (mesh, shardings,
 // steps and their lists, summary, suggestions), written member by member in their
 // structs' order.
@@ -107,7 +105,7 @@ func (e *jsonAppender) summary(s *SummaryJSON) {
 	e.intAt(`,"search_expansions":`, int64(s.SearchExpansions))
 	if len(s.Candidates) > 0 {
 		e.b = append(e.b, `,"candidates":`...)
-		list(e, s.Candidates, func(c *planner.Candidate) {
+		list(e, s.Candidates, func(c *Candidate) {
 			e.strAt(`{"name":`, c.Name)
 			e.intAt(`,"steps":`, int64(c.Steps))
 			e.floatAt(`,"time_us":`, c.TimeUS)
@@ -140,7 +138,7 @@ func (e *jsonAppender) step(s *StepJSON) {
 	}
 	if len(s.PairRuns) > 0 {
 		e.b = append(e.b, `,"pair_runs":`...)
-		list(e, s.PairRuns, func(r *planner.PairRun) {
+		list(e, s.PairRuns, func(r *PairRun) {
 			e.intAt(`{"from":`, int64(r.From))
 			e.intAt(`,"to":`, int64(r.To))
 			e.intAt(`,"from_step":`, int64(r.FromStep))
@@ -151,7 +149,7 @@ func (e *jsonAppender) step(s *StepJSON) {
 	}
 	if len(s.TransferRuns) > 0 {
 		e.b = append(e.b, `,"transfer_runs":`...)
-		list(e, s.TransferRuns, func(r *planner.TransferRun) {
+		list(e, s.TransferRuns, func(r *TransferRun) {
 			e.b = append(e.b, `{"first":`...)
 			e.transfer(&r.First)
 			e.b = append(e.b, `,"step":`...)
@@ -194,8 +192,8 @@ func (e *jsonAppender) pairs(ps [][2]int) {
 	e.b = append(b, ']')
 }
 
-// transfers writes a non-nil list of planner.Transfer.
-func (e *jsonAppender) transfers(ts []planner.Transfer) {
+// transfers writes a non-nil list of Transfer.
+func (e *jsonAppender) transfers(ts []Transfer) {
 	e.b = append(e.b, '[')
 	for i := range ts {
 		if i > 0 {
@@ -206,10 +204,10 @@ func (e *jsonAppender) transfers(ts []planner.Transfer) {
 	e.b = append(e.b, ']')
 }
 
-// transfer writes planner.Transfer: the lists of an all_to_all_v step are most of a
+// transfer writes Transfer: the lists of an all_to_all_v step are most of a
 // large reshard answer (thousands of transfers on 256 devices), so it appends to a
 // local slice and writes every number with appendInt.
-func (e *jsonAppender) transfer(t *planner.Transfer) {
+func (e *jsonAppender) transfer(t *Transfer) {
 	b := append(e.b, `{"from":`...)
 	b = appendInt(b, int64(t.From))
 	b = append(b, `,"to":`...)
@@ -226,7 +224,7 @@ func (e *jsonAppender) transfer(t *planner.Transfer) {
 }
 
 // appendRanges appends r as encoding/json does: [[lo,hi],...], or null when nil.
-func appendRanges(b []byte, r planner.Range) []byte {
+func appendRanges(b []byte, r [][2]int64) []byte {
 	if r == nil {
 		return append(b, "null"...)
 	}

@@ -72,8 +72,8 @@ type ReshardRequest struct {
 
 // TilesPair lists the source and target tiles of every device.
 type TilesPair struct {
-	Source []sharding.DeviceTile `json:"source"`
-	Target []sharding.DeviceTile `json:"target"`
+	Source []DeviceTile `json:"source"`
+	Target []DeviceTile `json:"target"`
 } // @name TilesPair
 
 // ReshardResponse is a plan.
@@ -93,11 +93,11 @@ type ReshardResponse struct {
 	// XLAPath names the ReshardNoCache branches XLA takes (strategy xla).
 	XLAPath []string `json:"xla_path,omitempty"`
 	// SourceHlo and TargetHlo are the endpoints in XLA's HloSharding text (strategy xla).
-	SourceHlo string             `json:"source_hlo,omitempty"`
-	TargetHlo string             `json:"target_hlo,omitempty"`
-	Tiles     *TilesPair         `json:"tiles,omitempty"`
-	Transfers []planner.Transfer `json:"transfers,omitempty"`
-	Diagram   string             `json:"diagram,omitempty"`
+	SourceHlo string     `json:"source_hlo,omitempty"`
+	TargetHlo string     `json:"target_hlo,omitempty"`
+	Tiles     *TilesPair `json:"tiles,omitempty"`
+	Transfers []Transfer `json:"transfers,omitempty"`
+	Diagram   string     `json:"diagram,omitempty"`
 	// ListsOmitted is true when per-device lists (pairs, transfers) were left out because
 	// the mesh has more devices than the list limit; Note says how to ask for them.
 	ListsOmitted bool   `json:"lists_omitted,omitempty"`
@@ -440,15 +440,17 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 	}
 	if in.include["tiles"] {
 		resp.Tiles = &TilesPair{
-			Source: sharding.NewLayout(m, in.req.Shape, in.src).Tiles(nil),
-			Target: sharding.NewLayout(m, in.req.Shape, in.tgt).Tiles(nil),
+			Source: deviceTilesOf(sharding.NewLayout(m, in.req.Shape, in.src).Tiles(nil)),
+			Target: deviceTilesOf(sharding.NewLayout(m, in.req.Shape, in.tgt).Tiles(nil)),
 		}
 	}
 	if in.include["transfers"] {
 		// Already charged by chargeIncludes.
-		if resp.Transfers, err = planner.TransfersContext(ctx, m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt), false); err != nil {
+		ts, err := planner.TransfersContext(ctx, m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt), false)
+		if err != nil {
 			return nil, err
 		}
+		resp.Transfers = transfersOf(ts)
 	}
 	if in.include["diagram"] {
 		resp.Diagram = planner.Diagram(p)

@@ -14,7 +14,7 @@ import (
 // within the answer's budget.
 
 // stepLists says how an answer writes its steps' per-device lists (collective_permute
-// pairs, all_to_all_v and halo transfers): runs (planner.PairRun, planner.TransferRun)
+// pairs, all_to_all_v and halo transfers): runs (PairRun, TransferRun)
 // where they are shorter than the lists, the lists otherwise. Explicit (include
 // "pairs") writes the lists whatever the runs. Above limit devices a list is never
 // written unasked: a step whose runs are not within runLimit leaves it out.
@@ -123,7 +123,7 @@ func renderPairs(sj *StepJSON, m *sharding.Mesh, shape []int64, st *planner.Step
 			if err := budget.charge("steps", int64(len(runs))*ls.pairRunBytes(), itoa(len(runs))+" collective_permute pair runs", stepsFix); err != nil {
 				return false, err
 			}
-			sj.PairRuns = runs
+			sj.PairRuns = pairRunsOf(runs)
 			return false, nil
 		case lists.overLimit():
 			return true, nil
@@ -153,13 +153,14 @@ func renderTransfers(ctx context.Context, sj *StepJSON, m *sharding.Mesh, shape 
 			if err := budget.charge("steps", int64(len(runs))*2*ls.transferBytes(), itoa(len(runs))+" all_to_all_v transfer runs", stepsFix); err != nil {
 				return false, err
 			}
-			sj.TransferRuns = runs
+			sj.TransferRuns = transferRunsOf(runs)
 			return false, nil
 		case lists.overLimit():
 			return true, nil
 		}
 	}
-	sj.Transfers, err = budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, st.NearestHolders, stepsFix)
+	ts, err := budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, st.NearestHolders, stepsFix)
+	sj.Transfers = transfersOf(ts)
 	return false, err
 }
 
@@ -181,7 +182,7 @@ func renderHalo(sj *StepJSON, h *planner.Halo, lists stepLists, budget *listBudg
 			if err := budget.charge("steps", int64(len(pairs))*ls.pairRunBytes()+int64(len(transfers))*2*ls.transferBytes(), itoa(len(pairs))+" halo collective_permute pair runs", fix); err != nil {
 				return false, err
 			}
-			sj.PairRuns, sj.TransferRuns = pairs, transfers
+			sj.PairRuns, sj.TransferRuns = pairRunsOf(pairs), transferRunsOf(transfers)
 			return false, nil
 		case lists.overLimit():
 			return true, nil
@@ -190,7 +191,7 @@ func renderHalo(sj *StepJSON, h *planner.Halo, lists stepLists, budget *listBudg
 	if err := budget.charge("steps", n*(ls.pairBytes()+ls.transferBytes()), itoa(int(n))+" halo collective_permute pairs and transfers", fix); err != nil {
 		return false, err
 	}
-	sj.Pairs, sj.Transfers = h.Pairs(), h.Transfers()
+	sj.Pairs, sj.Transfers = h.Pairs(), transfersOf(h.Transfers())
 	return false, nil
 }
 
@@ -221,20 +222,20 @@ type StepJSON struct {
 	// Transfers of an all_to_all_v, or of a halo collective_permute (strategy xla on
 	// uneven dims: before equals after, dim is the dim, and the receivers keep the
 	// pieces for the next step).
-	Transfers []planner.Transfer `json:"transfers,omitempty"`
+	Transfers []Transfer `json:"transfers,omitempty"`
 	// PairRuns and TransferRuns are the compact form of pairs and transfers, given
 	// instead of them where shorter (always above the list limit) unless include asks
 	// for "pairs": each run stands for count entries, the i-th its first plus i times
 	// its step (pairs: [from + i*from_step, to + i*to_step]; transfers: every number of
 	// "first" plus i times the same number of "step").
-	PairRuns         []planner.PairRun     `json:"pair_runs,omitempty"`
-	TransferRuns     []planner.TransferRun `json:"transfer_runs,omitempty"`
-	Before           ShardingJSON          `json:"before"`
-	After            ShardingJSON          `json:"after"`
-	LocalShapeBefore []int64               `json:"local_shape_before"`
-	LocalShapeAfter  []int64               `json:"local_shape_after"`
-	GroupSize        int                   `json:"group_size"`
-	GroupCount       int                   `json:"group_count"`
+	PairRuns         []PairRun     `json:"pair_runs,omitempty"`
+	TransferRuns     []TransferRun `json:"transfer_runs,omitempty"`
+	Before           ShardingJSON  `json:"before"`
+	After            ShardingJSON  `json:"after"`
+	LocalShapeBefore []int64       `json:"local_shape_before"`
+	LocalShapeAfter  []int64       `json:"local_shape_after"`
+	GroupSize        int           `json:"group_size"`
+	GroupCount       int           `json:"group_count"`
 	// BytesPerDevice is the most any device receives in this step.
 	BytesPerDevice int64   `json:"bytes_per_device"`
 	Link           string  `json:"link,omitempty" example:"ici"`
@@ -271,10 +272,10 @@ type SummaryJSON struct {
 	// no plan is cheaper under this cost model, these allowed_ops, this
 	// full_rematerialization rule and this memory budget. "best_found" otherwise, with
 	// OptimalityGapUS, the plan's time above time_lower_bound_us.
-	Optimality       string              `json:"optimality,omitempty" enums:"proven,best_found"`
-	OptimalityGapUS  float64             `json:"optimality_gap_us,omitempty"`
-	SearchExpansions int                 `json:"search_expansions"`
-	Candidates       []planner.Candidate `json:"candidates,omitempty"`
+	Optimality       string      `json:"optimality,omitempty" enums:"proven,best_found"`
+	OptimalityGapUS  float64     `json:"optimality_gap_us,omitempty"`
+	SearchExpansions int         `json:"search_expansions"`
+	Candidates       []Candidate `json:"candidates,omitempty"`
 } // @name Summary
 
 // Suggestion is an intermediate sharding that avoids XLA's fallback when inserted as a
@@ -292,7 +293,7 @@ func summaryJSON(p *planner.Plan, model cost.Model) SummaryJSON {
 		BytesPerDevice: sum.BytesPerDevice, LowerBoundBytesPerDevice: sum.LowerBoundBytesPerDevice,
 		Efficiency: sum.Efficiency, TimeLowerBoundUS: sum.TimeLowerBoundUS, TimeEfficiency: sum.TimeEfficiency,
 		PeakBytesPerDevice:    sum.PeakBytesPerDevice,
-		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: sum.Candidates,
+		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: candidatesOf(sum.Candidates),
 		Optimality: string(sum.Optimality),
 	}
 	if sum.Optimality == planner.OptimalityBestFound && sum.TimeLowerBoundUS > 0 {
