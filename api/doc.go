@@ -14,9 +14,9 @@
 //	GET  /v1/plans/{plan_id}                plans.go
 //	POST /v1/transfer                       transfer.go
 //	POST /v1/graph                          graph.go; its request graphwire.go (types and
-//	                                        reader), graphmodule.go (StableHLO modules),
-//	                                        graphdomain.go (to propagation's graph),
-//	                                        graphkey.go (plan id), graphjson.go (encoder)
+//	                                        reader), graphdomain.go (to propagation's
+//	                                        graph, and its plan id), its encoder
+//	                                        graphjson.go
 //	POST /v1/audit                          audit.go
 //
 // What the routes share:

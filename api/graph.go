@@ -629,3 +629,34 @@ func (g *graphView) verdict() *verdict {
 		Violations: vs,
 	}
 }
+
+// OpaqueOpJSON is an op of a module that the import does not model: nothing propagates
+// through it.
+type OpaqueOpJSON struct {
+	Op      string   `json:"op" example:"stablehlo.sort"`
+	Results []string `json:"results"`
+	Line    int      `json:"line" example:"12"`
+	Column  int      `json:"column" example:"5"`
+} // @name OpaqueOp
+
+func opaqueOpsJSON(ops []stablehlo.OpaqueOp) []OpaqueOpJSON {
+	out := make([]OpaqueOpJSON, len(ops))
+	for i, o := range ops {
+		out[i] = OpaqueOpJSON{Op: o.Op, Results: o.Results, Line: o.Line, Column: o.Column}
+	}
+	return out
+}
+
+// graphMLIR answers a module request with the module annotated as sdy_opt prints a
+// propagated one (propagation only: the collectives are in the JSON answer).
+func (s *Server) graphMLIR(ctx context.Context, in *graphInput) (*answer, error) {
+	if in.imp == nil {
+		return nil, NewProblem(http.StatusNotAcceptable, slugNotAcceptable, "Not acceptable",
+			"an application/mlir answer needs a module request (\"module\" or an application/mlir body); ask a JSON op list for application/json")
+	}
+	res, err := propagation.Propagate(ctx, in.graph, in.mesh, in.opts)
+	if err != nil {
+		return nil, in.locate(err)
+	}
+	return &answer{body: []byte(in.imp.Annotate(res.Shardings))}, nil
+}

@@ -116,7 +116,7 @@ func FuzzAppendJSONStringHTML(f *testing.F) {
 	})
 }
 
-// TestOpJSONKnowsEveryField fails when propagation.Op or Region changes: graphkey.go
+// TestOpJSONKnowsEveryField fails when propagation.Op or Region changes: graphdomain.go
 // writes their fields by name.
 func TestOpJSONKnowsEveryField(t *testing.T) {
 	for _, tc := range []struct {

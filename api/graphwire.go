@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -11,7 +14,9 @@ import (
 
 // The wire schema of POST /v1/graph: GraphRequest and the types under it are the one
 // description of the body (swag documents them) and what readGraphRequest fills, in one
-// pass over the bytes. graphdomain.go converts them to propagation's graph.
+// pass over the bytes. A StableHLO module comes as "module" in a JSON body, or as the raw
+// text with Content-Type: application/mlir and the other fields as query parameters
+// (moduleRequest). graphdomain.go converts the request to propagation's graph.
 
 // GraphRequest is the body of POST /v1/graph (API.md). Every field it rejects is named by
 // its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").
@@ -674,4 +679,66 @@ func (r *wireReader) int64s(fe **fielderr.FieldError, path string) []int64 {
 		out = append(out, v)
 	})
 	return out
+}
+
+// moduleQuery lists the query parameters of a raw MLIR body, each the JSON field of
+// the same name.
+var moduleQuery = []string{"function", "mesh", "strategy", "cost_model", "conflict_resolution", "op_priority", "include"}
+
+// moduleRequest reads a raw MLIR body (Content-Type: application/mlir) and its query
+// parameters into the GraphRequest the equivalent JSON body gives. A JSON body gives a
+// nil request.
+func moduleRequest(r *http.Request, body []byte) (*GraphRequest, error) {
+	if !isMLIR(r) {
+		return nil, nil
+	}
+	return moduleRequestOf(r.URL.Query(), body)
+}
+
+// moduleRequestOf is the GraphRequest of a raw MLIR body and the query parameters q,
+// taking the module text as it is (one copy of the body, never escaped into JSON and
+// decoded again).
+func moduleRequestOf(q url.Values, body []byte) (req *GraphRequest, err error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
+	}
+	if err := checkQuery(q, moduleQuery, "a module body"); err != nil {
+		return nil, err
+	}
+	req = &GraphRequest{Module: string(body), Function: q.Get("function"), Strategy: q.Get("strategy")}
+	for _, f := range []struct {
+		name string
+		dst  *json.RawMessage
+	}{{"mesh", &req.Mesh}, {"cost_model", &req.CostModel}} {
+		*f.dst = queryJSON(q, f.name)
+	}
+	opts := &GraphOptions{}
+	if v := q.Get("conflict_resolution"); v != "" {
+		opts.ConflictResolution = &v
+	}
+	switch v := q.Get("op_priority"); v {
+	case "":
+	case "true", "false":
+		b := v == "true"
+		opts.OpPriority = &b
+	default:
+		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("op_priority", "must be true or false (got %q)", v))
+	}
+	if *opts != (GraphOptions{}) {
+		req.Options = opts
+	}
+	if v := q.Get("include"); v != "" {
+		req.Include = strings.Split(v, ",")
+	}
+	return req, nil
+}
+
+// queryJSON is query parameter name as the JSON string of a raw field, nil when absent.
+func queryJSON(q url.Values, name string) json.RawMessage {
+	v := q.Get(name)
+	if v == "" {
+		return nil
+	}
+	b, _ := json.Marshal(v) // a string always encodes
+	return b
 }

@@ -12,7 +12,7 @@ import (
 // jsonAppender writes JSON by hand, byte for byte as encodeJSON (or, with html,
 // json.Marshal) writes it, for what grows with the mesh or the graph: the reshard answer
 // (reshardjson.go), the graph answer (graphjson.go), the parts of a plan both share
-// (planjson.go) and the graph's plan id (graphkey.go).
+// (planjson.go) and the graph's plan id (graphdomain.go).
 
 // errNotFast is the appender's error for a value it does not write the way
 // encoding/json does (a NaN or infinite float); the answer's encoder then encodes with
