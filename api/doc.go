@@ -10,14 +10,14 @@
 //	GET  /docs, /explore                    pages.go (the pages themselves: package ui)
 //	GET  /v1/cost-models[/{name}]           costmodels.go
 //	POST /v1/tiles                          tiles.go
-//	POST /v1/reshard                        reshard.go, its encoder reshardjson.go
+//	POST /v1/reshard                        reshard.go
 //	GET  /v1/plans/{plan_id}                plans.go
 //	POST /v1/transfer                       transfer.go
 //	POST /v1/graph                          graph.go; its request graphwire.go (types and
 //	                                        reader), graphdomain.go (to propagation's
-//	                                        graph, and its plan id), its encoder
-//	                                        graphjson.go
-//	POST /v1/audit                          audit.go
+//	                                        graph, and its plan id)
+//	POST /v1/audit                          audit.go (a program is read as POST /v1/graph
+//	                                        reads it: graphwire.go, graphdomain.go)
 //
 // What the routes share:
 //

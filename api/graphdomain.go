@@ -7,12 +7,15 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/fielderr"
 	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/internal/propagation"
@@ -533,4 +536,175 @@ func isJSONNumber(s string) bool {
 		}
 	}
 	return i == len(s)
+}
+
+// graphInput is a decoded, validated graph request.
+type graphInput struct {
+	req      *GraphRequest
+	mesh     *sharding.Mesh
+	graph    *propagation.Graph
+	opts     propagation.Options
+	model    cost.Model
+	strategy planner.Strategy
+	include  map[string]bool
+	remat    bool // full_rematerialization: allow
+	effort   planner.Effort
+	key      string
+	// imp is the imported module (module requests only).
+	imp *stablehlo.Import
+	// ids holds graph's tensor ids sorted, once tensorIDs has been called.
+	ids []string
+}
+
+// tensorIDs is the sorted ids of in.graph's tensors, sorted once per request: the plan
+// id hashes the tensors in this order and the answer lists them in it.
+func (in *graphInput) tensorIDs() []string {
+	if in.ids == nil {
+		in.ids = slices.Sorted(maps.Keys(in.graph.Tensors))
+	}
+	return in.ids
+}
+
+// prepareGraph reads a graph body (or takes req, a request already read from body, when
+// not nil), validates the request and parses its mesh, graph (or module), cost model
+// and options. Importing a module stops with ctx's error once ctx is done.
+func (s *Server) prepareGraph(ctx context.Context, body []byte, req *GraphRequest) (*graphInput, error) {
+	if req == nil {
+		var err error
+		if req, err = readGraphRequest(body); err != nil {
+			return nil, err
+		}
+	}
+	// Refuse too many tensors before their shardings are parsed.
+	if n, most := len(req.wire.order), s.limits.MaxGraphTensors; most > 0 && n > most {
+		return nil, tooManyTensors(n, most)
+	}
+	if err := s.validateGraphRequest(req); err != nil {
+		return nil, err
+	}
+	in := &graphInput{req: req, include: map[string]bool{}}
+	var fes sharding.Errors
+	var err error
+	if in.model, err = cost.Resolve(in.req.CostModel, "cost_model"); err != nil {
+		fes = appendFieldErrors(fes, err)
+	}
+	if in.req.Module != "" {
+		if err := s.importModule(ctx, in); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			fes = appendFieldErrors(fes, err)
+		}
+	} else {
+		m, err := parseMesh(in.req.Mesh, "mesh", s.limits)
+		if err != nil {
+			return nil, err
+		}
+		in.mesh = m
+		// Nested while regions cost a pass over their bytes per level when decoded:
+		// refuse a graph nested far too deep from one linear scan first ("ops" lists
+		// inside while regions: the top list, one per level, and one for a while's
+		// possibly empty regions at the last level), then let toGraph name the
+		// exact op.
+		if path, deep := opsNesting(req, body, s.limits.MaxGraphDepth+2); s.limits.MaxGraphDepth > 0 && deep {
+			return nil, limitExceeded(path, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", s.limits.MaxGraphDepth)
+		}
+		in.graph, in.opts, err = req.toGraph(m, s.limits.MaxGraphDepth)
+		if de, ok := errors.AsType[*DepthError](err); ok {
+			return nil, limitExceeded(de.Field, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", de.Limit)
+		}
+		if err != nil {
+			fes = appendFieldErrors(fes, err)
+		}
+	}
+	if len(fes) > 0 {
+		return nil, fes
+	}
+	if err := s.checkGraphLimits(in.graph); err != nil {
+		return nil, err
+	}
+	in.strategy = planner.Optimal
+	if in.req.Strategy == string(planner.XLA) {
+		in.strategy = planner.XLA
+	}
+	for _, i := range in.req.Include {
+		in.include[i] = true
+	}
+	if in.remat, err = allowRemat(in.req.FullRematerialization, in.req.Policy); err != nil {
+		return nil, err
+	}
+	in.effort = effortOf(in.req.Effort)
+	return in, nil
+}
+
+// opsNesting is keyNesting(body, "ops", limit), from the levels readGraphRequest
+// recorded when they tell.
+func opsNesting(req *GraphRequest, body []byte, limit int) (string, bool) {
+	if path, deep, known := req.wire.opsLevels.nesting(limit); known {
+		return path, deep
+	}
+	return keyNesting(body, "ops", limit)
+}
+
+// validateGraphRequest checks the request-level rules (graph fields with or without
+// module, then the validate tags) and lists every failure.
+func (s *Server) validateGraphRequest(req *GraphRequest) error {
+	fes := req.checkGraphPresence()
+	if err := s.validateStruct(req); err != nil {
+		p, ok := err.(*Problem)
+		if !ok {
+			return err
+		}
+		fes = append(fes, domainFieldErrors(p.Errors)...)
+	}
+	if len(fes) > 0 {
+		return Invalid(slugInvalidRequest, "Invalid request", fes...)
+	}
+	return nil
+}
+
+// checkGraphLimits enforces the graph-size and rank limits.
+func (s *Server) checkGraphLimits(g *propagation.Graph) error {
+	lim := s.limits
+	if lim.MaxGraphTensors > 0 && len(g.Tensors) > lim.MaxGraphTensors {
+		return tooManyTensors(len(g.Tensors), lim.MaxGraphTensors)
+	}
+	if n := g.NumOps(); lim.MaxGraphOps > 0 && n > lim.MaxGraphOps {
+		return limitExceeded("ops", "has %d ops (regions included); the limit is %d (SHARDPLAN_MAX_GRAPH_OPS)", n, lim.MaxGraphOps)
+	}
+	// The first id in sorted order whose shape is over the rank or element limit (or
+	// has a dim < 1), found without sorting.
+	bad, found := "", false
+	var badErr error
+	for id, t := range g.Tensors {
+		if found && id > bad {
+			continue
+		}
+		if err := shapeWithin(t.Shape, "tensors."+id+".shape", lim, 0); err != nil {
+			bad, found, badErr = id, true, err
+		}
+	}
+	return badErr
+}
+
+// tooManyTensors is the 400 of a graph of n tensors, over the limit most.
+func tooManyTensors(n, most int) *Problem {
+	return limitExceeded("tensors", "has %d tensors; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS)", n, most)
+}
+
+// OpaqueOpJSON is an op of a module that the import does not model: nothing propagates
+// through it.
+type OpaqueOpJSON struct {
+	Op      string   `json:"op" example:"stablehlo.sort"`
+	Results []string `json:"results"`
+	Line    int      `json:"line" example:"12"`
+	Column  int      `json:"column" example:"5"`
+} // @name OpaqueOp
+
+func opaqueOpsJSON(ops []stablehlo.OpaqueOp) []OpaqueOpJSON {
+	out := make([]OpaqueOpJSON, len(ops))
+	for i, o := range ops {
+		out[i] = OpaqueOpJSON{Op: o.Op, Results: o.Results, Line: o.Line, Column: o.Column}
+	}
+	return out
 }

@@ -125,8 +125,8 @@ func TestAppendInt(t *testing.T) {
 }
 
 // TestGraphJSONKnowsEveryField fails when a hand-written type (of the graph and the
-// reshard answers) gains, loses or renames a member: its encoder (graphjson.go,
-// planjson.go or reshardjson.go) must then be changed with it.
+// reshard answers) gains, loses or renames a member: its encoder (in graph.go,
+// reshard.go or planjson.go) must then be changed with it.
 func TestGraphJSONKnowsEveryField(t *testing.T) {
 	for _, tc := range []struct {
 		v    any

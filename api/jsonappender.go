@@ -11,7 +11,7 @@ import (
 
 // jsonAppender writes JSON by hand, byte for byte as encodeJSON (or, with html,
 // json.Marshal) writes it, for what grows with the mesh or the graph: the reshard answer
-// (reshardjson.go), the graph answer (graphjson.go), the parts of a plan both share
+// (reshard.go), the graph answer (graph.go), the parts of a plan both share
 // (planjson.go) and the graph's plan id (graphdomain.go).
 
 // errNotFast is the appender's error for a value it does not write the way
@@ -234,3 +234,18 @@ func appendJSONString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// twoDigits holds "00" to "99", two bytes each.
+const twoDigits = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
+
+// maxWrittenShardings is how many written shardings an appender remembers.
+const maxWrittenShardings = 8

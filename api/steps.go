@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/graphplan"
 	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// The wire form of a plan (its steps, summary and suggested constraints), which the
-// reshard, graph and audit answers share, and how it is rendered from planner.Plan
-// within the answer's budget.
+// The wire form of a plan (its steps, summary and suggested constraints) and of a
+// graph's collectives, which the reshard, graph and audit answers share, and how they
+// are rendered from planner.Plan and graphplan.Collective within the answer's budget.
 
 // stepLists says how an answer writes its steps' per-device lists (collective_permute
 // pairs, all_to_all_v and halo transfers): runs (PairRun, TransferRun)
@@ -300,4 +301,77 @@ func summaryJSON(p *planner.Plan, model cost.Model) SummaryJSON {
 		out.OptimalityGapUS = max(0, sum.TimeUS-sum.TimeLowerBoundUS)
 	}
 	return out
+}
+
+// GraphCollective is one reshard or reduction of a graph, named by the op and tensor
+// that cause it.
+type GraphCollective struct {
+	OpName string `json:"op_name" example:"mm"`
+	Tensor string `json:"tensor" example:"x"`
+	Kind   string `json:"kind" enums:"reshard,reduction"`
+	// Reduction is propagation's reading of a reduction: all_reduce, or reduce_scatter
+	// when the result is then sharded on the reduced axes (Dim).
+	Reduction string   `json:"reduction,omitempty" enums:"all_reduce,reduce_scatter"`
+	MeshAxes  []string `json:"mesh_axes,omitempty"`
+	Dim       *int     `json:"dim,omitempty"`
+	Shape     []int64  `json:"shape"`
+	// Plan is a reshard's full plan.
+	Plan *GraphPlan `json:"plan,omitempty"`
+	// Steps are a reduction's steps.
+	Steps                 []StepJSON `json:"steps,omitempty"`
+	TimeUS                float64    `json:"time_us"`
+	BytesPerDevice        int64      `json:"bytes_per_device"`
+	FullRematerialization bool       `json:"full_rematerialization"`
+	// XLAFallback (strategy xla): XLA's last resort runs for this reshard.
+	XLAFallback bool `json:"xla_fallback,omitempty"`
+} // @name GraphCollective
+
+// GraphPlan is the plan of one reshard in a graph.
+type GraphPlan struct {
+	Source               ShardingJSON `json:"source"`
+	Target               ShardingJSON `json:"target"`
+	Steps                []StepJSON   `json:"steps"`
+	Summary              SummaryJSON  `json:"summary"`
+	SuggestedConstraints []Suggestion `json:"suggested_constraints,omitempty"`
+	// SuggestionNote says why suggested_constraints is empty when XLA falls back.
+	SuggestionNote string   `json:"suggestion_note,omitempty"`
+	XLAWarning     string   `json:"xla_warning,omitempty"`
+	XLAPath        []string `json:"xla_path,omitempty"`
+} // @name GraphPlan
+
+// collectiveRenderer renders the collectives of one graph answer.
+type collectiveRenderer struct {
+	sw     *shardingWriter
+	model  cost.Model
+	lists  stepLists
+	budget *listBudget
+}
+
+// render gives the wire form of gc; omitted says some per-device list was left out.
+func (cr *collectiveRenderer) render(ctx context.Context, gc *graphplan.Collective) (c GraphCollective, omitted bool, err error) {
+	steps, omitted, err := renderSteps(ctx, cr.sw, gc.Shape, gc.ElemBits, gc.Plan, cr.lists, cr.budget)
+	if err != nil {
+		return GraphCollective{}, false, err
+	}
+	ps := gc.Plan.Summary
+	c = GraphCollective{OpName: gc.Op, Tensor: gc.Tensor, Kind: string(gc.Kind), Shape: gc.Shape,
+		TimeUS: ps.TimeUS, BytesPerDevice: ps.BytesPerDevice, FullRematerialization: ps.FullRematerialization}
+	if gc.Kind != graphplan.KindReshard {
+		c.Reduction, c.MeshAxes, c.Steps = gc.Reduction, refStrings(gc.Axes), steps
+		if gc.Dim >= 0 {
+			d := gc.Dim
+			c.Dim = &d
+		}
+		return c, omitted, nil
+	}
+	gp := &GraphPlan{Source: cr.sw.json(gc.From), Target: cr.sw.json(gc.To), Steps: steps, Summary: summaryJSON(gc.Plan, cr.model)}
+	if info := gc.XLA; info != nil {
+		c.XLAFallback = info.Fallback
+		gp.Summary.XLAFallback = info.Fallback
+		gp.XLAWarning, gp.XLAPath = info.Warning, info.Path
+		gp.SuggestedConstraints = appendSuggestions(nil, info.Suggested, cr.sw)
+		gp.SuggestionNote = info.SuggestionNote
+	}
+	c.Plan = gp
+	return c, omitted, nil
 }
