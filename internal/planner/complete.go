@@ -50,45 +50,6 @@ import (
 // rules (allowed ops, no full replication in between unless allowed, the memory
 // budget), and by the coverage check.
 
-// completeStateLimit is the state count up to which the complete pass generates every
-// permute and exchange: 4 prime atoms at rank 2 (a mesh of 16 devices, or 2x2x3),
-// 3 at rank 3, 5 at rank 1. Every expansion there may price an exchange to each state.
-const completeStateLimit = 400
-
-// exhaustiveStateLimit is completeStateLimit under EffortExhaustive, and
-// exhaustiveScale the factor of its expansion and point-to-point budgets.
-const (
-	exhaustiveStateLimit = 20000
-	exhaustiveScale      = 16
-)
-
-// completeP2PBudget bounds the point-to-point edges (collective_permute, all_to_all_v)
-// one complete pass prices: each routes its transfers. A pass that reaches it stops
-// with its best plan found.
-const completeP2PBudget = 6000
-
-// completeMaxPrime bounds the prime atoms of the complete pass's space.
-const completeMaxPrime = 24
-
-// completeExpansions bounds the nodes the complete pass expands (full and partial
-// generation alike).
-const completeExpansions = 20000
-
-// completeLargeExpansions bounds the nodes of a pass over a large space.
-const completeLargeExpansions = 256
-
-// completeWideGap is how far above the time lower bound (a ratio) the best plan before
-// the complete pass must be, its time mostly latency, for a large space's pass to search
-// its wide family; completeWideP2PBudget is the point-to-point edges that pass prices.
-const (
-	completeWideGap       = 16
-	completeWideP2PBudget = 256
-)
-
-// completeLargeP2PBudget bounds the point-to-point edges a pass over a large space
-// prices; past it the pass searches on over the structured moves.
-const completeLargeP2PBudget = 192
-
 // cnode is a state with its unreduced atoms.
 type cnode struct {
 	st  state
@@ -363,11 +324,6 @@ func (c *completeSearch) reductionStepFloor(mask uint64) float64 {
 	}
 	return t
 }
-
-// lacksDeviceLimit bounds the meshes on which lacks enumerates devices; above it, only
-// states whose tiles never run empty are known to lack data (every move there changes
-// some device's data).
-const lacksDeviceLimit = 64
 
 // lacks reports whether some device's tile in before lacks data of its tile in after.
 func (c *completeSearch) lacks(before, after state) bool { return c.moveBound(before, after) > 0 }
@@ -847,10 +803,6 @@ func (c *completeSearch) reductions(id int32, cur cnode, pending uint64) {
 		})
 	}
 }
-
-// completeLargeSliceAtoms bounds the atoms one slice appends in a pass that does not
-// generate every move.
-const completeLargeSliceAtoms = 1
 
 // eachSequence calls fn with every sequence of 1 to maxLen distinct atoms of ids (fn
 // must not keep its argument).
@@ -1451,9 +1403,6 @@ func (sp *space) dimRange(d int, ids []uint8, digits []int) (int64, int64) {
 // canRoute reports whether exchanges are priced by routing their transfers (else by
 // the model's formula, which exchangeBound does not describe).
 func (c *completeSearch) canRoute() bool { return c.sp.canRoute(c.r) }
-
-// boundSamples is how many devices sampledLack looks at.
-const boundSamples = 8
 
 // sampledLack is the most a sampled device (device 0, the last, and a seeded draw)
 // lacks of its tile in after when it holds its tile in before: a lower bound on the most
