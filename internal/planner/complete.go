@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"math"
@@ -113,7 +112,9 @@ type completeSearch struct {
 	mayEmpty bool
 	bykey    map[string]int32
 	nodes    []crec
-	open     cqueue
+	open     openHeap
+	items    []citem // the queued items, by openEntry.i
+	free     []int32 // indices of items popped, for reuse
 
 	expansions int
 	p2p        int // point-to-point edges priced
@@ -477,14 +478,14 @@ func (c *completeSearch) price(e cedge, before, after cnode) float64 {
 func (c *completeSearch) run(ub float64) (completeResult, error) {
 	c.ub = ub
 	c.nodes = c.nodes[:0]
-	c.open = cqueue{}
+	c.open, c.items, c.free = c.open[:0], c.items[:0], c.free[:0]
 	clear(c.bykey)
 	c.expansions, c.p2p, c.capped = 0, 0, false
 	if c.budget > 0 && (c.tileBytes(c.start.st) > c.budget || c.tileBytes(c.goal.st) > c.budget) {
 		return completeResult{proven: c.full}, nil
 	}
 	c.push(c.start, 0, 0, -1, cedge{})
-	for pops := 1; c.open.Len() > 0; pops++ {
+	for pops := 1; len(c.open) > 0; pops++ {
 		if pops&63 == 0 {
 			// Every pop may route an exchange or expand a node: the request's deadline
 			// ends the pass within 64 of them, its planning budget with its best plan.
@@ -496,7 +497,7 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 				return c.bestFound(), nil
 			}
 		}
-		it := heap.Pop(&c.open).(citem)
+		it := c.next()
 		if it.lazy != nil {
 			// A point-to-point edge pushed at its bound: price it now that it is the
 			// cheapest entry, and push its end at its price.
@@ -525,7 +526,7 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 				}
 				lz.bounded = true
 				it.f = from.g + lb + lz.h
-				heap.Push(&c.open, it)
+				c.queue(it)
 				continue
 			}
 			if !c.full && lz.e.op == OpAllToAllV && !c.cheapExchange(from.n.st, lz.to.st) {
@@ -594,7 +595,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 			c.ub = g
 		}
 		old.n = cnode{st: n.st.clone(), unr: n.unr}
-		heap.Push(&c.open, citem{id: id, f: g + c.h(n), g: g, steps: steps})
+		c.queue(citem{id: id, f: g + c.h(n), g: g, steps: steps})
 		return
 	}
 	if k == c.goalKey {
@@ -603,7 +604,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 	id := int32(len(c.nodes))
 	c.nodes = append(c.nodes, crec{n: cnode{st: n.st.clone(), unr: n.unr}, g: g, steps: steps, prev: prev, edge: e})
 	c.bykey[k] = id
-	heap.Push(&c.open, citem{id: id, f: g + c.h(n), g: g, steps: steps})
+	c.queue(citem{id: id, f: g + c.h(n), g: g, steps: steps})
 }
 
 // consider prices the edge from node id to nx and pushes nx when it can still beat the
@@ -643,7 +644,7 @@ func (c *completeSearch) consider(id int32, e cedge, nx cnode) {
 		if id2, ok := c.bykey[nx.key()]; ok && c.nodes[id2].g <= from.g {
 			return // reached at least as cheaply already
 		}
-		heap.Push(&c.open, citem{id: id, f: from.g + hn, g: from.g, steps: from.steps + 1,
+		c.queue(citem{id: id, f: from.g + hn, g: from.g, steps: from.steps + 1,
 			lazy: &lazyEdge{e: e, to: cnode{st: nx.st.clone(), unr: nx.unr}, h: hn}})
 		return
 	}
@@ -1000,9 +1001,7 @@ func (c *completeSearch) cheapExchange(before, after state) bool {
 	return c.sp.exchangeInClosedForm(c.r, before, after) || newPattern(c.sp, before, after, false, 0).transfersAtMost() <= maxHybridTransfers
 }
 
-// cqueue is the open list, ordered by f, then fewer steps.
-type cqueue []citem
-
+// citem is an item of the open list: node id reached at g, or an edge out of it.
 type citem struct {
 	id    int32
 	f, g  float64
@@ -1019,20 +1018,23 @@ type lazyEdge struct {
 	bounded bool // pushed again at its bound (moveBound, exchangeBound)
 }
 
-func (q cqueue) Len() int { return len(q) }
-func (q cqueue) Less(i, j int) bool {
-	if q[i].f != q[j].f {
-		return q[i].f < q[j].f
+// queue puts it on the open list, in the slot of an item popped earlier if any.
+func (c *completeSearch) queue(it citem) {
+	i := int32(len(c.items))
+	if n := len(c.free); n > 0 {
+		i, c.free = c.free[n-1], c.free[:n-1]
+		c.items[i] = it
+	} else {
+		c.items = append(c.items, it)
 	}
-	return q[i].steps < q[j].steps
+	c.open.push(openEntry{f: it.f, steps: it.steps, i: i})
 }
-func (q cqueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *cqueue) Push(x any)   { *q = append(*q, x.(citem)) }
-func (q *cqueue) Pop() any {
-	old := *q
-	it := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return it
+
+// next pops the open list's first item.
+func (c *completeSearch) next() citem {
+	i := c.open.pop().i
+	c.free = append(c.free, i)
+	return c.items[i]
 }
 
 // completeSteps turns a complete pass's path into plan steps: runs of slices merge into

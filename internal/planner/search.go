@@ -86,45 +86,58 @@ type searchKey interface {
 	decode(dst state) state
 }
 
-// openQueue is a binary heap of node indices ordered by (f, steps). Each heap entry
-// carries its node's f and steps, so the heap's comparisons do not visit the nodes.
+// openQueue is the search's open list: its nodes, and a heap of their indices.
 type openQueue[K searchKey] struct {
 	nodes []node[K]
-	idx   []openEntry
+	idx   openHeap
 }
 
-// openEntry is a queued node: its index in nodes and its order.
+func (q *openQueue[K]) push(i int32) {
+	q.idx.push(openEntry{q.nodes[i].f, q.nodes[i].steps, i})
+}
+
+func (q *openQueue[K]) pop() int32 { return q.idx.pop().i }
+
+// openHeap is the open list of both engines (the candidate search's passes here; the
+// complete and structured passes, complete.go): a binary heap of entries ordered by f,
+// then fewer steps, each naming its item by index, so that the heap's comparisons do
+// not visit the items. push and pop are container/heap's algorithm without the
+// interface boxing.
+type openHeap []openEntry
+
+// openEntry is a queued item: its order and its index.
 type openEntry struct {
 	f     float64
 	steps int32
 	i     int32
 }
 
-func (q *openQueue[K]) less(i, j int) bool {
-	a, b := &q.idx[i], &q.idx[j]
+func (q openHeap) less(i, j int) bool {
+	a, b := &q[i], &q[j]
 	if a.f != b.f {
 		return a.f < b.f
 	}
 	return a.steps < b.steps
 }
 
-// push and pop are container/heap's algorithm without the interface boxing.
-func (q *openQueue[K]) push(i int32) {
-	q.idx = append(q.idx, openEntry{q.nodes[i].f, q.nodes[i].steps, i})
-	j := len(q.idx) - 1
+func (q *openHeap) push(e openEntry) {
+	*q = append(*q, e)
+	h := *q
+	j := len(h) - 1
 	for j > 0 {
 		p := (j - 1) / 2
-		if !q.less(j, p) {
+		if !h.less(j, p) {
 			break
 		}
-		q.idx[p], q.idx[j] = q.idx[j], q.idx[p]
+		h[p], h[j] = h[j], h[p]
 		j = p
 	}
 }
 
-func (q *openQueue[K]) pop() int32 {
-	n := len(q.idx) - 1
-	q.idx[0], q.idx[n] = q.idx[n], q.idx[0]
+func (q *openHeap) pop() openEntry {
+	h := *q
+	n := len(h) - 1
+	h[0], h[n] = h[n], h[0]
 	i := 0
 	for {
 		l := 2*i + 1
@@ -132,17 +145,17 @@ func (q *openQueue[K]) pop() int32 {
 			break
 		}
 		j := l
-		if r := l + 1; r < n && q.less(r, l) {
+		if r := l + 1; r < n && h.less(r, l) {
 			j = r
 		}
-		if !q.less(j, i) {
+		if !h.less(j, i) {
 			break
 		}
-		q.idx[i], q.idx[j] = q.idx[j], q.idx[i]
+		h[i], h[j] = h[j], h[i]
 		i = j
 	}
-	x := q.idx[n].i
-	q.idx = q.idx[:n]
+	x := h[n]
+	*q = h[:n]
 	return x
 }
 
