@@ -53,6 +53,8 @@
 //	            collectives over permutes over exchanges, fewer steps
 //
 // The tunables of every stage stand in tunables.go (structured.go's in structured.go).
+// The candidate search and the complete pass (with the structured pass on its engine)
+// are two A* engines over one open list, openHeap (search.go).
 //
 // The candidates before the structured and complete passes are fast heuristics: those
 // passes alone decide what is proven (the structured pass only under structured
