@@ -130,6 +130,7 @@ type completeSearch struct {
 	units     [][]uint8
 	byCounts  map[string][]state // unit states by shard counts
 	noPermute bool               // the structured pass leaves out its permutes
+	covered   map[string]bool    // the structured pass's coverage checks (unitFeasible)
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[string]float64
@@ -704,6 +705,9 @@ func (c *completeSearch) feasible(before, after cnode, e cedge) bool {
 		group |= 1 << a
 	}
 	group |= e.reduce
+	if c.units != nil {
+		return c.unitFeasible(before.st, after.st, group)
+	}
 	return c.sp.feasible(before.st, after.st, group)
 }
 
