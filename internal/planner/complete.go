@@ -131,6 +131,9 @@ type completeSearch struct {
 	byCounts  map[string][]state // unit states by shard counts
 	noPermute bool               // the structured pass leaves out its permutes
 	covered   map[string]bool    // the structured pass's coverage checks (unitFeasible)
+	// greedy weighs the heuristic in the queue's order (1: A*; more: a path sooner, not
+	// the cheapest; only where the bound is infinite, so that nothing is pruned by it).
+	greedy float64
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[string]float64
@@ -247,7 +250,7 @@ func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal c
 			}
 		}
 	}
-	c.ub = math.Inf(1)
+	c.ub, c.greedy = math.Inf(1), 1
 	c.devicesN = 1
 	for _, a := range sp.atoms {
 		c.devicesN *= a.Size
@@ -639,7 +642,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 			c.ub = g
 		}
 		old.n = cnode{st: n.st.clone(), unr: n.unr}
-		heap.Push(&c.open, citem{id: id, f: g + c.h(n), g: g, steps: steps})
+		heap.Push(&c.open, citem{id: id, f: g + c.greedy*c.h(n), g: g, steps: steps})
 		return
 	}
 	if k == c.goalKey {
@@ -648,7 +651,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 	id := int32(len(c.nodes))
 	c.nodes = append(c.nodes, crec{n: cnode{st: n.st.clone(), unr: n.unr}, g: g, steps: steps, prev: prev, edge: e})
 	c.bykey[k] = id
-	heap.Push(&c.open, citem{id: id, f: g + c.h(n), g: g, steps: steps})
+	heap.Push(&c.open, citem{id: id, f: g + c.greedy*c.h(n), g: g, steps: steps})
 }
 
 // consider prices the edge from node id to nx and pushes nx when it can still beat the

@@ -21,3 +21,6 @@ const structuredOracleStates = 2000
 // chainJudgeCases is TestChainJudgeStructured's cases under the race detector: a
 // prefix of the plain run's.
 var chainJudgeCases = 8
+
+// noRematCases is how many reshards TestNoAvoidableRemat plans under the race detector: a prefix of the plain run's.
+var noRematCases = 10

@@ -20,3 +20,6 @@ const structuredOracleStates = structuredStateLimit
 
 // chainJudgeCases is how many reshards TestChainJudgeStructured judges.
 var chainJudgeCases = 40
+
+// noRematCases is how many reshards TestNoAvoidableRemat plans.
+var noRematCases = 60

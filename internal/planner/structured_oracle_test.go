@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -320,12 +321,11 @@ func (o *structuredOracle) sameCounts(s soState) []soState {
 	return out
 }
 
-// price is the move's time under the planner's prices, and false when the move is not
-// feasible (some device's new tile is not data its group held).
-func (o *structuredOracle) price(from soState, m soMove) (float64, bool) {
-	before, after := o.atomState(from), o.atomState(m.to)
+// feasible reports whether every device's new tile in the move is data its group held,
+// with the move's atom states and group atoms.
+func (o *structuredOracle) feasible(from soState, m soMove) (before, after state, gatoms []uint8, ok bool) {
+	before, after = o.atomState(from), o.atomState(m.to)
 	var group uint64
-	var gatoms []uint8
 	switch m.op {
 	case OpCollectivePermute:
 		gatoms = changedAtoms(before, after)
@@ -340,7 +340,14 @@ func (o *structuredOracle) price(from soState, m soMove) (float64, bool) {
 			group |= maskOf(o.unitAtoms[u])
 		}
 	}
-	if !o.cp.feasible(before, after, group) {
+	return before, after, gatoms, o.cp.feasible(before, after, group)
+}
+
+// price is the move's time under the planner's prices, and false when the move is not
+// feasible.
+func (o *structuredOracle) price(from soState, m soMove) (float64, bool) {
+	before, after, gatoms, ok := o.feasible(from, m)
+	if !ok {
 		return 0, false
 	}
 	if m.op == OpSlice {
@@ -379,21 +386,51 @@ func (q *soQueue) Pop() any {
 	return it
 }
 
+// replicated reports whether s holds the whole tensor on every device.
+func (s soState) replicated() bool {
+	if s.unr != 0 {
+		return false
+	}
+	for _, d := range s.dims {
+		if len(d) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanPath reports whether some path from start to goal never holds the whole tensor
+// between its ends: a breadth-first search over feasible moves, with no prices.
+func (o *structuredOracle) cleanPath() bool {
+	goalKey := o.goal.key()
+	seen := map[string]bool{o.start.key(): true}
+	for level := []soState{o.start}; len(level) > 0; {
+		var next []soState
+		for _, s := range level {
+			for _, m := range o.edges(s) {
+				k := m.to.key()
+				if seen[k] || k != goalKey && m.to.replicated() {
+					continue
+				}
+				if _, _, _, ok := o.feasible(s, m); !ok {
+					continue
+				}
+				if k == goalKey {
+					return true
+				}
+				seen[k] = true
+				next = append(next, m.to)
+			}
+		}
+		level = next
+	}
+	return false
+}
+
 // cheapest is the least cost of a path from start to goal (+Inf: none); clean keeps
 // out every fully replicated state between the ends, budget (when positive) every
 // state whose tile exceeds it.
 func (o *structuredOracle) cheapest(clean bool, budget int64) float64 {
-	replicated := func(s soState) bool {
-		if s.unr != 0 {
-			return false
-		}
-		for _, d := range s.dims {
-			if len(d) > 0 {
-				return false
-			}
-		}
-		return true
-	}
 	tile := func(s soState) int64 { return o.cp.bytes(o.cp.tileElems(o.atomState(s))) }
 	if budget > 0 && (tile(o.start) > budget || tile(o.goal) > budget) {
 		return math.Inf(1)
@@ -414,7 +451,7 @@ func (o *structuredOracle) cheapest(clean bool, budget int64) float64 {
 		}
 		for _, m := range o.edges(it.s) {
 			nk := m.to.key()
-			if done[nk] || clean && nk != goalKey && replicated(m.to) || budget > 0 && tile(m.to) > budget {
+			if done[nk] || clean && nk != goalKey && m.to.replicated() || budget > 0 && tile(m.to) > budget {
 				continue
 			}
 			t, ok := o.price(it.s, m)
@@ -590,4 +627,52 @@ func TestStructuredOracle(t *testing.T) {
 	}
 	t.Logf("%d cases checked (%d with a clean path, %d proven); %d above structuredStateLimit, %d above the quick sizes (-long checks them); %s", checked, cleaner, proven, above, skipped, time.Since(began))
 	require.GreaterOrEqual(t, checked, want)
+}
+
+// TestNoAvoidableRemat plans seeded reshards of 64-4,096 devices, every third one with a
+// structured graph above structuredStateLimit, under the default rule (no full
+// rematerialization unless nothing else exists), with every op and under structured
+// allowed_ops: a plan that fully rematerializes must have no alternative in the
+// structured graph (a breadth-first search over its feasible moves finds no path that
+// never replicates the tensor), so policy.forbid_full_rematerialization never answers
+// 422 where a clean plan exists there.
+func TestNoAvoidableRemat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 37))
+	profiles := []string{"tpu-v5p", "h100"}
+	opSets := append([][]Op{nil}, structuredOpSets...)
+	remats, above := 0, 0
+	for i := 0; i < noRematCases; {
+		r := structuredCase(t, rng, 4096)
+		if r.Mesh.NumDevices() < 64 {
+			continue
+		}
+		o, ok := newStructuredOracle(t, r)
+		require.True(t, ok)
+		large := countStates(len(o.units), len(r.Shape)) > structuredStateLimit
+		if large != (i%3 == 0) {
+			continue
+		}
+		model, ok := cost.Profile(profiles[i%2])
+		require.True(t, ok)
+		r.Model, r.AllowedOps = model, opSets[i%len(opSets)]
+		i++
+		if large {
+			above++
+		}
+		desc := fmt.Sprintf("case %d %s %v %s -> %s ops %v", i, r.Mesh, r.Shape, r.Source, r.Target, r.AllowedOps)
+		p, err := Reshard(context.Background(), r)
+		if errors.Is(err, ErrNoPlan) || err == nil && p.Summary.FullRematerialization {
+			if o.cleanPath() {
+				steps := ""
+				if p != nil {
+					steps = describeSteps(p)
+				}
+				t.Fatalf("%s: avoidable full rematerialization (%v)%s", desc, err, steps)
+			}
+			remats++
+			continue
+		}
+		require.NoError(t, err, desc)
+	}
+	t.Logf("%d cases (%d above structuredStateLimit): %d plans rematerialize, none where the structured graph has a clean path", noRematCases, above, remats)
 }
