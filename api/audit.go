@@ -474,7 +474,7 @@ func (s *Server) auditProgram(ctx context.Context, ai *auditInput) (*AuditRespon
 	}
 	budget := ai.budget
 	start := time.Now()
-	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort, Memos: s.planMemos, Cores: s.lendCores}
+	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort, PlanningBudget: in.planBudget, Memos: s.planMemos, Cores: s.lendCores}
 	if budget != nil {
 		req.BudgetBytes = *budget
 	}

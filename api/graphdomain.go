@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/fielderr"
@@ -365,8 +366,16 @@ func graphKey(in *graphInput) (string, error) {
 		// hashes as if the key had no such part.
 		parts = append(parts, "allow_full_rematerialization")
 	}
-	if in.effort == planner.EffortFast && in.strategy == planner.Optimal {
-		parts = append(parts, "effort_fast")
+	if in.strategy == planner.Optimal {
+		switch in.effort {
+		case planner.EffortFast:
+			parts = append(parts, "effort_fast")
+		case planner.EffortExhaustive:
+			parts = append(parts, "effort_exhaustive")
+		}
+		if ms := in.req.PlanningBudgetMS; ms > 0 {
+			parts = append(parts, "planning_budget_ms", ms)
+		}
 	}
 	head, _ := json.Marshal(parts)
 	h.Write(head)
@@ -549,7 +558,9 @@ type graphInput struct {
 	include  map[string]bool
 	remat    bool // full_rematerialization: allow
 	effort   planner.Effort
-	key      string
+	// planBudget is each reshard's planning budget (strategy optimal; 0: none).
+	planBudget time.Duration
+	key        string
 	// imp is the imported module (module requests only).
 	imp *stablehlo.Import
 	// ids holds graph's tensor ids sorted, once tensorIDs has been called.
@@ -634,6 +645,9 @@ func (s *Server) prepareGraph(ctx context.Context, body []byte, req *GraphReques
 		return nil, err
 	}
 	in.effort = effortOf(in.req.Effort)
+	if in.strategy == planner.Optimal {
+		in.planBudget = time.Duration(in.req.PlanningBudgetMS) * time.Millisecond
+	}
 	return in, nil
 }
 
