@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -114,4 +115,22 @@ func TestGraphExhaustiveEffort(t *testing.T) {
 		assert.LessOrEqual(t, c.TimeUS, def.Collectives[i].TimeUS*(1+1e-9), i)
 	}
 	assert.NotEqual(t, def.PlanID, ex.PlanID)
+}
+
+// TestGraphXLAIgnoresEffortAndBudget: under strategy xla the effort and the budget
+// change nothing, the reductions (planned the optimal way) included: the answer is the
+// default's, byte for byte, as its plan id says.
+func TestGraphXLAIgnoresEffortAndBudget(t *testing.T) {
+	withStrategy := strings.Replace(tpGraph, `"include": ["ops"]`, `"include": ["ops"], "strategy": "xla"`, 1)
+	require.NotEqual(t, tpGraph, withStrategy)
+	answer := func(body string) string {
+		rec := do(t, newTestServer(t, nil), http.MethodPost, "/v1/graph", "application/json", body)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		return rec.Body.String()
+	}
+	def := answer(withStrategy)
+	require.Contains(t, def, `"kind":"reduction"`)
+	for _, extra := range []string{`, "effort": "fast"`, `, "effort": "exhaustive", "planning_budget_ms": 1`} {
+		assert.Equal(t, def, answer(strings.Replace(withStrategy, `"strategy": "xla"`, `"strategy": "xla"`+extra, 1)), extra)
+	}
 }

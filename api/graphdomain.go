@@ -558,9 +558,7 @@ type graphInput struct {
 	include  map[string]bool
 	remat    bool // full_rematerialization: allow
 	effort   planner.Effort
-	// planBudget is each reshard's planning budget (strategy optimal; 0: none).
-	planBudget time.Duration
-	key        string
+	key      string
 	// imp is the imported module (module requests only).
 	imp *stablehlo.Import
 	// ids holds graph's tensor ids sorted, once tensorIDs has been called.
@@ -645,10 +643,17 @@ func (s *Server) prepareGraph(ctx context.Context, body []byte, req *GraphReques
 		return nil, err
 	}
 	in.effort = effortOf(in.req.Effort)
-	if in.strategy == planner.Optimal {
-		in.planBudget = time.Duration(in.req.PlanningBudgetMS) * time.Millisecond
-	}
 	return in, nil
+}
+
+// planning is the effort and the planning budget of every reshard (and reduction) the
+// graph plans: the request's under strategy optimal; under xla, which they do not
+// apply to (nor enter the plan id), the default effort and no budget.
+func (in *graphInput) planning() (planner.Effort, time.Duration) {
+	if in.strategy != planner.Optimal {
+		return planner.EffortThorough, 0
+	}
+	return in.effort, time.Duration(in.req.PlanningBudgetMS) * time.Millisecond
 }
 
 // opsNesting is keyNesting(body, "ops", limit), from the levels readGraphRequest
