@@ -38,6 +38,10 @@
 //	hybrids     hybrids.go: a candidate's steps with an all_to_all_v in place of its
 //	            first, last or middle steps, and the best hybrid's own hybrids
 //	xla         xla.go: strategy xla's plan, a candidate when the allowed ops admit it
+//	chain       chainincumbent.go: structured steps, one exchange or permute, and
+//	            structured steps, from Dijkstras over the structured moves out of the
+//	            source and into the goal (exhaustive: also each structured neighbour
+//	            of either end with the default effort's plan of the rest)
 //	structured  structured.go: the complete pass's engine over unit states (every mesh
 //	            axis whole, or split at the sub-axes the ends name) with the structured
 //	            moves only, searched to the end (up to structuredStateLimit states);

@@ -14,7 +14,7 @@ import (
 )
 
 // Version identifies the planner's algorithm and prices; it is part of every cache key.
-const Version = "planner/19"
+const Version = "planner/20"
 
 // Effort is how long a reshard's search looks for a cheaper plan.
 type Effort string
@@ -455,6 +455,9 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	}
 	if xp := xlaIncumbent(r); xp != nil {
 		cands = append(cands, xp)
+	}
+	if ch := chainIncumbent(ctx, r, cands); ch != nil {
+		cands = append(cands, ch)
 	}
 	proven := false
 	if !r.noComplete {
