@@ -33,8 +33,8 @@ type GraphResponse struct {
 	// Refined lists the annotated tensors whose open dims gained axes.
 	Refined []string `json:"refined"`
 	// Ops is the sharding each op computes in (include "ops").
-	Ops   []OpShardingJSON  `json:"ops,omitempty"`
-	Stats propagation.Stats `json:"stats"`
+	Ops   []OpShardingJSON `json:"ops,omitempty"`
+	Stats GraphStats       `json:"stats"`
 	// ListsOmitted: per-device lists were left out (see Note).
 	ListsOmitted bool   `json:"lists_omitted,omitempty"`
 	Note         string `json:"note,omitempty"`
@@ -323,7 +323,7 @@ func (s *Server) validateGraphRequest(req *GraphRequest) error {
 		if !ok {
 			return err
 		}
-		fes = append(fes, p.Errors...)
+		fes = append(fes, domainFieldErrors(p.Errors)...)
 	}
 	if len(fes) > 0 {
 		return Invalid(slugInvalidRequest, "Invalid request", fes...)
@@ -389,7 +389,7 @@ func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *Gr
 	resp = &GraphResponse{
 		Mesh:        meshJSON(m),
 		Collectives: make([]GraphCollective, 0, len(gp.Collectives)),
-		Refined:     res.Refined, Stats: res.Stats,
+		Refined:     res.Refined, Stats: graphStatsOf(res.Stats),
 		Summary: GraphSummary{
 			Strategy: string(in.strategy), CostModel: in.model.Name(), UniquePlans: sum.UniquePlans,
 			TimeUS: sum.TimeUS, Collectives: sum.Collectives, BytesPerDevice: sum.BytesPerDevice,

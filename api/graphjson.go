@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/internal/propagation"
 )
 
@@ -506,7 +505,7 @@ func (e *jsonAppender) summary(s *SummaryJSON) {
 	e.intAt(`,"search_expansions":`, int64(s.SearchExpansions))
 	if len(s.Candidates) > 0 {
 		e.b = append(e.b, `,"candidates":`...)
-		list(e, s.Candidates, func(c *planner.Candidate) {
+		list(e, s.Candidates, func(c *Candidate) {
 			e.strAt(`{"name":`, c.Name)
 			e.intAt(`,"steps":`, int64(c.Steps))
 			e.floatAt(`,"time_us":`, c.TimeUS)
@@ -539,7 +538,7 @@ func (e *jsonAppender) step(s *StepJSON) {
 	}
 	if len(s.PairRuns) > 0 {
 		e.b = append(e.b, `,"pair_runs":`...)
-		list(e, s.PairRuns, func(r *planner.PairRun) {
+		list(e, s.PairRuns, func(r *PairRun) {
 			e.intAt(`{"from":`, int64(r.From))
 			e.intAt(`,"to":`, int64(r.To))
 			e.intAt(`,"from_step":`, int64(r.FromStep))
@@ -550,7 +549,7 @@ func (e *jsonAppender) step(s *StepJSON) {
 	}
 	if len(s.TransferRuns) > 0 {
 		e.b = append(e.b, `,"transfer_runs":`...)
-		list(e, s.TransferRuns, func(r *planner.TransferRun) {
+		list(e, s.TransferRuns, func(r *TransferRun) {
 			e.b = append(e.b, `{"first":`...)
 			e.transfer(&r.First)
 			e.b = append(e.b, `,"step":`...)
@@ -593,8 +592,8 @@ func (e *jsonAppender) pairs(ps [][2]int) {
 	e.b = append(b, ']')
 }
 
-// transfers writes a non-nil list of planner.Transfer.
-func (e *jsonAppender) transfers(ts []planner.Transfer) {
+// transfers writes a non-nil list of Transfer.
+func (e *jsonAppender) transfers(ts []Transfer) {
 	e.b = append(e.b, '[')
 	for i := range ts {
 		if i > 0 {
@@ -605,10 +604,10 @@ func (e *jsonAppender) transfers(ts []planner.Transfer) {
 	e.b = append(e.b, ']')
 }
 
-// transfer writes planner.Transfer: the lists of an all_to_all_v step are most of a
+// transfer writes Transfer: the lists of an all_to_all_v step are most of a
 // large reshard answer (thousands of transfers on 256 devices), so it appends to a
 // local slice and writes every number with appendInt.
-func (e *jsonAppender) transfer(t *planner.Transfer) {
+func (e *jsonAppender) transfer(t *Transfer) {
 	b := append(e.b, `{"from":`...)
 	b = appendInt(b, int64(t.From))
 	b = append(b, `,"to":`...)
@@ -625,7 +624,7 @@ func (e *jsonAppender) transfer(t *planner.Transfer) {
 }
 
 // appendRanges appends r as encoding/json does: [[lo,hi],...], or null when nil.
-func appendRanges(b []byte, r planner.Range) []byte {
+func appendRanges(b []byte, r [][2]int64) []byte {
 	if r == nil {
 		return append(b, "null"...)
 	}

@@ -119,16 +119,16 @@ func prefixProblem(err error, field string) error {
 		return err
 	}
 	out := *p
-	out.Errors = make([]*sharding.FieldError, len(p.Errors))
+	fes := make(sharding.Errors, len(p.Errors))
 	for i, fe := range p.Errors {
 		f := field
 		if fe.Field != "" {
 			f = field + "." + fe.Field
 		}
-		out.Errors[i] = &sharding.FieldError{Field: f, Message: fe.Message}
+		fes[i] = &sharding.FieldError{Field: f, Message: fe.Message}
 	}
-	if len(out.Errors) > 0 {
-		return Invalid(slugInvalidMesh, "Invalid mesh", out.Errors...)
+	if len(fes) > 0 {
+		return Invalid(slugInvalidMesh, "Invalid mesh", fes...)
 	}
 	out.Detail = field + ": " + p.Detail
 	return &out

@@ -90,20 +90,20 @@ type StepJSON struct {
 	// Transfers of an all_to_all_v, or of a halo collective_permute (strategy xla on
 	// uneven dims: before equals after, dim is the dim, and the receivers keep the
 	// pieces for the next step).
-	Transfers []planner.Transfer `json:"transfers,omitempty"`
+	Transfers []Transfer `json:"transfers,omitempty"`
 	// PairRuns and TransferRuns are the compact form of pairs and transfers, given
 	// instead of them where shorter (always above the list limit) unless include asks
 	// for "pairs": each run stands for count entries, the i-th its first plus i times
 	// its step (pairs: [from + i*from_step, to + i*to_step]; transfers: every number of
 	// "first" plus i times the same number of "step").
-	PairRuns         []planner.PairRun     `json:"pair_runs,omitempty"`
-	TransferRuns     []planner.TransferRun `json:"transfer_runs,omitempty"`
-	Before           ShardingJSON          `json:"before"`
-	After            ShardingJSON          `json:"after"`
-	LocalShapeBefore []int64               `json:"local_shape_before"`
-	LocalShapeAfter  []int64               `json:"local_shape_after"`
-	GroupSize        int                   `json:"group_size"`
-	GroupCount       int                   `json:"group_count"`
+	PairRuns         []PairRun     `json:"pair_runs,omitempty"`
+	TransferRuns     []TransferRun `json:"transfer_runs,omitempty"`
+	Before           ShardingJSON  `json:"before"`
+	After            ShardingJSON  `json:"after"`
+	LocalShapeBefore []int64       `json:"local_shape_before"`
+	LocalShapeAfter  []int64       `json:"local_shape_after"`
+	GroupSize        int           `json:"group_size"`
+	GroupCount       int           `json:"group_count"`
 	// BytesPerDevice is the most any device receives in this step.
 	BytesPerDevice int64   `json:"bytes_per_device"`
 	Link           string  `json:"link,omitempty" example:"ici"`
@@ -140,10 +140,10 @@ type SummaryJSON struct {
 	// no plan is cheaper under this cost model, these allowed_ops, this
 	// full_rematerialization rule and this memory budget. "best_found" otherwise, with
 	// OptimalityGapUS, the plan's time above time_lower_bound_us.
-	Optimality       string              `json:"optimality,omitempty" enums:"proven,best_found"`
-	OptimalityGapUS  float64             `json:"optimality_gap_us,omitempty"`
-	SearchExpansions int                 `json:"search_expansions"`
-	Candidates       []planner.Candidate `json:"candidates,omitempty"`
+	Optimality       string      `json:"optimality,omitempty" enums:"proven,best_found"`
+	OptimalityGapUS  float64     `json:"optimality_gap_us,omitempty"`
+	SearchExpansions int         `json:"search_expansions"`
+	Candidates       []Candidate `json:"candidates,omitempty"`
 } // @name Summary
 
 // Suggestion is an intermediate sharding that avoids XLA's fallback when inserted as a
@@ -155,8 +155,8 @@ type Suggestion struct {
 
 // TilesPair lists the source and target tiles of every device.
 type TilesPair struct {
-	Source []sharding.DeviceTile `json:"source"`
-	Target []sharding.DeviceTile `json:"target"`
+	Source []DeviceTile `json:"source"`
+	Target []DeviceTile `json:"target"`
 } // @name TilesPair
 
 // ReshardResponse is a plan.
@@ -176,11 +176,11 @@ type ReshardResponse struct {
 	// XLAPath names the ReshardNoCache branches XLA takes (strategy xla).
 	XLAPath []string `json:"xla_path,omitempty"`
 	// SourceHlo and TargetHlo are the endpoints in XLA's HloSharding text (strategy xla).
-	SourceHlo string             `json:"source_hlo,omitempty"`
-	TargetHlo string             `json:"target_hlo,omitempty"`
-	Tiles     *TilesPair         `json:"tiles,omitempty"`
-	Transfers []planner.Transfer `json:"transfers,omitempty"`
-	Diagram   string             `json:"diagram,omitempty"`
+	SourceHlo string     `json:"source_hlo,omitempty"`
+	TargetHlo string     `json:"target_hlo,omitempty"`
+	Tiles     *TilesPair `json:"tiles,omitempty"`
+	Transfers []Transfer `json:"transfers,omitempty"`
+	Diagram   string     `json:"diagram,omitempty"`
 	// ListsOmitted is true when per-device lists (pairs, transfers) were left out because
 	// the mesh has more devices than the list limit; Note says how to ask for them.
 	ListsOmitted bool   `json:"lists_omitted,omitempty"`
@@ -598,15 +598,17 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 	}
 	if in.include["tiles"] {
 		resp.Tiles = &TilesPair{
-			Source: sharding.NewLayout(m, in.req.Shape, in.src).Tiles(nil),
-			Target: sharding.NewLayout(m, in.req.Shape, in.tgt).Tiles(nil),
+			Source: deviceTilesOf(sharding.NewLayout(m, in.req.Shape, in.src).Tiles(nil)),
+			Target: deviceTilesOf(sharding.NewLayout(m, in.req.Shape, in.tgt).Tiles(nil)),
 		}
 	}
 	if in.include["transfers"] {
 		// Already charged by chargeIncludes.
-		if resp.Transfers, err = planner.TransfersContext(ctx, m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt), false); err != nil {
+		ts, err := planner.TransfersContext(ctx, m, in.req.Shape, in.elemBits, stripUnreduced(in.src), stripUnreduced(in.tgt), false)
+		if err != nil {
 			return nil, err
 		}
+		resp.Transfers = transfersOf(ts)
 	}
 	if in.include["diagram"] {
 		resp.Diagram = planner.Diagram(p)
@@ -631,7 +633,7 @@ func summaryJSON(p *planner.Plan, model cost.Model) SummaryJSON {
 		BytesPerDevice: sum.BytesPerDevice, LowerBoundBytesPerDevice: sum.LowerBoundBytesPerDevice,
 		Efficiency: sum.Efficiency, TimeLowerBoundUS: sum.TimeLowerBoundUS, TimeEfficiency: sum.TimeEfficiency,
 		PeakBytesPerDevice:    sum.PeakBytesPerDevice,
-		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: sum.Candidates,
+		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: candidatesOf(sum.Candidates),
 		Optimality: string(sum.Optimality),
 	}
 	if sum.Optimality == planner.OptimalityBestFound && sum.TimeLowerBoundUS > 0 {

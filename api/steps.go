@@ -9,7 +9,7 @@ import (
 )
 
 // stepLists says how an answer writes its steps' per-device lists (collective_permute
-// pairs, all_to_all_v and halo transfers): runs (planner.PairRun, planner.TransferRun)
+// pairs, all_to_all_v and halo transfers): runs (PairRun, TransferRun)
 // where they are shorter than the lists, the lists otherwise. Explicit (include
 // "pairs") writes the lists whatever the runs. Above limit devices a list is never
 // written unasked: a step whose runs are not within runLimit leaves it out.
@@ -118,7 +118,7 @@ func renderPairs(sj *StepJSON, m *sharding.Mesh, shape []int64, st *planner.Step
 			if err := budget.charge("steps", int64(len(runs))*ls.pairRunBytes(), itoa(len(runs))+" collective_permute pair runs", stepsFix); err != nil {
 				return false, err
 			}
-			sj.PairRuns = runs
+			sj.PairRuns = pairRunsOf(runs)
 			return false, nil
 		case lists.overLimit():
 			return true, nil
@@ -148,13 +148,14 @@ func renderTransfers(ctx context.Context, sj *StepJSON, m *sharding.Mesh, shape 
 			if err := budget.charge("steps", int64(len(runs))*2*ls.transferBytes(), itoa(len(runs))+" all_to_all_v transfer runs", stepsFix); err != nil {
 				return false, err
 			}
-			sj.TransferRuns = runs
+			sj.TransferRuns = transferRunsOf(runs)
 			return false, nil
 		case lists.overLimit():
 			return true, nil
 		}
 	}
-	sj.Transfers, err = budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, st.NearestHolders, stepsFix)
+	ts, err := budget.transfersWithin(ctx, "steps", m, shape, bits, st.Before, st.After, st.NearestHolders, stepsFix)
+	sj.Transfers = transfersOf(ts)
 	return false, err
 }
 
@@ -176,7 +177,7 @@ func renderHalo(sj *StepJSON, h *planner.Halo, lists stepLists, budget *listBudg
 			if err := budget.charge("steps", int64(len(pairs))*ls.pairRunBytes()+int64(len(transfers))*2*ls.transferBytes(), itoa(len(pairs))+" halo collective_permute pair runs", fix); err != nil {
 				return false, err
 			}
-			sj.PairRuns, sj.TransferRuns = pairs, transfers
+			sj.PairRuns, sj.TransferRuns = pairRunsOf(pairs), transferRunsOf(transfers)
 			return false, nil
 		case lists.overLimit():
 			return true, nil
@@ -185,7 +186,7 @@ func renderHalo(sj *StepJSON, h *planner.Halo, lists stepLists, budget *listBudg
 	if err := budget.charge("steps", n*(ls.pairBytes()+ls.transferBytes()), itoa(int(n))+" halo collective_permute pairs and transfers", fix); err != nil {
 		return false, err
 	}
-	sj.Pairs, sj.Transfers = h.Pairs(), h.Transfers()
+	sj.Pairs, sj.Transfers = h.Pairs(), transfersOf(h.Transfers())
 	return false, nil
 }
 

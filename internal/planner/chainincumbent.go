@@ -31,14 +31,6 @@ import (
 // either end, the rest of the reshard at the default effort (chainOfPlans): the
 // chains of the service's own answers through one structured neighbour.
 
-// The chain incumbent's budgets: per side, the structured steps from its end (depth)
-// and the states kept, nearest first (states); the exchanges it prices (pairs).
-// EffortExhaustive takes the wider row.
-var (
-	chainDefault    = chainBudget{depth: 3, states: 16, bases: 4, pairs: 48}
-	chainExhaustive = chainBudget{depth: 3, states: 192, bases: 32, pairs: 4096}
-)
-
 // chainBudget is a row of the chain incumbent's budgets: per side the structured
 // steps from its end and the states it keeps, the goal's side's nearest states whose
 // keep targets are priced, and the exchanges priced.
@@ -98,10 +90,6 @@ func chainIncumbent(ctx context.Context, r *Request, cands []*Plan) *Plan {
 	}
 	return p
 }
-
-// chainBudgetShare is the share of EffortExhaustive's planning budget its chain phase
-// may take.
-const chainBudgetShare = 0.5
 
 // chainSearch is one chain incumbent's search.
 type chainSearch struct {
@@ -182,10 +170,6 @@ func (ch *chainSearch) run() *Plan {
 	}
 	return (&Plan{Request: c.r, sp: c.sp, Steps: c.completeSteps(bestPath)}).named("chain")
 }
-
-// chainPopsPerPair bounds the pairs the chain incumbent bounds (exchangeBound) per
-// exchange it may price.
-const chainPopsPerPair = 16
 
 // calibration is how far the direct exchange from the source to the goal costs above
 // its bound (at least 1): the pairs are priced in order of their distances plus their
