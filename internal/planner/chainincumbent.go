@@ -381,17 +381,15 @@ func structuredNeighbours(sp *space, st state, blocked uint64, fn func(nx state,
 		n := len(st[d])
 		for j := 1; j <= n; j++ {
 			suffix := slices.Clone(st[d][n-j:])
-			nx := st.clone()
-			nx[d] = nx[d][:n-j]
-			fn(nx, cedge{op: OpAllGather, dim: d, group: suffix}, cedge{op: OpSlice, dim: d})
+			gathered := st.clone()
+			gathered[d] = gathered[d][:n-j]
+			fn(gathered, cedge{op: OpAllGather, dim: d, group: suffix}, cedge{op: OpSlice, dim: d})
 			for b := range st {
-				if b == d {
-					continue
+				if b != d { // the gathered suffix to the minor end of dim b
+					moved := gathered.clone()
+					moved[b] = append(moved[b], suffix...)
+					fn(moved, cedge{op: OpAllToAll, dim: d, dim2: b, group: suffix}, cedge{op: OpAllToAll, dim: b, dim2: d, group: suffix})
 				}
-				nx := st.clone()
-				nx[d] = nx[d][:n-j]
-				nx[b] = append(nx[b], suffix...)
-				fn(nx, cedge{op: OpAllToAll, dim: d, dim2: b, group: suffix}, cedge{op: OpAllToAll, dim: b, dim2: d, group: suffix})
 			}
 		}
 	}
