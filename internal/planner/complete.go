@@ -90,6 +90,10 @@ type completeSearch struct {
 	units     [][]uint8
 	byCounts  map[string][]state // unit states by shard counts
 	noPermute bool               // the structured pass leaves out its permutes
+	covered   map[string]bool    // the structured pass's coverage checks (unitFeasible)
+	// greedy weighs the heuristic in the queue's order (1: A*; more: a path sooner, not
+	// the cheapest; only where the bound is infinite, so that nothing is pruned by it).
+	greedy float64
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[string]float64
@@ -208,7 +212,7 @@ func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal c
 			}
 		}
 	}
-	c.ub = math.Inf(1)
+	c.ub, c.greedy = math.Inf(1), 1
 	c.devicesN = 1
 	for _, a := range sp.atoms {
 		c.devicesN *= a.Size
@@ -595,7 +599,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 			c.ub = g
 		}
 		old.n = cnode{st: n.st.clone(), unr: n.unr}
-		c.queue(citem{id: id, f: g + c.h(n), g: g, steps: steps})
+		c.queue(citem{id: id, f: g + c.greedy*c.h(n), g: g, steps: steps})
 		return
 	}
 	if k == c.goalKey {
@@ -604,7 +608,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 	id := int32(len(c.nodes))
 	c.nodes = append(c.nodes, crec{n: cnode{st: n.st.clone(), unr: n.unr}, g: g, steps: steps, prev: prev, edge: e})
 	c.bykey[k] = id
-	c.queue(citem{id: id, f: g + c.h(n), g: g, steps: steps})
+	c.queue(citem{id: id, f: g + c.greedy*c.h(n), g: g, steps: steps})
 }
 
 // consider prices the edge from node id to nx and pushes nx when it can still beat the
@@ -661,6 +665,9 @@ func (c *completeSearch) feasible(before, after cnode, e cedge) bool {
 		group |= 1 << a
 	}
 	group |= e.reduce
+	if c.units != nil {
+		return c.unitFeasible(before.st, after.st, group)
+	}
 	return c.sp.feasible(before.st, after.st, group)
 }
 

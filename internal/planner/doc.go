@@ -49,7 +49,9 @@
 //	              axis whole, or split at the sub-axes the ends name) with the
 //	              structured moves only, searched to the end (up to
 //	              structuredStateLimit states); under structured allowed ops it is what
-//	              proves the plan
+//	              proves the plan; above the limit, or past the incumbent's budget,
+//	              a search for any plan that never replicates the tensor when no
+//	              candidate avoids it (cleanStructuredPass)
 //	  complete    complete.go: A* over every state of every mesh axis split into prime
 //	              atoms, every step op as a move, bounded by the best candidate; it
 //	              finds a strictly cheaper plan or proves there is none
