@@ -414,6 +414,14 @@ type axisLoadRes struct {
 // pricing a 65,536-device permutation. A class's transfers are added in the
 // same order as in an enumeration in digit order, so its sums are the same.
 func lineLoads(w *worstRes, axis int, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) (calls int) {
+	if calls, ok := lineLoadsCounted(w, axis, p, digits, S, lSet, rt, wgt); ok {
+		return calls
+	}
+	return lineLoadsRouted(w, axis, p, digits, S, lSet, rt, wgt)
+}
+
+// lineLoadsRouted is lineLoads by routing every transfer.
+func lineLoadsRouted(w *worstRes, axis int, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) (calls int) {
 	n := rt.n
 	order := make([]int, 0, len(S))
 	for _, in := range [2]bool{true, false} {

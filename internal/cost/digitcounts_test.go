@@ -1,0 +1,124 @@
+package cost
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shardplan/shardplan/internal/sharding"
+)
+
+// randomExchangeDigits is randomDigits with free digits (axis -1) and, per axis digit,
+// an image drawn among the digits of its size (so not always a permutation, as an
+// exchange's holders are): the maps PriceDigitExchange prices.
+func randomExchangeDigits(rng *rand.Rand, p DigitPermutation) DigitPermutation {
+	free := rng.IntN(4)
+	for range free {
+		d := p.Digits[rng.IntN(len(p.Digits))]
+		p.Digits = append(p.Digits, Digit{Axis: -1, Size: d.Size})
+	}
+	src := make([]int, len(p.Digits))
+	for k, d := range p.Digits {
+		src[k] = k
+		if d.Axis < 0 || rng.IntN(3) == 0 {
+			continue
+		}
+		var same []int
+		for j, e := range p.Digits {
+			if e.Size == d.Size {
+				same = append(same, j)
+			}
+		}
+		src[k] = same[rng.IntN(len(same))]
+	}
+	p.Src = src
+	return p
+}
+
+// TestLineLoadsCountedIsTheEnumeration holds lineLoadsCounted to routing every transfer
+// (lineLoadsRouted), bit for bit down to the busiest link's place and the transfers
+// counted, on every axis of random digit permutations and exchanges of every routed
+// topology, with starting busiest links from none to above every line's.
+func TestLineLoadsCountedIsTheEnumeration(t *testing.T) {
+	defer func(v bool) { countsAlways = v }(countsAlways)
+	countsAlways = true
+	rng := rand.New(rand.NewPCG(44, 9))
+	var fabrics []*Fabric
+	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
+		fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"axis_links":{"a1":"dcn"},"links":{
+			"ici":{"bandwidth_gbps":40,"latency_us":0.7,"topology":%q},
+			"dcn":{"bandwidth_gbps":5,"latency_us":3.3,"topology":"ring_uni"}}}`, topo)).(*Fabric))
+	}
+	axisSizes := []int{2, 3, 4, 5, 6, 8, 12, 16, 32, 64}
+	counted, turned := 0, 0
+	for i := range 1500 {
+		m := randomMeshOf(t, rng, 1, 4, axisSizes)
+		p := randomDigits(rng, m)
+		if i%3 == 0 {
+			p.Digits = binaryDigitsOrWhole(rng, m)
+			p.Src = rng.Perm(len(p.Digits))
+			for k := range p.Src { // a binary split keeps sizes; a whole axis maps to itself
+				if p.Digits[p.Src[k]].Size != p.Digits[k].Size {
+					p.Src[k] = k
+				}
+			}
+		}
+		if i%2 == 1 {
+			p = randomExchangeDigits(rng, p)
+		}
+		r := fabrics[i%len(fabrics)].NewRouter(m)
+		onAxis := make([][]int, len(m.Axes))
+		if !r.digitsOnAxes(p, onAxis) {
+			continue
+		}
+		sSet := make([]uint64, len(m.Axes))
+		segmentSets(p, onAxis, sSet)
+		for ax := range onAxis {
+			if len(onAxis[ax]) == 0 {
+				continue
+			}
+			S := bitsOf(sSet[ax], len(p.Digits))
+			if assignments(p.Digits, S) > maxDigitEnum {
+				continue
+			}
+			lSet := lineSet(p, onAxis, ax)
+			wgt := float64(1 + rng.IntN(1000))
+			for _, start := range []worstRes{{}, {time: 1e-9}, {time: 1e9}} {
+				want, got := start, start
+				wantCalls := lineLoadsRouted(&want, ax, p, onAxis[ax], S, lSet, r.rt[ax], wgt)
+				gotCalls, ok := lineLoadsCounted(&got, ax, p, onAxis[ax], S, lSet, r.rt[ax], wgt)
+				if !ok {
+					continue
+				}
+				name := fmt.Sprintf("%d axis %d topology %d %s %+v", i, ax, r.rt[ax].topo, m, p)
+				require.Equal(t, want, got, name)
+				require.Equal(t, wantCalls, gotCalls, name)
+				counted++
+				if r.rt[ax].topo != line {
+					turned++
+				}
+			}
+		}
+	}
+	t.Logf("%d axis loads counted, %d on rings", counted, turned)
+	require.Greater(t, counted, 500)
+	require.Greater(t, turned, 300)
+}
+
+// binaryDigitsOrWhole splits each axis whose size is a power of two into binary digits
+// (or, at random, keeps it whole), and keeps other axes whole.
+func binaryDigitsOrWhole(rng *rand.Rand, m *sharding.Mesh) []Digit {
+	var ds []Digit
+	for i, a := range m.Axes {
+		if a.Size&(a.Size-1) != 0 || rng.IntN(4) == 0 {
+			ds = append(ds, Digit{Axis: i, Size: a.Size, Weight: 1})
+			continue
+		}
+		for w := a.Size / 2; w >= 1; w /= 2 {
+			ds = append(ds, Digit{Axis: i, Size: 2, Weight: w})
+		}
+	}
+	return ds
+}
