@@ -330,3 +330,86 @@ func (pc *pairCounter) addLine() {
 		c1[y] += 2 * b * (pc.preA[n] - pc.preA[y+1]) // holders x > y
 	}
 }
+
+// axisLongestHops is groupLongestRoute's hops for a group of one axis (D its digits, the
+// axis' digits and their images): the largest segmentHops over the pairs of coordinates
+// the assignments of D give, found from where holders and receivers can be rather than
+// by enumerating them: for each assignment of the digits that move both coordinates,
+// each holder's farthest receiver is the nearest one to its antipode (a bidirectional
+// ring), the nearest one behind it (a one-way ring), or an end (a line). Hops are
+// integers, so the maximum is the enumeration's. ok is false where it does not apply
+// or would not be faster.
+func (r *Router) axisLongestHops(p DigitPermutation, digits, D []int, axis int) (hops int, ok bool) {
+	rt := r.rt[axis]
+	n := rt.n
+	if rt.topo != line && rt.topo != ringUni && rt.topo != ringBidi {
+		return 0, false
+	}
+	c, ok := splitAxis(p, digits, D, 0, n)
+	if !ok {
+		return 0, false
+	}
+	pa, next, prev := make([]bool, n), make([]int, n), make([]int, n)
+	pb := make([]bool, n)
+	val := make([]int, len(p.Digits))
+	eachAssignment(p.Digits, c.cDig, val, func() {
+		oa, ob := 0, 0
+		for _, k := range c.cDig {
+			oa += c.alpha[k] * val[k]
+			ob += c.beta[k] * val[k]
+		}
+		clear(pa)
+		clear(pb)
+		for x, v := range c.ha[:n-oa] {
+			pa[oa+x] = v != 0
+		}
+		lo, hi := n, -1
+		for y, v := range c.hb[:n-ob] {
+			if v != 0 {
+				pb[ob+y] = true
+				lo, hi = min(lo, ob+y), max(hi, ob+y)
+			}
+		}
+		if hi < 0 {
+			return
+		}
+		if rt.topo == line {
+			for x, in := range pa {
+				if in {
+					hops = max(hops, hi-x, x-lo)
+				}
+			}
+			return
+		}
+		// prev[t]: the first receiver at or before t going down, round the ring; next[t]:
+		// at or after t going up.
+		last := -1
+		for t := range 2 * n {
+			if pb[t%n] {
+				last = t
+			}
+			if t >= n {
+				prev[t-n] = last % n
+			}
+		}
+		first := -1
+		for t := 2*n - 1; t >= 0; t-- {
+			if pb[t%n] {
+				first = t
+			}
+			if t < n {
+				next[t] = first % n
+			}
+		}
+		for x, in := range pa {
+			switch {
+			case !in:
+			case rt.topo == ringUni:
+				hops = max(hops, segmentHops(rt.topo, n, x, prev[(x-1+n)%n]))
+			default: // the nearest receivers to the antipode, below and above it
+				hops = max(hops, segmentHops(rt.topo, n, x, prev[(x+n/2)%n]), segmentHops(rt.topo, n, x, next[(x+(n+1)/2)%n]))
+			}
+		}
+	})
+	return hops, true
+}

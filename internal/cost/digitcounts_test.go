@@ -122,3 +122,58 @@ func binaryDigitsOrWhole(rng *rand.Rand, m *sharding.Mesh) []Digit {
 	}
 	return ds
 }
+
+// TestAxisLongestHopsIsTheEnumeration holds axisLongestHops to the branch and bound
+// over every assignment (routeMax from nothing) on the single axes of random digit
+// permutations and exchanges of every routed topology.
+func TestAxisLongestHopsIsTheEnumeration(t *testing.T) {
+	defer func(v bool) { countsAlways = v }(countsAlways)
+	countsAlways = true
+	rng := rand.New(rand.NewPCG(45, 10))
+	var fabrics []*Fabric
+	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
+		fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"links":{"ici":{"bandwidth_gbps":40,"latency_us":0.7,"topology":%q}}}`, topo)).(*Fabric))
+	}
+	axisSizes := []int{2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 64}
+	checked := 0
+	for i := range 1500 {
+		m := randomMeshOf(t, rng, 1, 4, axisSizes)
+		p := randomDigits(rng, m)
+		if i%3 == 0 {
+			p.Digits = binaryDigitsOrWhole(rng, m)
+			p.Src = rng.Perm(len(p.Digits))
+			for k := range p.Src {
+				if p.Digits[p.Src[k]].Size != p.Digits[k].Size {
+					p.Src[k] = k
+				}
+			}
+		}
+		if i%2 == 1 {
+			p = randomExchangeDigits(rng, p)
+		}
+		r := fabrics[i%len(fabrics)].NewRouter(m)
+		onAxis := make([][]int, len(m.Axes))
+		if !r.digitsOnAxes(p, onAxis) {
+			continue
+		}
+		sSet := make([]uint64, len(m.Axes))
+		segmentSets(p, onAxis, sSet)
+		for ax := range onAxis {
+			D := bitsOf(sSet[ax], len(p.Digits))
+			if len(onAxis[ax]) == 0 || assignments(p.Digits, D) > maxDigitEnum {
+				continue
+			}
+			got, ok := r.axisLongestHops(p, onAxis[ax], D, ax)
+			if !ok {
+				continue
+			}
+			rm := &routeMax{r: r, p: p, onAxis: onAxis, axes: []int{ax}, digits: D, val: make([]int, len(p.Digits))}
+			rm.prepare()
+			want := plainBranch(rm, func(int) float64 { return 1 })
+			require.Equal(t, want, float64(got), "%d axis %d topology %d %s %+v", i, ax, r.rt[ax].topo, m, p)
+			checked++
+		}
+	}
+	t.Logf("%d single-axis groups checked", checked)
+	require.Greater(t, checked, 1000)
+}

@@ -592,6 +592,11 @@ func (r *Router) groupLongestRouteOf(p DigitPermutation, onAxis [][]int, axes []
 	if assignmentsUpTo(p.Digits, D, limit) > limit {
 		return 0, 0, false
 	}
+	if accept == nil && len(axes) == 1 {
+		if h, ok := r.axisLongestHops(p, onAxis[axes[0]], D, axes[0]); ok {
+			return float64(h) * r.rt[axes[0]].lat, h, true
+		}
+	}
 	rm := routeMax{r: r, p: p, onAxis: onAxis, axes: axes, digits: D, val: make([]int, nd), accept: accept}
 	rm.prepare()
 	hops := rm.run(func(int) float64 { return 1 })

@@ -51,8 +51,7 @@ func (rm *routeMax) eliminate() float64 {
 		for _, k := range t.scope {
 			t.mask |= 1 << k
 		}
-		t.vals = rm.r.tableFloats(coverage(ds, t.scope))[:0]
-		eachAssignment(ds, t.scope, rm.val, func() { t.vals = append(t.vals, rm.term(j)) })
+		t.vals = rm.terms(j, rm.r.tableFloats(coverage(ds, t.scope))[:0])
 	}
 	left := append([]int(nil), rm.digits...)
 	for len(left) > 0 {
@@ -178,4 +177,46 @@ func indexOf(xs []int, x int) int {
 		}
 	}
 	return -1
+}
+
+// terms appends to vals axis j's term at every assignment of its digits
+// (axisDigits[j]) in eachAssignment's order, as term gives it: the coordinates are
+// kept up to date digit by digit instead of summed anew for each assignment.
+func (rm *routeMax) terms(j int, vals []float64) []float64 {
+	i := rm.axes[j]
+	rt := rm.r.rt[i]
+	ds := rm.p.Digits
+	scope := rm.axisDigits[j]
+	alpha, beta := make([]int, len(scope)), make([]int, len(scope)) // per scope digit
+	for x, d := range scope {
+		for _, k := range rm.onAxis[i] {
+			if rm.p.Src[k] == d {
+				alpha[x] += ds[k].Weight
+			}
+			if k == d {
+				beta[x] += ds[k].Weight
+			}
+		}
+	}
+	digit := make([]int, len(scope))
+	a, b := 0, 0
+	for range coverage(ds, scope) {
+		if a == b {
+			vals = append(vals, 0)
+		} else {
+			vals = append(vals, float64(segmentHops(rt.topo, rt.n, a, b))*rm.weight[j])
+		}
+		for x := len(scope) - 1; x >= 0; x-- {
+			digit[x]++
+			a += alpha[x]
+			b += beta[x]
+			if digit[x] < ds[scope[x]].Size {
+				break
+			}
+			a -= digit[x] * alpha[x]
+			b -= digit[x] * beta[x]
+			digit[x] = 0
+		}
+	}
+	return vals
 }
