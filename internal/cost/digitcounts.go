@@ -46,10 +46,12 @@ type countedAxis struct {
 	alpha, beta []int // per digit: its weight in a and in b
 	lDig, cDig  []int // S ∩ L (line class digits), and the digits that move both a and b
 	ha, hb      []int64
+	// the assignments of the digits that move only a, only b, both, and of lDig
+	na, nb, nc, classes int
 }
 
 // splitAxis splits S for axis' digits (see the file comment) and tabulates HA and HB;
-// ok is false when the counts would cost more than the enumeration does.
+// ok is false when a coordinate could reach n (the digits do not cover the axis).
 func splitAxis(p DigitPermutation, digits, S []int, lSet uint64, n int) (c countedAxis, ok bool) {
 	nd := len(p.Digits)
 	c.alpha, c.beta = make([]int, nd), make([]int, nd)
@@ -57,7 +59,6 @@ func splitAxis(p DigitPermutation, digits, S []int, lSet uint64, n int) (c count
 		c.alpha[p.Src[k]] += p.Digits[k].Weight
 		c.beta[k] = p.Digits[k].Weight
 	}
-	// Every coordinate is below n (the digits cover the axis); else leave it to routing.
 	maxA, maxB := 0, 0
 	for _, k := range S {
 		maxA += c.alpha[k] * (p.Digits[k].Size - 1)
@@ -79,30 +80,43 @@ func splitAxis(p DigitPermutation, digits, S []int, lSet uint64, n int) (c count
 			bDig = append(bDig, k)
 		}
 	}
-	// The enumeration routes |A|·|B|·|C| transfers per line class; the counts cost
-	// about 12n per assignment of C, once per class that is not a turn of an earlier one.
-	na, nb, nc := assignmentsUpTo(p.Digits, aDig, 1<<40), assignmentsUpTo(p.Digits, bDig, 1<<40), assignmentsUpTo(p.Digits, c.cDig, 1<<40)
-	if !countsAlways && float64(nc)*float64(12*n+na+nb) >= float64(na)*float64(nb)*float64(nc)*float64(assignmentsUpTo(p.Digits, c.lDig, 1<<40)) {
-		return c, false
-	}
+	c.na, c.nb = assignmentsUpTo(p.Digits, aDig, 1<<40), assignmentsUpTo(p.Digits, bDig, 1<<40)
+	c.nc, c.classes = assignmentsUpTo(p.Digits, c.cDig, 1<<40), assignmentsUpTo(p.Digits, c.lDig, 1<<40)
 	c.ha = coordCounts(p.Digits, aDig, c.alpha, n)
 	c.hb = coordCounts(p.Digits, bDig, c.beta, n)
 	return c, true
 }
 
+// countsCheaper reports whether counting, about 12n steps per assignment of the digits
+// that move both coordinates in each of scanned line classes, is cheaper than routing
+// routed transfers, each worth about perRoute steps.
+func countsCheaper(scanned, nc, n int, routed float64, perRoute float64) bool {
+	return countsAlways || float64(scanned)*float64(nc)*float64(12*n) < perRoute*routed
+}
+
 // coordCounts is how many assignments of ks give each sum of coef[k]·v_k (all below n).
 func coordCounts(ds []Digit, ks []int, coef []int, n int) []int64 {
+	sizes, coefs := make([]int, len(ks)), make([]int, len(ks))
+	for i, k := range ks {
+		sizes[i], coefs[i] = ds[k].Size, coef[k]
+	}
+	return sumCounts(sizes, coefs, n)
+}
+
+// sumCounts is how many assignments of values v_i in [0, sizes[i]) give each sum of
+// coefs[i]·v_i (all below n).
+func sumCounts(sizes, coefs []int, n int) []int64 {
 	h := make([]int64, n)
 	h[0] = 1
 	next := make([]int64, n)
-	for _, k := range ks {
+	for i, size := range sizes {
 		clear(next)
 		for x, c := range h {
 			if c == 0 {
 				continue
 			}
-			for v := range ds[k].Size {
-				next[x+v*coef[k]] += c
+			for v := range size {
+				next[x+v*coefs[i]] += c
 			}
 		}
 		h, next = next, h
@@ -147,8 +161,13 @@ func lineLoadsCounted(w *worstRes, axis int, p DigitPermutation, digits, S []int
 		return 0, false
 	}
 	turns := 0 // classes whose oa - ob agree modulo turns are turns of one another
+	scans := c.classes
 	if rt.topo != line {
 		turns = gcd(gcd(period(c.ha), period(c.hb)), n)
+		scans = min(scans, turns)
+	}
+	if !countsCheaper(scans, c.nc, n, float64(c.classes)*float64(c.na)*float64(c.nb)*float64(c.nc), 8) {
+		return 0, false
 	}
 	var scanned []bool
 	var scannedCalls []int
@@ -346,7 +365,7 @@ func (r *Router) axisLongestHops(p DigitPermutation, digits, D []int, axis int) 
 		return 0, false
 	}
 	c, ok := splitAxis(p, digits, D, 0, n)
-	if !ok {
+	if !ok || !countsCheaper(1, c.nc, n, float64(c.na)*float64(c.nb)*float64(c.nc), 4) {
 		return 0, false
 	}
 	pa, next, prev := make([]bool, n), make([]int, n), make([]int, n)
@@ -412,4 +431,251 @@ func (r *Router) axisLongestHops(p DigitPermutation, digits, D []int, axis int) 
 		}
 	})
 	return hops, true
+}
+
+// axisLoadExcludingCounted is axisLoadExcludingRouted computed from counts: each
+// transfer weighs bytes·mult, less bytes·left when it is left out (its assignment
+// keeps every class of ex.checks equal), and none when that leaves nothing. So a line
+// class's loads are mult times those of all its transfers less min(left, mult) times
+// those of the ones left out, and both are pairs of coordinate counts: all the
+// transfers as in lineLoadsCounted, the left-out ones over the classes' shared values
+// (a class with a line digit fixes its value; the others are one digit each, moving a
+// and b by their members' weights). Every sum is exact (countsExact), so the loads are
+// the enumeration's (TestAxisLoadExcludingCountedIsTheEnumeration). ok is false where
+// it does not apply.
+func (r *Router) axisLoadExcludingCounted(axis int, p DigitPermutation, digits, S []int, lSet uint64, bytes, mult float64, ex excluded) (res axisLoadRes, ok bool) {
+	rt := r.rt[axis]
+	n := rt.n
+	if rt.topo != line && rt.topo != ringUni && rt.topo != ringBidi {
+		return res, false
+	}
+	whole := func(x float64) bool { return x >= 0 && x == math.Trunc(x) && x < 1<<40 }
+	if !whole(bytes) || !whole(mult) || !whole(ex.left) || bytes == 0 ||
+		!countsExact(bytes*mult, float64(assignmentsUpTo(p.Digits, ex.order, 1<<50))) {
+		return res, false
+	}
+	all, ok := splitAxis(p, digits, S, lSet, n)
+	if !ok {
+		return res, false
+	}
+	var lDig []int
+	for _, k := range ex.order {
+		if lSet&(1<<k) != 0 {
+			lDig = append(lDig, k)
+		}
+	}
+	kept, ok := keptSplit(p, all, lDig, ex.order, ex.checks, n)
+	if !ok {
+		return res, false
+	}
+	val := make([]int, len(p.Digits))
+	// A line class's offsets, and on a ring what it is a turn of: the differences of
+	// its offsets (-1: none left out).
+	class := func() (oa, ob, koa, kob int, valid bool, key [3]int) {
+		for _, k := range lDig {
+			oa += all.alpha[k] * val[k]
+			ob += all.beta[k] * val[k]
+		}
+		koa, kob, valid = kept.offsets(val, oa, ob)
+		key = [3]int{-1, -1, -1}
+		if rt.topo != line {
+			key[0] = ((oa-ob)%n + n) % n
+			if valid {
+				key[1], key[2] = ((koa-kob)%n+n)%n, ((oa-koa)%n+n)%n
+			}
+		}
+		return
+	}
+	scans := assignmentsUpTo(p.Digits, lDig, 1<<40)
+	if rt.topo != line {
+		keys := map[[3]int]bool{}
+		eachAssignment(p.Digits, lDig, val, func() {
+			_, _, _, _, _, key := class()
+			keys[key] = true
+		})
+		scans = len(keys)
+	}
+	nck := 1
+	for _, size := range kept.cSizes {
+		nck *= size
+	}
+	if !countsCheaper(scans, all.nc+nck, n, float64(assignmentsUpTo(p.Digits, ex.order, 1<<50)), 16) {
+		return res, false
+	}
+	m, drop := int64(mult), min(int64(ex.left), int64(mult)) // weights of a transfer kept, and taken off one left out
+	keepsNone := int64(mult) <= int64(ex.left)
+	memo := map[[3]int]int{} // calls per scanned turn
+	pcAll, pcKept := newPairCounter(n, rt.topo), newPairCounter(n, rt.topo)
+	cnt := [2][]int64{make([]int64, n), make([]int64, n)}
+	buf := make([]float64, 2*(n+1))
+	gval := make([]int, len(kept.cSizes))
+	eachAssignment(p.Digits, lDig, val, func() {
+		oa, ob, koa, kob, valid, key := class()
+		if key[0] >= 0 {
+			if calls, ok := memo[key]; ok {
+				res.calls += calls
+				return
+			}
+		}
+		pcAll.reset()
+		eachAssignment(p.Digits, all.cDig, val, func() {
+			ca, cb := oa, ob
+			for _, k := range all.cDig {
+				ca += all.alpha[k] * val[k]
+				cb += all.beta[k] * val[k]
+			}
+			pcAll.add(all.ha, ca, all.hb, cb)
+		})
+		pcKept.reset()
+		if valid {
+			eachValue(kept.cSizes, gval, func() {
+				ca, cb := koa, kob
+				for i, v := range gval {
+					ca += kept.cAlpha[i] * v
+					cb += kept.cBeta[i] * v
+				}
+				pcKept.add(kept.ha, ca, kept.hb, cb)
+			})
+		}
+		calls := pcAll.pairs
+		if keepsNone {
+			calls -= pcKept.pairs
+		}
+		if key[0] >= 0 {
+			memo[key] = int(calls)
+		}
+		res.calls += int(calls)
+		units := m*pcAll.pairs - drop*pcKept.pairs
+		if units <= 0 {
+			return
+		}
+		for dir := range 2 {
+			for x := range n {
+				cnt[dir][x] = m*pcAll.cnt[dir][x] - drop*pcKept.cnt[dir][x]
+			}
+			d := buf[dir*(n+1) : dir*(n+1)+n]
+			for x, v := range cnt[dir] {
+				d[x] = float64(v) * bytes * 0.5
+			}
+		}
+		busiestLink(&res.w, axis, rt, buf, float64(units)*bytes)
+	})
+	res.used = res.calls > 0
+	return res, true
+}
+
+// keptAxis is the left-out transfers' split of an axis' free digits: the classes that
+// hold a line digit (fixed per line class: their line digits must agree, and their
+// other digits take that value), and the others, each one digit of its members' size
+// moving a and b by their members' weights, split as lineLoadsCounted splits digits
+// (those moving only a and only b counted in ha and hb, those moving both listed).
+type keptAxis struct {
+	fixed         [][2][]int // per fixed class: its line digits, its free digits
+	alpha, beta   []int      // per digit, as in countedAxis
+	ha, hb        []int64
+	cSizes        []int
+	cAlpha, cBeta []int
+}
+
+// keptSplit groups the free digits of order (those not in lDig) by the classes checks
+// ties; ok is false when a class' digits differ in size.
+func keptSplit(p DigitPermutation, c countedAxis, lDig, order []int, checks [][2]int, n int) (k keptAxis, ok bool) {
+	k.alpha, k.beta = c.alpha, c.beta
+	uf := NewUnionFind(len(p.Digits))
+	for _, ch := range checks {
+		uf.Union(ch[0], ch[1])
+	}
+	var inL uint64
+	for _, d := range lDig {
+		inL |= 1 << d
+	}
+	type group struct {
+		line, free []int
+	}
+	groups := map[int]*group{}
+	var roots []int
+	for _, d := range order {
+		g := groups[uf.Find(d)]
+		if g == nil {
+			g = &group{}
+			groups[uf.Find(d)] = g
+			roots = append(roots, uf.Find(d))
+		}
+		if inL&(1<<d) != 0 {
+			g.line = append(g.line, d)
+		} else {
+			g.free = append(g.free, d)
+		}
+	}
+	var aSizes, aCoef, bSizes, bCoef []int
+	for _, rt := range roots {
+		g := groups[rt]
+		size := p.Digits[rt].Size
+		for _, d := range append(g.line, g.free...) {
+			if p.Digits[d].Size != size {
+				return k, false
+			}
+		}
+		if len(g.line) > 0 {
+			if len(g.free) > 0 || len(g.line) > 1 {
+				k.fixed = append(k.fixed, [2][]int{g.line, g.free})
+			}
+			continue
+		}
+		ca, cb := 0, 0
+		for _, d := range g.free {
+			ca += c.alpha[d]
+			cb += c.beta[d]
+		}
+		switch {
+		case ca != 0 && cb != 0:
+			k.cSizes, k.cAlpha, k.cBeta = append(k.cSizes, size), append(k.cAlpha, ca), append(k.cBeta, cb)
+		case ca != 0:
+			aSizes, aCoef = append(aSizes, size), append(aCoef, ca)
+		case cb != 0:
+			bSizes, bCoef = append(bSizes, size), append(bCoef, cb)
+		}
+	}
+	k.ha, k.hb = sumCounts(aSizes, aCoef, n), sumCounts(bSizes, bCoef, n)
+	return k, true
+}
+
+// offsets are the left-out transfers' coordinate offsets in the line class val (oa and
+// ob: the line digits' own), and whether the class leaves any out (valid: every fixed
+// class' line digits agree).
+func (k keptAxis) offsets(val []int, oa, ob int) (koa, kob int, valid bool) {
+	koa, kob = oa, ob
+	for _, f := range k.fixed {
+		v := val[f[0][0]]
+		for _, d := range f[0][1:] {
+			if val[d] != v {
+				return 0, 0, false
+			}
+		}
+		for _, d := range f[1] {
+			koa += k.alpha[d] * v
+			kob += k.beta[d] * v
+		}
+	}
+	return koa, kob, true
+}
+
+// eachValue sets val to every assignment of values below sizes (the last fastest) and
+// calls fn.
+func eachValue(sizes, val []int, fn func()) {
+	clear(val)
+	for {
+		fn()
+		i := len(sizes) - 1
+		for ; i >= 0; i-- {
+			val[i]++
+			if val[i] < sizes[i] {
+				break
+			}
+			val[i] = 0
+		}
+		if i < 0 {
+			return
+		}
+	}
 }

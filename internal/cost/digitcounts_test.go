@@ -177,3 +177,94 @@ func TestAxisLongestHopsIsTheEnumeration(t *testing.T) {
 	t.Logf("%d single-axis groups checked", checked)
 	require.Greater(t, checked, 1000)
 }
+
+// TestAxisLoadExcludingCountedIsTheEnumeration holds axisLoadExcludingCounted to
+// routing every transfer it keeps (axisLoadExcludingRouted), bit for bit down to the
+// busiest link's place and the transfers counted, on every axis of random exchanges
+// that leave out the transfers whose digits Same ties are equal, on every routed
+// topology, at several byte counts.
+func TestAxisLoadExcludingCountedIsTheEnumeration(t *testing.T) {
+	defer func(v bool) { countsAlways = v }(countsAlways)
+	countsAlways = true
+	rng := rand.New(rand.NewPCG(46, 11))
+	var fabrics []*Fabric
+	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
+		fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"axis_links":{"a1":"dcn"},"links":{
+			"ici":{"bandwidth_gbps":40,"latency_us":0.7,"topology":%q},
+			"dcn":{"bandwidth_gbps":5,"latency_us":3.3,"topology":"ring_uni"}}}`, topo)).(*Fabric))
+	}
+	axisSizes := []int{2, 3, 4, 5, 6, 8, 12, 16, 32}
+	counted, turned, leftOut := 0, 0, 0
+	for i := range 1500 {
+		m := randomMeshOf(t, rng, 1, 4, axisSizes)
+		p := randomDigits(rng, m)
+		if i%3 == 0 {
+			p.Digits = binaryDigitsOrWhole(rng, m)
+			p.Src = rng.Perm(len(p.Digits))
+			for k := range p.Src {
+				if p.Digits[p.Src[k]].Size != p.Digits[k].Size {
+					p.Src[k] = k
+				}
+			}
+		}
+		p = randomExchangeDigits(rng, p)
+		p.Same = make([]int, len(p.Digits))
+		for k := range p.Same {
+			switch rng.IntN(4) {
+			case 0:
+				p.Same[k] = -1
+			case 1: // a digit of the same size
+				j := rng.IntN(len(p.Digits))
+				p.Same[k] = -1
+				if p.Digits[j].Size == p.Digits[k].Size {
+					p.Same[k] = j
+				}
+			default:
+				p.Same[k] = p.Src[k]
+			}
+		}
+		r := fabrics[i%len(fabrics)].NewRouter(m)
+		onAxis := make([][]int, len(m.Axes))
+		if !r.digitsOnAxes(p, onAxis) {
+			continue
+		}
+		sSet := make([]uint64, len(m.Axes))
+		segmentSets(p, onAxis, sSet)
+		cls := classesOf(p)
+		for ax := range onAxis {
+			if len(onAxis[ax]) == 0 {
+				continue
+			}
+			S := bitsOf(sSet[ax], len(p.Digits))
+			lSet := lineSet(p, onAxis, ax)
+			ex, ok := excludedOf(p, cls, S, lSet)
+			if !ok {
+				continue
+			}
+			mult := 1.0
+			for k, d := range p.Digits {
+				if (sSet[ax]|lSet)&(1<<k) == 0 {
+					mult *= float64(d.Size)
+				}
+			}
+			bytes := float64([]int{1, 3, 1024}[rng.IntN(3)])
+			want := r.axisLoadExcludingRouted(ax, p, onAxis[ax], lSet, bytes, mult, ex)
+			got, ok := r.axisLoadExcludingCounted(ax, p, onAxis[ax], S, lSet, bytes, mult, ex)
+			if !ok {
+				continue
+			}
+			require.Equal(t, want, got, "%d axis %d topology %d %s %+v mult %v left %v", i, ax, r.rt[ax].topo, m, p, mult, ex.left)
+			counted++
+			if r.rt[ax].topo != line {
+				turned++
+			}
+			if len(ex.checks) > 0 {
+				leftOut++
+			}
+		}
+	}
+	t.Logf("%d axis loads counted, %d on rings, %d with checks", counted, turned, leftOut)
+	require.Greater(t, counted, 1000)
+	require.Greater(t, turned, 700)
+	require.Greater(t, leftOut, 500)
+}
