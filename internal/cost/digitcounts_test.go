@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -267,4 +268,93 @@ func TestAxisLoadExcludingCountedIsTheEnumeration(t *testing.T) {
 	require.Greater(t, counted, 1000)
 	require.Greater(t, turned, 700)
 	require.Greater(t, leftOut, 500)
+}
+
+// TestMergedEliminationIsExact holds routeMax.run, whose elimination merges the digits
+// its tables cannot tell apart (mergeDigits), to the branch and bound from nothing on
+// random permutations and exchanges of binary digits over coupled axes, where runs of
+// digits that map to runs merge.
+func TestMergedEliminationIsExact(t *testing.T) {
+	defer func(n int) { eliminateAbove = n }(eliminateAbove)
+	eliminateAbove = 0
+	rng := rand.New(rand.NewPCG(47, 12))
+	var fabrics []*Fabric
+	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
+		for _, lat := range []string{"0.7", "1"} {
+			fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"axis_links":{"a1":"dcn"},"links":{
+				"ici":{"bandwidth_gbps":40,"latency_us":%s,"topology":%q},
+				"dcn":{"bandwidth_gbps":5,"latency_us":3.3,"topology":"ring_uni"}}}`, lat, topo)).(*Fabric))
+		}
+	}
+	checked, merged := 0, 0
+	for i := range 400 {
+		m := randomMeshOf(t, rng, 2, 3, []int{2, 4, 8, 16})
+		var p DigitPermutation
+		p.Digits = binaryDigitsOrWhole(rng, m)
+		// Runs: each axis' digits map, in order, to another axis' of as many digits.
+		p.Src = make([]int, len(p.Digits))
+		for k := range p.Src {
+			p.Src[k] = k
+		}
+		byAxis := map[int][]int{}
+		for k, d := range p.Digits {
+			byAxis[d.Axis] = append(byAxis[d.Axis], k)
+		}
+		for a := range m.Axes {
+			b := rng.IntN(len(m.Axes))
+			if len(byAxis[a]) == len(byAxis[b]) {
+				for x, k := range byAxis[a] {
+					if p.Digits[byAxis[b][x]].Size == p.Digits[k].Size {
+						p.Src[k] = byAxis[b][x]
+					}
+				}
+			}
+		}
+		if i%2 == 1 {
+			p = randomExchangeDigits(rng, p)
+			// randomExchangeDigits redraws images; keep some runs
+			for k := range p.Src {
+				if p.Digits[k].Axis >= 0 && rng.IntN(2) == 0 && k+1 < len(p.Digits) && p.Src[k]+1 < len(p.Digits) &&
+					p.Digits[k+1].Axis == p.Digits[k].Axis && p.Digits[p.Src[k]+1].Size == p.Digits[k+1].Size {
+					p.Src[k+1] = p.Src[k] + 1
+				}
+			}
+		}
+		f := fabrics[i%len(fabrics)]
+		r := f.NewRouter(m)
+		onAxis := make([][]int, len(m.Axes))
+		if !r.digitsOnAxes(p, onAxis) {
+			continue
+		}
+		sSet := make([]uint64, len(m.Axes))
+		segmentSets(p, onAxis, sSet)
+		for _, g := range routeGroups(sSet, coupledAxes(sSet)) {
+			D := bitsOf(g.union, len(p.Digits))
+			if assignments(p.Digits, D) > maxDigitEnum {
+				continue
+			}
+			newRM := func() *routeMax {
+				rm := &routeMax{r: r, p: p, onAxis: onAxis, axes: g.axes, digits: D, val: make([]int, len(p.Digits))}
+				rm.prepare()
+				return rm
+			}
+			for _, perHop := range []func(int) float64{
+				func(int) float64 { return 1 },
+				func(a int) float64 { return r.rt[a].lat },
+			} {
+				name := fmt.Sprintf("%d %s %+v", i, m, p)
+				require.Equal(t, plainBranch(newRM(), perHop), newRM().run(perHop), name)
+			}
+			rm := newRM()
+			rm.setWeights(func(int) float64 { return 1 })
+			rm.eliminate()
+			if slices.ContainsFunc(D, func(d int) bool { return rm.size[d] != p.Digits[d].Size }) {
+				merged++
+			}
+			checked++
+		}
+	}
+	t.Logf("%d groups checked, %d with merged digits", checked, merged)
+	require.Greater(t, checked, 300)
+	require.Greater(t, merged, 100)
 }

@@ -641,8 +641,11 @@ type routeMax struct {
 	// of the largest terms of the axes completing after each level, and the best sum.
 	weight []float64
 	most   []float64
-	open   []float64
-	best   float64
+	// size is each digit's size in eliminate's tables, where merged digits are one
+	// (mergeDigits).
+	size []int
+	open []float64
+	best float64
 	// accept, when set, limits the maximum to the assignments it takes (the others
 	// still bound it from above, so the pruning stays sound).
 	accept func(val []int) bool
