@@ -486,22 +486,17 @@ func (r *Router) axisLoadExcludingCounted(axis int, p DigitPermutation, digits, 
 		}
 		return
 	}
-	scans := assignmentsUpTo(p.Digits, lDig, 1<<40)
-	if rt.topo != line {
-		keys := map[[3]int]bool{}
-		eachAssignment(p.Digits, lDig, val, func() {
-			_, _, _, _, _, key := class()
-			keys[key] = true
-		})
-		scans = len(keys)
-	}
 	nck := 1
 	for _, size := range kept.cSizes {
 		nck *= size
 	}
-	if !countsCheaper(scans, all.nc+nck, n, float64(assignmentsUpTo(p.Digits, ex.order, 1<<50)), 16) {
-		return res, false
+	// Counting scans a class in about (nc + nck)·12n steps, routing takes about 16 a
+	// transfer: past this many scans, give the axis to routing.
+	budget := math.Inf(1)
+	if !countsAlways {
+		budget = 16 * float64(assignmentsUpTo(p.Digits, ex.order, 1<<50)) / (float64(all.nc+nck) * float64(12*n))
 	}
+	scans, over := 0, false
 	m, drop := int64(mult), min(int64(ex.left), int64(mult)) // weights of a transfer kept, and taken off one left out
 	keepsNone := int64(mult) <= int64(ex.left)
 	memo := map[[3]int]int{} // calls per scanned turn
@@ -510,12 +505,19 @@ func (r *Router) axisLoadExcludingCounted(axis int, p DigitPermutation, digits, 
 	buf := make([]float64, 2*(n+1))
 	gval := make([]int, len(kept.cSizes))
 	eachAssignment(p.Digits, lDig, val, func() {
+		if over {
+			return
+		}
 		oa, ob, koa, kob, valid, key := class()
 		if key[0] >= 0 {
 			if calls, ok := memo[key]; ok {
 				res.calls += calls
 				return
 			}
+		}
+		if scans++; float64(scans) > budget {
+			over = true
+			return
 		}
 		pcAll.reset()
 		eachAssignment(p.Digits, all.cDig, val, func() {
@@ -560,6 +562,9 @@ func (r *Router) axisLoadExcludingCounted(axis int, p DigitPermutation, digits, 
 		}
 		busiestLink(&res.w, axis, rt, buf, float64(units)*bytes)
 	})
+	if over {
+		return axisLoadRes{}, false
+	}
 	res.used = res.calls > 0
 	return res, true
 }
