@@ -728,9 +728,10 @@ func (rm *routeMax) setWeights(perHop func(axis int) float64) (integral bool) {
 func (rm *routeMax) branchFrom(best float64) float64 {
 	for j := range rm.axes {
 		// The axis' own largest term: every assignment of its digits.
-		eachAssignment(rm.p.Digits, rm.axisDigits[j], rm.val, func() {
-			rm.most[j] = max(rm.most[j], rm.term(j))
-		})
+		rm.r.tables = rm.r.tables[:0] // eliminate's tables are no longer in use
+		for _, v := range rm.terms(j, rm.axisDigits[j], rm.r.tableFloats(coverage(rm.p.Digits, rm.axisDigits[j]))[:0]) {
+			rm.most[j] = max(rm.most[j], v)
+		}
 	}
 	rm.open = make([]float64, len(rm.digits)+1)
 	for l := len(rm.digits) - 1; l >= 0; l-- {
