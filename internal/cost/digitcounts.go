@@ -178,11 +178,7 @@ func lineLoadsCounted(w *worstRes, axis int, p DigitPermutation, digits, S []int
 	buf := make([]float64, 2*(n+1))
 	val := make([]int, len(p.Digits))
 	eachAssignment(p.Digits, c.lDig, val, func() {
-		oa, ob := 0, 0
-		for _, k := range c.lDig {
-			oa += c.alpha[k] * val[k]
-			ob += c.beta[k] * val[k]
-		}
+		oa, ob := c.shift(c.lDig, val)
 		key := -1
 		if turns > 0 {
 			key = ((oa-ob)%turns + turns) % turns
@@ -191,15 +187,7 @@ func lineLoadsCounted(w *worstRes, axis int, p DigitPermutation, digits, S []int
 				return
 			}
 		}
-		pc.reset()
-		eachAssignment(p.Digits, c.cDig, val, func() {
-			ca, cb := oa, ob
-			for _, k := range c.cDig {
-				ca += c.alpha[k] * val[k]
-				cb += c.beta[k] * val[k]
-			}
-			pc.add(c.ha, ca, c.hb, cb)
-		})
+		c.countPairs(pc, p.Digits, val, oa, ob)
 		if key >= 0 {
 			scanned[key], scannedCalls[key] = true, int(pc.pairs)
 		}
@@ -207,15 +195,42 @@ func lineLoadsCounted(w *worstRes, axis int, p DigitPermutation, digits, S []int
 		if pc.pairs == 0 {
 			return
 		}
-		for dir := range 2 {
-			d := buf[dir*(n+1) : dir*(n+1)+n]
-			for x, v := range pc.cnt[dir] {
-				d[x] = float64(v) * wgt * 0.5
-			}
-		}
+		setHalves(buf, pc.cnt, wgt)
 		busiestLink(w, axis, rt, buf, float64(pc.pairs)*wgt)
 	})
 	return calls, true
+}
+
+// countPairs sets pc to the pairs of the line class whose own digits put holders and
+// receivers at offsets oa and ob: every assignment of the digits that move both.
+func (c countedAxis) countPairs(pc *pairCounter, ds []Digit, val []int, oa, ob int) {
+	pc.reset()
+	eachAssignment(ds, c.cDig, val, func() {
+		ca, cb := c.shift(c.cDig, val)
+		pc.add(c.ha, oa+ca, c.hb, ob+cb)
+	})
+}
+
+// shift is what the digits ks add, at their values in val, to the holder's coordinate
+// and to the receiver's.
+func (c countedAxis) shift(ks, val []int) (a, b int) {
+	for _, k := range ks {
+		a += c.alpha[k] * val[k]
+		b += c.beta[k] * val[k]
+	}
+	return a, b
+}
+
+// setHalves writes to busiestLink's difference arrays buf the counts cnt (per
+// direction, in half transfers) of transfers weighing w each.
+func setHalves(buf []float64, cnt [2][]int64, w float64) {
+	n := len(cnt[0])
+	for dir := range 2 {
+		d := buf[dir*(n+1) : dir*(n+1)+n]
+		for x, v := range cnt[dir] {
+			d[x] = float64(v) * w * 0.5
+		}
+	}
 }
 
 // pairCounter adds up, for one line class, the difference arrays (in half transfers,
@@ -372,11 +387,7 @@ func (r *Router) axisLongestHops(p DigitPermutation, digits, D []int, axis int) 
 	pb := make([]bool, n)
 	val := make([]int, len(p.Digits))
 	eachAssignment(p.Digits, c.cDig, val, func() {
-		oa, ob := 0, 0
-		for _, k := range c.cDig {
-			oa += c.alpha[k] * val[k]
-			ob += c.beta[k] * val[k]
-		}
+		oa, ob := c.shift(c.cDig, val)
 		clear(pa)
 		clear(pb)
 		for x, v := range c.ha[:n-oa] {
@@ -472,10 +483,7 @@ func (r *Router) axisLoadExcludingCounted(axis int, p DigitPermutation, digits, 
 	// A line class's offsets, and on a ring what it is a turn of: the differences of
 	// its offsets (-1: none left out).
 	class := func() (oa, ob, koa, kob int, valid bool, key [3]int) {
-		for _, k := range lDig {
-			oa += all.alpha[k] * val[k]
-			ob += all.beta[k] * val[k]
-		}
+		oa, ob = all.shift(lDig, val)
 		koa, kob, valid = kept.offsets(val, oa, ob)
 		key = [3]int{-1, -1, -1}
 		if rt.topo != line {
@@ -519,15 +527,7 @@ func (r *Router) axisLoadExcludingCounted(axis int, p DigitPermutation, digits, 
 			over = true
 			return
 		}
-		pcAll.reset()
-		eachAssignment(p.Digits, all.cDig, val, func() {
-			ca, cb := oa, ob
-			for _, k := range all.cDig {
-				ca += all.alpha[k] * val[k]
-				cb += all.beta[k] * val[k]
-			}
-			pcAll.add(all.ha, ca, all.hb, cb)
-		})
+		all.countPairs(pcAll, p.Digits, val, oa, ob)
 		pcKept.reset()
 		if valid {
 			eachValue(kept.cSizes, gval, func() {
@@ -555,11 +555,8 @@ func (r *Router) axisLoadExcludingCounted(axis int, p DigitPermutation, digits, 
 			for x := range n {
 				cnt[dir][x] = m*pcAll.cnt[dir][x] - drop*pcKept.cnt[dir][x]
 			}
-			d := buf[dir*(n+1) : dir*(n+1)+n]
-			for x, v := range cnt[dir] {
-				d[x] = float64(v) * bytes * 0.5
-			}
 		}
+		setHalves(buf, cnt, bytes)
 		busiestLink(&res.w, axis, rt, buf, float64(units)*bytes)
 	})
 	if over {

@@ -38,23 +38,40 @@ func randomExchangeDigits(rng *rand.Rand, p DigitPermutation) DigitPermutation {
 	return p
 }
 
-// TestLineLoadsCountedIsTheEnumeration holds lineLoadsCounted to routing every transfer
-// (lineLoadsRouted), bit for bit down to the busiest link's place and the transfers
-// counted, on every axis of random digit permutations and exchanges of every routed
-// topology, with starting busiest links from none to above every line's.
-func TestLineLoadsCountedIsTheEnumeration(t *testing.T) {
-	defer func(v bool) { countsAlways = v }(countsAlways)
-	countsAlways = true
-	rng := rand.New(rand.NewPCG(44, 9))
+// countedFabrics are one fabric per routed topology of ici, with axis a1 on a one-way
+// dcn ring.
+func countedFabrics(t *testing.T) []*Fabric {
 	var fabrics []*Fabric
 	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
 		fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"axis_links":{"a1":"dcn"},"links":{
 			"ici":{"bandwidth_gbps":40,"latency_us":0.7,"topology":%q},
 			"dcn":{"bandwidth_gbps":5,"latency_us":3.3,"topology":"ring_uni"}}}`, topo)).(*Fabric))
 	}
-	axisSizes := []int{2, 3, 4, 5, 6, 8, 12, 16, 32, 64}
-	counted, turned := 0, 0
-	for i := range 1500 {
+	return fabrics
+}
+
+// randomAxis is one axis of a random digit map, as digitLinkLoad sees it.
+type randomAxis struct {
+	i      int // the case
+	r      *Router
+	p      DigitPermutation
+	onAxis [][]int
+	sSet   []uint64
+	ax     int
+	S      []int
+	lSet   uint64
+}
+
+func (a randomAxis) String() string {
+	return fmt.Sprintf("%d axis %d topology %d %s %+v", a.i, a.ax, a.r.rt[a.ax].topo, a.r.m, a.p)
+}
+
+// eachRandomAxis draws cases random digit maps on meshes of axisSizes (every third one
+// of binary digits, every other one an exchange, draw's last say) on countedFabrics and
+// calls fn with every axis that has digits.
+func eachRandomAxis(t *testing.T, rng *rand.Rand, cases int, axisSizes []int, draw func(i int, p DigitPermutation) DigitPermutation, fn func(a randomAxis)) {
+	fabrics := countedFabrics(t)
+	for i := range cases {
 		m := randomMeshOf(t, rng, 1, 4, axisSizes)
 		p := randomDigits(rng, m)
 		if i%3 == 0 {
@@ -69,6 +86,7 @@ func TestLineLoadsCountedIsTheEnumeration(t *testing.T) {
 		if i%2 == 1 {
 			p = randomExchangeDigits(rng, p)
 		}
+		p = draw(i, p)
 		r := fabrics[i%len(fabrics)].NewRouter(m)
 		onAxis := make([][]int, len(m.Axes))
 		if !r.digitsOnAxes(p, onAxis) {
@@ -77,32 +95,44 @@ func TestLineLoadsCountedIsTheEnumeration(t *testing.T) {
 		sSet := make([]uint64, len(m.Axes))
 		segmentSets(p, onAxis, sSet)
 		for ax := range onAxis {
-			if len(onAxis[ax]) == 0 {
-				continue
-			}
 			S := bitsOf(sSet[ax], len(p.Digits))
-			if assignments(p.Digits, S) > maxDigitEnum {
+			if len(onAxis[ax]) == 0 || assignments(p.Digits, S) > maxDigitEnum {
 				continue
 			}
-			lSet := lineSet(p, onAxis, ax)
-			wgt := float64(1 + rng.IntN(1000))
-			for _, start := range []worstRes{{}, {time: 1e-9}, {time: 1e9}} {
-				want, got := start, start
-				wantCalls := lineLoadsRouted(&want, ax, p, onAxis[ax], S, lSet, r.rt[ax], wgt)
-				gotCalls, ok := lineLoadsCounted(&got, ax, p, onAxis[ax], S, lSet, r.rt[ax], wgt)
-				if !ok {
-					continue
-				}
-				name := fmt.Sprintf("%d axis %d topology %d %s %+v", i, ax, r.rt[ax].topo, m, p)
-				require.Equal(t, want, got, name)
-				require.Equal(t, wantCalls, gotCalls, name)
-				counted++
-				if r.rt[ax].topo != line {
-					turned++
-				}
-			}
+			fn(randomAxis{i: i, r: r, p: p, onAxis: onAxis, sSet: sSet, ax: ax, S: S, lSet: lineSet(p, onAxis, ax)})
 		}
 	}
+}
+
+func asDrawn(_ int, p DigitPermutation) DigitPermutation { return p }
+
+// TestLineLoadsCountedIsTheEnumeration holds lineLoadsCounted to routing every transfer
+// (lineLoadsRouted), bit for bit down to the busiest link's place and the transfers
+// counted, on every axis of random digit permutations and exchanges of every routed
+// topology, with starting busiest links from none to above every line's.
+func TestLineLoadsCountedIsTheEnumeration(t *testing.T) {
+	defer func(v bool) { countsAlways = v }(countsAlways)
+	countsAlways = true
+	rng := rand.New(rand.NewPCG(44, 9))
+	counted, turned := 0, 0
+	eachRandomAxis(t, rng, 1500, []int{2, 3, 4, 5, 6, 8, 12, 16, 32, 64}, asDrawn, func(a randomAxis) {
+		wgt := float64(1 + rng.IntN(1000))
+		rt := a.r.rt[a.ax]
+		for _, start := range []worstRes{{}, {time: 1e-9}, {time: 1e9}} {
+			want, got := start, start
+			wantCalls := lineLoadsRouted(&want, a.ax, a.p, a.onAxis[a.ax], a.S, a.lSet, rt, wgt)
+			gotCalls, ok := lineLoadsCounted(&got, a.ax, a.p, a.onAxis[a.ax], a.S, a.lSet, rt, wgt)
+			if !ok {
+				continue
+			}
+			require.Equal(t, want, got, a.String())
+			require.Equal(t, wantCalls, gotCalls, a.String())
+			counted++
+			if rt.topo != line {
+				turned++
+			}
+		}
+	})
 	t.Logf("%d axis loads counted, %d on rings", counted, turned)
 	require.Greater(t, counted, 500)
 	require.Greater(t, turned, 300)
@@ -131,50 +161,17 @@ func TestAxisLongestHopsIsTheEnumeration(t *testing.T) {
 	defer func(v bool) { countsAlways = v }(countsAlways)
 	countsAlways = true
 	rng := rand.New(rand.NewPCG(45, 10))
-	var fabrics []*Fabric
-	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
-		fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"links":{"ici":{"bandwidth_gbps":40,"latency_us":0.7,"topology":%q}}}`, topo)).(*Fabric))
-	}
-	axisSizes := []int{2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 64}
 	checked := 0
-	for i := range 1500 {
-		m := randomMeshOf(t, rng, 1, 4, axisSizes)
-		p := randomDigits(rng, m)
-		if i%3 == 0 {
-			p.Digits = binaryDigitsOrWhole(rng, m)
-			p.Src = rng.Perm(len(p.Digits))
-			for k := range p.Src {
-				if p.Digits[p.Src[k]].Size != p.Digits[k].Size {
-					p.Src[k] = k
-				}
-			}
+	eachRandomAxis(t, rng, 1500, []int{2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 64}, asDrawn, func(a randomAxis) {
+		got, ok := a.r.axisLongestHops(a.p, a.onAxis[a.ax], a.S, a.ax)
+		if !ok {
+			return
 		}
-		if i%2 == 1 {
-			p = randomExchangeDigits(rng, p)
-		}
-		r := fabrics[i%len(fabrics)].NewRouter(m)
-		onAxis := make([][]int, len(m.Axes))
-		if !r.digitsOnAxes(p, onAxis) {
-			continue
-		}
-		sSet := make([]uint64, len(m.Axes))
-		segmentSets(p, onAxis, sSet)
-		for ax := range onAxis {
-			D := bitsOf(sSet[ax], len(p.Digits))
-			if len(onAxis[ax]) == 0 || assignments(p.Digits, D) > maxDigitEnum {
-				continue
-			}
-			got, ok := r.axisLongestHops(p, onAxis[ax], D, ax)
-			if !ok {
-				continue
-			}
-			rm := &routeMax{r: r, p: p, onAxis: onAxis, axes: []int{ax}, digits: D, val: make([]int, len(p.Digits))}
-			rm.prepare()
-			want := plainBranch(rm, func(int) float64 { return 1 })
-			require.Equal(t, want, float64(got), "%d axis %d topology %d %s %+v", i, ax, r.rt[ax].topo, m, p)
-			checked++
-		}
-	}
+		rm := &routeMax{r: a.r, p: a.p, onAxis: a.onAxis, axes: []int{a.ax}, digits: a.S, val: make([]int, len(a.p.Digits))}
+		rm.prepare()
+		require.Equal(t, plainBranch(rm, func(int) float64 { return 1 }), float64(got), a.String())
+		checked++
+	})
 	t.Logf("%d single-axis groups checked", checked)
 	require.Greater(t, checked, 1000)
 }
@@ -188,27 +185,10 @@ func TestAxisLoadExcludingCountedIsTheEnumeration(t *testing.T) {
 	defer func(v bool) { countsAlways = v }(countsAlways)
 	countsAlways = true
 	rng := rand.New(rand.NewPCG(46, 11))
-	var fabrics []*Fabric
-	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
-		fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"axis_links":{"a1":"dcn"},"links":{
-			"ici":{"bandwidth_gbps":40,"latency_us":0.7,"topology":%q},
-			"dcn":{"bandwidth_gbps":5,"latency_us":3.3,"topology":"ring_uni"}}}`, topo)).(*Fabric))
-	}
-	axisSizes := []int{2, 3, 4, 5, 6, 8, 12, 16, 32}
-	counted, turned, leftOut := 0, 0, 0
-	for i := range 1500 {
-		m := randomMeshOf(t, rng, 1, 4, axisSizes)
-		p := randomDigits(rng, m)
-		if i%3 == 0 {
-			p.Digits = binaryDigitsOrWhole(rng, m)
-			p.Src = rng.Perm(len(p.Digits))
-			for k := range p.Src {
-				if p.Digits[p.Src[k]].Size != p.Digits[k].Size {
-					p.Src[k] = k
-				}
-			}
+	withSame := func(i int, p DigitPermutation) DigitPermutation {
+		if i%2 == 0 {
+			p = randomExchangeDigits(rng, p)
 		}
-		p = randomExchangeDigits(rng, p)
 		p.Same = make([]int, len(p.Digits))
 		for k := range p.Same {
 			switch rng.IntN(4) {
@@ -224,46 +204,35 @@ func TestAxisLoadExcludingCountedIsTheEnumeration(t *testing.T) {
 				p.Same[k] = p.Src[k]
 			}
 		}
-		r := fabrics[i%len(fabrics)].NewRouter(m)
-		onAxis := make([][]int, len(m.Axes))
-		if !r.digitsOnAxes(p, onAxis) {
-			continue
-		}
-		sSet := make([]uint64, len(m.Axes))
-		segmentSets(p, onAxis, sSet)
-		cls := classesOf(p)
-		for ax := range onAxis {
-			if len(onAxis[ax]) == 0 {
-				continue
-			}
-			S := bitsOf(sSet[ax], len(p.Digits))
-			lSet := lineSet(p, onAxis, ax)
-			ex, ok := excludedOf(p, cls, S, lSet)
-			if !ok {
-				continue
-			}
-			mult := 1.0
-			for k, d := range p.Digits {
-				if (sSet[ax]|lSet)&(1<<k) == 0 {
-					mult *= float64(d.Size)
-				}
-			}
-			bytes := float64([]int{1, 3, 1024}[rng.IntN(3)])
-			want := r.axisLoadExcludingRouted(ax, p, onAxis[ax], lSet, bytes, mult, ex)
-			got, ok := r.axisLoadExcludingCounted(ax, p, onAxis[ax], S, lSet, bytes, mult, ex)
-			if !ok {
-				continue
-			}
-			require.Equal(t, want, got, "%d axis %d topology %d %s %+v mult %v left %v", i, ax, r.rt[ax].topo, m, p, mult, ex.left)
-			counted++
-			if r.rt[ax].topo != line {
-				turned++
-			}
-			if len(ex.checks) > 0 {
-				leftOut++
-			}
-		}
+		return p
 	}
+	counted, turned, leftOut := 0, 0, 0
+	eachRandomAxis(t, rng, 1500, []int{2, 3, 4, 5, 6, 8, 12, 16, 32}, withSame, func(a randomAxis) {
+		ex, ok := excludedOf(a.p, classesOf(a.p), a.S, a.lSet)
+		if !ok {
+			return
+		}
+		mult := 1.0
+		for k, d := range a.p.Digits {
+			if (a.sSet[a.ax]|a.lSet)&(1<<k) == 0 {
+				mult *= float64(d.Size)
+			}
+		}
+		bytes := float64([]int{1, 3, 1024}[rng.IntN(3)])
+		want := a.r.axisLoadExcludingRouted(a.ax, a.p, a.onAxis[a.ax], a.lSet, bytes, mult, ex)
+		got, ok := a.r.axisLoadExcludingCounted(a.ax, a.p, a.onAxis[a.ax], a.S, a.lSet, bytes, mult, ex)
+		if !ok {
+			return
+		}
+		require.Equal(t, want, got, "%s mult %v left %v", a, mult, ex.left)
+		counted++
+		if a.r.rt[a.ax].topo != line {
+			turned++
+		}
+		if len(ex.checks) > 0 {
+			leftOut++
+		}
+	})
 	t.Logf("%d axis loads counted, %d on rings, %d with checks", counted, turned, leftOut)
 	require.Greater(t, counted, 1000)
 	require.Greater(t, turned, 700)
@@ -278,14 +247,7 @@ func TestMergedEliminationIsExact(t *testing.T) {
 	defer func(n int) { eliminateAbove = n }(eliminateAbove)
 	eliminateAbove = 0
 	rng := rand.New(rand.NewPCG(47, 12))
-	var fabrics []*Fabric
-	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
-		for _, lat := range []string{"0.7", "1"} {
-			fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"axis_links":{"a1":"dcn"},"links":{
-				"ici":{"bandwidth_gbps":40,"latency_us":%s,"topology":%q},
-				"dcn":{"bandwidth_gbps":5,"latency_us":3.3,"topology":"ring_uni"}}}`, lat, topo)).(*Fabric))
-		}
-	}
+	fabrics := routeMaxFabrics(t)
 	checked, merged := 0, 0
 	for i := range 400 {
 		m := randomMeshOf(t, rng, 2, 3, []int{2, 4, 8, 16})
@@ -333,19 +295,9 @@ func TestMergedEliminationIsExact(t *testing.T) {
 			if assignments(p.Digits, D) > maxDigitEnum {
 				continue
 			}
-			newRM := func() *routeMax {
-				rm := &routeMax{r: r, p: p, onAxis: onAxis, axes: g.axes, digits: D, val: make([]int, len(p.Digits))}
-				rm.prepare()
-				return rm
-			}
-			for _, perHop := range []func(int) float64{
-				func(int) float64 { return 1 },
-				func(a int) float64 { return r.rt[a].lat },
-			} {
-				name := fmt.Sprintf("%d %s %+v", i, m, p)
-				require.Equal(t, plainBranch(newRM(), perHop), newRM().run(perHop), name)
-			}
-			rm := newRM()
+			requireRunIsBranch(t, r, p, onAxis, g.axes, D, fmt.Sprintf("%d %s %+v", i, m, p))
+			rm := &routeMax{r: r, p: p, onAxis: onAxis, axes: g.axes, digits: D, val: make([]int, len(p.Digits))}
+			rm.prepare()
 			rm.setWeights(func(int) float64 { return 1 })
 			rm.eliminate()
 			if slices.ContainsFunc(D, func(d int) bool { return rm.size[d] != p.Digits[d].Size }) {
