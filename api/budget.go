@@ -79,11 +79,11 @@ func newListShape(m *sharding.Mesh, shape []int64) listShape {
 // rangesBytes bounds a JSON [[s,e],...] of rank ranges.
 func (l listShape) rangesBytes() int64 { return 2 + l.rank*(4+2*l.dimDigits) }
 
-// transferBytes bounds one encoded planner.Transfer with its separating comma:
+// transferBytes bounds one encoded Transfer with its separating comma:
 // {"from":F,"to":F,"ranges":R,"source_local":R,"target_local":R,"bytes":B}.
 func (l listShape) transferBytes() int64 { return 70 + 2*l.idDigits + 3*l.rangesBytes() + 20 }
 
-// pairRunBytes bounds one encoded planner.PairRun with its comma.
+// pairRunBytes bounds one encoded PairRun with its comma.
 func (l listShape) pairRunBytes() int64 { return 60 + 4*l.idDigits + 2*digits(l.devices) }
 
 // maxRunTransfers caps the transfers enumerated to build a step's compact runs: past
@@ -96,7 +96,7 @@ const listsNote = "the mesh has %d devices, more than the list limit of %d (SHAR
 // pairBytes bounds one encoded [from,to] pair with its comma.
 func (l listShape) pairBytes() int64 { return 4 + 2*l.idDigits }
 
-// tileBytes bounds one encoded sharding.DeviceTile with its comma.
+// tileBytes bounds one encoded DeviceTile with its comma.
 func (l listShape) tileBytes() int64 {
 	return 70 + l.idDigits + l.axes*(l.idDigits+1) + l.rangesBytes() + 2*l.rank*(l.dimDigits+1)
 }

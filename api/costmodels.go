@@ -10,8 +10,8 @@ import (
 
 // CostModelList is the answer of GET /v1/cost-models.
 type CostModelList struct {
-	Default string             `json:"default" example:"tpu-v5p"`
-	Models  []cost.ProfileInfo `json:"models"`
+	Default string      `json:"default" example:"tpu-v5p"`
+	Models  []CostModel `json:"models"`
 } // @name CostModelList
 
 // costModels godoc
@@ -23,7 +23,7 @@ type CostModelList struct {
 //	@Success		200	{object}	CostModelList
 //	@Router			/v1/cost-models [get]
 func (s *Server) costModels(w http.ResponseWriter, _ *http.Request) error {
-	return writeJSON(w, http.StatusOK, CostModelList{Default: cost.DefaultProfile, Models: cost.Profiles()})
+	return writeJSON(w, http.StatusOK, CostModelList{Default: cost.DefaultProfile, Models: wireList(cost.Profiles(), costModelOf)})
 }
 
 // costModel godoc
@@ -33,7 +33,7 @@ func (s *Server) costModels(w http.ResponseWriter, _ *http.Request) error {
 //	@Produce		json
 //	@Produce		application/problem+json
 //	@Param			name	path		string	true	"profile name or alias"	example(tpu-v5p)
-//	@Success		200		{object}	cost.ProfileInfo
+//	@Success		200		{object}	CostModel
 //	@Failure		404		{object}	Problem	"no such profile"
 //	@Router			/v1/cost-models/{name} [get]
 func (s *Server) costModel(w http.ResponseWriter, r *http.Request) error {
@@ -42,5 +42,5 @@ func (s *Server) costModel(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return NewProblem(http.StatusNotFound, slugNotFound, "Not found", "no cost model named %q; GET /v1/cost-models lists them", name)
 	}
-	return writeJSON(w, http.StatusOK, p)
+	return writeJSON(w, http.StatusOK, costModelOf(p))
 }

@@ -23,7 +23,7 @@ import (
 // renderGraph plans body and returns the rendered answer (before encoding).
 func renderGraph(t *testing.T, s *Server, body string) *GraphResponse {
 	t.Helper()
-	in, err := s.prepareGraph(context.Background(), []byte(body), nil)
+	in, err := prepareGraphKeyed(s, []byte(body))
 	require.NoError(t, err)
 	resp, err := s.planGraph(context.Background(), in)
 	require.NoError(t, err)
@@ -125,8 +125,8 @@ func TestAppendInt(t *testing.T) {
 }
 
 // TestGraphJSONKnowsEveryField fails when a hand-written type (of the graph and the
-// reshard answers) gains, loses or renames a member: graphjson.go must then be changed
-// with it.
+// reshard answers) gains, loses or renames a member: its encoder (in graph.go,
+// reshard.go or planjson.go) must then be changed with it.
 func TestGraphJSONKnowsEveryField(t *testing.T) {
 	for _, tc := range []struct {
 		v    any
@@ -141,12 +141,12 @@ func TestGraphJSONKnowsEveryField(t *testing.T) {
 		{Suggestion{}, "partition_spec,omitempty sharding"},
 		{SummaryJSON{}, "strategy cost_model collectives time_us bytes_per_device lower_bound_bytes_per_device efficiency time_lower_bound_us time_efficiency peak_bytes_per_device full_rematerialization xla_fallback,omitempty optimality,omitempty optimality_gap_us,omitempty search_expansions candidates,omitempty"},
 		{ReshardResponse{}, "plan_id mesh shape source target steps summary suggested_constraints suggestion_note,omitempty xla_warning,omitempty xla_path,omitempty source_hlo,omitempty target_hlo,omitempty tiles,omitempty transfers,omitempty diagram,omitempty lists_omitted,omitempty note,omitempty"},
-		{planner.Transfer{}, "from to ranges source_local target_local bytes"},
+		{Transfer{}, "from to ranges source_local target_local bytes"},
 		{MeshObject{}, "name,omitempty axes device_ids,omitempty"},
-		{planner.Candidate{}, "name steps time_us bytes_per_device chosen"},
+		{Candidate{}, "name steps time_us bytes_per_device chosen"},
 		{MeshAxis{}, "name size"},
-		{planner.PairRun{}, "from to from_step to_step count"},
-		{planner.TransferRun{}, "first step count"},
+		{PairRun{}, "from to from_step to_step count"},
+		{TransferRun{}, "first step count"},
 		{StepJSON{}, "op dims,omitempty dim,omitempty split_dim,omitempty concat_dim,omitempty mesh_axes pairs,omitempty transfers,omitempty pair_runs,omitempty transfer_runs,omitempty before after local_shape_before local_shape_after group_size group_count bytes_per_device link,omitempty time_us latency_us bandwidth_us"},
 	} {
 		typ := reflect.TypeOf(tc.v)
@@ -237,10 +237,10 @@ func randomSteps(rng *rand.Rand) []StepJSON {
 		if rng.IntN(3) == 0 {
 			s.Pairs = [][2]int{{0, 1}, {rng.IntN(9), rng.IntN(9)}}
 			s.Transfers = randomTransfers(rng)
-			s.PairRuns = []planner.PairRun{{From: 1, Count: 2}, {From: rng.IntN(9), To: rng.IntN(9), FromStep: rng.IntN(9) - 4, ToStep: rng.IntN(9), Count: rng.IntN(99)}}
-			s.TransferRuns = []planner.TransferRun{{Count: 4}}
+			s.PairRuns = []PairRun{{From: 1, Count: 2}, {From: rng.IntN(9), To: rng.IntN(9), FromStep: rng.IntN(9) - 4, ToStep: rng.IntN(9), Count: rng.IntN(99)}}
+			s.TransferRuns = []TransferRun{{Count: 4}}
 			if ts := randomTransfers(rng); len(ts) > 1 {
-				s.TransferRuns = append(s.TransferRuns, planner.TransferRun{First: ts[0], Step: ts[1], Count: rng.IntN(99)})
+				s.TransferRuns = append(s.TransferRuns, TransferRun{First: ts[0], Step: ts[1], Count: rng.IntN(99)})
 			}
 		}
 		out[i] = s
@@ -315,13 +315,13 @@ func randomMesh(rng *rand.Rand) MeshObject {
 	return m
 }
 
-func randomTransfers(rng *rand.Rand) []planner.Transfer {
+func randomTransfers(rng *rand.Rand) []Transfer {
 	if rng.IntN(5) == 0 {
 		return nil
 	}
-	out := make([]planner.Transfer, rng.IntN(4))
+	out := make([]Transfer, rng.IntN(4))
 	for i := range out {
-		out[i] = planner.Transfer{From: rng.IntN(1 << 16), To: rng.IntN(1<<16) - 1, Ranges: randomRange(rng),
+		out[i] = Transfer{From: rng.IntN(1 << 16), To: rng.IntN(1<<16) - 1, Ranges: randomRange(rng),
 			SourceLocal: randomRange(rng), TargetLocal: randomRange(rng), Bytes: rng.Int64() - 1<<62}
 	}
 	return out
@@ -361,7 +361,7 @@ func randomGraph(rng *rand.Rand) *GraphResponse {
 					Summary:        SummaryJSON{Strategy: randomString(rng), CostModel: randomString(rng), TimeUS: randomFloat(rng), Efficiency: randomFloat(rng), TimeLowerBoundUS: randomFloat(rng), TimeEfficiency: randomFloat(rng), XLAFallback: rng.IntN(2) == 0},
 					SuggestionNote: randomString(rng), XLAWarning: randomString(rng), XLAPath: randomStrings(rng)}
 				if rng.IntN(2) == 0 {
-					c.Plan.Summary.Candidates = []planner.Candidate{{Name: randomString(rng), TimeUS: randomFloat(rng)}}
+					c.Plan.Summary.Candidates = []Candidate{{Name: randomString(rng), TimeUS: randomFloat(rng)}}
 				}
 				for range rng.IntN(3) {
 					c.Plan.SuggestedConstraints = append(c.Plan.SuggestedConstraints, Suggestion{PartitionSpec: randomString(rng), Sharding: randomSharding(rng)})
@@ -415,7 +415,7 @@ func TestReshardJSONMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 		if rng.IntN(3) == 0 {
-			r.Summary.Candidates = []planner.Candidate{{Name: randomString(rng), TimeUS: randomFloat(rng)},
+			r.Summary.Candidates = []Candidate{{Name: randomString(rng), TimeUS: randomFloat(rng)},
 				{Name: randomString(rng), Steps: rng.IntN(9), TimeUS: randomFloat(rng), BytesPerDevice: rng.Int64N(1 << 40), Chosen: rng.IntN(2) == 0}}
 		}
 		shareShardings(rng, r)

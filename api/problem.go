@@ -36,7 +36,7 @@ type Problem struct {
 	// Instance is the request id of this occurrence.
 	Instance string `json:"instance,omitempty" example:"host/abcdef-000001"`
 	// Errors lists the invalid fields by wire path, for validation failures.
-	Errors []*sharding.FieldError `json:"errors,omitempty"`
+	Errors []FieldError `json:"errors,omitempty"`
 	// MinBudget (memory-budget problems) is the smallest memory_budget_bytes_per_device
 	// that admits a plan.
 	MinBudget int64 `json:"min_budget_bytes_per_device,omitempty"`
@@ -116,11 +116,11 @@ func Invalid(slug, title string, errs ...*sharding.FieldError) *Problem {
 	if len(errs) > maxListedErrors {
 		listed = errs[:maxListedErrors]
 	}
-	p := &Problem{Type: ProblemTypeBase + slug, Title: title, Status: http.StatusBadRequest, Errors: make([]*sharding.FieldError, len(listed))}
+	p := &Problem{Type: ProblemTypeBase + slug, Title: title, Status: http.StatusBadRequest, Errors: make([]FieldError, len(listed))}
 	parts := make([]string, len(listed), len(listed)+1)
 	for i, e := range listed {
 		e = &sharding.FieldError{Field: cutText(e.Field), Message: cutText(e.Message)}
-		p.Errors[i] = e
+		p.Errors[i] = fieldErrorOf(e)
 		parts[i] = e.Error()
 	}
 	if more := len(errs) - len(listed); more > 0 {

@@ -346,8 +346,8 @@ func TestExchangeListsItsHolders(t *testing.T) {
 			return sh
 		}
 		before, after := parse(st.Before), parse(st.After)
-		nearest := planner.Transfers(m, shape, 16, before, after, true)
-		spread := planner.Transfers(m, shape, 16, before, after, false)
+		nearest := transfersOf(planner.Transfers(m, shape, 16, before, after, true))
+		spread := transfersOf(planner.Transfers(m, shape, 16, before, after, false))
 		require.NotEqual(t, spread, nearest, "the two holder choices differ here")
 		require.Empty(t, st.Transfers, "list limit %d: runs, shorter than the list", limit)
 		require.NotEmpty(t, st.TransferRuns)
@@ -361,7 +361,7 @@ func TestExchangeListsItsHolders(t *testing.T) {
 }
 
 // stepTransfers is a step's transfers: its list, or its runs expanded.
-func stepTransfers(st StepJSON) []planner.Transfer {
+func stepTransfers(st StepJSON) []Transfer {
 	out := slices.Clone(st.Transfers)
 	for _, run := range st.TransferRuns {
 		out = append(out, run.Expand()...)

@@ -309,7 +309,7 @@ func coordText(m *sharding.Mesh, coords []int) string {
 // tile drawn over one another), coloured by device. It shows dims rows x cols (rank 1:
 // one row); a tensor of rank 3 or more is drawn over its last two dims, with the tiles
 // that hold index 0 of its other dims.
-func (d *svgDoc) tensor(shape []int64, tiles []sharding.DeviceTile, role string) {
+func (d *svgDoc) tensor(shape []int64, tiles []DeviceTile, role string) {
 	rank := len(shape)
 	rowsDim, colsDim := -1, 0
 	if rank >= 2 {
@@ -611,12 +611,12 @@ func reshardSVG(resp *ReshardResponse) ([]byte, error) {
 	if err := svgDrawable(m); err != nil {
 		return nil, err
 	}
-	tilesOf := func(sh ShardingJSON) ([]sharding.DeviceTile, error) {
+	tilesOf := func(sh ShardingJSON) ([]DeviceTile, error) {
 		s, err := sharding.ParseText(sh.Text, m, resp.Shape, "sharding")
 		if err != nil {
 			return nil, err
 		}
-		return sharding.NewLayout(m, resp.Shape, s).Tiles(nil), nil
+		return deviceTilesOf(sharding.NewLayout(m, resp.Shape, s).Tiles(nil)), nil
 	}
 	lay := layoutMesh(m)
 	var d svgDoc
@@ -773,14 +773,3 @@ func stepMatrix(d *svgDoc, m *sharding.Mesh, lay meshDrawing, moves []svgMove) f
 func writeSVG(w http.ResponseWriter, body []byte) {
 	writeBody(w, http.StatusOK, svgMediaType+"; charset=utf-8", body)
 }
-
-// bufferWriter is an http.ResponseWriter that keeps the answer.
-type bufferWriter struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (b *bufferWriter) Header() http.Header         { return b.header }
-func (b *bufferWriter) Write(p []byte) (int, error) { return b.body.Write(p) }
-func (b *bufferWriter) WriteHeader(code int)        { b.code = code }

@@ -182,7 +182,7 @@ func TestReshardSVGMatchesJSON(t *testing.T) {
 				stepMeshes[e.step]++
 			}
 		}
-		for role, want := range map[string][]sharding.DeviceTile{"source": js.Tiles.Source, "target": js.Tiles.Target} {
+		for role, want := range map[string][]DeviceTile{"source": js.Tiles.Source, "target": js.Tiles.Target} {
 			shown := 0
 			for _, d := range want {
 				if len(d.Ranges) >= 3 && d.Ranges[0][0] != 0 {

@@ -51,7 +51,7 @@ type TilesResponse struct {
 	// Maps are the symbolic device<->global index maps.
 	Maps Maps `json:"maps"`
 	// Devices are the tiles of the asked devices (all devices by default).
-	Devices []sharding.DeviceTile `json:"devices,omitempty"`
+	Devices []DeviceTile `json:"devices,omitempty"`
 	// DevicesOmitted is true when the mesh has more devices than the list limit and no
 	// devices were asked for; Note says how to ask.
 	DevicesOmitted bool   `json:"devices_omitted,omitempty"`
@@ -68,8 +68,8 @@ type Maps struct {
 
 // Located is one located global index and its owners.
 type Located struct {
-	Index  []int64          `json:"index" example:"13,17"`
-	Owners []sharding.Owner `json:"owners"`
+	Index  []int64 `json:"index" example:"13,17"`
+	Owners []Owner `json:"owners"`
 } // @name Located
 
 // tiles godoc
@@ -171,7 +171,7 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if ids != nil {
-		resp.Devices = make([]sharding.DeviceTile, len(ids))
+		resp.Devices = make([]DeviceTile, len(ids))
 		ctx := r.Context()
 		for i, id := range ids {
 			if i%1024 == 0 {
@@ -179,7 +179,7 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 					return err
 				}
 			}
-			resp.Devices[i] = layout.TileOf(id)
+			resp.Devices[i] = DeviceTile(layout.TileOf(id))
 		}
 	}
 	for _, idx := range req.Locate {
@@ -187,7 +187,7 @@ func (s *Server) tiles(w http.ResponseWriter, r *http.Request) error {
 		if err := r.Context().Err(); err != nil {
 			return err
 		}
-		resp.Locate = append(resp.Locate, Located{Index: idx, Owners: layout.Locate(idx)})
+		resp.Locate = append(resp.Locate, Located{Index: idx, Owners: ownersOf(layout.Locate(idx))})
 	}
 	if err := r.Context().Err(); err != nil {
 		return err

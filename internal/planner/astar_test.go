@@ -119,7 +119,7 @@ func TestAStarMatchesDijkstra(t *testing.T) {
 // would hide a difference in the final plans).
 func samePlanCost(t *testing.T, name string, pa, pd *Plan) {
 	t.Helper()
-	if pa.searchSp != nil && pd.searchSp != nil && (!pa.searchSp.searchExact || !pd.searchSp.searchExact) {
+	if pa.search.ran && pd.search.ran && (!pa.search.exact || !pd.search.exact) {
 		// A pass cut by its budget proves nothing; count it so the test notices when
 		// budgets hide most of the comparisons.
 		budgetCut++
@@ -131,7 +131,7 @@ func samePlanCost(t *testing.T, name string, pa, pd *Plan) {
 	// find a dearer one).
 	search := func(p *Plan) (float64, bool) {
 		for _, c := range p.Summary.Candidates {
-			if c.Name == "search" && (p.searchSp == nil || p.searchSp.searchCost < p.searchSp.searchBound*(1-1e-9)) {
+			if c.Name == "search" && (!p.search.ran || p.search.cost < p.search.bound*(1-1e-9)) {
 				return c.TimeUS, true
 			}
 		}
@@ -139,16 +139,16 @@ func samePlanCost(t *testing.T, name string, pa, pd *Plan) {
 	}
 	// The searches agree on the cheapest path; merging adjacent permutes afterwards
 	// never makes a plan dearer than that path.
-	if _, found := search(pd); found && pa.searchSp != nil && pd.searchSp != nil {
-		assert.InDelta(t, pd.searchSp.searchCost, pa.searchSp.searchCost, 1e-9*max(1, pd.searchSp.searchCost), "%s: search cost", name)
+	if _, found := search(pd); found && pa.search.ran && pd.search.ran {
+		assert.InDelta(t, pd.search.cost, pa.search.cost, 1e-9*max(1, pd.search.cost), "%s: search cost", name)
 	}
 	assert.Equal(t, pd.Summary.FullRematerialization, pa.Summary.FullRematerialization, name)
 	ta, oka := search(pa)
 	td, okd := search(pd)
 	require.Equal(t, okd, oka, "%s: search found a plan", name)
 	if oka {
-		assert.LessOrEqual(t, ta, pa.searchSp.searchCost*(1+1e-9)+1e-9, "%s: A* plan after merging", name)
-		assert.LessOrEqual(t, td, pd.searchSp.searchCost*(1+1e-9)+1e-9, "%s: Dijkstra plan after merging", name)
+		assert.LessOrEqual(t, ta, pa.search.cost*(1+1e-9)+1e-9, "%s: A* plan after merging", name)
+		assert.LessOrEqual(t, td, pd.search.cost*(1+1e-9)+1e-9, "%s: Dijkstra plan after merging", name)
 	}
 }
 

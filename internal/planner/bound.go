@@ -160,13 +160,6 @@ type timeBounder interface {
 	Additive() bool
 }
 
-// cutBoundDevices caps the coordinates the cut and node bounds enumerate (1.2 ms for a
-// torus, 2.3 ms for a GPU mesh at the cap; the product of the sizes of the axes the
-// shardings use); above it the time bound leaves out what it would enumerate (still a
-// bound, less tight). Torus cuts whose half is a digit of the axis' major atom are
-// computed in closed form instead (cutNeedsClosed), on any mesh.
-const cutBoundDevices = 1024
-
 func timeLowerBound(r *Request, between, total int64) (float64, bool) {
 	return timeLowerBoundIn(r, nil, between, total)
 }

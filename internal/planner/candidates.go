@@ -13,15 +13,6 @@ import (
 // The candidates before the complete pass: the greedy plan, the side work (bounds,
 // the direct exchange, gather-then-slice and their hybrids) and the late exchange.
 
-// maxOptionalTransfers bounds the transfers the planner routes to price the direct
-// all_to_all_v candidate when another plan exists.
-const maxOptionalTransfers = 1 << 15
-
-// maxDirectTransfers bounds the transfers the planner routes to price the direct
-// all_to_all_v candidate when only gather-then-slice (a full rematerialization) would
-// stand in for it.
-const maxDirectTransfers = 1 << 20
-
 // greedyIncumbent is the greedy plan after the reduction pre (start is the state after
 // it; none, or one) and ub, the cost the search must beat: the plan's cost when it has
 // no full rematerialization (pickBest prefers those whatever their time), priced move by
@@ -126,16 +117,6 @@ func (sp *space) directCandidates(r *Request, pre []move, start, goal state, red
 	return out, optional && (len(reduce) == 0 || len(pre) > 0)
 }
 
-// maxLateTransfers bounds the transfers lateExchange routes: up to about a second of
-// routing on a torus (65,536 devices each asking 256 holders), where the alternative is
-// a full rematerialization.
-const maxLateTransfers = 1 << 24
-
-// lateTransferCost is what lateExchange budgets per transfer against the request's
-// deadline: about the most a routed transfer took on a torus (8.7 M in 0.80 s), twice
-// over.
-const lateTransferCost = 200 * time.Nanosecond
-
 // allRematerialize reports whether every plan in cands goes through a full
 // rematerialization.
 func allRematerialize(cands []*Plan) bool {
@@ -213,6 +194,13 @@ func (w *sideWork) limit() float64 {
 	return w.hybridCap
 }
 
+// bound waits for the side work and returns its ub, which bounds the exact pass (and
+// the greedier pass).
+func (w *sideWork) bound() float64 {
+	w.wait()
+	return w.ub
+}
+
 // wait blocks until the side work is done (any number of calls; a panic of the side
 // work is raised on the first).
 func (w *sideWork) wait() { w.run.wait() }
@@ -238,7 +226,7 @@ func (sp *space) startSideWork(r *Request, pre []move, start, goal state, reduce
 			}
 		}
 		for _, c := range append(slices.Clone(g.plans), w.direct...) {
-			if h := fork.hybridOf(r, c, goal, w.hybridCap); h != nil {
+			if h := fork.hybridOf(r, c, goal, w.hybridCap, false); h != nil {
 				h.sp = sp
 				w.hybrids = append(w.hybrids, h)
 			}

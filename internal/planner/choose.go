@@ -1,10 +1,47 @@
 package planner
 
 import (
+	"context"
+
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
 // Choosing among the candidates: the order of pickBest and the plan's totals.
+
+// choose is the choose phase: the plan pickBest prefers among the candidates found
+// within the memory budget, with its certificate, its bounds, and every candidate in
+// its summary. The error is a *BudgetError when none fits the budget, a *NoPlanError
+// when there is none, or ctx's error (a router may have stopped: the candidates'
+// prices are then meaningless).
+func choose(ctx context.Context, r *Request, f searched) (*Plan, error) {
+	cands := f.cands
+	if r.MemoryBudget > 0 {
+		cands = withinBudget(cands, r.MemoryBudget)
+		if len(cands) == 0 {
+			return nil, budgetError(ctx, r)
+		}
+	}
+	if len(cands) == 0 {
+		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	best := pickBest(cands, r.AllowFullRemat)
+	best.Summary.Optimality = OptimalityBestFound
+	if f.proven {
+		best.Summary.Optimality = OptimalityProven
+	}
+	best.candidates = cands
+	best.search = f.stats
+	best.Summary.SearchExpansions = f.stats.expansions
+	best.finishWith(f.bounds)
+	for _, c := range cands {
+		c.finishTotals()
+		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
+	}
+	return best, nil
+}
 
 // pickBest prefers plans without full rematerialization (unless allowRemat), then the
 // lowest time, then fewer steps.

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"math"
@@ -50,45 +49,6 @@ import (
 // rules (allowed ops, no full replication in between unless allowed, the memory
 // budget), and by the coverage check.
 
-// completeStateLimit is the state count up to which the complete pass generates every
-// permute and exchange: 4 prime atoms at rank 2 (a mesh of 16 devices, or 2x2x3),
-// 3 at rank 3, 5 at rank 1. Every expansion there may price an exchange to each state.
-const completeStateLimit = 400
-
-// exhaustiveStateLimit is completeStateLimit under EffortExhaustive, and
-// exhaustiveScale the factor of its expansion and point-to-point budgets.
-const (
-	exhaustiveStateLimit = 20000
-	exhaustiveScale      = 16
-)
-
-// completeP2PBudget bounds the point-to-point edges (collective_permute, all_to_all_v)
-// one complete pass prices: each routes its transfers. A pass that reaches it stops
-// with its best plan found.
-const completeP2PBudget = 6000
-
-// completeMaxPrime bounds the prime atoms of the complete pass's space.
-const completeMaxPrime = 24
-
-// completeExpansions bounds the nodes the complete pass expands (full and partial
-// generation alike).
-const completeExpansions = 20000
-
-// completeLargeExpansions bounds the nodes of a pass over a large space.
-const completeLargeExpansions = 256
-
-// completeWideGap is how far above the time lower bound (a ratio) the best plan before
-// the complete pass must be, its time mostly latency, for a large space's pass to search
-// its wide family; completeWideP2PBudget is the point-to-point edges that pass prices.
-const (
-	completeWideGap       = 16
-	completeWideP2PBudget = 256
-)
-
-// completeLargeP2PBudget bounds the point-to-point edges a pass over a large space
-// prices; past it the pass searches on over the structured moves.
-const completeLargeP2PBudget = 192
-
 // cnode is a state with its unreduced atoms.
 type cnode struct {
 	st  state
@@ -130,6 +90,10 @@ type completeSearch struct {
 	units     [][]uint8
 	byCounts  map[string][]state // unit states by shard counts
 	noPermute bool               // the structured pass leaves out its permutes
+	covered   map[string]bool    // the structured pass's coverage checks (unitFeasible)
+	// greedy weighs the heuristic in the queue's order (1: A*; more: a path sooner, not
+	// the cheapest; only where the bound is infinite, so that nothing is pruned by it).
+	greedy float64
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[string]float64
@@ -152,7 +116,9 @@ type completeSearch struct {
 	mayEmpty bool
 	bykey    map[string]int32
 	nodes    []crec
-	open     cqueue
+	open     openHeap
+	items    []citem // the queued items, by openEntry.i
+	free     []int32 // indices of items popped, for reuse
 
 	expansions int
 	p2p        int // point-to-point edges priced
@@ -246,7 +212,7 @@ func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal c
 			}
 		}
 	}
-	c.ub = math.Inf(1)
+	c.ub, c.greedy = math.Inf(1), 1
 	c.devicesN = 1
 	for _, a := range sp.atoms {
 		c.devicesN *= a.Size
@@ -363,11 +329,6 @@ func (c *completeSearch) reductionStepFloor(mask uint64) float64 {
 	}
 	return t
 }
-
-// lacksDeviceLimit bounds the meshes on which lacks enumerates devices; above it, only
-// states whose tiles never run empty are known to lack data (every move there changes
-// some device's data).
-const lacksDeviceLimit = 64
 
 // lacks reports whether some device's tile in before lacks data of its tile in after.
 func (c *completeSearch) lacks(before, after state) bool { return c.moveBound(before, after) > 0 }
@@ -521,14 +482,14 @@ func (c *completeSearch) price(e cedge, before, after cnode) float64 {
 func (c *completeSearch) run(ub float64) (completeResult, error) {
 	c.ub = ub
 	c.nodes = c.nodes[:0]
-	c.open = cqueue{}
+	c.open, c.items, c.free = c.open[:0], c.items[:0], c.free[:0]
 	clear(c.bykey)
 	c.expansions, c.p2p, c.capped = 0, 0, false
 	if c.budget > 0 && (c.tileBytes(c.start.st) > c.budget || c.tileBytes(c.goal.st) > c.budget) {
 		return completeResult{proven: c.full}, nil
 	}
 	c.push(c.start, 0, 0, -1, cedge{})
-	for pops := 1; c.open.Len() > 0; pops++ {
+	for pops := 1; len(c.open) > 0; pops++ {
 		if pops&63 == 0 {
 			// Every pop may route an exchange or expand a node: the request's deadline
 			// ends the pass within 64 of them, its planning budget with its best plan.
@@ -540,7 +501,7 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 				return c.bestFound(), nil
 			}
 		}
-		it := heap.Pop(&c.open).(citem)
+		it := c.next()
 		if it.lazy != nil {
 			// A point-to-point edge pushed at its bound: price it now that it is the
 			// cheapest entry, and push its end at its price.
@@ -569,7 +530,7 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 				}
 				lz.bounded = true
 				it.f = from.g + lb + lz.h
-				heap.Push(&c.open, it)
+				c.queue(it)
 				continue
 			}
 			if !c.full && lz.e.op == OpAllToAllV && !c.cheapExchange(from.n.st, lz.to.st) {
@@ -638,7 +599,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 			c.ub = g
 		}
 		old.n = cnode{st: n.st.clone(), unr: n.unr}
-		heap.Push(&c.open, citem{id: id, f: g + c.h(n), g: g, steps: steps})
+		c.queue(citem{id: id, f: g + c.greedy*c.h(n), g: g, steps: steps})
 		return
 	}
 	if k == c.goalKey {
@@ -647,7 +608,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 	id := int32(len(c.nodes))
 	c.nodes = append(c.nodes, crec{n: cnode{st: n.st.clone(), unr: n.unr}, g: g, steps: steps, prev: prev, edge: e})
 	c.bykey[k] = id
-	heap.Push(&c.open, citem{id: id, f: g + c.h(n), g: g, steps: steps})
+	c.queue(citem{id: id, f: g + c.greedy*c.h(n), g: g, steps: steps})
 }
 
 // consider prices the edge from node id to nx and pushes nx when it can still beat the
@@ -687,7 +648,7 @@ func (c *completeSearch) consider(id int32, e cedge, nx cnode) {
 		if id2, ok := c.bykey[nx.key()]; ok && c.nodes[id2].g <= from.g {
 			return // reached at least as cheaply already
 		}
-		heap.Push(&c.open, citem{id: id, f: from.g + hn, g: from.g, steps: from.steps + 1,
+		c.queue(citem{id: id, f: from.g + hn, g: from.g, steps: from.steps + 1,
 			lazy: &lazyEdge{e: e, to: cnode{st: nx.st.clone(), unr: nx.unr}, h: hn}})
 		return
 	}
@@ -704,6 +665,9 @@ func (c *completeSearch) feasible(before, after cnode, e cedge) bool {
 		group |= 1 << a
 	}
 	group |= e.reduce
+	if c.units != nil {
+		return c.unitFeasible(before.st, after.st, group)
+	}
 	return c.sp.feasible(before.st, after.st, group)
 }
 
@@ -847,10 +811,6 @@ func (c *completeSearch) reductions(id int32, cur cnode, pending uint64) {
 		})
 	}
 }
-
-// completeLargeSliceAtoms bounds the atoms one slice appends in a pass that does not
-// generate every move.
-const completeLargeSliceAtoms = 1
 
 // eachSequence calls fn with every sequence of 1 to maxLen distinct atoms of ids (fn
 // must not keep its argument).
@@ -1048,9 +1008,7 @@ func (c *completeSearch) cheapExchange(before, after state) bool {
 	return c.sp.exchangeInClosedForm(c.r, before, after) || newPattern(c.sp, before, after, false, 0).transfersAtMost() <= maxHybridTransfers
 }
 
-// cqueue is the open list, ordered by f, then fewer steps.
-type cqueue []citem
-
+// citem is an item of the open list: node id reached at g, or an edge out of it.
 type citem struct {
 	id    int32
 	f, g  float64
@@ -1067,20 +1025,23 @@ type lazyEdge struct {
 	bounded bool // pushed again at its bound (moveBound, exchangeBound)
 }
 
-func (q cqueue) Len() int { return len(q) }
-func (q cqueue) Less(i, j int) bool {
-	if q[i].f != q[j].f {
-		return q[i].f < q[j].f
+// queue puts it on the open list, in the slot of an item popped earlier if any.
+func (c *completeSearch) queue(it citem) {
+	i := int32(len(c.items))
+	if n := len(c.free); n > 0 {
+		i, c.free = c.free[n-1], c.free[:n-1]
+		c.items[i] = it
+	} else {
+		c.items = append(c.items, it)
 	}
-	return q[i].steps < q[j].steps
+	c.open.push(openEntry{f: it.f, steps: it.steps, i: i})
 }
-func (q cqueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *cqueue) Push(x any)   { *q = append(*q, x.(citem)) }
-func (q *cqueue) Pop() any {
-	old := *q
-	it := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return it
+
+// next pops the open list's first item.
+func (c *completeSearch) next() citem {
+	i := c.open.pop().i
+	c.free = append(c.free, i)
+	return c.items[i]
 }
 
 // completeSteps turns a complete pass's path into plan steps: runs of slices merge into
@@ -1451,9 +1412,6 @@ func (sp *space) dimRange(d int, ids []uint8, digits []int) (int64, int64) {
 // canRoute reports whether exchanges are priced by routing their transfers (else by
 // the model's formula, which exchangeBound does not describe).
 func (c *completeSearch) canRoute() bool { return c.sp.canRoute(c.r) }
-
-// boundSamples is how many devices sampledLack looks at.
-const boundSamples = 8
 
 // sampledLack is the most a sampled device (device 0, the last, and a seeded draw)
 // lacks of its tile in after when it holds its tile in before: a lower bound on the most

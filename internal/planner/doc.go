@@ -25,29 +25,38 @@
 //
 // # Pipeline
 //
-// Reshard (plan.go) runs these stages in order:
+// Reshard (plan.go) runs four phases (phases.go), each on what the one before returned:
 //
-//	problem     reducedRefs, newSpace: the atoms of the two ends, start and goal, the
+//	problem     newProblem: the atoms of the two ends (newSpace), start and goal, the
 //	            reduction of partial sums the target drops (steps.go reduction)
-//	side work   candidates.go, on another goroutine: the lower bounds (bound.go),
-//	            the direct candidates (all_to_all_v, gather_then_slice) and their
-//	            hybrids
-//	greedy      construct.go: Shardy's order of moves; its time bounds the search
-//	search      search.go: A* over goal-directed moves (expand.go) with an admissible
-//	            heuristic (heuristic*.go), in the passes of searchPasses (below)
-//	hybrids     hybrids.go: a candidate's steps with an all_to_all_v in place of its
-//	            first, last or middle steps, and the best hybrid's own hybrids
-//	xla         xla.go: strategy xla's plan, a candidate when the allowed ops admit it
-//	structured  structured.go: the complete pass's engine over unit states (every mesh
-//	            axis whole, or split at the sub-axes the ends name) with the structured
-//	            moves only, searched to the end (up to structuredStateLimit states);
-//	            under structured allowed ops it is what proves the plan
-//	complete    complete.go: A* over every state of every mesh axis split into prime
-//	            atoms, every step op as a move, bounded by the best candidate; it
-//	            finds a strictly cheaper plan or proves there is none
-//	choose      choose.go: the memory budget, then pickBest: no full
-//	            rematerialization first (unless allowed), then time, then fewer collectives, standard
+//	incumbents  the plans that need no search, one producer each: the greedy plan
+//	            (construct.go; its time bounds the search), the side work on another
+//	            goroutine (candidates.go: the lower bounds of bound.go, the direct
+//	            candidates all_to_all_v and gather_then_slice, and their hybrids), and
+//	            the others (xla.go: strategy xla's plan, when the allowed ops admit it)
+//	search      the candidate search (search.go: A* over goal-directed moves,
+//	            expand.go, with an admissible heuristic, heuristic*.go, in the passes of
+//	            searchPasses, below), which returns its plan and the hybrids of every
+//	            plan its passes found (searchOut); the best hybrid (hybrids.go: a
+//	            candidate's steps with an all_to_all_v in place of its first, last or
+//	            middle steps) and its own hybrids; the late exchange; then:
+//	  structured  structured.go: the complete pass's engine over unit states (every mesh
+//	              axis whole, or split at the sub-axes the ends name) with the
+//	              structured moves only, searched to the end (up to
+//	              structuredStateLimit states); under structured allowed ops it is what
+//	              proves the plan; above the limit, or past the incumbent's budget,
+//	              a search for any plan that never replicates the tensor when no
+//	              candidate avoids it (cleanStructuredPass)
+//	  complete    complete.go: A* over every state of every mesh axis split into prime
+//	              atoms, every step op as a move, bounded by the best candidate; it
+//	              finds a strictly cheaper plan or proves there is none
+//	choose      choose.go: the memory budget, then pickBest: no full rematerialization
+//	            first (unless allowed), then time, then fewer collectives, standard
 //	            collectives over permutes over exchanges, fewer steps
+//
+// The tunables of every stage stand in tunables.go (structured.go's in structured.go).
+// The candidate search and the complete pass (with the structured pass on its engine)
+// are two A* engines over one open list, openHeap (search.go).
 //
 // The candidates before the structured and complete passes are fast heuristics: those
 // passes alone decide what is proven (the structured pass only under structured
@@ -84,9 +93,12 @@
 //	                                         on the side work's      (1.5x them beside the
 //	                                         goroutine               others)
 //
-// The first pass's plan goes to the exact pass's goroutine, which prices its hybrids;
-// the anytime pass's hybrids are priced on the request's goroutine while the exact pass
-// runs. The weighted passes need a heuristic and a budget of at least 64.
+// The exact pass beside the weighted ones runs on the side work's goroutine once that
+// is done; there it builds its plan and prices its hybrids, then the first pass's
+// (exchanges in closed form only), and returns them with its plan (exactRun). The
+// anytime pass's hybrids are priced on the request's goroutine while the exact pass
+// runs. The search collects them into the values it returns (searchPlans.collect). The
+// weighted passes need a heuristic and a budget of at least 64.
 //
 // # Memory
 //

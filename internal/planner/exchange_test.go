@@ -679,7 +679,7 @@ func TestHybridPlans(t *testing.T) {
 			for i := range i0 {
 				c.Steps[i].Cost.TimeUS = 1e6
 			}
-			h := sp.hybridOf(r, c, sp.stateOf(r.Target), math.Inf(1))
+			h := sp.hybridOf(r, c, sp.stateOf(r.Target), math.Inf(1), false)
 			if h == nil {
 				continue
 			}
@@ -824,7 +824,7 @@ func TestPairedExchangeCountsIsTheEnumeration(t *testing.T) {
 // cheaper plan, move by move, than the first weighted pass, but the first pass's plan
 // makes the best hybrid: one all_to_all_v doing its first steps, then its last ones
 // (2,529 µs), where the exchange alone takes 3,363 µs. Its hybrids are priced on the
-// exact pass's goroutine (space.onFirst) and offered beside the others.
+// exact pass's goroutine (startExact) and offered beside the others.
 func TestFirstPassHybrid(t *testing.T) {
 	f, ok := cost.Profile("tpu-v5p")
 	require.True(t, ok)
@@ -902,7 +902,7 @@ func TestHybridsNeverReplicate(t *testing.T) {
 			if c.kind == kindComplete {
 				continue // hybrids are made of the candidates before the complete pass
 			}
-			h := c.sp.hybridOf(r, c, c.sp.stateOf(r.Target), math.Inf(1))
+			h := c.sp.hybridOf(r, c, c.sp.stateOf(r.Target), math.Inf(1), false)
 			if h == nil {
 				continue
 			}

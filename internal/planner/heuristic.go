@@ -20,10 +20,6 @@ type lowerBounder interface {
 	LowerBound(c cost.Collective) cost.Estimate
 }
 
-// maxBoundAtoms caps the atom count for which newBound probes every group (2^n - 1
-// probes per kind); above it the search runs without a heuristic.
-const maxBoundAtoms = 10
-
 // bound is the A* heuristic: a lower bound, in µs, on the cost of every path from a
 // state to the goal. It is the larger of two bounds, each admissible on its own; on
 // models that count hops, the latency part of the second also covers the hop bound
@@ -296,12 +292,6 @@ type groupBound struct {
 	inj, lat float64
 	ok       bool
 }
-
-// hopShare: time leaves the hop bound out where the bandwidth bound is over hopShare
-// times the largest hop bound the mesh allows (hopBound.most), which could then add at
-// most 2% to the heuristic, for no fewer expansions at a large share of the request's
-// time on large tensors (docs/PERFORMANCE.md, planner tunables).
-const hopShare = 50
 
 // time is the heuristic of st in µs. With the bytes bounds (missing bytes, the cuts)
 // it is the larger of steps x perStep and one latency with the bandwidth bound, or, when

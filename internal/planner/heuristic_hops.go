@@ -77,10 +77,6 @@ const (
 	labelQ
 )
 
-// maxHopConfigs caps the coupling assignments dist enumerates per component (larger caps
-// found no other plans; docs/PERFORMANCE.md, planner tunables).
-const maxHopConfigs = 16
-
 // hopMetric is implemented by cost models whose latencies count hops (cost.Fabric).
 type hopMetric interface {
 	AxisHops(m *sharding.Mesh) []cost.AxisHop
@@ -465,13 +461,6 @@ func (hb *hopBound) buildTable(k int) []float64 {
 	}
 	return t
 }
-
-// maxHopTableWork caps the hop distances one table may enumerate (entries × maxed ×
-// minned assignments; about 10 ns each). A large axis split into few atoms (a 65,536
-// device ring is one atom) would take minutes and hold its request's compute slot past
-// any deadline; its table is left at 0 instead. Tables on axes of up to 2,048 devices
-// are enumerated in full.
-const maxHopTableWork = 1 << 16
 
 // hopTableWork is the number of hop distances buildTable enumerates for a table of size
 // entries over the maxed and minned atoms, saturating at maxHopTableWork+1.

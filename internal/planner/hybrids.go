@@ -8,16 +8,12 @@ import (
 
 // Hybrid plans: a candidate's steps with a direct all_to_all_v in place of some of them.
 
-// maxHybridTransfers bounds the transfers hybridOf routes to price one exchange (its
-// digit maps are priced in closed form at any size).
-const maxHybridTransfers = 1 << 12
-
 // hybridOf is the cheapest plan that takes the first steps of c and then the direct
 // all_to_all_v from where they leave the tensor to goal, or one all_to_all_v that makes
 // c's first steps and then c's remaining ones, or c's first steps, one all_to_all_v
 // that makes some steps after them and c's remaining ones (a search plan's only),
 // priced on sp (nil: none cheaper than both c and limit, or the request does not
-// allow the exchange). A search step moves whole tiles the
+// allow the exchange); closedOnly leaves out every exchange not priced in closed form. A search step moves whole tiles the
 // structured way (a gather, an all-to-all), and what is left (or what comes before) is
 // often a small, scattered move that no one structured collective makes but one
 // exchange does: on testgen.RandomSet 112 of 250 plans got cheaper this way on
@@ -27,7 +23,7 @@ const maxHybridTransfers = 1 << 12
 // closed form. Reshard prices the hybrids of its candidates beside the search where it
 // can (the greedy plan's and gather-then-slice's in the side work, the exact pass's on
 // its goroutine) and bestHybrid keeps the best.
-func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan {
+func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64, closedOnly bool) *Plan {
 	if !r.allowed(OpAllToAllV) || !sp.canRoute(r) || len(c.Steps) < 2 {
 		return nil
 	}
@@ -64,7 +60,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 		if t >= bestT || onlySlices(c.Steps[k+1:]) {
 			continue
 		}
-		if d, ok := sp.hybridExchange(r, st.after, goal, bestT-t); ok {
+		if d, ok := sp.hybridExchange(r, st.after, goal, bestT-t, closedOnly); ok {
 			keep(append(slices.Clone(c.Steps[:k+1]), replaced(d)))
 		}
 	}
@@ -88,7 +84,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 		if rest >= bestT || rematAfter(c.Steps[k:len(c.Steps)-1], replicatedEnds) {
 			continue // the exchange's end, st.After, is a state of the hybrid too
 		}
-		if d, ok := sp.hybridExchange(r, from, st.after, bestT-rest); ok {
+		if d, ok := sp.hybridExchange(r, from, st.after, bestT-rest, closedOnly); ok {
 			keep(append(append(slices.Clone(c.Steps[:i0]), replaced(d)), c.Steps[k+1:]...))
 		}
 	}
@@ -121,7 +117,7 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 			if !sp.exchangeInClosedForm(r, c.Steps[i].before, st.after) {
 				continue
 			}
-			if d, ok := sp.hybridExchange(r, c.Steps[i].before, st.after, bestT-prefix-suffix); ok {
+			if d, ok := sp.hybridExchange(r, c.Steps[i].before, st.after, bestT-prefix-suffix, closedOnly); ok {
 				keep(append(append(slices.Clone(c.Steps[:i]), replaced(d)), c.Steps[k+1:]...))
 			}
 		}
@@ -130,12 +126,12 @@ func (sp *space) hybridOf(r *Request, c *Plan, goal state, limit float64) *Plan 
 }
 
 // hybridExchange is the direct all_to_all_v from before to after when it takes less
-// than limit µs and can be priced cheaply: in closed form, or by routing at most
-// maxHybridTransfers transfers (ok false otherwise). Where every device holds its
+// than limit µs and can be priced cheaply: in closed form, or (unless closedOnly) by
+// routing at most maxHybridTransfers transfers (ok false otherwise). Where every device holds its
 // after tile already (after only appends unused atoms to before's dims), it is the
 // local slice instead: an exchange of no transfers would still be a collective to
 // launch, which its price (0) would hide.
-func (sp *space) hybridExchange(r *Request, before, after state, limit float64) (Step, bool) {
+func (sp *space) hybridExchange(r *Request, before, after state, limit float64, closedOnly bool) (Step, bool) {
 	if sp.sliceOnly(before, after) {
 		if limit <= 0 {
 			return Step{}, false
@@ -143,7 +139,7 @@ func (sp *space) hybridExchange(r *Request, before, after state, limit float64) 
 		unr := r.Target.Unreduced
 		return sp.steps(r, []move{{op: OpSlice, before: before, after: after, unrBefore: unr, unrAfter: unr}})[0], true
 	}
-	if !sp.exchangeInClosedForm(r, before, after) && (sp.closedFormOnly || newPattern(sp, before, after, false, 0).transfersAtMost() > maxHybridTransfers) {
+	if !sp.exchangeInClosedForm(r, before, after) && (closedOnly || newPattern(sp, before, after, false, 0).transfersAtMost() > maxHybridTransfers) {
 		return Step{}, false
 	}
 	if est, ok := sp.routed(r, before, after, false, 0); !ok || est.TimeUS >= limit {

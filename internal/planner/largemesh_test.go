@@ -33,7 +33,7 @@ func TestLargeMeshesDump(t *testing.T) {
 			r.Model = f
 			p, err := Reshard(context.Background(), r)
 			require.NoError(t, err)
-			exact := p.searchSp != nil && p.searchSp.searchExact
+			exact := p.search.exact
 			_, err = fmt.Fprintf(w, "%d %.6f %d %v\n", pi*1000+i, p.Summary.TimeUS, p.Summary.SearchExpansions, exact)
 			require.NoError(t, err)
 		})

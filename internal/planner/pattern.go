@@ -609,11 +609,6 @@ func (sp *space) routed(r *Request, before, after state, permute bool, inBytes i
 	return est, true
 }
 
-// maxNearestTransfers bounds the exchanges whose nearest holders are routed transfer by
-// transfer beside their spread ones (routed): a larger one keeps the spread holders
-// unless its digits price both in closed form.
-const maxNearestTransfers = 1 << 15
-
 // releaseRouter gives the space's router back to its pool (routed acquires another if
 // the space prices again).
 func (sp *space) releaseRouter() {

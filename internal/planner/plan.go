@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +13,7 @@ import (
 )
 
 // Version identifies the planner's algorithm and prices; it is part of every cache key.
-const Version = "planner/19"
+const Version = "planner/20"
 
 // Effort is how long a reshard's search looks for a cheaper plan.
 type Effort string
@@ -36,10 +35,6 @@ const (
 	EffortFast       Effort = "fast"
 	EffortExhaustive Effort = "exhaustive"
 )
-
-// DefaultExhaustiveBudget is the planning budget of EffortExhaustive when the request
-// names none.
-const DefaultExhaustiveBudget = 2 * time.Second
 
 // Op is a step op of API.md: a local slice or a collective (named by package
 // collective).
@@ -176,13 +171,6 @@ func boundsOf(r *Request) reshardBounds {
 	return b
 }
 
-// DefaultMaxExpansions bounds the number of states the search's exact pass expands;
-// its weighted passes take an eighth (the first, or the greedier second) and a
-// thirty-second (the anytime second). At 2,000, 2 of testgen.RandomSet's 250 reshards stopped
-// at the budget; both finish within 4,000 (about 20 ms each), and the others expand
-// the same states as before.
-const DefaultMaxExpansions = 4000
-
 // Step is one step of a plan. Field use by op follows API.md.
 type Step struct {
 	Op               Op
@@ -262,10 +250,10 @@ type Plan struct {
 	Summary Summary
 
 	sp *space
-	// searchSp is the space of the request's candidate search (its counters, for tests).
-	searchSp *space
-	name     string
-	kind     candidateKind
+	// search is the request's candidate search's counters (tests read them).
+	search searchStats
+	name   string
+	kind   candidateKind
 	// candidates are the plans Reshard compared (tests check every one of them).
 	candidates []*Plan
 }
@@ -302,192 +290,25 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 		r.MaxExpansions = DefaultMaxExpansions
 	}
 	r = r.withMemos().withDone(ctx)
-	src, tgt := r.Source, r.Target
-	// Unreduced axes: the target may keep some of the source's partial sums (whole axes
-	// or sub-axes of them), never add.
-	reduce, err := reducedRefs(src, tgt)
+	// Problem: the atoms of the two ends, their states, and the reduction of the partial
+	// sums the target drops.
+	pb, err := newProblem(r)
 	if err != nil {
 		return nil, err
 	}
-	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, src, tgt)
-	if sp != nil {
-		defer sp.releaseRouter()
-		sp.keyFamily(r)
+	defer pb.release()
+	// Incumbents: the plans that need no search (the greedy plan bounds the search; the
+	// direct candidates are priced beside it).
+	in := pb.incumbents(r)
+	defer in.release()
+	// Search: the candidate search and the hybrids of every plan, then the structured and
+	// complete passes, each bounded by the plans before it.
+	found, err := pb.search(ctx, r, in)
+	if err != nil {
+		return nil, err
 	}
-	p := &Plan{Request: r, sp: sp}
-	var cands []*Plan
-	var side *sideWork // the bounds, the direct candidates and hybrids, beside the search
-	if ok {
-		start := sp.stateOf(src)
-		goal := sp.stateOf(tgt)
-		var pre []move
-		if len(reduce) > 0 {
-			mv, okr := sp.reduction(start, goal, reduce, r)
-			if !okr {
-				return nil, &NoPlanError{Need: []Op{OpAllReduce, OpReduceScatter}}
-			}
-			pre = append(pre, mv)
-			start = mv.after
-		}
-		// The side work starts first: the lower bounds it computes (on 65,536 devices up
-		// to a quarter of a millisecond) and the wake-up of the core it runs on
-		// overlap the greedy plan and the search.
-		side = sp.startSideWork(r, pre, start, goal, reduce)
-		defer side.run.drop()
-		defer side.postGreedy(nil, false) // the side work never waits in vain
-		sp.side = side.run
-		greedy, ub := sp.greedyIncumbent(r, pre, start, goal)
-		cands = append(cands, greedy...)
-		side.postGreedy(greedy, !math.IsInf(ub, 1))
-		// The exact pass's plan, built and its hybrids priced on its own goroutine, then
-		// the first weighted pass's hybrids there too; the anytime pass's, on this one
-		// while the exact pass still runs (else after it: as the search's plan, or when
-		// it improved on the first pass's plan and the exact plan is the search's).
-		// Every one of them is offered: a plan that costs more move by move can still
-		// make the better hybrid.
-		var exactSteps, anySteps []Step
-		var exactHybrid, anyHybrid, firstHybrid *Plan
-		var anyMoves, firstMoves []move
-		sp.onExact = func(fork *space, mv []move) {
-			ep := &Plan{Request: r, sp: fork}
-			ep.Steps = fork.steps(r, append(slices.Clone(pre), mv...)) // mv is merged already
-			exactSteps = ep.Steps
-			if exactHybrid = fork.hybridOf(r, ep.named(originSearch), goal, side.limit()); exactHybrid != nil {
-				exactHybrid.sp = sp
-			}
-		}
-		sp.onFirst = func(fork *space, mv []move) {
-			fp := &Plan{Request: r, sp: fork}
-			fp.Steps = fork.steps(r, append(slices.Clone(pre), mv...))
-			firstMoves = mv
-			// Only exchanges priced in closed form: the first-plan hybrids that win are
-			// such exchanges, and routing others transfer by transfer costs large meshes
-			// planning time for no plan (docs/PERFORMANCE.md, planner tunables).
-			fork.closedFormOnly = true
-			firstHybrid = fork.hybridOf(r, fp.named(originSearch), goal, side.limit())
-			fork.closedFormOnly = false
-			if firstHybrid != nil {
-				firstHybrid.sp = sp
-			}
-		}
-		sp.onAnytime = func(mv []move) {
-			ap := &Plan{Request: r, sp: sp}
-			ap.Steps = sp.steps(r, append(slices.Clone(pre), mv...))
-			anyMoves, anySteps = mv, ap.Steps
-			anyHybrid = sp.hybridOf(r, ap.named(originSearch), goal, side.limit())
-		}
-		moves, expansions, found, err := sp.search(ctx, r, start, goal, tgt.Unreduced, ub, func() float64 {
-			side.wait()
-			return side.ub
-		})
-		if err != nil {
-			return nil, err
-		}
-		p.Summary.SearchExpansions = expansions
-		for i := range pre {
-			sp.price(r, &pre[i])
-			sp.searchCost += pre[i].est.TimeUS
-		}
-		var hybrids []*Plan
-		if exactHybrid != nil && !sp.searchFromExact {
-			hybrids = append(hybrids, exactHybrid)
-		}
-		if firstHybrid != nil && !sameMoves(firstMoves, moves) {
-			hybrids = append(hybrids, firstHybrid) // the anytime pass improved on it
-		}
-		if found {
-			sc := &Plan{Request: r, sp: sp}
-			sc.Summary.SearchExpansions = expansions
-			switch {
-			case sp.searchFromExact:
-				sc.Steps = exactSteps
-				hybrids = append(hybrids, exactHybrid)
-				if anyHybrid != nil { // the anytime pass's plan, dearer or as dear
-					hybrids = append(hybrids, anyHybrid)
-				}
-			case anySteps != nil && sameMoves(moves, anyMoves):
-				sc.Steps = anySteps
-				hybrids = append(hybrids, anyHybrid)
-			default:
-				sc.Steps = sp.steps(r, append(pre, moves...))
-				hybrids = append(hybrids, sp.hybridOf(r, sc.named(originSearch), goal, side.limit()))
-			}
-			cands = append(cands, sc.named(originSearch))
-		}
-		side.wait()
-		cands = append(cands, side.direct...)
-		if h := bestHybrid(r, cands, append(hybrids, side.hybrids...)); h != nil {
-			cands = append(cands, h)
-			// A second exchange: the hybrids of the best hybrid, priced in closed form.
-			// Two exchanges can beat one by half: dimension-ordered routing puts the
-			// direct exchange's crossings on the few lines whose transfers need them,
-			// and an exchange to an intermediate sharding spreads the data over more
-			// lines first. Routing the second round's exchanges too finds no cheaper plan
-			// and costs large meshes planning time (docs/PERFORMANCE.md, planner tunables).
-			sp.closedFormOnly = true
-			h2 := bestHybrid(r, cands, []*Plan{sp.hybridOf(r, h, goal, side.limit())})
-			sp.closedFormOnly = false
-			if h2 != nil {
-				cands = append(cands, h2)
-			}
-		}
-		if side.omitted && allRematerialize(cands) {
-			av, err := sp.lateExchange(ctx, r, pre, start, goal, side.bounds.between)
-			if err != nil {
-				return nil, err
-			}
-			if av != nil {
-				cands = append(cands, av)
-			}
-		}
-	}
-	var bounds reshardBounds
-	if side != nil {
-		bounds = side.bounds
-	} else {
-		bounds = boundsOf(r) // no side work computed them
-		if r.allowed(OpAllToAllV) && len(reduce) == 0 {
-			// Refs that fit no common factorisation: only the direct exchange expresses it.
-			av := &Plan{Request: r}
-			av.Steps = []Step{directFromShardings(r, bounds.between)}
-			cands = append(cands, av.named(string(OpAllToAllV)))
-		}
-	}
-	if xp := xlaIncumbent(r); xp != nil {
-		cands = append(cands, xp)
-	}
-	proven := false
-	if !r.noComplete {
-		if cands, proven, err = passes(ctx, r, cands, bounds.time); err != nil {
-			return nil, err
-		}
-	}
-	if r.MemoryBudget > 0 {
-		cands = withinBudget(cands, r.MemoryBudget)
-		if len(cands) == 0 {
-			return nil, budgetError(ctx, r)
-		}
-	}
-	if len(cands) == 0 {
-		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err // a router may have stopped: the candidates' prices are meaningless
-	}
-	best := pickBest(cands, r.AllowFullRemat)
-	best.Summary.Optimality = OptimalityBestFound
-	if proven {
-		best.Summary.Optimality = OptimalityProven
-	}
-	best.candidates = cands
-	best.searchSp = sp
-	best.Summary.SearchExpansions = p.Summary.SearchExpansions
-	best.finishWith(bounds)
-	for _, c := range cands {
-		c.finishTotals()
-		best.Summary.Candidates = append(best.Summary.Candidates, Candidate{Name: c.name, Steps: len(c.Steps), TimeUS: c.Summary.TimeUS, BytesPerDevice: c.Summary.BytesPerDevice, Chosen: c == best})
-	}
-	return best, nil
+	// Choose: the plan pickBest prefers among those within the memory budget.
+	return choose(ctx, r, found)
 }
 
 // passes runs the structured pass, then the complete pass, over the space of every mesh
@@ -578,7 +399,7 @@ func (r *Request) clock() time.Time {
 }
 
 // sameMoves reports whether a and b are the same slice of moves (the search returns the
-// anytime pass's plan as it handed it to onAnytime).
+// anytime pass's plan as it priced it, searchPlans.offer).
 func sameMoves(a, b []move) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

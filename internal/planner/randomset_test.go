@@ -61,7 +61,7 @@ func BenchmarkRandomSet(b *testing.B) {
 			lat = append(lat, us)
 			exps = append(exps, float64(p.Summary.SearchExpansions))
 			byRank[len(pb.shape)] = append(byRank[len(pb.shape)], us)
-			if p.searchSp != nil && !p.searchSp.searchExact {
+			if p.search.ran && !p.search.exact {
 				capped++ // the exact pass stopped at its budget
 			}
 			if p.kind == kindComplete {
@@ -150,7 +150,7 @@ func TestRandomSetDump(t *testing.T) {
 		}
 		p, err := Reshard(context.Background(), r)
 		require.NoError(t, err)
-		exact := p.sp != nil && p.sp.searchExact
+		exact := p.search.exact
 		_, err = fmt.Fprintf(w, "%d %.6f %d %v\n", i, p.Summary.TimeUS, p.Summary.SearchExpansions, exact)
 		require.NoError(t, err)
 	}

@@ -86,45 +86,58 @@ type searchKey interface {
 	decode(dst state) state
 }
 
-// openQueue is a binary heap of node indices ordered by (f, steps). Each heap entry
-// carries its node's f and steps, so the heap's comparisons do not visit the nodes.
+// openQueue is the search's open list: its nodes, and a heap of their indices.
 type openQueue[K searchKey] struct {
 	nodes []node[K]
-	idx   []openEntry
+	idx   openHeap
 }
 
-// openEntry is a queued node: its index in nodes and its order.
+func (q *openQueue[K]) push(i int32) {
+	q.idx.push(openEntry{q.nodes[i].f, q.nodes[i].steps, i})
+}
+
+func (q *openQueue[K]) pop() int32 { return q.idx.pop().i }
+
+// openHeap is the open list of both engines (the candidate search's passes here; the
+// complete and structured passes, complete.go): a binary heap of entries ordered by f,
+// then fewer steps, each naming its item by index, so that the heap's comparisons do
+// not visit the items. push and pop are container/heap's algorithm without the
+// interface boxing.
+type openHeap []openEntry
+
+// openEntry is a queued item: its order and its index.
 type openEntry struct {
 	f     float64
 	steps int32
 	i     int32
 }
 
-func (q *openQueue[K]) less(i, j int) bool {
-	a, b := &q.idx[i], &q.idx[j]
+func (q openHeap) less(i, j int) bool {
+	a, b := &q[i], &q[j]
 	if a.f != b.f {
 		return a.f < b.f
 	}
 	return a.steps < b.steps
 }
 
-// push and pop are container/heap's algorithm without the interface boxing.
-func (q *openQueue[K]) push(i int32) {
-	q.idx = append(q.idx, openEntry{q.nodes[i].f, q.nodes[i].steps, i})
-	j := len(q.idx) - 1
+func (q *openHeap) push(e openEntry) {
+	*q = append(*q, e)
+	h := *q
+	j := len(h) - 1
 	for j > 0 {
 		p := (j - 1) / 2
-		if !q.less(j, p) {
+		if !h.less(j, p) {
 			break
 		}
-		q.idx[p], q.idx[j] = q.idx[j], q.idx[p]
+		h[p], h[j] = h[j], h[p]
 		j = p
 	}
 }
 
-func (q *openQueue[K]) pop() int32 {
-	n := len(q.idx) - 1
-	q.idx[0], q.idx[n] = q.idx[n], q.idx[0]
+func (q *openHeap) pop() openEntry {
+	h := *q
+	n := len(h) - 1
+	h[0], h[n] = h[n], h[0]
 	i := 0
 	for {
 		l := 2*i + 1
@@ -132,17 +145,17 @@ func (q *openQueue[K]) pop() int32 {
 			break
 		}
 		j := l
-		if r := l + 1; r < n && q.less(r, l) {
+		if r := l + 1; r < n && h.less(r, l) {
 			j = r
 		}
-		if !q.less(j, i) {
+		if !h.less(j, i) {
 			break
 		}
-		q.idx[i], q.idx[j] = q.idx[j], q.idx[i]
+		h[i], h[j] = h[j], h[i]
 		i = j
 	}
-	x := q.idx[n].i
-	q.idx = q.idx[:n]
+	x := h[n]
+	*q = h[:n]
 	return x
 }
 
@@ -165,25 +178,145 @@ type searchMemo[K searchKey] struct {
 }
 
 // search finds the cheapest schedule from start to goal over slice, all_gather,
-// all_to_all and collective_permute moves. It returns the moves, the number of
-// expansions, and whether the goal was reached within the budget.
+// all_to_all and collective_permute moves, and returns it as a candidate plan (after
+// mk's reduction) with the hybrids of every plan its passes found (searchOut).
 //
 // ub is the cost of a plan already known (math.Inf(1): none): states whose cost plus
-// heuristic exceeds it cannot lead to a cheaper plan and are not pushed. later, when not
-// nil, gives the cost of another known plan (math.Inf(1): none), which bounds the exact
-// pass only (it may wait for it: Reshard computes it beside the search).
+// heuristic exceeds it cannot lead to a cheaper plan and are not pushed. The side work's
+// plans (mk.side.bound, which may wait for them) bound the exact pass, and the greedier
+// pass's, too.
 //
-// The plan found may be the weighted passes' and cost no less than ub or later's plan
-// (sp.searchBound is the smaller): a candidate still, whose hybrids may beat them.
-func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64, later func() float64) ([]move, int, bool, error) {
-	if later == nil {
-		later = func() float64 { return math.Inf(1) }
+// The plan found may be the weighted passes' and cost no less than ub or the side
+// work's plans (searchStats.bound is the smaller): a candidate still, whose hybrids may
+// beat them.
+func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64, mk *searchPlans) (searchOut, error) {
+	res, err := sp.passes(ctx, r, start, goal, unr, ub, mk)
+	if err != nil {
+		return searchOut{}, err
 	}
-	mv, n, found, err := sp.passes(ctx, r, start, goal, unr, ub, later)
-	if found && err == nil {
-		sp.searchBound = min(ub, later())
+	out := mk.collect(sp, res)
+	out.stats.bound = math.Inf(1)
+	if res.found {
+		out.stats.bound = min(ub, mk.side.bound())
 	}
-	return mv, n, found, err
+	return out, nil
+}
+
+// searchOut is what the candidate search returns: its plan (nil: none within its
+// budgets), the hybrids of the plans its passes found (nil entries: none), and its
+// counters.
+type searchOut struct {
+	plan    *Plan
+	hybrids []*Plan
+	stats   searchStats
+}
+
+// searchStats are the candidate search's counters (the chosen plan carries them for
+// tests).
+type searchStats struct {
+	ran        bool // the request had a search space
+	expansions int
+	// exact is set when the exact pass ran to completion (no budget cut): its plan is
+	// then the cheapest the search's moves admit.
+	exact bool
+	cost  float64 // the search's plan as priced move by move, before merging, reductions included
+	bound float64 // the cost the search's plan had to beat (it may not have)
+}
+
+// passResult is what the passes found: the plan's moves and counters, and what was
+// priced beside them (the exact pass's plan and hybrids, the anytime pass's).
+type passResult struct {
+	moves     []move
+	found     bool
+	stats     searchStats
+	fromExact bool      // the plan is the exact pass's run beside the weighted ones
+	exact     *exactRun // that pass (nil: none ran beside them)
+	anytime   *offered  // the anytime pass's plan, priced with its hybrid (nil: not priced)
+}
+
+// offered is a weighted pass's plan priced as a candidate, with its best hybrid.
+type offered struct {
+	moves        []move
+	plan, hybrid *Plan
+}
+
+// searchPlans turns the search's moves into candidate plans and prices their hybrids:
+// the reduction pre comes before the moves, goal is the search's, and the side work's
+// hybridCap bounds the hybrids (hybridOf leaves out any that could not be chosen).
+type searchPlans struct {
+	r    *Request
+	pre  []move
+	goal state
+	side *sideWork
+}
+
+// plan is the candidate plan of the search's moves mv, priced on sp.
+func (m *searchPlans) plan(sp *space, mv []move) *Plan {
+	p := &Plan{Request: m.r, sp: sp}
+	p.Steps = sp.steps(m.r, append(slices.Clone(m.pre), mv...))
+	return p.named(originSearch)
+}
+
+// hybrid is the best hybrid of p priced on sp (only exchanges in closed form when
+// closedOnly), as a plan of home (nil: none).
+func (m *searchPlans) hybrid(sp, home *space, p *Plan, closedOnly bool) *Plan {
+	h := sp.hybridOf(m.r, p, m.goal, m.side.limit(), closedOnly)
+	if h != nil {
+		h.sp = home
+	}
+	return h
+}
+
+// offer prices the moves mv of a weighted pass on sp, with their hybrid.
+func (m *searchPlans) offer(sp *space, mv []move) *offered {
+	p := m.plan(sp, mv)
+	return &offered{moves: mv, plan: p, hybrid: m.hybrid(sp, sp, p, false)}
+}
+
+// collect is the search's plan and the hybrids to offer beside it, from what the passes
+// found on sp: the exact pass's hybrids (priced on its goroutine) when its plan is not
+// the search's, the first pass's when the anytime pass improved on it, and the search
+// plan's own (priced once: the exact pass's or the anytime pass's when the plan is
+// theirs). Every one of them is offered: a plan that costs more move by move can
+// still make the better hybrid.
+func (m *searchPlans) collect(sp *space, res passResult) searchOut {
+	out := searchOut{stats: res.stats}
+	out.stats.ran = true
+	for i := range m.pre {
+		mv := m.pre[i]
+		sp.price(m.r, &mv)
+		out.stats.cost += mv.est.TimeUS
+	}
+	x := res.exact
+	if x == nil {
+		x = &exactRun{}
+	}
+	if x.hybrid != nil && !res.fromExact {
+		out.hybrids = append(out.hybrids, x.hybrid)
+	}
+	if x.firstHybrid != nil && !sameMoves(x.firstMoves, res.moves) {
+		out.hybrids = append(out.hybrids, x.firstHybrid) // the anytime pass improved on it
+	}
+	if !res.found {
+		return out
+	}
+	switch {
+	case res.fromExact:
+		out.plan = x.plan
+		out.plan.sp = sp
+		out.hybrids = append(out.hybrids, x.hybrid)
+		if res.anytime != nil { // the anytime pass's plan, dearer or as dear
+			out.hybrids = append(out.hybrids, res.anytime.hybrid)
+		}
+	case res.anytime != nil && sameMoves(res.moves, res.anytime.moves):
+		out.plan = res.anytime.plan
+		out.hybrids = append(out.hybrids, res.anytime.hybrid)
+	default:
+		out.plan = m.plan(sp, res.moves)
+		out.hybrids = append(out.hybrids, m.hybrid(sp, sp, out.plan, false))
+	}
+	out.plan.Summary.SearchExpansions = res.stats.expansions
+	return out
 }
 
 // The search runs in passes, the rows of searchPasses, in order. A weighted pass orders
@@ -192,15 +325,21 @@ func (sp *space) search(ctx context.Context, r *Request, start, goal state, unr 
 // within its budget. A pass's plan that costs less than the incumbent (ub: the plan to
 // beat, from the caller and the passes before) becomes the incumbent.
 
-// searchPass is one pass of the search.
+// searchPass is one pass of the search, a row of searchPasses (tunables.go). The first
+// moves toward the goal; when it reaches the goal, the anytime pass, with the relaxed
+// moves, looks only for strictly cheaper plans and goes on after each; when it does
+// not, the greedier pass, with the relaxed moves, looks for a plan that beats every
+// incumbent. The exact pass runs last, or, with the anytime pass on, beside the
+// weighted passes from the start on the side work's goroutine (startExact), bounded by
+// the incumbent it started with, not by theirs.
 type searchPass struct {
 	name   string
 	weight float64   // f = g + weight·h (1: the exact pass)
 	share  int       // its budget: r.MaxExpansions / share expansions
 	moves  moveSet   // what it generates (expand.go)
 	bound  passBound // which states it prunes
-	// side: the incumbent includes the side work's candidates (later; it may wait for
-	// them).
+	// side: the incumbent includes the side work's candidates (sideWork.bound; it may
+	// wait for them).
 	side bool
 	// slack loosens the exact pass's bound when it runs beside the weighted passes
 	// (exactBoundSlack).
@@ -209,41 +348,20 @@ type searchPass struct {
 	hand  passHand // who else gets its plan
 }
 
-// searchPasses are the search's passes. The first moves toward the goal; when it
-// reaches the goal, the anytime pass, with the relaxed moves, looks only for strictly
-// cheaper plans and goes on after each; when it does not, the greedier pass, with the
-// relaxed moves, looks for a plan that beats every incumbent. The exact pass runs last,
-// or, with the anytime pass on, beside the weighted passes from the start on the side
-// work's goroutine (startExact), bounded by the incumbent it started with, not by theirs.
-var searchPasses = [...]searchPass{
-	{name: "first", weight: 4, share: 8, moves: goalSwapMoves, bound: boundNone, when: runFirst, hand: handToExact},
-	{name: "anytime", weight: 4, share: 32, moves: relaxedMoves, bound: boundCheaper, when: runOnPlan, hand: handOffer},
-	{name: "greedier", weight: 16, share: 8, moves: relaxedMoves, bound: boundNone, side: true, when: runOnNoPlan, hand: handNone},
-	{name: "exact", weight: 1, share: 1, moves: goalMoves, bound: boundBest, side: true, slack: exactBoundSlack, when: runLast, hand: handNone},
-}
-
 // exactRow is the exact pass's row of searchPasses (the last).
 const exactRow = len(searchPasses) - 1
 
-// moveSet is what a pass generates beside the moves every pass has (expand.go).
+// moveSet is what a pass generates beside the moves every pass has (expand.go). The
+// exact pass's goalMoves move strictly toward the goal (the towardGoal permute and the
+// direct permute stay): leaving out partial gathers and fills lets more exact searches
+// finish within their budget, which makes plans cheaper on the whole
+// (docs/PERFORMANCE.md, planner tunables); the relaxed moves add the fills (for a later
+// permute, as XLA's slice-then-permute).
 type moveSet struct {
 	swaps        bool // permutes that swap or replace single atoms (searcher.swaps)
 	relax        bool // moves that fill a dim to its goal count with other atoms (searcher.relax)
 	wholeGathers bool // goal-directed searches gather a dim's whole suffix past its goal prefix, never part of it
 }
-
-var (
-	// goalMoves move strictly toward the goal: no swaps, no fills, whole gathers only
-	// (the towardGoal permute and the direct permute stay). Leaving out partial gathers
-	// and fills lets more exact searches finish within their budget, which makes plans
-	// cheaper on the whole (docs/PERFORMANCE.md, planner tunables).
-	goalMoves = moveSet{wholeGathers: true}
-	// goalSwapMoves are goalMoves with the swaps and replacements of single atoms.
-	goalSwapMoves = moveSet{swaps: true, wholeGathers: true}
-	// relaxedMoves add the fills (for a later permute, as XLA's slice-then-permute) and
-	// the gathers of part of a suffix past its goal prefix.
-	relaxedMoves = moveSet{swaps: true, relax: true}
-)
 
 // exactMoves is the exact pass's move set: its row's, or relaxedMoves when no weighted
 // pass runs (the plan is then the exact pass's alone) or r.allMoves asks for every move
@@ -298,10 +416,10 @@ type passHand uint8
 const (
 	handNone passHand = iota // the incumbent only
 	// handToExact: the exact pass's goroutine, which prices its hybrids after its own
-	// (exactRun.postFirst, space.onFirst); posted even when the pass found none.
+	// (exactRun.postFirst, startExact); posted even when the pass found none.
 	handToExact
-	// handOffer: Reshard, which prices its hybrids on the request's goroutine while
-	// the exact pass runs (space.onAnytime); or after it, when the exact plan won and
+	// handOffer: the search, which prices its hybrids on the request's goroutine while
+	// the exact pass runs (searchPlans.offer); or after it, when the exact plan won and
 	// the pass improved on the plan before it.
 	handOffer
 )
@@ -321,9 +439,9 @@ func (p *searchPass) runs(weighted, anytime, firstFound bool) bool {
 }
 
 // passes runs search's passes: the rows of searchPasses that apply, in order.
-func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64, later func() float64) ([]move, int, bool, error) {
+func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr []sharding.AxisRef, ub float64, mk *searchPlans) (passResult, error) {
 	if start.equal(goal) {
-		return nil, 0, true, nil
+		return passResult{found: true}, nil
 	}
 	s := newSearcher(sp, r, start, goal, unr)
 	defer s.release()
@@ -331,16 +449,16 @@ func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr 
 	anytime := weighted && !r.noAnytime && r.Effort != EffortFast
 	var exact *exactRun // the exact pass beside the weighted ones (nil: it runs last, here)
 	if anytime {
-		exact = sp.startExact(ctx, s, start, ub, later)
+		exact = sp.startExact(ctx, s, start, ub, mk)
 	}
 	var (
 		best       []move // the weighted passes' best plan (nil: none)
 		bestG      float64
 		spent      int
 		firstFound bool
-		offerRan   bool   // a handOffer pass ran
-		offered    []move // the best plan before it
-		offeredNow bool   // its plan was offered while the exact pass ran
+		offerRan   bool     // a handOffer pass ran
+		before     []move   // the best plan before it
+		any        *offered // its plan, priced
 	)
 	for i := range searchPasses[:exactRow] {
 		p := &searchPasses[i]
@@ -348,14 +466,14 @@ func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr 
 			continue
 		}
 		if p.side {
-			ub = min(ub, later())
+			ub = min(ub, mk.side.bound())
 		}
-		before := best
+		prev := best
 		mv, n, found, err := s.runPass(ctx, start, p, p.moves, p.bound.of(ub))
 		spent += n
 		if err != nil {
 			exact.drop()
-			return nil, spent, false, err
+			return passResult{}, err
 		}
 		if found && s.goalG < ub { // search costs (move by move), as the exact pass counts
 			ub, best, bestG = s.goalG, mv, s.goalG
@@ -367,36 +485,39 @@ func (sp *space) passes(ctx context.Context, r *Request, start, goal state, unr 
 		case handToExact:
 			exact.postFirst(best)
 		case handOffer:
-			offerRan, offered = true, before
-			if best != nil && sp.onAnytime != nil && exact != nil && !exact.w.isDone() {
-				offeredNow = true
-				sp.onAnytime(best) // while the exact pass runs: its plan may not be chosen
+			offerRan, before = true, prev
+			if best != nil && exact != nil && !exact.w.isDone() {
+				any = mk.offer(sp, best) // while the exact pass runs: its plan may not be chosen
 			}
 		}
 	}
 	p := &searchPasses[exactRow]
 	if exact != nil {
-		mv, n, found, err := sp.withExact(exact, best, bestG, spent, ub)
-		if err == nil && sp.searchFromExact && offerRan && !offeredNow && best != nil && !sameMoves(best, offered) && sp.onAnytime != nil {
+		res, err := sp.withExact(exact, best, bestG, spent, ub)
+		if err == nil && res.fromExact && offerRan && any == nil && best != nil && !sameMoves(best, before) {
 			// The exact plan won, at most as dear as the offering pass's, whose hybrids
 			// can still be the cheaper (the first pass's were priced).
-			sp.onAnytime(best)
+			any = mk.offer(sp, best)
 		}
-		return mv, n, found, err
+		res.anytime = any
+		return res, err
 	}
 	// The exact pass, on this searcher (warm with the weighted passes' heuristics and
 	// prices).
 	if p.side {
-		ub = min(ub, later())
+		ub = min(ub, mk.side.bound())
 	}
 	mv, n, found, err := s.runPass(ctx, start, p, exactMoves(r, weighted), p.bound.of(ub))
-	sp.searchExact = !s.capped
-	if err != nil || found {
-		sp.searchCost = s.goalG
-		return mv, spent + n, found, err
+	res := passResult{stats: searchStats{expansions: spent + n, exact: !s.capped}}
+	if err != nil {
+		return res, err
 	}
-	sp.searchCost = bestG
-	return best, spent + n, best != nil, nil
+	if found {
+		res.moves, res.found, res.stats.cost = mv, true, s.goalG
+		return res, nil
+	}
+	res.moves, res.found, res.stats.cost = best, best != nil, bestG
+	return res, nil
 }
 
 // runPass runs pass p of s from start with the moves ms, pruning the states whose cost
@@ -429,10 +550,16 @@ type exactRun struct {
 	capped bool
 	g      float64
 	// first carries the first weighted pass's plan (nil: none) from the request's
-	// goroutine to the exact pass's, which prices its hybrids after its own
-	// (space.onFirst); posted once, in every path (postFirst).
+	// goroutine to the exact pass's, which prices its hybrids after its own; posted
+	// once, in every path (postFirst).
 	first  chan []move
 	posted bool
+	// What the exact pass's goroutine priced after the pass: its plan and that plan's
+	// best hybrid (found only), and the first weighted pass's moves and their best
+	// hybrid, exchanges in closed form only (nil: none).
+	plan, hybrid *Plan
+	firstMoves   []move
+	firstHybrid  *Plan
 }
 
 // postFirst hands the first weighted pass's plan (nil: none) to the exact pass's
@@ -454,15 +581,17 @@ func (x *exactRun) drop() {
 }
 
 // startExact starts the exact pass from start, bounded by exactBoundSlack times the
-// cheaper of ub and later's plan, with a searcher of its own over a fork of the space,
-// on the side work's goroutine once that is done (sp.side, worker.then; else on a
-// goroutine of its own); when the request waits for it before it has begun, the
-// request runs it itself (worker). Its bound never depends on what the weighted passes
-// beside it find, so what the search returns does not depend on their timing. It
-// starts at once rather than after the first weighted pass: the same plans, and no
-// goroutine of its own queued behind the busy request goroutine (75-90 µs on
-// testgen.RandomSet's median).
-func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub float64, later func() float64) *exactRun {
+// cheaper of ub and the side work's plans, with a searcher of its own over a fork of
+// the space, on the side work's goroutine once that is done (worker.then); when the
+// request waits for it before it has begun, the request runs it itself (worker). Its
+// bound never depends on what the weighted passes beside it find, so what the search
+// returns does not depend on their timing. It starts at once rather than after the
+// first weighted pass: the same plans, and no goroutine of its own queued behind the
+// busy request goroutine (75-90 µs on testgen.RandomSet's median). After the pass the
+// same goroutine builds its plan and prices its hybrids, then the first weighted
+// pass's (off the request's critical path: when the anytime pass improves on that
+// plan, its hybrids can still beat every candidate).
+func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub float64, mk *searchPlans) *exactRun {
 	x := &exactRun{first: make(chan []move, 1)}
 	x.w = newWorker(func() {
 		fork := sp.fork()
@@ -470,51 +599,40 @@ func (sp *space) startExact(ctx context.Context, s *searcher, start state, ub fl
 		e := newSearcher(fork, s.r, start, s.goal, s.unr)
 		defer e.release()
 		p := &searchPasses[exactRow]
-		x.mv, x.n, x.found, x.err = e.runPass(ctx, start, p, exactMoves(s.r, true), p.bound.of(min(ub, later())*p.slack))
+		x.mv, x.n, x.found, x.err = e.runPass(ctx, start, p, exactMoves(s.r, true), p.bound.of(min(ub, mk.side.bound())*p.slack))
 		x.capped, x.g = e.capped, e.goalG
-		if x.found && x.err == nil && sp.onExact != nil {
-			sp.onExact(fork, x.mv)
+		if x.found && x.err == nil {
+			x.plan = mk.plan(fork, x.mv) // mv is merged already
+			x.hybrid = mk.hybrid(fork, sp, x.plan, false)
 		}
-		if first := <-x.first; first != nil && x.err == nil && sp.onFirst != nil {
-			sp.onFirst(fork, first)
+		if first := <-x.first; first != nil && x.err == nil {
+			// Only exchanges priced in closed form: the first-plan hybrids that win are
+			// such exchanges, and routing others transfer by transfer costs large meshes
+			// planning time for no plan (docs/PERFORMANCE.md, planner tunables).
+			x.firstMoves = first
+			x.firstHybrid = mk.hybrid(fork, sp, mk.plan(fork, first), true)
 		}
 	})
-	if sp.side != nil {
-		sp.side.then(x.w)
-	} else {
-		go x.w.runChain()
-	}
+	mk.side.run.then(x.w)
 	return x
 }
-
-// exactBoundSlack loosens the bound of the exact pass run beside the anytime pass: it
-// prunes states that cannot lead to a plan within exactBoundSlack times the cheapest
-// other plan (the incumbent's or the direct candidates'), not within that plan's cost.
-// A search plan dearer than the direct all_to_all_v still makes hybrids (its first
-// steps, then an exchange), and those won where the tight bound pruned the plan away
-// (testgen.RandomSet, reshards 23 and 99). The exact pass runs on the core the anytime
-// pass leaves idle. At 1.5 the set's plans run 0.9886 of a tight bound's time on
-// geomean on tpu-v5p and 0.9902 on h100, for 18% more exact expansions and a p99 about
-// 15% higher; 1.25 gave 0.9911, 2 gave 0.9863 with one exact pass at its budget.
-const exactBoundSlack = 1.5
 
 // withExact waits for the exact pass x and returns its plan when it costs at most ub
 // (the weighted passes' best, first, or the incumbent's), else first, even when that
 // costs no less than the direct candidates: it stays a candidate, for its hybrids
 // (dropping it lost 28 of testgen.RandomSet's best plans on tpu-v5p).
-func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int, ub float64) ([]move, int, bool, error) {
+func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int, ub float64) (passResult, error) {
 	x.w.wait()
-	spent += x.n
-	sp.searchExact = !x.capped
+	res := passResult{exact: x, stats: searchStats{expansions: spent + x.n, exact: !x.capped}}
 	if x.err != nil {
-		return nil, spent, false, x.err
+		return res, x.err
 	}
 	if x.found && x.g <= ub*(1+1e-9) {
-		sp.searchCost, sp.searchFromExact = x.g, true
-		return x.mv, spent, true, nil
+		res.moves, res.found, res.fromExact, res.stats.cost = x.mv, true, true, x.g
+		return res, nil
 	}
-	sp.searchCost = firstG
-	return first, spent, first != nil, nil
+	res.moves, res.found, res.stats.cost = first, first != nil, firstG
+	return res, nil
 }
 
 // memoPool recycles the searchMemos of finished searches keyed by packedKey (release;
@@ -522,10 +640,6 @@ func (sp *space) withExact(x *exactRun, first []move, firstG float64, spent int,
 // and queue grow to thousands of entries, and growing them anew every request (hashing
 // every entry again at each doubling, copying the queue) costs more than clearing them.
 var memoPool sync.Pool
-
-// maxPooledStates bounds the tables memoPool keeps: clearing a map costs in proportion
-// to its capacity, which the small searches that reuse it should not pay for a large one.
-const maxPooledStates = 1 << 14
 
 // release returns the search's memo to memoPool, cleared (nothing the search returns
 // refers to it: reachGoal builds its moves from fresh states).

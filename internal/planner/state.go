@@ -9,10 +9,6 @@ import (
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
-// maxPrimeAtoms bounds how many atoms prime-splitting may create; above it the planner
-// keeps the coarser common refinement (fewer states to search on big meshes).
-const maxPrimeAtoms = 10
-
 // state is, per tensor dim, the atoms sharding it (major to minor), by atom id.
 type state [][]uint8
 
@@ -99,30 +95,6 @@ type space struct {
 	// family is atomsKey of the request's mesh, model and these atoms, once computed
 	// (familyKey; forks share it).
 	family *familyKey
-	// onExact, when set, is called on the exact pass's goroutine with the fork it
-	// searched and its plan's moves, when it runs beside the anytime pass and finds one
-	// (Reshard prices the plan's hybrids there, off the request's critical path);
-	// searchFromExact is set when the search's plan is that one.
-	onExact         func(fork *space, mv []move)
-	searchFromExact bool
-	// onAnytime, when set, is called on the request's goroutine with the anytime
-	// pass's plan when that pass ends before the exact pass (Reshard prices its hybrids
-	// while it waits); side is the request's side work, whose goroutine the exact pass
-	// follows (worker.then).
-	onAnytime func(mv []move)
-	side      *worker
-	// onFirst, when set, is called on the exact pass's goroutine, after onExact, with
-	// the first weighted pass's plan (Reshard prices its hybrids there: when the
-	// anytime pass improves on that plan, its hybrids can still beat every candidate).
-	onFirst func(fork *space, mv []move)
-	// closedFormOnly limits hybridExchange to exchanges priced in closed form (digit
-	// maps): no transfer is routed.
-	closedFormOnly bool
-	// searchExact is set when the search's exact pass ran to completion (no budget
-	// cut): its plan is then the cheapest the search's moves admit.
-	searchExact bool
-	searchCost  float64 // the search's plan as priced move by move, before merging
-	searchBound float64 // the cost the search's plan had to beat (it may not have)
 	// deadline, when set, is when the passes over this space stop and answer their best
 	// plan found (Request.PlanningBudget).
 	deadline time.Time
