@@ -39,7 +39,12 @@
 //	            searchPasses, below), which returns its plan and the hybrids of every
 //	            plan its passes found (searchOut); the best hybrid (hybrids.go: a
 //	            candidate's steps with an all_to_all_v in place of its first, last or
-//	            middle steps) and its own hybrids; the late exchange; then:
+//	            middle steps) and its own hybrids; the late exchange; the chain
+//	            candidate (chainincumbent.go: structured steps, one exchange or
+//	            permute, structured steps, from Dijkstras over the structured moves
+//	            out of the source and into the goal; exhaustive: also each structured
+//	            neighbour of either end with the default effort's plans of the legs);
+//	            then:
 //	  structured  structured.go: the complete pass's engine over unit states (every mesh
 //	              axis whole, or split at the sub-axes the ends name) with the
 //	              structured moves only, searched to the end (up to
