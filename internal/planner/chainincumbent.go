@@ -194,12 +194,19 @@ func (ch *chainSearch) link(u, v state, priced *int) (*cedge, float64, bool) {
 		}
 		return &cedge{op: OpSlice}, 0, true
 	}
+	from, to := cnode{u, ch.unr}, cnode{v, ch.unr}
+	// A gather or an all-to-all that makes the same change is the step when it costs no
+	// more: the standard collective over the exchange that moves the same bytes.
+	var se *cedge
+	ts := math.Inf(1)
+	if e, ok := structuredLink(u, v); ok && c.r.allowed(e.op) && c.feasible(from, to, e) {
+		se, ts = &e, c.price(e, from, to)
+	}
 	closed := c.sp.exchangeInClosedForm(c.r, u, v)
 	if !closed && (ch.budget != chainExhaustive || !c.cheapExchange(u, v)) {
-		return nil, 0, false
+		return se, ts, se != nil
 	}
 	*priced++
-	from, to := cnode{u, ch.unr}, cnode{v, ch.unr}
 	best, t := &cedge{op: OpAllToAllV}, c.price(cedge{op: OpAllToAllV}, from, to)
 	if c.r.allowed(OpCollectivePermute) {
 		if _, ok := c.sp.digitSrc(u, v); ok {
@@ -211,7 +218,45 @@ func (ch *chainSearch) link(u, v state, priced *int) (*cedge, float64, bool) {
 			}
 		}
 	}
+	if se != nil && ts <= t*(1+1e-9) {
+		return se, ts, true
+	}
 	return best, t, true
+}
+
+// structuredLink is the one gather or all-to-all that changes u into v, if there is
+// one: v drops a minor suffix of one dim of u (an all_gather), or moves it to the minor
+// end of another dim (an all_to_all), and keeps every other dim.
+func structuredLink(u, v state) (cedge, bool) {
+	var diff []int
+	for i := range u {
+		if !slices.Equal(u[i], v[i]) {
+			diff = append(diff, i)
+		}
+	}
+	// dropped is the suffix of u[d] that v[d] leaves out (ok: v[d] is a proper prefix).
+	dropped := func(d int) ([]uint8, bool) {
+		n := len(v[d])
+		if n >= len(u[d]) || !slices.Equal(u[d][:n], v[d]) {
+			return nil, false
+		}
+		return u[d][n:], true
+	}
+	switch len(diff) {
+	case 1:
+		if g, ok := dropped(diff[0]); ok {
+			return cedge{op: OpAllGather, dim: diff[0], group: slices.Clone(g)}, true
+		}
+	case 2:
+		for _, d := range diff {
+			b := diff[0] + diff[1] - d
+			g, ok := dropped(d)
+			if ok && slices.Equal(v[b], slices.Concat(u[b], g)) {
+				return cedge{op: OpAllToAll, dim: d, dim2: b, group: slices.Clone(g)}, true
+			}
+		}
+	}
+	return cedge{}, false
 }
 
 // path is the plan's path: the source's side to u, mid from u to v (nil: u is v), and
