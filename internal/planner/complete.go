@@ -71,20 +71,13 @@ type completeSearch struct {
 	reducible uint64 // source partial sums the target does not keep
 	noRep     bool   // no fully replicated state between the ends
 	budget    int64  // bytes per device (0: none)
-	full      bool   // every permute and exchange is an edge
 	floor     float64
 	ub        float64 // prune paths that do not cost strictly less
-	maxExp    int
-	maxP2P    int
-	targets   []state // a large space's point-to-point targets (largeTargets)
+	passConfig
+	targets []state // a large space's point-to-point targets (largeTargets)
 	// goalOnly and p2pGoalOnly restrict the node being expanded in a large space to
 	// edges that end at the goal (all of them; its point-to-point ones).
 	goalOnly, p2pGoalOnly bool
-	// wide widens a large space's family when the best plan so far is far above the
-	// time lower bound (completeWideGap): point-to-point steps from the source's
-	// structured neighbours and from every state a point-to-point step reached go to
-	// every target of largeTargets, so that a path may chain several exchanges.
-	wide bool
 	// units, when set, makes the pass the structured pass (structured.go): states of
 	// whole units (runs of atoms), structured moves only.
 	units     [][]uint8
@@ -120,6 +113,68 @@ type completeSearch struct {
 	p2p        int // point-to-point edges priced
 	capped     bool
 }
+
+// passConfig is one pass of the engine as data: the edges it generates, the weight of
+// its heuristic in the queue's order, and its budgets.
+type passConfig struct {
+	moves moveGen
+	// full: moves generates every edge of the pass's graph, so that a pass that ends
+	// within its budgets at weight 1 proves its answer; a pass that reaches its
+	// point-to-point budget then stops (else it searches on with the other moves).
+	full bool
+	// weight multiplies the heuristic in the queue's order, f = g + weight·h: 1 is A*,
+	// more finds a path sooner, not proven the cheapest. Pruning uses h alone.
+	weight float64
+	maxExp int // nodes the pass expands
+	maxP2P int // point-to-point edges it prices
+}
+
+// moveGen generates the edges out of a node of the engine (each through consider).
+type moveGen interface {
+	expand(c *completeSearch, id int32)
+}
+
+// atomMoves are every edge over the prime atoms (a small space: full).
+type atomMoves struct{}
+
+// familyMoves are a large space's hierarchical family (above). wide widens it when the
+// best plan so far is far above the time lower bound (completeWideGap), or under
+// EffortExhaustive: point-to-point steps from the source's structured neighbours and
+// from every state a point-to-point step reached go to every target of largeTargets,
+// so that a path may chain several exchanges.
+type familyMoves struct{ wide bool }
+
+// unitMoves are the structured moves over units (structured.go).
+type unitMoves struct{}
+
+func (atomMoves) expand(c *completeSearch, id int32)     { c.expandAtoms(id, nil) }
+func (m familyMoves) expand(c *completeSearch, id int32) { c.expandAtoms(id, &m) }
+func (unitMoves) expand(c *completeSearch, id int32)     { c.expandUnits(id) }
+
+// completeConfig is the complete pass's configuration over a space of atoms prime
+// atoms at rank: every edge while the states number at most completeStateLimit
+// (exhaustiveStateLimit under EffortExhaustive), else the hierarchical family.
+func completeConfig(effort Effort, atoms, rank int) passConfig {
+	limit := float64(completeStateLimit)
+	if effort == EffortExhaustive {
+		limit = exhaustiveStateLimit
+	}
+	if countStates(atoms, rank) <= limit {
+		return passConfig{moves: atomMoves{}, full: true, weight: 1, maxExp: completeExpansions, maxP2P: completeP2PBudget}.forEffort(effort)
+	}
+	return passConfig{moves: familyMoves{wide: effort == EffortExhaustive}, weight: 1, maxExp: completeLargeExpansions, maxP2P: completeLargeP2PBudget}.forEffort(effort)
+}
+
+// forEffort scales pc's budgets by exhaustiveScale under EffortExhaustive.
+func (pc passConfig) forEffort(effort Effort) passConfig {
+	if effort == EffortExhaustive {
+		pc.maxExp, pc.maxP2P = pc.maxExp*exhaustiveScale, pc.maxP2P*exhaustiveScale
+	}
+	return pc
+}
+
+// proves reports whether a pass that ends within its budgets proves its answer.
+func (pc passConfig) proves() bool { return pc.full && pc.weight == 1 }
 
 // crec is a node reached at g by edge from prev.
 type crec struct {
@@ -182,19 +237,7 @@ func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal c
 		budget: r.MemoryBudget, prices: map[string]float64{}, bykey: map[string]int32{},
 	}
 	rank := len(goal.st)
-	limit := float64(completeStateLimit)
-	if r.Effort == EffortExhaustive {
-		limit = exhaustiveStateLimit
-	}
-	c.full = countStates(len(sp.atoms), rank) <= limit
-	c.maxExp, c.maxP2P = completeExpansions, completeP2PBudget
-	if !c.full {
-		c.maxExp, c.maxP2P = completeLargeExpansions, completeLargeP2PBudget
-	}
-	if r.Effort == EffortExhaustive {
-		c.maxExp, c.maxP2P = c.maxExp*exhaustiveScale, c.maxP2P*exhaustiveScale
-		c.wide = !c.full
-	}
+	c.passConfig = completeConfig(r.Effort, len(sp.atoms), rank)
 	c.noRep = !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && rank > 0
 	if hm, ok := r.Model.(hopMetric); ok {
 		c.hops = hm.AxisHops(r.Mesh)
@@ -482,7 +525,7 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 	clear(c.bykey)
 	c.expansions, c.p2p, c.capped = 0, 0, false
 	if c.budget > 0 && (c.tileBytes(c.start.st) > c.budget || c.tileBytes(c.goal.st) > c.budget) {
-		return completeResult{proven: c.full}, nil
+		return completeResult{proven: c.proves()}, nil
 	}
 	c.push(c.start, 0, 0, -1, cedge{})
 	for pops := 1; len(c.open) > 0; pops++ {
@@ -525,7 +568,7 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 					continue // reached at least as cheaply already
 				}
 				lz.bounded = true
-				it.f = from.g + lb + lz.h
+				it.f = from.g + lb + c.weight*lz.h
 				c.queue(it)
 				continue
 			}
@@ -543,16 +586,16 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 			continue // a cheaper path reached it since
 		}
 		if n.n.key() == c.goalKey {
-			return completeResult{path: c.pathTo(it.id), proven: c.full, exp: c.expansions}, nil
+			return completeResult{path: c.pathTo(it.id), proven: c.proves(), exp: c.expansions}, nil
 		}
 		if c.expansions >= c.maxExp || c.full && c.p2p >= c.maxP2P {
 			c.capped = true
 			return c.bestFound(), nil
 		}
 		c.expansions++
-		c.expand(it.id)
+		c.moves.expand(c, it.id)
 	}
-	return completeResult{proven: c.full, exp: c.expansions}, nil
+	return completeResult{proven: c.proves(), exp: c.expansions}, nil
 }
 
 // bestFound is the result of a pass stopped at its budget: the cheapest path to the goal
@@ -595,7 +638,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 			c.ub = g
 		}
 		old.n = cnode{st: n.st.clone(), unr: n.unr}
-		c.queue(citem{id: id, f: g + c.h(n), g: g, steps: steps})
+		c.queue(citem{id: id, f: g + c.weight*c.h(n), g: g, steps: steps})
 		return
 	}
 	if k == c.goalKey {
@@ -604,7 +647,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 	id := int32(len(c.nodes))
 	c.nodes = append(c.nodes, crec{n: cnode{st: n.st.clone(), unr: n.unr}, g: g, steps: steps, prev: prev, edge: e})
 	c.bykey[k] = id
-	c.queue(citem{id: id, f: g + c.h(n), g: g, steps: steps})
+	c.queue(citem{id: id, f: g + c.weight*c.h(n), g: g, steps: steps})
 }
 
 // consider prices the edge from node id to nx and pushes nx when it can still beat the
@@ -644,7 +687,7 @@ func (c *completeSearch) consider(id int32, e cedge, nx cnode) {
 		if id2, ok := c.bykey[nx.key()]; ok && c.nodes[id2].g <= from.g {
 			return // reached at least as cheaply already
 		}
-		c.queue(citem{id: id, f: from.g + hn, g: from.g, steps: from.steps + 1,
+		c.queue(citem{id: id, f: from.g + c.weight*hn, g: from.g, steps: from.steps + 1,
 			lazy: &lazyEdge{e: e, to: cnode{st: nx.st.clone(), unr: nx.unr}, h: hn}})
 		return
 	}
@@ -664,12 +707,9 @@ func (c *completeSearch) feasible(before, after cnode, e cedge) bool {
 	return c.sp.feasible(before.st, after.st, group)
 }
 
-// expand generates every edge out of node id.
-func (c *completeSearch) expand(id int32) {
-	if c.units != nil {
-		c.expandUnits(id)
-		return
-	}
+// expandAtoms generates the edges out of node id over the prime atoms: every edge
+// (fam nil), else those of the hierarchical family fam.
+func (c *completeSearch) expandAtoms(id int32, fam *familyMoves) {
 	cur := c.nodes[id].n
 	st := cur.st
 	r, sp := c.r, c.sp
@@ -677,7 +717,7 @@ func (c *completeSearch) expand(id int32) {
 	pending := cur.unr & c.reducible
 	structured := true
 	c.goalOnly, c.p2pGoalOnly = false, false
-	if !c.full {
+	if fam != nil {
 		// A large space, the hierarchical family (above): the source expands every
 		// move; a state one structured step from it only point-to-point ones; a state a
 		// point-to-point step reached only the moves that end at the goal (in the wide
@@ -686,9 +726,9 @@ func (c *completeSearch) expand(id int32) {
 		switch {
 		case n.steps == 0:
 		case n.edge.op == OpAllToAllV || n.edge.op == OpCollectivePermute:
-			c.goalOnly, c.p2pGoalOnly = true, !c.wide
+			c.goalOnly, c.p2pGoalOnly = true, !fam.wide
 		case n.steps == 1:
-			structured, c.p2pGoalOnly = false, !c.wide
+			structured, c.p2pGoalOnly = false, !fam.wide
 		default:
 			return
 		}
@@ -703,7 +743,7 @@ func (c *completeSearch) expand(id int32) {
 			}
 		}
 		maxLen := len(free)
-		if !c.full {
+		if fam != nil {
 			maxLen = min(maxLen, completeLargeSliceAtoms)
 		}
 		for d := range st {
@@ -729,7 +769,7 @@ func (c *completeSearch) expand(id int32) {
 				c.consider(id, e, cnode{nx, cur.unr})
 				// A large space routes halo exchanges from the source only (their
 				// transfers are routed one by one).
-				if r.allowed(OpCollectivePermute) && cur.unr&c.reducible == 0 && (c.full || c.nodes[id].steps == 0) && !c.feasible(cur, cnode{nx, cur.unr}, e) &&
+				if r.allowed(OpCollectivePermute) && cur.unr&c.reducible == 0 && (fam == nil || c.nodes[id].steps == 0) && !c.feasible(cur, cnode{nx, cur.unr}, e) &&
 					newHaloWindows(sp, d, haloGather, st, nx).needed() {
 					e.halo = true
 					c.consider(id, e, cnode{nx, cur.unr})
@@ -1091,7 +1131,7 @@ func completePassOn(ctx context.Context, r *Request, cp *space, cands []*Plan, l
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
 	free, any, best := bestCandidates(r, cands)
 	if !cs.full && r.Effort != EffortExhaustive && best != nil && lowerBound > 0 && any > completeWideGap*lowerBound && latencyBound(best) {
-		cs.wide, cs.maxP2P = true, completeWideP2PBudget
+		cs.moves, cs.maxP2P = familyMoves{wide: true}, completeWideP2PBudget
 	}
 	return cs.against(free, any, "complete")
 }

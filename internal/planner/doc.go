@@ -54,7 +54,11 @@
 //
 // The tunables of every stage stand in tunables.go (structured.go's in structured.go).
 // The candidate search and the complete pass (with the structured pass on its engine)
-// are two A* engines over one open list, openHeap (search.go).
+// are two A* engines over one open list, openHeap (search.go). The complete pass's
+// engine runs one passConfig per pass (complete.go): its move generator (atomMoves,
+// every edge over prime atoms; familyMoves, a large space's hierarchical family;
+// unitMoves, the structured moves over units), the weight of its heuristic in the
+// queue's order (1: A*), and its budgets of expansions and point-to-point edges.
 //
 // The candidates before the structured and complete passes are fast heuristics: those
 // passes alone decide what is proven (the structured pass only under structured

@@ -103,14 +103,11 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 		return nil, false, nil
 	}
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
-	cs.full, cs.units = true, units
-	cs.maxExp, cs.maxP2P = structuredExpansions, structuredP2PBudget
+	cs.units = units
+	cs.passConfig = passConfig{moves: unitMoves{}, full: true, weight: 1, maxExp: structuredExpansions, maxP2P: structuredP2PBudget}.forEffort(r.Effort)
 	free, any, _ := bestCandidates(r, cands)
 	noRep := cs.noRep
 	var first *Plan
-	if r.Effort == EffortExhaustive {
-		cs.maxExp, cs.maxP2P = cs.maxExp*exhaustiveScale, cs.maxP2P*exhaustiveScale
-	}
 	if !structuredOnly(r) && r.Effort != EffortExhaustive {
 		// With exchanges allowed the structured graph gives an incumbent within a
 		// smaller budget, and the exchange families (the complete pass) cover what
