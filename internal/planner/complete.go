@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"slices"
 
@@ -55,10 +54,38 @@ type cnode struct {
 	unr uint64
 }
 
-func (c cnode) key() string {
-	k := c.st.key()
-	return k + string(binary.LittleEndian.AppendUint64(nil, c.unr))
+// skey is a state's key in the engine's tables: the state packed (packKey) when it fits
+// a packedKey, else its string key (state.key). Either way two states share a key only
+// when they are equal, and a packable state's key allocates nothing.
+type skey struct {
+	p packedKey
+	s string
 }
+
+// stateKey is st's skey.
+func stateKey(st state) skey {
+	n := len(st)
+	for _, d := range st {
+		for _, a := range d {
+			if a >= 62 {
+				return skey{s: st.key()}
+			}
+		}
+		n += len(d)
+	}
+	if n > packedSymbols {
+		return skey{s: st.key()}
+	}
+	return skey{p: packKey(st)}
+}
+
+// ckey is a node's key: its state's with its unreduced atoms.
+type ckey struct {
+	skey
+	unr uint64
+}
+
+func (c cnode) key() ckey { return ckey{stateKey(c.st), c.unr} }
 
 // completeSearch is one complete pass.
 type completeSearch struct {
@@ -67,7 +94,7 @@ type completeSearch struct {
 	r         *Request
 	start     cnode
 	goal      cnode
-	goalKey   string
+	goalKey   ckey
 	reducible uint64 // source partial sums the target does not keep
 	noRep     bool   // no fully replicated state between the ends
 	budget    int64  // bytes per device (0: none)
@@ -85,9 +112,9 @@ type completeSearch struct {
 	noPermute bool               // the structured pass leaves out its permutes
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
-	prices  map[string]float64
-	pairs   map[string]pairBounds // bounds' memo
-	lf      latencyFloors         // nil: exchanges are bounded as any move
+	prices  map[cpriceKey]float64
+	pairs   map[[2]skey]pairBounds // bounds' memo
+	lf      latencyFloors          // nil: exchanges are bounded as any move
 	redMemo map[uint64]float64
 	tb      timeBounder
 	peakIn  float64
@@ -97,13 +124,13 @@ type completeSearch struct {
 	digits   [][]int
 	coords   [][]int
 	hopDist  []float64
-	ranges   map[string][][2]int64
+	ranges   map[skey][][2]int64
 	samples  [][]int // sampledLack's devices (their atom digits)
 	devicesN int     // the product of every atom's size
 	// mayEmpty is set when some dim is shorter than the product of every atom (a tile
 	// may hold nothing, and a move may move nothing).
 	mayEmpty bool
-	bykey    map[string]int32
+	bykey    map[ckey]int32
 	nodes    []crec
 	open     openHeap
 	items    []citem // the queued items, by openEntry.i
@@ -234,7 +261,7 @@ func countStates(n, rank int) float64 {
 func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal cnode, reducible uint64) *completeSearch {
 	c := &completeSearch{
 		ctx: ctx, sp: sp, r: r, start: start, goal: goal, goalKey: goal.key(), reducible: reducible,
-		budget: r.MemoryBudget, prices: map[string]float64{}, bykey: map[string]int32{},
+		budget: r.MemoryBudget, prices: map[cpriceKey]float64{}, bykey: map[ckey]int32{},
 	}
 	rank := len(goal.st)
 	c.passConfig = completeConfig(r.Effort, len(sp.atoms), rank)
@@ -386,12 +413,12 @@ type pairBounds struct{ move, exchange float64 }
 
 // bounds computes (once per pair) moveBound and exchangeBound.
 func (c *completeSearch) bounds(before, after state) pairBounds {
-	k := before.key() + "|" + after.key()
+	k := [2]skey{stateKey(before), stateKey(after)}
 	if v, ok := c.pairs[k]; ok {
 		return v
 	}
 	if c.pairs == nil {
-		c.pairs = map[string]pairBounds{}
+		c.pairs = map[[2]skey]pairBounds{}
 	}
 	var lack, peers int64
 	hop := 0.0
@@ -462,20 +489,28 @@ func (c *completeSearch) move(e cedge, before, after cnode) move {
 	return m
 }
 
+// cpriceKey is the key of an edge's price in the memo: its op and ends, the dims where
+// the ends do not determine them (all_to_all's two, reduce_scatter's and a halo
+// gather's one; -1 elsewhere), and a pieces gather's pieces.
+type cpriceKey struct {
+	op            Op
+	dim, dim2     int
+	halo          bool
+	pieces        string
+	before, after ckey
+}
+
 // priceKey is the key of an edge's price in the memo.
-func (c *completeSearch) priceKey(e cedge, before, after cnode) string {
-	k := string(rune(len(e.op))) + string(e.op) + before.key() + after.key()
+func (c *completeSearch) priceKey(e cedge, before, after cnode) cpriceKey {
+	k := cpriceKey{op: e.op, dim: -1, dim2: -1, halo: e.halo, before: before.key(), after: after.key()}
 	if e.op == OpAllToAll {
-		k += string(rune(e.dim)) + string(rune(e.dim2))
+		k.dim, k.dim2 = e.dim, e.dim2
 	}
 	if e.op == OpReduceScatter || e.halo {
-		k += string(rune(e.dim))
-	}
-	if e.halo {
-		k += "halo"
+		k.dim = e.dim
 	}
 	if e.pieces != nil {
-		k += "pieces" + string(e.pieces)
+		k.pieces = string(e.pieces)
 	}
 	return k
 }
@@ -1410,7 +1445,7 @@ func (c *completeSearch) devices() {
 
 // rangesOf is every device's range of every dim in st (device-major), memoized.
 func (c *completeSearch) rangesOf(st state) [][2]int64 {
-	k := st.key()
+	k := stateKey(st)
 	if r, ok := c.ranges[k]; ok {
 		return r
 	}
@@ -1423,7 +1458,7 @@ func (c *completeSearch) rangesOf(st state) [][2]int64 {
 		}
 	}
 	if c.ranges == nil {
-		c.ranges = map[string][][2]int64{}
+		c.ranges = map[skey][][2]int64{}
 	}
 	c.ranges[k] = out
 	return out
