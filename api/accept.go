@@ -11,11 +11,16 @@ import (
 // request whose Accept admits none of them is a 406 not-acceptable naming them. A missing
 // Accept admits everything; problem+json errors are answered whatever Accept says.
 
-// Media types the routes answer besides JSON.
+// Media types the routes take or answer besides JSON.
 const (
 	svgMediaType  = "image/svg+xml"
 	textMediaType = "text/plain"
 	htmlMediaType = "text/html"
+	// mlirMediaType is a StableHLO module's text (POST /v1/graph and /v1/audit take it;
+	// /v1/graph answers the annotated module in it).
+	mlirMediaType = "application/mlir"
+	// hloMediaType is a compiled HLO module's text (POST /v1/audit takes it).
+	hloMediaType = "text/x-hlo"
 )
 
 // acceptRange is one media range of an Accept header and its weight.
@@ -107,4 +112,21 @@ func (s *Server) offers(types ...string) func(http.Handler) http.Handler {
 func wantsSVG(r *http.Request, others ...string) bool {
 	return preferred(r.Header.Get("Accept"), append([]string{svgMediaType}, others...)...) == svgMediaType &&
 		acceptQuality(r.Header.Get("Accept"), svgMediaType) > acceptQuality(r.Header.Get("Accept"), "application/json")
+}
+
+// wantsText reports whether Accept asks for text/plain and not JSON.
+func wantsText(r *http.Request) bool {
+	a := r.Header.Get("Accept")
+	return strings.Contains(a, "text/plain") && !strings.Contains(a, "application/json")
+}
+
+// isMLIR reports whether r's body is MLIR text.
+func isMLIR(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == mlirMediaType
+}
+
+// wantsMLIR reports whether Accept asks for application/mlir.
+func wantsMLIR(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), mlirMediaType)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -26,9 +25,6 @@ import (
 // a compiled HLO module ({"hlo_module": ...} or a text/x-hlo body) has what XLA emitted
 // decoded and priced (internal/hlo).
 
-// hloMediaType is the Content-Type of a raw compiled HLO module body.
-const hloMediaType = "text/x-hlo"
-
 // AuditRequest is the body of POST /v1/audit: every field of a graph request (a graph,
 // or a StableHLO module), or a compiled HLO module in hlo_module with mesh and
 // cost_model; plus the memory budget.
@@ -45,12 +41,12 @@ type AuditRequest struct {
 // hloAuditFields are the fields of a compiled module's audit.
 var hloAuditFields = []string{"hlo_module", "mesh", "cost_model", "memory_budget_bytes_per_device"}
 
-// hloAuditRequest is the body of a compiled-module audit, read strictly.
+// hloAuditRequest is a compiled-module audit.
 type hloAuditRequest struct {
-	HLOModule                  string          `json:"hlo_module"`
-	Mesh                       json.RawMessage `json:"mesh,omitempty"`
-	CostModel                  json.RawMessage `json:"cost_model,omitempty"`
-	MemoryBudgetBytesPerDevice *int64          `json:"memory_budget_bytes_per_device,omitempty"`
+	HLOModule                  string
+	Mesh                       json.RawMessage
+	CostModel                  json.RawMessage
+	MemoryBudgetBytesPerDevice *int64
 }
 
 // AuditResponse is a program's or a compiled module's audit.
@@ -320,34 +316,50 @@ type HLORemat struct {
 //	@Failure		429								{object}	Problem	"over the per-client rate limit"
 //	@Failure		503								{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/audit [post]
-func (s *Server) audit(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
+func (s *Server) audit(ctx context.Context, r *http.Request, body []byte) (*answer, error) {
+	in, err := decodeAudit(r, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if body, err = auditEnvelope(r, body); err != nil {
-		return err
+	var resp *AuditResponse
+	if in.compiled != nil {
+		resp, err = s.auditCompiled(ctx, in.compiled)
+	} else {
+		resp, err = s.auditProgram(ctx, in)
 	}
-	resp, err := s.runAudit(r.Context(), body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if wantsText(r) {
-		writeBody(w, http.StatusOK, answerContentType(textMediaType), []byte(AuditText(resp)))
-		return nil
+		return &answer{body: []byte(AuditText(resp))}, nil
 	}
-	return writeJSON(w, http.StatusOK, resp)
+	out, err := encodeJSON(resp)
+	if err != nil {
+		return nil, err
+	}
+	return &answer{body: out}, nil
+}
+
+// auditInput is an audit request, read once: a program or a compiled module.
+type auditInput struct {
+	// program is a graph or a StableHLO module, read from body (nil for a raw module).
+	program *GraphRequest
+	body    []byte
+	// budget is the program's memory budget per device (nil: none).
+	budget *int64
+	// compiled is a compiled HLO module (program is then nil).
+	compiled *hloAuditRequest
 }
 
 // auditQuery lists the query parameters of a raw text/x-hlo body.
 var auditQuery = []string{"mesh", "cost_model", "memory_budget_bytes_per_device"}
 
-// auditEnvelope turns a raw body (application/mlir or text/x-hlo) and its query
-// parameters into the equivalent JSON body; a JSON body is returned as is.
-func auditEnvelope(r *http.Request, body []byte) ([]byte, error) {
+// decodeAudit reads an audit request: a JSON body, or a raw body (application/mlir or
+// text/x-hlo) and its query parameters.
+func decodeAudit(r *http.Request, body []byte) (*auditInput, error) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != hloMediaType && mt != mlirMediaType {
-		return body, nil
+		return readAuditJSON(body)
 	}
 	q := r.URL.Query()
 	var budget *int64
@@ -360,18 +372,11 @@ func auditEnvelope(r *http.Request, body []byte) ([]byte, error) {
 	}
 	if mt == mlirMediaType {
 		q.Del("memory_budget_bytes_per_device")
-		r2 := r.Clone(r.Context())
-		r2.URL.RawQuery = q.Encode()
-		env, err := moduleEnvelope(r2, body)
-		if err != nil || budget == nil {
-			return env, err
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(env, &m); err != nil {
+		req, err := moduleRequestOf(q, body)
+		if err != nil {
 			return nil, err
 		}
-		m["memory_budget_bytes_per_device"] = json.RawMessage(strconv.FormatInt(*budget, 10))
-		return json.Marshal(m)
+		return &auditInput{program: req, budget: budget}, nil
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf(hlo.Field, "the request body is empty; send the compiled module's text"))
@@ -379,56 +384,73 @@ func auditEnvelope(r *http.Request, body []byte) ([]byte, error) {
 	if err := checkQuery(q, auditQuery, "a text/x-hlo body"); err != nil {
 		return nil, err
 	}
-	env := map[string]any{"hlo_module": string(body)}
-	if v := q.Get("mesh"); v != "" {
-		env["mesh"] = v
-	}
-	if v := q.Get("cost_model"); v != "" {
-		env["cost_model"] = v
-	}
-	if budget != nil {
-		env["memory_budget_bytes_per_device"] = *budget
-	}
-	return json.Marshal(env) // map keys marshal sorted: equal requests give equal bytes
+	return &auditInput{compiled: &hloAuditRequest{HLOModule: string(body), Mesh: queryJSON(q, "mesh"), CostModel: queryJSON(q, "cost_model"),
+		MemoryBudgetBytesPerDevice: budget}}, nil
 }
 
-// auditFields are the top-level fields an audit reads beside a graph request's.
-type auditFields struct {
-	HLOModule json.RawMessage `json:"hlo_module"`
-	Budget    json.RawMessage `json:"memory_budget_bytes_per_device"`
-}
-
-// runAudit audits the body: a compiled module, or a program.
-func (s *Server) runAudit(ctx context.Context, body []byte) (*AuditResponse, error) {
+// readAuditJSON reads a JSON audit body in one pass: a graph request's fields, plus
+// hlo_module and memory_budget_bytes_per_device. A body with hlo_module is a compiled
+// module's audit, which takes only hloAuditFields.
+func readAuditJSON(body []byte) (*auditInput, error) {
 	if string(bytes.TrimSpace(body)) == "null" {
 		return nil, NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "the body must be a JSON object, not null")
 	}
-	var f auditFields
-	if err := json.Unmarshal(body, &f); err != nil {
-		return nil, decodeBytes(body, &struct{}{}) // names the syntax error
-	}
-	if len(f.HLOModule) > 0 && string(f.HLOModule) != "null" {
-		return s.auditCompiled(ctx, body)
-	}
-	budget, err := readBudget(f.Budget)
+	var (
+		keys      []string
+		module    *string  // hlo_module, when given and not null
+		moduleErr *Problem // hlo_module of the wrong type
+		budget    json.RawMessage
+	)
+	req, top, err := readGraphBody(body, func(r *wireReader, key string) bool {
+		keys = append(keys, key)
+		switch {
+		case foldEq(key, "hlo_module"):
+			var text string
+			given := r.peek() != 'n'
+			moduleErr = r.topString(&text, key)
+			if given {
+				module = &text
+			}
+		case foldEq(key, "memory_budget_bytes_per_device"):
+			budget = r.raw()
+		default:
+			return false
+		}
+		return true
+	})
 	if err != nil {
 		return nil, err
 	}
-	if len(f.Budget) > 0 {
-		if body, err = withoutKey(body, "memory_budget_bytes_per_device"); err != nil {
+	n, err := readBudget(budget)
+	if module == nil {
+		if err != nil {
 			return nil, err
 		}
+		if top != nil {
+			return nil, top
+		}
+		return &auditInput{program: req, body: body, budget: n}, nil
 	}
-	in, err := s.prepareGraph(ctx, body, nil)
-	if err != nil {
+	var fes []*sharding.FieldError
+	for _, k := range slices.Compact(slices.Sorted(slices.Values(keys))) {
+		if !slices.Contains(hloAuditFields, k) {
+			fes = append(fes, sharding.Fieldf(k, "a compiled module's audit takes %s only; leave %s out, or send a program as module or a graph", strings.Join(hloAuditFields, ", "), k))
+		}
+	}
+	switch {
+	case len(fes) > 0:
+		return nil, Invalid(slugInvalidRequest, "Invalid request", fes...)
+	case moduleErr != nil:
+		return nil, moduleErr
+	case top != nil:
+		return nil, top
+	case err != nil:
 		return nil, err
 	}
-	if in.req.Strategy == "" {
-		in.strategy = planner.XLA
-	}
-	return s.auditProgram(ctx, in, budget)
+	return &auditInput{compiled: &hloAuditRequest{HLOModule: *module, Mesh: req.Mesh, CostModel: req.CostModel, MemoryBudgetBytesPerDevice: n}}, nil
 }
 
+// readBudget reads memory_budget_bytes_per_device from its JSON value (nil: absent).
 func readBudget(raw json.RawMessage) (*int64, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -440,23 +462,17 @@ func readBudget(raw json.RawMessage) (*int64, error) {
 	return &n, nil
 }
 
-// withoutKey re-encodes a JSON object without one top-level key.
-func withoutKey(body []byte, key string) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, decodeBytes(body, &struct{}{})
+// auditProgram plans and audits a graph or a StableHLO module; the strategy defaults to
+// xla.
+func (s *Server) auditProgram(ctx context.Context, ai *auditInput) (*AuditResponse, error) {
+	in, err := s.prepareGraph(ctx, ai.body, ai.program)
+	if err != nil {
+		return nil, err
 	}
-	delete(m, key)
-	return json.Marshal(m)
-}
-
-// looksLikeHLO reports whether text starts as a compiled HLO module.
-func looksLikeHLO(text string) bool {
-	return strings.HasPrefix(strings.TrimSpace(text), "HloModule ")
-}
-
-// auditProgram plans and audits a graph or a StableHLO module.
-func (s *Server) auditProgram(ctx context.Context, in *graphInput, budget *int64) (*AuditResponse, error) {
+	if in.req.Strategy == "" {
+		in.strategy = planner.XLA
+	}
+	budget := ai.budget
 	start := time.Now()
 	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort, Memos: s.planMemos, Cores: s.lendCores}
 	if budget != nil {
@@ -531,24 +547,8 @@ func (s *Server) auditProgram(ctx context.Context, in *graphInput, budget *int64
 }
 
 // auditCompiled decodes and prices a compiled HLO module.
-func (s *Server) auditCompiled(ctx context.Context, body []byte) (*AuditResponse, error) {
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(body, &keys); err != nil {
-		return nil, decodeBytes(body, &struct{}{})
-	}
+func (s *Server) auditCompiled(ctx context.Context, req *hloAuditRequest) (*AuditResponse, error) {
 	var fes sharding.Errors
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		if !slices.Contains(hloAuditFields, k) {
-			fes = append(fes, sharding.Fieldf(k, "a compiled module's audit takes %s only; leave %s out, or send a program as module or a graph", strings.Join(hloAuditFields, ", "), k))
-		}
-	}
-	if len(fes) > 0 {
-		return nil, Invalid(slugInvalidRequest, "Invalid request", fes...)
-	}
-	var req hloAuditRequest
-	if err := decodeBytes(body, &req); err != nil {
-		return nil, err
-	}
 	if strings.TrimSpace(req.HLOModule) == "" {
 		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf(hlo.Field, "is empty; paste the text of jax.jit(f).lower(x).compile().as_text()"))
 	}

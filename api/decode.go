@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -404,4 +406,40 @@ func jsonNameOf(goName string) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// checkQuery refuses query parameters other than allowed, naming each (what names
+// the body that takes them).
+func checkQuery(q url.Values, allowed []string, what string) error {
+	var fes []*sharding.FieldError
+	for k := range q {
+		if !slices.Contains(allowed, k) {
+			fes = append(fes, sharding.Fieldf(k, "unknown query parameter; %s takes %s", what, strings.Join(allowed, ", ")))
+		}
+	}
+	if len(fes) > 0 {
+		return Invalid(slugInvalidRequest, "Invalid request", fes...)
+	}
+	return nil
+}
+
+// readBody reads r's body (capped by limitBody), mapping the cap to 413.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, emptyBody()
+	}
+	if bb, ok := r.Body.(*bufferedBody); ok {
+		if body, ok := bb.take(); ok {
+			return body, nil
+		}
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, bodyTooLarge(mbe.Limit)
+		}
+		return nil, NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "could not read the request body: %v", err)
+	}
+	return body, nil
 }

@@ -4,13 +4,32 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/shardplan/shardplan/api/ui"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// The pages' policy and the assets the server embeds.
+var (
+	docsCSP      = ui.CSP
+	docsAppJS    = mustRead("ui/docsui/app.js")
+	docsStyleCSS = mustRead("ui/docsui/style.css")
+	exploreJS    = mustRead("ui/explorer/explore.js")
+	exploreCSS   = mustRead("ui/explorer/explore.css")
+)
+
+func mustRead(path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
 
 func TestDocsServed(t *testing.T) {
 	s := newTestServer(t, nil)

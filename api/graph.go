@@ -3,20 +3,16 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/graphplan"
-	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/internal/propagation"
-	"github.com/shardplan/shardplan/internal/sharding"
-	"github.com/shardplan/shardplan/internal/stablehlo"
 )
 
 // GraphResponse is a propagated graph and its collective schedule.
@@ -58,42 +54,6 @@ const (
 	kindReshard   = string(graphplan.KindReshard)
 	kindReduction = string(graphplan.KindReduction)
 )
-
-// GraphCollective is one reshard or reduction of a graph, named by the op and tensor
-// that cause it.
-type GraphCollective struct {
-	OpName string `json:"op_name" example:"mm"`
-	Tensor string `json:"tensor" example:"x"`
-	Kind   string `json:"kind" enums:"reshard,reduction"`
-	// Reduction is propagation's reading of a reduction: all_reduce, or reduce_scatter
-	// when the result is then sharded on the reduced axes (Dim).
-	Reduction string   `json:"reduction,omitempty" enums:"all_reduce,reduce_scatter"`
-	MeshAxes  []string `json:"mesh_axes,omitempty"`
-	Dim       *int     `json:"dim,omitempty"`
-	Shape     []int64  `json:"shape"`
-	// Plan is a reshard's full plan.
-	Plan *GraphPlan `json:"plan,omitempty"`
-	// Steps are a reduction's steps.
-	Steps                 []StepJSON `json:"steps,omitempty"`
-	TimeUS                float64    `json:"time_us"`
-	BytesPerDevice        int64      `json:"bytes_per_device"`
-	FullRematerialization bool       `json:"full_rematerialization"`
-	// XLAFallback (strategy xla): XLA's last resort runs for this reshard.
-	XLAFallback bool `json:"xla_fallback,omitempty"`
-} // @name GraphCollective
-
-// GraphPlan is the plan of one reshard in a graph.
-type GraphPlan struct {
-	Source               ShardingJSON `json:"source"`
-	Target               ShardingJSON `json:"target"`
-	Steps                []StepJSON   `json:"steps"`
-	Summary              SummaryJSON  `json:"summary"`
-	SuggestedConstraints []Suggestion `json:"suggested_constraints,omitempty"`
-	// SuggestionNote says why suggested_constraints is empty when XLA falls back.
-	SuggestionNote string   `json:"suggestion_note,omitempty"`
-	XLAWarning     string   `json:"xla_warning,omitempty"`
-	XLAPath        []string `json:"xla_path,omitempty"`
-} // @name GraphPlan
 
 // GraphSummary totals a graph's collectives.
 type GraphSummary struct {
@@ -146,33 +106,6 @@ type FactorAxesJSON struct {
 	Axes   []string `json:"axes"`
 } // @name FactorAxes
 
-// graphInput is a decoded, validated graph request.
-type graphInput struct {
-	req      *GraphRequest
-	mesh     *sharding.Mesh
-	graph    *propagation.Graph
-	opts     propagation.Options
-	model    cost.Model
-	strategy planner.Strategy
-	include  map[string]bool
-	remat    bool // full_rematerialization: allow
-	effort   planner.Effort
-	key      string
-	// imp is the imported module (module requests only).
-	imp *stablehlo.Import
-	// ids holds graph's tensor ids sorted, once tensorIDs has been called.
-	ids []string
-}
-
-// tensorIDs is the sorted ids of in.graph's tensors, sorted once per request: the plan
-// id hashes the tensors in this order and the answer lists them in it.
-func (in *graphInput) tensorIDs() []string {
-	if in.ids == nil {
-		in.ids = slices.Sorted(maps.Keys(in.graph.Tensors))
-	}
-	return in.ids
-}
-
 // graph godoc
 //
 //	@Summary		Propagate shardings through an op graph or a StableHLO module and plan its collectives
@@ -203,23 +136,22 @@ func (in *graphInput) tensorIDs() []string {
 //	@Failure		422					{object}	Problem	"policy violation: a reshard rematerializes (the graph's answer is under `plan`); or response-too-large: the step lists exceed SHARDPLAN_MAX_RESPONSE_BYTES"
 //	@Failure		503					{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/graph [post]
-func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
+func (s *Server) graph(ctx context.Context, r *http.Request, body []byte) (*answer, error) {
 	mod, err := moduleRequest(r, body)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	in, err := s.prepareGraph(ctx, body, mod)
+	if err != nil {
+		return nil, err
 	}
 	if wantsMLIR(r) {
-		return s.graphMLIR(r.Context(), w, body, mod)
+		return s.graphMLIR(ctx, in)
 	}
-	in, err := s.prepareGraph(r.Context(), body, mod)
-	if err != nil {
-		return err
+	if in.key, err = graphKey(in); err != nil {
+		return nil, err
 	}
-	return s.answerPlanned(r.Context(), w, in.key, in.req.Policy, false, func(ctx context.Context) ([]byte, *verdict, error) {
+	return s.answerPlanned(ctx, in.key, in.req.Policy, false, func(ctx context.Context) ([]byte, *verdict, error) {
 		resp, ta, err := s.planGraphTensors(ctx, in)
 		if err != nil {
 			return nil, nil, in.locate(err)
@@ -231,133 +163,6 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 		body, err := encodeGraphTensors(resp, ta)
 		return body, v, err
 	}, readGraphVerdict)
-}
-
-// prepareGraph decodes and validates a graph body (or takes mod, a raw module's request,
-// when not nil) and computes its key. Importing a module stops with ctx's error once
-// ctx is done.
-func (s *Server) prepareGraph(ctx context.Context, body []byte, mod *GraphRequest) (*graphInput, error) {
-	req, err := mod, error(nil)
-	if req == nil {
-		if req, err = readGraphRequest(body); err != nil {
-			return nil, err
-		}
-		// Refuse too many tensors before their shardings are parsed.
-		if n, most := len(req.wire.order), s.limits.MaxGraphTensors; most > 0 && n > most {
-			return nil, tooManyTensors(n, most)
-		}
-	}
-	if err := s.validateGraphRequest(req); err != nil {
-		return nil, err
-	}
-	in := &graphInput{req: req, include: map[string]bool{}}
-	var fes sharding.Errors
-	if in.model, err = cost.Resolve(in.req.CostModel, "cost_model"); err != nil {
-		fes = appendFieldErrors(fes, err)
-	}
-	if in.req.Module != "" {
-		if err := s.importModule(ctx, in); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			fes = appendFieldErrors(fes, err)
-		}
-	} else {
-		m, err := parseMesh(in.req.Mesh, "mesh", s.limits)
-		if err != nil {
-			return nil, err
-		}
-		in.mesh = m
-		// Nested while regions cost a pass over their bytes per level when decoded:
-		// refuse a graph nested far too deep from one linear scan first ("ops" lists
-		// inside while regions: the top list, one per level, and one for a while's
-		// possibly empty regions at the last level), then let toGraph name the
-		// exact op.
-		if path, deep := opsNesting(req, body, s.limits.MaxGraphDepth+2); s.limits.MaxGraphDepth > 0 && deep {
-			return nil, limitExceeded(path, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", s.limits.MaxGraphDepth)
-		}
-		in.graph, in.opts, err = req.toGraph(m, s.limits.MaxGraphDepth)
-		if de, ok := errors.AsType[*DepthError](err); ok {
-			return nil, limitExceeded(de.Field, "while ops nest deeper than %d levels (SHARDPLAN_MAX_GRAPH_DEPTH); flatten the loops, or raise the limit", de.Limit)
-		}
-		if err != nil {
-			fes = appendFieldErrors(fes, err)
-		}
-	}
-	if len(fes) > 0 {
-		return nil, fes
-	}
-	if err := s.checkGraphLimits(in.graph); err != nil {
-		return nil, err
-	}
-	in.strategy = planner.Optimal
-	if in.req.Strategy == string(planner.XLA) {
-		in.strategy = planner.XLA
-	}
-	for _, i := range in.req.Include {
-		in.include[i] = true
-	}
-	if in.remat, err = allowRemat(in.req.FullRematerialization, in.req.Policy); err != nil {
-		return nil, err
-	}
-	in.effort = effortOf(in.req.Effort)
-	in.key, err = graphKey(in)
-	return in, err
-}
-
-// opsNesting is keyNesting(body, "ops", limit), from the levels readGraphRequest
-// recorded when they tell.
-func opsNesting(req *GraphRequest, body []byte, limit int) (string, bool) {
-	if path, deep, known := req.wire.opsLevels.nesting(limit); known {
-		return path, deep
-	}
-	return keyNesting(body, "ops", limit)
-}
-
-// validateGraphRequest checks the request-level rules (graph fields with or without
-// module, then the validate tags) and lists every failure.
-func (s *Server) validateGraphRequest(req *GraphRequest) error {
-	fes := req.checkGraphPresence()
-	if err := s.validateStruct(req); err != nil {
-		p, ok := err.(*Problem)
-		if !ok {
-			return err
-		}
-		fes = append(fes, domainFieldErrors(p.Errors)...)
-	}
-	if len(fes) > 0 {
-		return Invalid(slugInvalidRequest, "Invalid request", fes...)
-	}
-	return nil
-}
-
-// checkGraphLimits enforces the graph-size and rank limits.
-func (s *Server) checkGraphLimits(g *propagation.Graph) error {
-	lim := s.limits
-	if lim.MaxGraphTensors > 0 && len(g.Tensors) > lim.MaxGraphTensors {
-		return tooManyTensors(len(g.Tensors), lim.MaxGraphTensors)
-	}
-	if n := g.NumOps(); lim.MaxGraphOps > 0 && n > lim.MaxGraphOps {
-		return limitExceeded("ops", "has %d ops (regions included); the limit is %d (SHARDPLAN_MAX_GRAPH_OPS)", n, lim.MaxGraphOps)
-	}
-	// The first id in sorted order whose shape is over the rank or element limit (or
-	// has a dim < 1), found without sorting.
-	bad, found := "", false
-	var badErr error
-	for id, t := range g.Tensors {
-		if found && id > bad {
-			continue
-		}
-		if err := shapeWithin(t.Shape, "tensors."+id+".shape", lim, 0); err != nil {
-			bad, found, badErr = id, true, err
-		}
-	}
-	return badErr
-}
-
-// tooManyTensors is the 400 of a graph of n tensors, over the limit most.
-func tooManyTensors(n, most int) *Problem {
-	return limitExceeded("tensors", "has %d tensors; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS)", n, most)
 }
 
 // fill sets resp's Shardings and Explain maps from ta and returns resp.
@@ -470,43 +275,6 @@ func explainEntries(origins []propagation.Origin) []ExplainEntry {
 		es[i] = ExplainEntry{Dim: o.Dim, Axes: refStrings(o.Axes), From: o.From}
 	}
 	return es
-}
-
-// collectiveRenderer renders the collectives of one graph answer.
-type collectiveRenderer struct {
-	sw     *shardingWriter
-	model  cost.Model
-	lists  stepLists
-	budget *listBudget
-}
-
-// render gives the wire form of gc; omitted says some per-device list was left out.
-func (cr *collectiveRenderer) render(ctx context.Context, gc *graphplan.Collective) (c GraphCollective, omitted bool, err error) {
-	steps, omitted, err := renderSteps(ctx, cr.sw, gc.Shape, gc.ElemBits, gc.Plan, cr.lists, cr.budget)
-	if err != nil {
-		return GraphCollective{}, false, err
-	}
-	ps := gc.Plan.Summary
-	c = GraphCollective{OpName: gc.Op, Tensor: gc.Tensor, Kind: string(gc.Kind), Shape: gc.Shape,
-		TimeUS: ps.TimeUS, BytesPerDevice: ps.BytesPerDevice, FullRematerialization: ps.FullRematerialization}
-	if gc.Kind != graphplan.KindReshard {
-		c.Reduction, c.MeshAxes, c.Steps = gc.Reduction, refStrings(gc.Axes), steps
-		if gc.Dim >= 0 {
-			d := gc.Dim
-			c.Dim = &d
-		}
-		return c, omitted, nil
-	}
-	gp := &GraphPlan{Source: cr.sw.json(gc.From), Target: cr.sw.json(gc.To), Steps: steps, Summary: summaryJSON(gc.Plan, cr.model)}
-	if info := gc.XLA; info != nil {
-		c.XLAFallback = info.Fallback
-		gp.Summary.XLAFallback = info.Fallback
-		gp.XLAWarning, gp.XLAPath = info.Warning, info.Path
-		gp.SuggestedConstraints = appendSuggestions(nil, info.Suggested, cr.sw)
-		gp.SuggestionNote = info.SuggestionNote
-	}
-	c.Plan = gp
-	return c, omitted, nil
 }
 
 func opShardingsJSON(ops []propagation.OpSharding, sw *shardingWriter) []OpShardingJSON {
@@ -629,4 +397,224 @@ func (g *graphView) verdict() *verdict {
 		Detail:     fmt.Sprintf("%d reshard(s) go through an involuntary full rematerialization: %s", len(vs), strings.Join(names, ", ")),
 		Violations: vs,
 	}
+}
+
+// graphMLIR answers a module request with the module annotated as sdy_opt prints a
+// propagated one (propagation only: the collectives are in the JSON answer).
+func (s *Server) graphMLIR(ctx context.Context, in *graphInput) (*answer, error) {
+	if in.imp == nil {
+		return nil, NewProblem(http.StatusNotAcceptable, slugNotAcceptable, "Not acceptable",
+			"an application/mlir answer needs a module request (\"module\" or an application/mlir body); ask a JSON op list for application/json")
+	}
+	res, err := propagation.Propagate(ctx, in.graph, in.mesh, in.opts)
+	if err != nil {
+		return nil, in.locate(err)
+	}
+	return &answer{body: []byte(in.imp.Annotate(res.Shardings))}, nil
+}
+
+// The graph answer's encoder: encodeGraphTensors writes the bytes encodeJSON writes
+// (encoding/json with HTML escaping off, no trailing newline): by hand (jsonAppender)
+// for what grows with the graph (a sharding and an explanation per tensor, the
+// collectives and their steps), through encoding/json for the small or rare members (the
+// graph's summary, stats, ops and opaque ops). graphjson_test.go checks the bytes
+// against encodeJSON on the examples, transformer graphs and random strings, and that
+// the hand-written types still have the fields the encoder knows.
+
+// graphItemBytes is the size per item (answerItems) of the last graph answer encoded:
+// the next answer's buffer is sized from it and its own number of items, so that a
+// large answer is not copied at every growth of its buffer, and a small answer after a
+// large one does not take the large one's buffer.
+var graphItemBytes atomic.Int64
+
+// defaultItemBytes is graphItemBytes before the first answer: about what a transformer
+// layer's tensors, explanations and collectives take.
+const defaultItemBytes = 256
+
+// answerItems counts what a graph answer's size grows with: its tensors' shardings and
+// explanations, its collectives and (include ops) its ops.
+func answerItems(r *GraphResponse, ta *tensorAnswers) int64 {
+	n := len(r.Collectives) + len(r.Ops) + len(r.Shardings) + len(r.Explain)
+	if ta != nil {
+		n += len(ta.shardings) + len(ta.explain)
+	}
+	return int64(max(n, 1))
+}
+
+// encodeGraphTensors encodes r exactly as encodeJSON does, with its Shardings and
+// Explain maps as ta holds them (r's are then nil, planGraphTensors); ta nil: r's.
+func encodeGraphTensors(r *GraphResponse, ta *tensorAnswers) ([]byte, error) {
+	items := answerItems(r, ta)
+	per := graphItemBytes.Load()
+	if per == 0 {
+		per = defaultItemBytes
+	}
+	size := max(per*items, 4<<10)
+	e := jsonAppender{b: make([]byte, 0, size+size/8), tensors: ta}
+	e.graph(r)
+	if e.err != nil && ta != nil {
+		return encodeJSON(ta.fill(r))
+	}
+	if e.err != nil {
+		return encodeJSON(r)
+	}
+	graphItemBytes.Store(int64(len(e.b))/items + 1)
+	return e.b, nil
+}
+
+// graph writes GraphResponse (members in field order, omitempty as tagged).
+func (e *jsonAppender) graph(r *GraphResponse) {
+	e.b = append(e.b, '{')
+	e.key("plan_id", true)
+	e.str(r.PlanID)
+	e.key("mesh", false)
+	e.mesh(&r.Mesh)
+	e.key("shardings", false)
+	if ta := e.tensors; ta != nil {
+		orderedMap(e, ta.shardingIDs, ta.shardings, e.sharding)
+	} else {
+		sortedMap(e, r.Shardings, func(s ShardingJSON) { e.sharding(&s) })
+	}
+	e.key("collectives", false)
+	list(e, r.Collectives, e.collective)
+	e.key("summary", false)
+	e.ref(r.Summary)
+	e.key("explain", false)
+	if ta := e.tensors; ta != nil {
+		orderedMap(e, ta.explainIDs, ta.explain, func(os *[]propagation.Origin) { e.origins(*os) })
+	} else {
+		sortedMap(e, r.Explain, e.explanation)
+	}
+	e.key("refined", false)
+	e.strs(r.Refined)
+	if len(r.Ops) > 0 {
+		e.key("ops", false)
+		e.ref(r.Ops)
+	}
+	e.key("stats", false)
+	e.ref(r.Stats)
+	if r.ListsOmitted {
+		e.key("lists_omitted", false)
+		e.bool(true)
+	}
+	if r.Note != "" {
+		e.key("note", false)
+		e.str(r.Note)
+	}
+	if len(r.OpaqueOps) > 0 {
+		e.key("opaque_ops", false)
+		e.ref(r.OpaqueOps)
+	}
+	e.b = append(e.b, '}')
+}
+
+// sortedMap appends m as an object (nil: null) with its keys in the order encoding/json
+// gives string keys (byte order), each value written by val.
+func sortedMap[V any](e *jsonAppender, m map[string]V, val func(V)) {
+	if m == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	var buf [8]string // the keys of an op's attributes, without allocating
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	e.b = append(e.b, '{')
+	for i, k := range keys {
+		e.key(k, i == 0)
+		val(m[k])
+	}
+	e.b = append(e.b, '}')
+}
+
+// orderedMap appends the object of keys (distinct, in byte order) and their values, as
+// sortedMap appends the map of them.
+func orderedMap[V any](e *jsonAppender, keys []string, vals []V, val func(*V)) {
+	e.b = append(e.b, '{')
+	for i, k := range keys {
+		e.key(k, i == 0)
+		val(&vals[i])
+	}
+	e.b = append(e.b, '}')
+}
+
+func (e *jsonAppender) explanation(es []ExplainEntry) {
+	list(e, es, func(x *ExplainEntry) {
+		e.intAt(`{"dim":`, int64(x.Dim))
+		e.strsAt(`,"axes":`, x.Axes)
+		e.strAt(`,"from":`, x.From)
+		e.b = append(e.b, '}')
+	})
+}
+
+// origins writes os as explanation writes explainEntries(os), without building those.
+func (e *jsonAppender) origins(os []propagation.Origin) {
+	e.b = append(e.b, '[')
+	for i := range os {
+		o := &os[i]
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.intAt(`{"dim":`, int64(o.Dim))
+		e.b = append(e.b, `,"axes":[`...)
+		for k, a := range o.Axes {
+			if k > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.str(a.String())
+		}
+		e.b = append(e.b, ']')
+		e.strAt(`,"from":`, o.From)
+		e.b = append(e.b, '}')
+	}
+	e.b = append(e.b, ']')
+}
+
+// collective writes GraphCollective.
+func (e *jsonAppender) collective(c *GraphCollective) {
+	e.strAt(`{"op_name":`, c.OpName)
+	e.strAt(`,"tensor":`, c.Tensor)
+	e.strAt(`,"kind":`, c.Kind)
+	e.optStr(`,"reduction":`, c.Reduction)
+	if len(c.MeshAxes) > 0 {
+		e.strsAt(`,"mesh_axes":`, c.MeshAxes)
+	}
+	e.optInt(`,"dim":`, c.Dim)
+	e.b = append(e.b, `,"shape":`...)
+	ints(e, c.Shape)
+	if c.Plan != nil {
+		e.b = append(e.b, `,"plan":`...)
+		e.plan(c.Plan)
+	}
+	if len(c.Steps) > 0 {
+		e.b = append(e.b, `,"steps":`...)
+		list(e, c.Steps, e.step)
+	}
+	e.floatAt(`,"time_us":`, c.TimeUS)
+	e.intAt(`,"bytes_per_device":`, c.BytesPerDevice)
+	e.boolAt(`,"full_rematerialization":`, c.FullRematerialization)
+	if c.XLAFallback {
+		e.b = append(e.b, `,"xla_fallback":true`...)
+	}
+	e.b = append(e.b, '}')
+}
+
+// plan writes GraphPlan.
+func (e *jsonAppender) plan(p *GraphPlan) {
+	e.b = append(e.b, `{"source":`...)
+	e.sharding(&p.Source)
+	e.b = append(e.b, `,"target":`...)
+	e.sharding(&p.Target)
+	e.b = append(e.b, `,"steps":`...)
+	list(e, p.Steps, e.step)
+	e.b = append(e.b, `,"summary":`...)
+	e.summary(&p.Summary)
+	if len(p.SuggestedConstraints) > 0 {
+		e.b = append(e.b, `,"suggested_constraints":`...)
+		list(e, p.SuggestedConstraints, e.suggestion)
+	}
+	e.xlaNotes(p.SuggestionNote, p.XLAWarning, p.XLAPath)
+	e.b = append(e.b, '}')
 }

@@ -23,7 +23,7 @@ import (
 // renderGraph plans body and returns the rendered answer (before encoding).
 func renderGraph(t *testing.T, s *Server, body string) *GraphResponse {
 	t.Helper()
-	in, err := s.prepareGraph(context.Background(), []byte(body), nil)
+	in, err := prepareGraphKeyed(s, []byte(body))
 	require.NoError(t, err)
 	resp, err := s.planGraph(context.Background(), in)
 	require.NoError(t, err)
@@ -125,8 +125,8 @@ func TestAppendInt(t *testing.T) {
 }
 
 // TestGraphJSONKnowsEveryField fails when a hand-written type (of the graph and the
-// reshard answers) gains, loses or renames a member: graphjson.go must then be changed
-// with it.
+// reshard answers) gains, loses or renames a member: its encoder (in graph.go,
+// reshard.go or planjson.go) must then be changed with it.
 func TestGraphJSONKnowsEveryField(t *testing.T) {
 	for _, tc := range []struct {
 		v    any

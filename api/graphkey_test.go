@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -58,7 +57,7 @@ func TestGraphKeyUnchanged(t *testing.T) {
 			"attrs": {"z": [1, 2.5e-9, -0, "s<", true, null, {"k&": [1e300]}], "a": {"y": 1E+2, "x": "\ud800"}}}]}`
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
-			in, err := s.prepareGraph(context.Background(), []byte(body), nil)
+			in, err := prepareGraphKeyed(s, []byte(body))
 			require.NoError(t, err)
 			want, err := referenceGraphKey(in)
 			require.NoError(t, err)
@@ -117,7 +116,7 @@ func FuzzAppendJSONStringHTML(f *testing.F) {
 	})
 }
 
-// TestOpJSONKnowsEveryField fails when propagation.Op or Region changes: graphkey.go
+// TestOpJSONKnowsEveryField fails when propagation.Op or Region changes: graphdomain.go
 // writes their fields by name.
 func TestOpJSONKnowsEveryField(t *testing.T) {
 	for _, tc := range []struct {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +20,7 @@ func TestGraphTensorsEncoding(t *testing.T) {
 	s := newTestServer(t, nil)
 	for name, body := range graphBodies(t) {
 		t.Run(name, func(t *testing.T) {
-			in, err := s.prepareGraph(context.Background(), []byte(body), nil)
+			in, err := prepareGraphKeyed(s, []byte(body))
 			require.NoError(t, err)
 			resp, ta, err := s.planGraphTensors(t.Context(), in)
 			require.NoError(t, err)

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -11,7 +14,9 @@ import (
 
 // The wire schema of POST /v1/graph: GraphRequest and the types under it are the one
 // description of the body (swag documents them) and what readGraphRequest fills, in one
-// pass over the bytes. graphwire_domain.go converts them to propagation's graph.
+// pass over the bytes. A StableHLO module comes as "module" in a JSON body, or as the raw
+// text with Content-Type: application/mlir and the other fields as query parameters
+// (moduleRequest). graphdomain.go converts the request to propagation's graph.
 
 // GraphRequest is the body of POST /v1/graph (API.md). Every field it rejects is named by
 // its path ("tensors.x.sharding[0]", "ops[3].attrs.permutation").
@@ -148,36 +153,55 @@ func wrongType(field, value, want string) *fielderr.FieldError {
 // 400 invalid-json problems as decodeBytes gives them; errors inside the graph part
 // (tensors, ops, inputs, outputs, options) are kept for toGraph.
 func readGraphRequest(body []byte) (*GraphRequest, error) {
+	req, top, err := readGraphBody(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	if top != nil {
+		return nil, top
+	}
+	return req, nil
+}
+
+// readGraphBody is readGraphRequest for a body that may hold more top-level fields than
+// a graph request's: other (nil: none) sees every top-level key first, and reads the
+// value of one that is not a graph request's and reports true, or reports false having
+// read nothing. Malformed JSON and a body that is not an object are err; top is the
+// first request-level problem (a wrong type, an unknown field) or, when there is none,
+// a repeated key.
+func readGraphBody(body []byte, other func(r *wireReader, key string) bool) (req *GraphRequest, top *Problem, err error) {
 	if !json.Valid(body) {
 		// decodeBytes words every way a body is not one JSON value.
 		var v map[string]json.RawMessage
 		if err := decodeBytes(body, &v); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	r := &wireReader{b: body}
 	r.ws()
 	if r.b[r.i] != '{' {
 		var v map[string]json.RawMessage
-		return nil, decodeBytes(body, &v) // "the body must be a JSON object, not ..."
+		return nil, nil, decodeBytes(body, &v) // "the body must be a JSON object, not ..."
 	}
-	req := &GraphRequest{}
-	var top *Problem // the first request-level error, as encoding/json meets it
+	req = &GraphRequest{}
 	r.object(func(key string) {
+		if other != nil && other(r, key) {
+			return
+		}
 		p := r.topField(req, key)
 		if top == nil {
 			top = p
 		}
 	})
 	if top != nil {
-		return nil, top
+		return req, top, nil
 	}
 	req.wire.opsLevels = keyLevels{name: "ops"}
 	if path, dup := duplicateKeyAndLevels(body, &req.wire.opsLevels); dup {
-		return nil, Invalid(slugInvalidJSON, "Malformed JSON",
-			sharding.Fieldf(path, "is given more than once; give each key once (with duplicates it is unclear which value is meant)"))
+		return req, Invalid(slugInvalidJSON, "Malformed JSON",
+			sharding.Fieldf(path, "is given more than once; give each key once (with duplicates it is unclear which value is meant)")), nil
 	}
-	return req, nil
+	return req, nil, nil
 }
 
 // topField reads the value of top-level key into req; it returns a request-level
@@ -655,4 +679,66 @@ func (r *wireReader) int64s(fe **fielderr.FieldError, path string) []int64 {
 		out = append(out, v)
 	})
 	return out
+}
+
+// moduleQuery lists the query parameters of a raw MLIR body, each the JSON field of
+// the same name.
+var moduleQuery = []string{"function", "mesh", "strategy", "cost_model", "conflict_resolution", "op_priority", "include"}
+
+// moduleRequest reads a raw MLIR body (Content-Type: application/mlir) and its query
+// parameters into the GraphRequest the equivalent JSON body gives. A JSON body gives a
+// nil request.
+func moduleRequest(r *http.Request, body []byte) (*GraphRequest, error) {
+	if !isMLIR(r) {
+		return nil, nil
+	}
+	return moduleRequestOf(r.URL.Query(), body)
+}
+
+// moduleRequestOf is the GraphRequest of a raw MLIR body and the query parameters q,
+// taking the module text as it is (one copy of the body, never escaped into JSON and
+// decoded again).
+func moduleRequestOf(q url.Values, body []byte) (req *GraphRequest, err error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, Invalid(slugInvalidModule, "Invalid module", sharding.Fieldf("module", "the request body is empty; send the module's MLIR text"))
+	}
+	if err := checkQuery(q, moduleQuery, "a module body"); err != nil {
+		return nil, err
+	}
+	req = &GraphRequest{Module: string(body), Function: q.Get("function"), Strategy: q.Get("strategy")}
+	for _, f := range []struct {
+		name string
+		dst  *json.RawMessage
+	}{{"mesh", &req.Mesh}, {"cost_model", &req.CostModel}} {
+		*f.dst = queryJSON(q, f.name)
+	}
+	opts := &GraphOptions{}
+	if v := q.Get("conflict_resolution"); v != "" {
+		opts.ConflictResolution = &v
+	}
+	switch v := q.Get("op_priority"); v {
+	case "":
+	case "true", "false":
+		b := v == "true"
+		opts.OpPriority = &b
+	default:
+		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("op_priority", "must be true or false (got %q)", v))
+	}
+	if *opts != (GraphOptions{}) {
+		req.Options = opts
+	}
+	if v := q.Get("include"); v != "" {
+		req.Include = strings.Split(v, ",")
+	}
+	return req, nil
+}
+
+// queryJSON is query parameter name as the JSON string of a raw field, nil when absent.
+func queryJSON(q url.Values, name string) json.RawMessage {
+	v := q.Get(name)
+	if v == "" {
+		return nil
+	}
+	b, _ := json.Marshal(v) // a string always encodes
+	return b
 }

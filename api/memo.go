@@ -6,9 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -52,17 +49,17 @@ var _ Memo = NopMemo{}
 
 // The exact-request memo: the fast path of a cached answer. A request's canonical key
 // (its plan id) needs the body decoded, validated and parsed, which costs more than the
-// lookup itself. exact wraps a handler: it first looks up the hash of the exact request
-// (route, body, content type, query, the answer's media type, planner version) and, on a
-// hit, writes what was answered to the same request before without decoding anything.
-// Only 200 answers are stored there: errors and 422s (whose body carries the request id)
-// always take the full path.
+// lookup itself. exact wraps a route's computation: it first looks up the hash of the
+// exact request (route, body, content type, query, the answer's media type, planner
+// version) and, on a hit, answers what was answered to the same request before without
+// decoding anything. Only 200 answers are stored there: errors and 422s (whose body
+// carries the request id) always take the full path.
 //
 //	request ─► exact key ─ hit ─► the stored bytes (or the plan entry they refer to)
-//	             └─ miss ─► admit ─► handler ─► 200 bytes, stored under the exact key
+//	             └─ miss ─► admit ─► compute ─► 200 answer, stored under the exact key
 //
-// When the handler's answer is a plan memo entry's (answerPlanned) and the memo can look
-// plans up, the exact entry is a reference to the plan (refPrefix, then the plan id)
+// When the computed answer is a plan memo entry's (answerPlanned returns its plan id)
+// and the memo can look plans up, the exact entry is a reference to the plan (refPrefix, then the plan id)
 // instead of a second copy of the body: a large answer is sealed and kept once, not
 // twice. A reference whose plan is gone (evicted, expired, or its store unreachable) is
 // answered by the full path.
@@ -112,87 +109,98 @@ func answerContentType(media string) string {
 	return media + "; charset=utf-8"
 }
 
-// exact wraps h, a handler that answers route in JSON or in alt (text/plain,
-// application/mlir, or "" for none) as answerMedia says, with the exact-request memo.
-// Only work that is not answered from the memo takes slots (admission.go). X-Cache is
-// hit when either memo answered.
-func (s *Server) exact(route, alt string, h handlerFunc) handlerFunc {
+// answer is a route's 200 answer.
+type answer struct {
+	body        []byte
+	contentType string
+	// hit says a memo answered (the X-Cache header).
+	hit bool
+	// planID names the plan memo entry whose answer body is; "" when it is none.
+	planID string
+}
+
+// write writes a with status 200 and its X-Cache header.
+func (a *answer) write(w http.ResponseWriter) {
+	w.Header().Set("X-Cache", cacheStatus(a.hit))
+	writeBody(w, http.StatusOK, a.contentType, a.body)
+}
+
+// computeFunc computes the answer to r, whose body is body, within ctx.
+type computeFunc func(ctx context.Context, r *http.Request, body []byte) (*answer, error)
+
+// answerFunc answers a request (computeFunc behind the exact-request memo).
+type answerFunc func(r *http.Request) (*answer, error)
+
+// writeAnswer is the handler that writes what answerOf answers.
+func writeAnswer(answerOf answerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		body, err := readBody(r)
+		a, err := answerOf(r)
 		if err != nil {
 			return err
 		}
+		a.write(w)
+		return nil
+	}
+}
+
+// exact puts the exact-request memo in front of compute, which answers route in JSON or
+// in alt (text/plain, application/mlir, or "" for none) as answerMedia says. Only work
+// that is not answered from the memo takes slots (admission.go). The answer is hit when
+// either memo answered.
+func (s *Server) exact(route, alt string, compute computeFunc) answerFunc {
+	return func(r *http.Request) (*answer, error) {
+		body, err := readBody(r)
+		if err != nil {
+			return nil, err
+		}
 		media := answerMedia(r, alt)
 		lookup, canRef := s.memo.(PlanLookup)
-		full := func(ctx context.Context) (*exactRecorder, error) {
+		full := func(ctx context.Context) (*answer, error) {
 			release, err := s.admit(ctx)
 			if err != nil {
 				return nil, err
 			}
 			defer release()
-			rec := &exactRecorder{bufferWriter: bufferWriter{header: http.Header{}, code: http.StatusOK}}
-			hr := r.WithContext(ctx)
-			hr.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
-			if err := h(rec, hr); err != nil {
-				return nil, err
-			}
-			if rec.code != http.StatusOK {
-				return nil, fmt.Errorf("%s answered %d outside the problem path", route, rec.code)
-			}
-			if err := s.boundPlanned(ctx, rec.body.Bytes()); err != nil {
-				return nil, err // never stored
-			}
-			return rec, nil
-		}
-		var fresh *exactRecorder
-		stored, hit, err := s.memo.Do(r.Context(), exactKey(exactRoute(route, r), media, body), func(ctx context.Context) ([]byte, error) {
-			rec, err := full(ctx)
+			a, err := compute(ctx, r, body)
 			if err != nil {
 				return nil, err
 			}
-			fresh = rec
-			if canRef && rec.plan != "" {
-				return append([]byte(refPrefix), rec.plan...), nil
+			if err := s.boundPlanned(ctx, a.body); err != nil {
+				return nil, err // never stored
 			}
-			return rec.body.Bytes(), nil
+			return a, nil
+		}
+		var fresh *answer
+		stored, hit, err := s.memo.Do(r.Context(), exactKey(exactRoute(route, r), media, body), func(ctx context.Context) ([]byte, error) {
+			a, err := full(ctx)
+			if err != nil {
+				return nil, err
+			}
+			fresh = a
+			if canRef && a.planID != "" {
+				return append([]byte(refPrefix), a.planID...), nil
+			}
+			return a.body, nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		answer := stored
+		out := &answer{body: stored, hit: hit}
 		switch id, isRef := bytes.CutPrefix(stored, []byte(refPrefix)); {
 		case fresh != nil: // this request computed it
-			answer, hit = fresh.body.Bytes(), fresh.header.Get("X-Cache") == "hit"
+			out = fresh
 		case isRef:
 			entry, ok, lerr := lookup.Lookup(r.Context(), string(id))
 			if lerr == nil && ok {
-				answer = planEntryBody(entry)
+				out.body, out.planID = planEntryBody(entry), string(id)
 				break
 			}
-			rec, err := full(r.Context())
-			if err != nil {
-				return err
+			if out, err = full(r.Context()); err != nil {
+				return nil, err
 			}
-			answer, hit = rec.body.Bytes(), rec.header.Get("X-Cache") == "hit"
 		}
-		w.Header().Set("X-Cache", cacheStatus(hit))
-		writeBody(w, http.StatusOK, answerContentType(media), answer)
-		return nil
-	}
-}
-
-// exactRecorder is the ResponseWriter exact gives its handler: it keeps the answer and,
-// when the answer is a plan memo entry's body, the plan id (setPlanEntry).
-type exactRecorder struct {
-	bufferWriter
-	plan string
-}
-
-// setPlanEntry tells w, when exact gave it, that the answer written to it is the body of
-// the plan memo entry under planID.
-func setPlanEntry(w http.ResponseWriter, planID string) {
-	if rec, ok := w.(*exactRecorder); ok {
-		rec.plan = planID
+		out.contentType = answerContentType(media)
+		return out, nil
 	}
 }
 
@@ -209,7 +217,7 @@ func cacheStatus(hit bool) string {
 const refPrefix = "\x00plan:"
 
 // The plan memo: an answer planned under its plan id (reshard and graph requests). A
-// handler decodes and keys the request, then hands answerPlanned a function that plans
+// route decodes and keys the request, then hands answerPlanned a function that plans
 // and renders the answer. The answer is encoded once and stored with its verdict (what
 // the policy check and the text answer read of it) in one entry under the plan id:
 //
@@ -279,12 +287,12 @@ func planEntryBody(entry []byte) []byte {
 }
 
 // answerPlanned answers with the plan memo's entry under key (the plan id), computing it
-// with plan on a miss (the encoded answer and its verdict): the JSON answer, or its
-// diagram when text. With policy forbidding full rematerialization, an answer that
-// rematerializes is a 422 carrying it. readVerdict reads the verdict of an answer stored
-// without one. X-Cache says whether the memo answered.
-func (s *Server) answerPlanned(ctx context.Context, w http.ResponseWriter, key string, policy *Policy, text bool,
-	plan func(context.Context) (body []byte, v *verdict, err error), readVerdict func(body []byte) (*verdict, error)) error {
+// with plan on a miss (the encoded answer and its verdict): the JSON answer (whose plan
+// id is key), or its diagram when text. With policy forbidding full rematerialization,
+// an answer that rematerializes is a 422 carrying it. readVerdict reads the verdict of
+// an answer stored without one. The answer is hit when the memo had the entry.
+func (s *Server) answerPlanned(ctx context.Context, key string, policy *Policy, text bool,
+	plan func(context.Context) (body []byte, v *verdict, err error), readVerdict func(body []byte) (*verdict, error)) (*answer, error) {
 	var fresh *verdict
 	entry, hit, err := s.memo.Do(ctx, key, func(ctx context.Context) ([]byte, error) {
 		body, v, err := plan(ctx)
@@ -298,7 +306,7 @@ func (s *Server) answerPlanned(ctx context.Context, w http.ResponseWriter, key s
 		return newPlanEntry(v, body)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	body, v := openPlanEntry(entry)
 	if fresh != nil {
@@ -307,67 +315,20 @@ func (s *Server) answerPlanned(ctx context.Context, w http.ResponseWriter, key s
 	checks := policy.forbidsRemat()
 	if v == nil && (checks || text) {
 		if v, err = readVerdict(body); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if checks && v.Violated {
-		return v.problem(body)
+		return nil, v.problem(body)
 	}
-	w.Header().Set("X-Cache", cacheStatus(hit))
 	if text {
-		writeBody(w, http.StatusOK, answerContentType(textMediaType), []byte(v.Diagram))
-		return nil
+		return &answer{body: []byte(v.Diagram), contentType: answerContentType(textMediaType), hit: hit}, nil
 	}
-	setPlanEntry(w, key)
-	writeBody(w, http.StatusOK, "application/json", body)
-	return nil
+	return &answer{body: body, contentType: "application/json", hit: hit, planID: key}, nil
 }
-
-// forbidsRemat reports whether p (nil: no policy) forbids full rematerialization.
-func (p *Policy) forbidsRemat() bool { return p != nil && p.ForbidFullRematerialization }
-
-// problem is the 422 of an answer that breaks the policy, carrying the answer.
-func (v *verdict) problem(body []byte) *Problem {
-	p := NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", v.Detail).
-		With("violations", v.Violations).
-		With("plan", json.RawMessage(body))
-	if v.SuggestedConstraints != nil {
-		p.With("suggested_constraints", v.SuggestedConstraints)
-	}
-	return p
-}
-
-// remat is what a policy reads of a plan's (or a graph's) summary.
-type remat struct {
-	FullRematerialization bool `json:"full_rematerialization"`
-	XLAFallback           bool `json:"xla_fallback"`
-}
-
-func (r remat) any() bool { return r.FullRematerialization || r.XLAFallback }
 
 // rawJSON encodes v for a json.RawMessage member (as the answer encodes it).
 func rawJSON(v any) (json.RawMessage, error) {
 	b, err := encodeJSON(v)
 	return json.RawMessage(b), err
-}
-
-// readBody reads r's body (capped by limitBody), mapping the cap to 413.
-func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, emptyBody()
-	}
-	if bb, ok := r.Body.(*bufferedBody); ok {
-		if body, ok := bb.take(); ok {
-			return body, nil
-		}
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, bodyTooLarge(mbe.Limit)
-		}
-		return nil, NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", "could not read the request body: %v", err)
-	}
-	return body, nil
 }

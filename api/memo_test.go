@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -98,19 +97,23 @@ func TestAnswerPlannedVerdicts(t *testing.T) {
 				assert.Equal(t, body, b)
 				return violating("read"), nil
 			}
-			answer := func() (*httptest.ResponseRecorder, error) {
-				rec := httptest.NewRecorder()
-				return rec, s.answerPlanned(t.Context(), rec, key, tc.policy, tc.text, plan, read)
+			answer := func() (*answer, error) {
+				return s.answerPlanned(t.Context(), key, tc.policy, tc.text, plan, read)
 			}
-			rec, err := answer()
+			a, err := answer()
 			if p, ok := err.(*Problem); ok {
 				assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
 				assert.Equal(t, tc.want, p.Detail)
 				assert.Equal(t, json.RawMessage(body), p.Extensions["plan"])
 			} else {
 				require.NoError(t, err)
-				assert.Equal(t, tc.want, rec.Body.String())
-				assert.Equal(t, map[bool]string{true: "hit", false: "miss"}[tc.wantHit], rec.Header().Get("X-Cache"))
+				assert.Equal(t, tc.want, string(a.body))
+				assert.Equal(t, tc.wantHit, a.hit)
+				if tc.text {
+					assert.Empty(t, a.planID, "a diagram is no plan entry's body")
+				} else {
+					assert.Equal(t, key, a.planID, "the plan id of the entry the answer is")
+				}
 			}
 			assert.Equal(t, tc.wantPlans, plans, "plans")
 			assert.Equal(t, tc.wantReads, reads, "reads of the bytes")
@@ -170,7 +173,7 @@ func TestVerdictFromValueMatchesBytes(t *testing.T) {
 			var body []byte
 			var read func([]byte) (*verdict, error)
 			if filepath.Base(tc.file)[:5] == "graph" {
-				in, err := s.prepareGraph(context.Background(), raw, nil)
+				in, err := prepareGraphKeyed(s, raw)
 				require.NoError(t, err)
 				resp, err := s.planGraph(t.Context(), in)
 				require.NoError(t, err)

@@ -19,3 +19,14 @@ func (s *Server) planGraph(ctx context.Context, in *graphInput) (*GraphResponse,
 func encodeGraphJSON(r *GraphResponse) ([]byte, error) {
 	return encodeGraphTensors(r, nil)
 }
+
+// prepareGraphKeyed is prepareGraph of a JSON body with the plan id the graph route
+// computes.
+func prepareGraphKeyed(s *Server, body []byte) (*graphInput, error) {
+	in, err := s.prepareGraph(context.Background(), body, nil)
+	if err != nil {
+		return nil, err
+	}
+	in.key, err = graphKey(in)
+	return in, err
+}

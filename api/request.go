@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"strconv"
 
+	"github.com/shardplan/shardplan/internal/cost"
+	"github.com/shardplan/shardplan/internal/planner"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -209,4 +211,46 @@ func tensorType(tensor string, shape *[]int64, dtype *string, elementBytes *int)
 	}
 	*shape, *dtype = s, d
 	return nil
+}
+
+// allowRemat reads a request's full_rematerialization (validated: "", avoid or allow):
+// allow, refused beside a policy that forbids the plans it asks for.
+func allowRemat(opt string, policy *Policy) (bool, error) {
+	if opt != "allow" {
+		return false, nil
+	}
+	if policy.forbidsRemat() {
+		return false, Invalid(slugInvalidRequest, "Contradictory options", sharding.Fieldf("full_rematerialization",
+			"allow lets the planner choose a plan that rematerializes, which policy.forbid_full_rematerialization refuses: leave one of them out"))
+	}
+	return true, nil
+}
+
+// effortOf reads a request's effort (validated: "", thorough, fast or exhaustive).
+func effortOf(opt string) planner.Effort {
+	switch opt {
+	case string(planner.EffortFast):
+		return planner.EffortFast
+	case string(planner.EffortExhaustive):
+		return planner.EffortExhaustive
+	}
+	return planner.EffortThorough
+}
+
+func appendFieldErrors(fes sharding.Errors, err error) sharding.Errors {
+	if more, ok := sharding.AsFieldErrors(err); ok {
+		return append(fes, more...)
+	}
+	return append(fes, sharding.Fieldf("", "%v", err))
+}
+
+// modelFingerprint names model in a plan id by everything its answers depend on: the
+// name and every figure (cost.Fabric.Fingerprint), so two requests share a plan id only
+// when their models price alike. A model without a fingerprint (none the API resolves)
+// is named by its name.
+func modelFingerprint(model cost.Model) string {
+	if cm, ok := model.(interface{ Fingerprint() string }); ok {
+		return cm.Fingerprint()
+	}
+	return model.Name()
 }

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardplan/shardplan/internal/cost"
@@ -70,88 +70,6 @@ type ReshardRequest struct {
 	// (or null) is no budget; 0 and below are refused.
 	MemoryBudgetBytesPerDevice *int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=1" minimum:"1"`
 } // @name ReshardRequest
-
-// Policy is what a CI gate refuses.
-type Policy struct {
-	ForbidFullRematerialization bool `json:"forbid_full_rematerialization"`
-} // @name Policy
-
-// StepJSON is one step of a plan (API.md step ops and their fields).
-type StepJSON struct {
-	Op        string `json:"op" example:"collective_permute" enums:"slice,all_gather,all_to_all,collective_permute,all_to_all_v,reduce_scatter,all_reduce"`
-	Dims      []int  `json:"dims,omitempty"`
-	Dim       *int   `json:"dim,omitempty"`
-	SplitDim  *int   `json:"split_dim,omitempty"`
-	ConcatDim *int   `json:"concat_dim,omitempty"`
-	// MeshAxes are the axes (or sub-axes) the step's groups span.
-	MeshAxes []string `json:"mesh_axes"`
-	// Pairs ([from, to] device ids) of a collective_permute.
-	Pairs [][2]int `json:"pairs,omitempty"`
-	// Transfers of an all_to_all_v, or of a halo collective_permute (strategy xla on
-	// uneven dims: before equals after, dim is the dim, and the receivers keep the
-	// pieces for the next step).
-	Transfers []Transfer `json:"transfers,omitempty"`
-	// PairRuns and TransferRuns are the compact form of pairs and transfers, given
-	// instead of them where shorter (always above the list limit) unless include asks
-	// for "pairs": each run stands for count entries, the i-th its first plus i times
-	// its step (pairs: [from + i*from_step, to + i*to_step]; transfers: every number of
-	// "first" plus i times the same number of "step").
-	PairRuns         []PairRun     `json:"pair_runs,omitempty"`
-	TransferRuns     []TransferRun `json:"transfer_runs,omitempty"`
-	Before           ShardingJSON  `json:"before"`
-	After            ShardingJSON  `json:"after"`
-	LocalShapeBefore []int64       `json:"local_shape_before"`
-	LocalShapeAfter  []int64       `json:"local_shape_after"`
-	GroupSize        int           `json:"group_size"`
-	GroupCount       int           `json:"group_count"`
-	// BytesPerDevice is the most any device receives in this step.
-	BytesPerDevice int64   `json:"bytes_per_device"`
-	Link           string  `json:"link,omitempty" example:"ici"`
-	TimeUS         float64 `json:"time_us"`
-	LatencyUS      float64 `json:"latency_us"`
-	BandwidthUS    float64 `json:"bandwidth_us"`
-} // @name Step
-
-// SummaryJSON totals a plan.
-type SummaryJSON struct {
-	Strategy                 string  `json:"strategy" example:"optimal"`
-	CostModel                string  `json:"cost_model" example:"tpu-v5p"`
-	Collectives              int     `json:"collectives"`
-	TimeUS                   float64 `json:"time_us"`
-	BytesPerDevice           int64   `json:"bytes_per_device"`
-	LowerBoundBytesPerDevice int64   `json:"lower_bound_bytes_per_device"`
-	Efficiency               float64 `json:"efficiency"`
-	// TimeLowerBoundUS is the least time any schedule can take on the cost model's links
-	// to move the data this reshard must move (the busiest device's missing bytes over
-	// all it can receive at once, or the data a half of a torus axis needs over the
-	// links into it, plus partial-sum reductions, plus one step's latency or, on torus
-	// links, the hops some missing byte must travel from its nearest holder, whichever
-	// is larger); 0 when the model does not describe its links. TimeEfficiency is
-	// time_lower_bound_us / time_us.
-	TimeLowerBoundUS      float64 `json:"time_lower_bound_us"`
-	TimeEfficiency        float64 `json:"time_efficiency"`
-	PeakBytesPerDevice    int64   `json:"peak_bytes_per_device"`
-	FullRematerialization bool    `json:"full_rematerialization"`
-	// XLAFallback (strategy xla) is true when XLA's last-resort path runs and logs its
-	// "Involuntary full rematerialization" warning, also when it only replicates within
-	// device groups (full_rematerialization then stays false). The policy fires on both.
-	XLAFallback bool `json:"xla_fallback,omitempty"`
-	// Optimality (strategy optimal) is "proven" when the planner's complete pass finished:
-	// no plan is cheaper under this cost model, these allowed_ops, this
-	// full_rematerialization rule and this memory budget. "best_found" otherwise, with
-	// OptimalityGapUS, the plan's time above time_lower_bound_us.
-	Optimality       string      `json:"optimality,omitempty" enums:"proven,best_found"`
-	OptimalityGapUS  float64     `json:"optimality_gap_us,omitempty"`
-	SearchExpansions int         `json:"search_expansions"`
-	Candidates       []Candidate `json:"candidates,omitempty"`
-} // @name Summary
-
-// Suggestion is an intermediate sharding that avoids XLA's fallback when inserted as a
-// sharding constraint.
-type Suggestion struct {
-	PartitionSpec string       `json:"partition_spec,omitempty" example:"P('D', ('X','Y'))"`
-	Sharding      ShardingJSON `json:"sharding"`
-} // @name Suggestion
 
 // TilesPair lists the source and target tiles of every device.
 type TilesPair struct {
@@ -258,30 +176,6 @@ func (s *Server) prepareReshard(in *reshardInput) error {
 	return nil
 }
 
-// allowRemat reads a request's full_rematerialization (validated: "", avoid or allow):
-// allow, refused beside a policy that forbids the plans it asks for.
-func allowRemat(opt string, policy *Policy) (bool, error) {
-	if opt != "allow" {
-		return false, nil
-	}
-	if policy.forbidsRemat() {
-		return false, Invalid(slugInvalidRequest, "Contradictory options", sharding.Fieldf("full_rematerialization",
-			"allow lets the planner choose a plan that rematerializes, which policy.forbid_full_rematerialization refuses: leave one of them out"))
-	}
-	return true, nil
-}
-
-// effortOf reads a request's effort (validated: "", thorough, fast or exhaustive).
-func effortOf(opt string) planner.Effort {
-	switch opt {
-	case string(planner.EffortFast):
-		return planner.EffortFast
-	case string(planner.EffortExhaustive):
-		return planner.EffortExhaustive
-	}
-	return planner.EffortThorough
-}
-
 // planMS is the planning budget a plan depends on: the request's (strategy optimal),
 // else 0.
 func planMS(in *reshardInput) int {
@@ -289,24 +183,6 @@ func planMS(in *reshardInput) int {
 		return 0
 	}
 	return in.req.PlanningBudgetMS
-}
-
-func appendFieldErrors(fes sharding.Errors, err error) sharding.Errors {
-	if more, ok := sharding.AsFieldErrors(err); ok {
-		return append(fes, more...)
-	}
-	return append(fes, sharding.Fieldf("", "%v", err))
-}
-
-// modelFingerprint names model in a plan id by everything its answers depend on: the
-// name and every figure (cost.Fabric.Fingerprint), so two requests share a plan id only
-// when their models price alike. A model without a fingerprint (none the API resolves)
-// is named by its name.
-func modelFingerprint(model cost.Model) string {
-	if cm, ok := model.(interface{ Fingerprint() string }); ok {
-		return cm.Fingerprint()
-	}
-	return model.Name()
 }
 
 // reshardKey hashes the canonical request: the same request in any accepted input form
@@ -332,12 +208,13 @@ func reshardKey(in *reshardInput) string {
 		Strategy string   `json:"strategy"`
 		Ops      []string `json:"ops"`
 		Include  []string `json:"include"`
-		Remat    bool     `json:"remat,omitempty"` // absent by default: the keys of earlier versions stand
-		Fast     bool     `json:"fast,omitempty"`  // likewise
-		Budget   int64    `json:"budget,omitempty"`
-		// The exhaustive effort and the planning budget: absent by default, likewise.
-		Exhaustive bool `json:"exhaustive,omitempty"`
-		PlanMS     int  `json:"plan_ms,omitempty"`
+		// The options below are left out of the hashed bytes at their defaults: a request
+		// that does not set them hashes as if the key had no such members.
+		Remat      bool  `json:"remat,omitempty"`
+		Fast       bool  `json:"fast,omitempty"`
+		Budget     int64 `json:"budget,omitempty"`
+		Exhaustive bool  `json:"exhaustive,omitempty"`
+		PlanMS     int   `json:"plan_ms,omitempty"`
 	}{planner.Version, "reshard", in.mesh.String(), in.mesh.Name, in.mesh.DeviceIDs, in.req.Shape, in.elemBits, in.src.Body(), in.tgt.Body(), model, string(in.strategy), ops, inc,
 		in.remat && in.strategy == planner.Optimal, in.effort == planner.EffortFast && in.strategy == planner.Optimal,
 		in.budget(),
@@ -369,26 +246,22 @@ func reshardKey(in *reshardInput) string {
 //	@Failure		422		{object}	Problem	"policy violation: the plan (under `plan`) rematerializes; or response-too-large: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES"
 //	@Failure		503		{object}	Problem	"overloaded or timed out"
 //	@Router			/v1/reshard [post]
-func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
-	raw, err := readBody(r)
-	if err != nil {
-		return err
-	}
+func (s *Server) reshard(ctx context.Context, r *http.Request, raw []byte) (*answer, error) {
 	in := &reshardInput{include: map[string]bool{}}
 	if err := decodeBytes(raw, &in.req); err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.validateStruct(&in.req); err != nil {
-		return err
+		return nil, err
 	}
 	text := wantsText(r)
 	if text {
 		in.req.Include = append(in.req.Include, "diagram") // the answer is the diagram
 	}
 	if err := s.prepareReshard(in); err != nil {
-		return err
+		return nil, err
 	}
-	return s.answerPlanned(r.Context(), w, in.key, in.req.Policy, text, func(ctx context.Context) ([]byte, *verdict, error) {
+	return s.answerPlanned(ctx, in.key, in.req.Policy, text, func(ctx context.Context) ([]byte, *verdict, error) {
 		resp, err := s.planReshard(ctx, in)
 		if err != nil {
 			return nil, nil, err
@@ -402,62 +275,32 @@ func (s *Server) reshard(w http.ResponseWriter, r *http.Request) error {
 	}, readReshardVerdict)
 }
 
-// drawnReshard answers a request that prefers image/svg+xml with the drawing of h's JSON
-// answer to it (a problem answer is passed through as it is); others go to h.
-func (s *Server) drawnReshard(h handlerFunc) handlerFunc {
+// drawnReshard answers a request that prefers image/svg+xml with the drawing of the
+// JSON answer answerOf gives it; others with answerOf's answer.
+func (s *Server) drawnReshard(answerOf answerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if !wantsSVG(r) {
-			return h(w, r)
+			return writeAnswer(answerOf)(w, r)
 		}
 		jr := r.Clone(r.Context())
 		jr.Header.Set("Accept", "application/json")
-		rec := &bufferWriter{header: http.Header{}, code: http.StatusOK}
-		if err := h(rec, jr); err != nil {
+		a, err := answerOf(jr)
+		if err != nil {
 			return err
 		}
-		if rec.code != http.StatusOK {
-			for k, v := range rec.header {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(rec.code)
-			_, _ = w.Write(rec.body.Bytes())
-			return nil
-		}
 		var resp ReshardResponse
-		if err := json.Unmarshal(rec.body.Bytes(), &resp); err != nil {
+		if err := json.Unmarshal(a.body, &resp); err != nil {
 			return fmt.Errorf("reshard answer for SVG: %w", err)
 		}
 		body, err := reshardSVG(&resp)
 		if err != nil {
 			return err
 		}
-		if c := rec.header.Get("X-Cache"); c != "" {
-			w.Header().Set("X-Cache", c)
-		}
+		w.Header().Set("X-Cache", cacheStatus(a.hit))
 		writeSVG(w, body)
 		return nil
 	}
 }
-
-func wantsText(r *http.Request) bool {
-	a := r.Header.Get("Accept")
-	return strings.Contains(a, "text/plain") && !strings.Contains(a, "application/json")
-}
-
-// Violation is one entry of a 422 policy-violation's "violations": the policy, what
-// broke it (a graph names the op and tensor of the reshard) and that reshard's
-// suggested constraints.
-type Violation struct {
-	Policy  string `json:"policy" example:"forbid_full_rematerialization"`
-	OpName  string `json:"op_name,omitempty"`
-	Tensor  string `json:"tensor,omitempty"`
-	Message string `json:"message"`
-	// SuggestedConstraints are Suggestion objects (graph only; a reshard's are at the
-	// top level of the problem).
-	SuggestedConstraints json.RawMessage `json:"suggested_constraints,omitempty" swaggertype:"array,object"`
-	// SuggestionNote says why there are no suggested constraints.
-	SuggestionNote string `json:"suggestion_note,omitempty"`
-} // @name Violation
 
 // reshardView is what a reshard answer's verdict reads of it.
 type reshardView struct {
@@ -625,19 +468,109 @@ func stripUnreduced(s sharding.Sharding) sharding.Sharding {
 	return c
 }
 
-// summaryJSON totals p for the wire.
-func summaryJSON(p *planner.Plan, model cost.Model) SummaryJSON {
-	sum := p.Summary
-	out := SummaryJSON{
-		Strategy: string(sum.Strategy), CostModel: model.Name(), Collectives: sum.Collectives, TimeUS: sum.TimeUS,
-		BytesPerDevice: sum.BytesPerDevice, LowerBoundBytesPerDevice: sum.LowerBoundBytesPerDevice,
-		Efficiency: sum.Efficiency, TimeLowerBoundUS: sum.TimeLowerBoundUS, TimeEfficiency: sum.TimeEfficiency,
-		PeakBytesPerDevice:    sum.PeakBytesPerDevice,
-		FullRematerialization: sum.FullRematerialization, SearchExpansions: sum.SearchExpansions, Candidates: candidatesOf(sum.Candidates),
-		Optimality: string(sum.Optimality),
+// The reshard answer's encoder: encodeReshardJSON.
+
+// reshard writes ReshardResponse, member by member in the struct's order.
+func (e *jsonAppender) reshard(r *ReshardResponse) {
+	e.b = append(e.b, '{')
+	e.key("plan_id", true)
+	e.str(r.PlanID)
+	e.key("mesh", false)
+	e.mesh(&r.Mesh)
+	e.key("shape", false)
+	ints(e, r.Shape)
+	e.key("source", false)
+	e.sharding(&r.Source)
+	e.key("target", false)
+	e.sharding(&r.Target)
+	e.key("steps", false)
+	list(e, r.Steps, e.step)
+	e.key("summary", false)
+	e.summary(&r.Summary)
+	e.key("suggested_constraints", false)
+	list(e, r.SuggestedConstraints, e.suggestion)
+	e.xlaNotes(r.SuggestionNote, r.XLAWarning, r.XLAPath)
+	e.optStr(`,"source_hlo":`, r.SourceHlo)
+	e.optStr(`,"target_hlo":`, r.TargetHlo)
+	if r.Tiles != nil {
+		e.b = append(e.b, `,"tiles":`...)
+		e.ref(r.Tiles)
 	}
-	if sum.Optimality == planner.OptimalityBestFound && sum.TimeLowerBoundUS > 0 {
-		out.OptimalityGapUS = max(0, sum.TimeUS-sum.TimeLowerBoundUS)
+	if len(r.Transfers) > 0 {
+		e.b = append(e.b, `,"transfers":`...)
+		e.transfers(r.Transfers)
 	}
-	return out
+	e.optStr(`,"diagram":`, r.Diagram)
+	if r.ListsOmitted {
+		e.b = append(e.b, `,"lists_omitted":true`...)
+	}
+	e.optStr(`,"note":`, r.Note)
+	e.b = append(e.b, '}')
 }
+
+// encodeReshardJSON encodes r exactly as encodeJSON does (TestReshardJSONMatchesEncodingJSON),
+// by hand (jsonAppender), without reflection over the per-device lists. What the
+// appender cannot write (NaN) goes to encodeJSON.
+func encodeReshardJSON(r *ReshardResponse) ([]byte, error) {
+	bp := answerScratch.Get().(*[]byte)
+	buf := (*bp)[:0]
+	if hint := reshardJSONSizeHint(r); cap(buf) < hint {
+		buf = make([]byte, 0, hint)
+	}
+	e := jsonAppender{b: buf}
+	e.reshard(r)
+	var out []byte
+	if e.err == nil {
+		// The plan memo keeps answers at their capacity: a copy of the answer's size.
+		out = make([]byte, len(e.b))
+		copy(out, e.b)
+	}
+	if cap(e.b) <= maxScratch {
+		*bp = e.b[:0]
+	}
+	answerScratch.Put(bp)
+	if e.err != nil {
+		return encodeJSON(r)
+	}
+	return out, nil
+}
+
+// answerScratch holds the buffers answers are encoded into before they are copied to
+// their size, up to maxScratch each.
+var answerScratch = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxScratch is the largest buffer answerScratch keeps.
+const maxScratch = 4 << 20
+
+// reshardJSONSizeHint is an upper estimate of r's encoding from the lengths of its
+// per-device lists, which are nearly all of a large answer: a scratch buffer smaller
+// than it is replaced by one that big, so that the buffer is not grown (and copied)
+// while the answer is written. A transfer is bounded by the digits its numbers can have (device ids
+// below the device count, range bounds up to the largest dim, bytes up to the
+// tensor's).
+func reshardJSONSizeHint(r *ReshardResponse) int {
+	rank := len(r.Shape)
+	devices, maxDim, elems := int64(1), int64(1), int64(1)
+	for _, a := range r.Mesh.Axes {
+		devices *= max(int64(a.Size), 1)
+	}
+	for _, d := range r.Shape {
+		maxDim = max(maxDim, d)
+		elems = min(elems*max(d, 1), 1<<50)
+	}
+	ls := listShape{devices: devices, rank: int64(rank), idDigits: digits(devices), dimDigits: digits(maxDim)}
+	// transferBytes allows 20 digits for bytes; an element has at most 64 bytes.
+	transfer := int(ls.transferBytes() - 20 + digits(64*elems))
+	n := 8<<10 + len(r.Transfers)*transfer
+	if r.Tiles != nil {
+		n += (len(r.Tiles.Source) + len(r.Tiles.Target)) * (96 + 4*rank*24) // device, coords, ranges, shapes, padding
+	}
+	for _, st := range r.Steps {
+		n += 2<<10 + len(st.Transfers)*transfer + len(st.Pairs)*int(ls.pairBytes()) + len(st.PairRuns)*96 + len(st.TransferRuns)*(2*transfer+16)
+	}
+	return min(n, maxSizeHint)
+}
+
+// maxSizeHint caps the buffer an answer's encoding starts with: a larger answer grows
+// from there rather than reserve memory it may not use.
+const maxSizeHint = 16 << 20

@@ -1,7 +1,3 @@
-// Package api is shardplan's HTTP transport: the chi router and its middleware, request
-// and response types, decoding and validation, and the one problem+json renderer every
-// failure goes through. It translates JSON to the domain packages and back; it holds no
-// planning logic.
 package api
 
 import (
@@ -24,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/shardplan/shardplan/api/ui"
 	"github.com/shardplan/shardplan/internal/planner"
 )
 
@@ -242,9 +239,9 @@ func (s *Server) routes() chi.Router {
 	r.With(jsonOnly).Get("/openapi2.json", s.handle(s.openAPI))
 	r.With(s.offers(htmlMediaType)).Get("/docs", s.handle(s.docs))
 	assets := s.offers("text/javascript", "text/css", svgMediaType)
-	r.With(assets).Get("/docs/{asset}", s.handle(pageAssets("/docs", docsAssets)))
+	r.With(assets).Get("/docs/{asset}", s.handle(pageAssets("/docs", ui.Docs)))
 	r.With(s.offers(htmlMediaType)).Get("/explore", s.handle(s.explore))
-	r.With(assets).Get("/explore/{asset}", s.handle(pageAssets("/explore", exploreAssets)))
+	r.With(assets).Get("/explore/{asset}", s.handle(pageAssets("/explore", ui.Explore)))
 	// Like every /v1 route, the cost models need a key when keys are on, and count
 	// against the client's rate limit.
 	r.With(s.requireAPIKey, s.rateLimit, jsonOnly).Get("/v1/cost-models", s.handle(s.costModels))
@@ -266,11 +263,11 @@ func (s *Server) routes() chi.Router {
 	// Graphs are bigger than single reshards: their own body limit.
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
-		r.With(s.offers("application/json", mlirMediaType)).Post("/v1/graph", s.handle(s.exact("graph", mlirMediaType, s.graph)))
+		r.With(s.offers("application/json", mlirMediaType)).Post("/v1/graph", s.handle(writeAnswer(s.exact("graph", mlirMediaType, s.graph))))
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireMedia(mlirMediaType, hloMediaType), s.limitBody(s.limits.MaxGraphBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
-		r.With(s.offers("application/json", textMediaType)).Post("/v1/audit", s.handle(s.exact("audit", textMediaType, s.audit)))
+		r.With(s.offers("application/json", textMediaType)).Post("/v1/audit", s.handle(writeAnswer(s.exact("audit", textMediaType, s.audit))))
 	})
 	return r
 }

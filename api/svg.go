@@ -773,14 +773,3 @@ func stepMatrix(d *svgDoc, m *sharding.Mesh, lay meshDrawing, moves []svgMove) f
 func writeSVG(w http.ResponseWriter, body []byte) {
 	writeBody(w, http.StatusOK, svgMediaType+"; charset=utf-8", body)
 }
-
-// bufferWriter is an http.ResponseWriter that keeps the answer.
-type bufferWriter struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (b *bufferWriter) Header() http.Header         { return b.header }
-func (b *bufferWriter) Write(p []byte) (int, error) { return b.body.Write(p) }
-func (b *bufferWriter) WriteHeader(code int)        { b.code = code }

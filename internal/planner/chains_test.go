@@ -30,20 +30,15 @@ type chainReport struct {
 	proven bool
 }
 
-// judgeChains prices the chains of r's reshard through structured intermediates, at
-// most maxNeighbours per end.
-func judgeChains(t testing.TB, r *Request, maxNeighbours int) chainReport {
-	t.Helper()
-	return judgeChainsOver(t, r, chainOptions{neighbours: maxNeighbours, maxPrime: completeMaxPrime, threes: true})
-}
-
 // chainOptions set what judgeChainsOver prices: at most neighbours intermediates per
 // end, over the mesh axes split into prime atoms while they number at most maxPrime (0:
 // the units of the structured graph, whole axes or the sub-axes the ends name), and
-// chains of three when threes.
+// chains of three when threes. With defaultLegs the legs are planned at the default
+// effort whatever the request's (an exhaustive plan judged by the answers a default
+// request gets: exhaustive legs would take a planning budget each).
 type chainOptions struct {
 	neighbours, maxPrime int
-	threes               bool
+	threes, defaultLegs  bool
 }
 
 // judgeChainsOver is judgeChains with its options.
@@ -53,6 +48,9 @@ func judgeChainsOver(t testing.TB, r *Request, opt chainOptions) chainReport {
 	plan := func(from, to sharding.Sharding) *Plan {
 		q := *r
 		q.Source, q.Target = from, to
+		if opt.defaultLegs && (!from.SameLayout(r.Source) || !to.SameLayout(r.Target)) {
+			q.Effort = EffortThorough
+		}
 		p, err := Reshard(context.Background(), &q)
 		if err != nil {
 			t.Fatalf("%s -> %s: %v", from, to, err)
@@ -170,15 +168,18 @@ func neighbourShardings(sp *space, st state, r *Request, rng *rand.Rand, limit i
 // (SHARDPLAN_CHAIN_CASES, default 20) and the two scale cases (d=4096 transposes) per
 // profile, and reports how many plans a chain of the planner's own plans beats, by how
 // much at worst, and the plans' time efficiency (lower bound over time), median and
-// p10.
+// p10. SHARDPLAN_CHAIN_EFFORT=exhaustive plans the reshards judged with
+// EffortExhaustive and their chains' legs at the default effort.
 //
 //	go test -run '^$' -bench BenchmarkChainJudge -benchtime 1x -timeout 30m ./internal/planner/
+//	SHARDPLAN_CHAIN_EFFORT=exhaustive go test -run '^$' -bench BenchmarkChainJudge -benchtime 1x -timeout 60m ./internal/planner/
 func BenchmarkChainJudge(b *testing.B) {
 	n := 20
 	if v, err := strconv.Atoi(os.Getenv("SHARDPLAN_CHAIN_CASES")); err == nil {
 		n = v
 	}
 	set := randomSet(b)[:n]
+	effort := Effort(os.Getenv("SHARDPLAN_CHAIN_EFFORT"))
 	big := mustMesh(b, "d=4096")
 	scale := []problem{
 		{big, []int64{4096, 4096}, mustSharding(b, big, nil, `["d",null]`), mustSharding(b, big, nil, `[null,"d"]`)},
@@ -191,8 +192,8 @@ func BenchmarkChainJudge(b *testing.B) {
 				beaten, proven, worst := 0, 0, 1.0
 				var eff []float64
 				for i, pb := range slices.Concat(set, scale) {
-					r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: model}
-					rep := judgeChains(b, r, 12)
+					r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: model, Effort: effort}
+					rep := judgeChainsOver(b, r, chainOptions{neighbours: 12, maxPrime: completeMaxPrime, threes: true, defaultLegs: true})
 					s := rep.plan.Summary
 					eff = append(eff, s.TimeLowerBoundUS/math.Max(s.TimeUS, 1e-12))
 					if rep.proven {

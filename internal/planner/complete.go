@@ -110,6 +110,7 @@ type completeSearch struct {
 	units     [][]uint8
 	byCounts  map[string][]state // unit states by shard counts
 	noPermute bool               // the structured pass leaves out its permutes
+	covered   map[string]bool    // the structured pass's coverage checks (unitFeasible)
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
 	prices  map[cpriceKey]float64
@@ -149,8 +150,10 @@ type passConfig struct {
 	// within its budgets at weight 1 proves its answer; a pass that reaches its
 	// point-to-point budget then stops (else it searches on with the other moves).
 	full bool
-	// weight multiplies the heuristic in the queue's order, f = g + weight·h: 1 is A*,
-	// more finds a path sooner, not proven the cheapest. Pruning uses h alone.
+	// weight multiplies the heuristic in the order of the queue's nodes, f = g +
+	// weight·h: 1 is A*, more finds a path sooner, not proven the cheapest. Pruning
+	// uses h alone, and a point-to-point edge waits at its unweighted bound, so that a
+	// weighted pass prices it before the nodes it may undercut.
 	weight float64
 	maxExp int // nodes the pass expands
 	maxP2P int // point-to-point edges it prices
@@ -603,7 +606,7 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 					continue // reached at least as cheaply already
 				}
 				lz.bounded = true
-				it.f = from.g + lb + c.weight*lz.h
+				it.f = from.g + lb + lz.h
 				c.queue(it)
 				continue
 			}
@@ -722,7 +725,7 @@ func (c *completeSearch) consider(id int32, e cedge, nx cnode) {
 		if id2, ok := c.bykey[nx.key()]; ok && c.nodes[id2].g <= from.g {
 			return // reached at least as cheaply already
 		}
-		c.queue(citem{id: id, f: from.g + c.weight*hn, g: from.g, steps: from.steps + 1,
+		c.queue(citem{id: id, f: from.g + hn, g: from.g, steps: from.steps + 1,
 			lazy: &lazyEdge{e: e, to: cnode{st: nx.st.clone(), unr: nx.unr}, h: hn}})
 		return
 	}
@@ -739,6 +742,9 @@ func (c *completeSearch) feasible(before, after cnode, e cedge) bool {
 		group |= 1 << a
 	}
 	group |= e.reduce
+	if c.units != nil {
+		return c.unitFeasible(before.st, after.st, group)
+	}
 	return c.sp.feasible(before.st, after.st, group)
 }
 

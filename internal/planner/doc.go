@@ -39,12 +39,19 @@
 //	            searchPasses, below), which returns its plan and the hybrids of every
 //	            plan its passes found (searchOut); the best hybrid (hybrids.go: a
 //	            candidate's steps with an all_to_all_v in place of its first, last or
-//	            middle steps) and its own hybrids; the late exchange; then:
+//	            middle steps) and its own hybrids; the late exchange; the chain
+//	            candidate (chainincumbent.go: structured steps, one exchange or
+//	            permute, structured steps, from Dijkstras over the structured moves
+//	            out of the source and into the goal; exhaustive: also each structured
+//	            neighbour of either end with the default effort's plans of the legs);
+//	            then:
 //	  structured  structured.go: the complete pass's engine over unit states (every mesh
 //	              axis whole, or split at the sub-axes the ends name) with the
 //	              structured moves only, searched to the end (up to
 //	              structuredStateLimit states); under structured allowed ops it is what
-//	              proves the plan
+//	              proves the plan; above the limit, or past the incumbent's budget,
+//	              a search for any plan that never replicates the tensor when no
+//	              candidate avoids it (cleanStructuredPass)
 //	  complete    complete.go: A* over every state of every mesh axis split into prime
 //	              atoms, every step op as a move, bounded by the best candidate; it
 //	              finds a strictly cheaper plan or proves there is none

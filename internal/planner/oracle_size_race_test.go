@@ -14,6 +14,13 @@ var goldenRandomSetCases = 40
 // prefix of the plain run's, and how many of it must be judged.
 var structuredOracleCases, structuredOracleJudged = 120, 100
 
+// structuredOracleStates bounds the structured graphs without permutes
+// TestStructuredOracle judges under the race detector: 4 units at rank 3, 5 at rank 2.
+const structuredOracleStates = 2000
+
 // chainJudgeCases is TestChainJudgeStructured's cases under the race detector: a
 // prefix of the plain run's.
 var chainJudgeCases = 8
+
+// noRematCases is how many reshards TestNoAvoidableRemat plans under the race detector: a prefix of the plain run's.
+var noRematCases = 10

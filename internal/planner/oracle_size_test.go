@@ -12,7 +12,14 @@ var goldenRandomSetCases = 250
 
 // structuredOracleCases is how many seeded reshards TestStructuredOracle draws, and how
 // many of them it must judge (the others are above its quick size).
-var structuredOracleCases, structuredOracleJudged = 600, 500
+var structuredOracleCases, structuredOracleJudged = 600, 560
+
+// structuredOracleStates bounds the structured graphs without permutes
+// TestStructuredOracle judges: every graph the structured pass searches.
+const structuredOracleStates = structuredStateLimit
 
 // chainJudgeCases is how many reshards TestChainJudgeStructured judges.
 var chainJudgeCases = 40
+
+// noRematCases is how many reshards TestNoAvoidableRemat plans.
+var noRematCases = 60

@@ -140,7 +140,8 @@ type searched struct {
 
 // search is the search phase: the candidate search bounded by the greedy plan, the
 // hybrids of every plan and the late exchange, then the incumbents' others, then the
-// structured and complete passes bounded by all of them.
+// chain candidate (chainincumbent.go) and the structured and complete passes, each
+// bounded by all of them.
 func (pb *planProblem) search(ctx context.Context, r *Request, in *incumbents) (searched, error) {
 	out := searched{cands: slices.Clone(in.greedy)}
 	var hybrids []*Plan
@@ -162,6 +163,7 @@ func (pb *planProblem) search(ctx context.Context, r *Request, in *incumbents) (
 		}
 	}
 	out.cands = append(out.cands, in.others...)
+	out.cands = append(out.cands, present(chainIncumbent(ctx, r, out.cands))...)
 	if r.noComplete {
 		return out, nil
 	}

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"slices"
 
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -25,24 +26,36 @@ import (
 //
 // Units of 4 mesh axes at rank 3 make 685 states per unreduced set, whatever the mesh
 // size, and every edge is priced as the plan's step is: gathers, all-to-alls and
-// reductions by the model's formula, permutes as digit permutations of the prime atoms.
+// reductions by the model's formula, permutes as digit permutations of the prime atoms
+// (priced when generated: a digit permutation's price depends only on where each atom's
+// digit goes and on the bytes, so the space prices each once, and a pass prices tens
+// of thousands of permutes for a few thousand routings).
 // The pass runs before the complete pass, bounded by the candidates; its plan (or the
 // proof that none of its graph is strictly cheaper) is what makes plans under the
 // structured ops proven at every size (structuredOnly), and what keeps a plan that never
 // replicates the tensor whenever the structured graph holds one.
 
 // structuredStateLimit bounds the unit states per unreduced set the structured pass
-// searches: 5 units at rank 3 (5,056 states), 6 at rank 2 (11,743); 6 units at rank 3
-// (42,079) are above it (a pass there takes about a second, most of it permutes).
+// searches: 5 units at rank 3 (5,056 states), 6 at rank 2 (11,743). 6 units at rank 3
+// (42,079) are above it: a pass there expands 2,000-20,000 nodes, seconds without
+// permutes and about 15 s with them (docs/PERFORMANCE.md, "The structured pass").
 const structuredStateLimit = 12000
 
-// structuredExpansions and structuredP2PBudget bound one structured pass: the nodes it
-// expands and the permutes it prices. A pass that reaches either answers its best plan
-// found, not proven.
+// structuredExpansions and structuredP2PPerState bound one structured pass: the nodes it
+// expands, and the permutes it routes per unit state of its graph (a digit permutation
+// is routed once per request for each bytes per device; proving a pass over 1,631 states
+// routes up to 5,213, over 5,056 states up to 16,120). A pass that reaches either answers
+// its best plan found, not proven.
 const (
-	structuredExpansions = 60000
-	structuredP2PBudget  = 8000
+	structuredExpansions  = 60000
+	structuredP2PPerState = 8
 )
+
+// structuredCleanGreedy weighs the heuristic in cleanStructuredPass's search, which looks
+// for any plan that avoids a full rematerialization, not the cheapest: on the graphs above
+// structuredStateLimit of TestNoAvoidableRemat a weight of 1 took up to 46 s, 10 up to
+// 4 s, 1,000 a few milliseconds (at most 0.8 s).
+const structuredCleanGreedy = 1000
 
 // structuredIncumbentExpansions bounds the structured pass when the request allows
 // exchanges (its plan is then one incumbent among the exchange families').
@@ -94,8 +107,12 @@ func unitsOf(cp *space, m *sharding.Mesh, shape []int64, elemBits int, shs ...sh
 // none), and whether the pass proved that no plan of the structured graph is cheaper.
 func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (*Plan, bool, error) {
 	units, ok := unitsOf(cp, r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
-	if !ok || countStates(len(units), len(r.Shape)) > structuredStateLimit {
+	if !ok {
 		return nil, false, nil
+	}
+	states := countStates(len(units), len(r.Shape))
+	if states > structuredStateLimit {
+		return cleanStructuredPass(ctx, r, cp, cands, units)
 	}
 	start := cnode{cp.stateOf(r.Source), maskOf(cp.atomsOf(r.Source.Unreduced))}
 	goal := cnode{cp.stateOf(r.Target), maskOf(cp.atomsOf(r.Target.Unreduced))}
@@ -104,7 +121,7 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 	}
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
 	cs.units = units
-	cs.passConfig = passConfig{moves: unitMoves{}, full: true, weight: 1, maxExp: structuredExpansions, maxP2P: structuredP2PBudget}.forEffort(r.Effort)
+	cs.passConfig = passConfig{moves: unitMoves{}, full: true, weight: 1, maxExp: structuredExpansions, maxP2P: structuredP2PPerState * int(states)}.forEffort(r.Effort)
 	free, any, _ := bestCandidates(r, cands)
 	noRep := cs.noRep
 	var first *Plan
@@ -115,11 +132,14 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 		cs.noPermute = true
 		cs.maxExp = structuredIncumbentExpansions
 		p, _, err := cs.against(free, any, "structured")
+		if err == nil && p == nil {
+			return cleanStructuredPass(ctx, r, cp, cands, units)
+		}
 		return p, false, err
 	}
 	if r.allowed(OpCollectivePermute) {
-		// The graph without permutes first: a few hundred µs where the permutes' prices
-		// take milliseconds, and its plan bounds the permutes the full graph prices.
+		// The graph without permutes first: its plan bounds the permutes the full
+		// graph prices.
 		cs.noPermute = true
 		p, _, err := cs.against(free, any, "structured")
 		if err != nil {
@@ -137,6 +157,39 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 	}
 	ok = ok && structuredOnly(r)
 	return p, ok, err
+}
+
+// cleanStructuredPass is the structured pass over a graph above structuredStateLimit,
+// or with exchanges allowed when the incumbent's budget found nothing: when no
+// candidate avoids a full rematerialization, a search of the graph for a plan that
+// does, within structuredExpansions (not proven): without permutes, then, when that
+// finds none, with them.
+func cleanStructuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan, units [][]uint8) (*Plan, bool, error) {
+	free, _, _ := bestCandidates(r, cands)
+	if r.AllowFullRemat || !math.IsInf(free, 1) {
+		return nil, false, nil
+	}
+	start := cnode{cp.stateOf(r.Source), maskOf(cp.atomsOf(r.Source.Unreduced))}
+	goal := cnode{cp.stateOf(r.Target), maskOf(cp.atomsOf(r.Target.Unreduced))}
+	if start.unr&goal.unr != goal.unr {
+		return nil, false, nil
+	}
+	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
+	if !cs.noRep {
+		return nil, false, nil
+	}
+	cs.units, cs.noPermute = units, true
+	cs.passConfig = passConfig{moves: unitMoves{}, full: true, weight: structuredCleanGreedy, maxExp: structuredExpansions, maxP2P: structuredP2PPerState * structuredStateLimit}
+	res, err := cs.run(free)
+	if err == nil && res.path == nil && r.allowed(OpCollectivePermute) {
+		cs.noPermute = false
+		res, err = cs.run(free)
+	}
+	if err != nil || res.path == nil {
+		return nil, false, err
+	}
+	p := &Plan{Request: r, sp: cp, Steps: cs.completeSteps(res.path)}
+	return p.named("structured"), false, nil
 }
 
 // unitRuns splits a dim's atoms into its units' runs (every structured state's dims
@@ -230,8 +283,48 @@ func (c *completeSearch) expandUnits(id int32) {
 	}
 	if r.allowed(OpCollectivePermute) && !c.noPermute {
 		for _, nx := range c.permuteTargets(cur) {
-			c.consider(id, cedge{op: OpCollectivePermute, group: changedAtoms(st, nx)}, cnode{nx, cur.unr})
+			c.unitPermute(id, cedge{op: OpCollectivePermute, group: changedAtoms(st, nx)}, cnode{nx, cur.unr})
 		}
+	}
+}
+
+// unitPermute considers the permute e from node id to nx, priced at once when it is a
+// digit permutation (its price then depends only on where each atom's digit goes and
+// on the bytes, memoized per space), else lazily as consider does.
+func (c *completeSearch) unitPermute(id int32, e cedge, nx cnode) {
+	from := c.nodes[id]
+	if _, ok := c.sp.digitSrc(from.n.st, nx.st); !ok {
+		c.consider(id, e, nx)
+		return
+	}
+	if id2, ok := c.bykey[nx.key()]; ok && c.nodes[id2].g <= from.g {
+		return // reached at least as cheaply already
+	}
+	if c.budget > 0 && c.tileBytes(nx.st) > c.budget {
+		return
+	}
+	isGoal := nx.unr == c.goal.unr && nx.st.equal(c.goal.st)
+	hn := 0.0
+	if !isGoal {
+		if c.noRep && c.replicated(nx) {
+			return
+		}
+		hn = c.h(nx)
+	}
+	if c.over(from.g + hn) {
+		return
+	}
+	known := len(c.sp.digitRoutes)
+	est, ok := c.sp.routed(c.r, from.n.st, nx.st, true, c.tileBytes(from.n.st))
+	if !ok {
+		c.consider(id, e, nx)
+		return
+	}
+	if len(c.sp.digitRoutes) > known {
+		c.p2p++ // a digit permutation routed
+	}
+	if !c.over(from.g+est.TimeUS+hn) && c.feasible(from.n, nx, e) {
+		c.push(nx, from.g+est.TimeUS, from.steps+1, id, e)
 	}
 }
 
@@ -367,7 +460,41 @@ func (c *completeSearch) gatherPieces(e cedge, before, after cnode) []move {
 // check.
 func (c *completeSearch) piecesFeasible(e cedge, before, after cnode) bool {
 	for _, m := range c.gatherPieces(e, before, after) {
-		if !c.sp.feasible(m.before, m.after, maskOf(m.group)) {
+		if !c.unitFeasible(m.before, m.after, maskOf(m.group)) {
+			return false
+		}
+	}
+	return true
+}
+
+// unitFeasible is space.feasible with each uneven dim's coverage check memoized: the
+// structured graph's dims take the same few unit lists in thousands of states.
+func (c *completeSearch) unitFeasible(before, after state, group uint64) bool {
+	for d := range before {
+		b, a := before[d], after[d]
+		D := c.sp.shape[d]
+		if slices.Equal(b, a) || D%int64(c.sp.count(b)) == 0 && D%int64(c.sp.count(a)) == 0 {
+			continue
+		}
+		// The check reads the group's atoms among the dim's only.
+		var in uint64
+		k := append(append(append(make([]byte, 0, len(b)+len(a)+11), byte(d)), b...), 0xff)
+		for _, x := range b {
+			in |= 1 << x
+		}
+		for _, x := range a {
+			in |= 1 << x
+		}
+		k = binary.LittleEndian.AppendUint64(append(append(k, a...), 0xff), group&in)
+		ok, seen := c.covered[string(k)]
+		if !seen {
+			ok = c.sp.dimCovered(d, b, a, group)
+			if c.covered == nil {
+				c.covered = map[string]bool{}
+			}
+			c.covered[string(k)] = ok
+		}
+		if !ok {
 			return false
 		}
 	}

@@ -93,6 +93,7 @@ func TestOptimalNotSlowerThanXLA(t *testing.T) {
 // race detector 8: chainJudgeCases), chains of two through 4 neighbours per
 // end (-long: 120 cases, chains of two and three through 8).
 func TestChainJudgeStructured(t *testing.T) {
+	const chainJudgeStates = 2000 // 4 units at rank 3, 5 at rank 2: it plans every neighbour of both ends
 	cases, opt := chainJudgeCases, chainOptions{neighbours: 4}
 	if *long {
 		cases, opt = 120, chainOptions{neighbours: 8, threes: true}
@@ -107,7 +108,7 @@ func TestChainJudgeStructured(t *testing.T) {
 		}
 		o, ok := newStructuredOracle(t, r)
 		require.True(t, ok)
-		if countStates(len(o.units), len(r.Shape)) > oracleQuickStates {
+		if countStates(len(o.units), len(r.Shape)) > chainJudgeStates {
 			continue
 		}
 		model, _ := cost.Profile(profiles[i%2])

@@ -58,6 +58,21 @@ const (
 	cutBoundDevices = 1024    // coordinates the cut and node bounds enumerate; past it they leave that part out
 )
 
+// Chain candidate (chainincumbent.go): per side the structured steps from its end
+// (depth) and the states kept, nearest first (states); the goal's side's nearest
+// states whose keep targets are priced (bases); the exchanges priced (pairs).
+// EffortExhaustive takes the wider row, and at most chainBudgetShare of its planning
+// budget for its chain phase.
+var (
+	chainDefault    = chainBudget{depth: 3, states: 16, bases: 4, pairs: 48}
+	chainExhaustive = chainBudget{depth: 3, states: 192, bases: 32, pairs: 4096}
+)
+
+const (
+	chainPopsPerPair = 16  // the pairs the chain candidate bounds (exchangeBound) per exchange it may price
+	chainBudgetShare = 0.5 // the share of EffortExhaustive's planning budget its chain phase may take
+)
+
 // Complete pass (complete.go).
 const (
 	completeStateLimit      = 400   // states up to which every permute and exchange is generated
