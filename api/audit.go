@@ -474,7 +474,8 @@ func (s *Server) auditProgram(ctx context.Context, ai *auditInput) (*AuditRespon
 	}
 	budget := ai.budget
 	start := time.Now()
-	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort, Memos: s.planMemos, Cores: s.lendCores}
+	effort, planBudget := in.planning()
+	req := &audit.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: effort, PlanningBudget: planBudget, Memos: s.planMemos, Cores: s.lendCores}
 	if budget != nil {
 		req.BudgetBytes = *budget
 	}

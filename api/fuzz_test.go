@@ -82,6 +82,9 @@ func FuzzGraphBody(f *testing.F) {
 		`{"mesh": "x=2", "tensors": {"i": {"shape": [4]}, "p": {"shape": [4]}, "q": {"shape": [4]}, "o": {"shape": [4]}, "c": {"shape": [], "dtype": "pred"}},
 		  "ops": [{"name": "w", "op": "while", "operands": ["i"], "results": ["o"],
 		    "cond": {"params": ["p"], "ops": [], "returns": ["c"]}, "body": {"params": ["q"], "ops": [], "returns": ["q"]}}]}`,
+		`{"mesh": "x=2", "tensors": {"a": {"shape": [4], "sharding": ["x"]}, "b": {"shape": [4], "sharding": [null]}}, "ops": [{"name": "c", "op": "sharding_constraint", "operands": ["a"], "results": ["b"]}], "effort": "exhaustive", "planning_budget_ms": 5}`,
+		`{"mesh": "x=2", "tensors": {}, "effort": "fast", "planning_budget_ms": -1.5e3}`,
+		`{"mesh": "x=2", "tensors": {}, "Planning_Budget_MS": "7", "EFFORT": null}`,
 	} {
 		f.Add(seed)
 	}

@@ -183,7 +183,8 @@ func (ta *tensorAnswers) fill(resp *GraphResponse) *GraphResponse {
 // encodeGraphTensors.
 func (s *Server) planGraphTensors(ctx context.Context, in *graphInput) (resp *GraphResponse, ta *tensorAnswers, err error) {
 	start := time.Now()
-	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: in.effort, Memos: s.planMemos, Cores: s.lendCores})
+	effort, budget := in.planning()
+	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: in.graph, Mesh: in.mesh, Options: in.opts, Strategy: in.strategy, Model: in.model, AllowFullRemat: in.remat, Effort: effort, PlanningBudget: budget, Memos: s.planMemos, Cores: s.lendCores})
 	s.metrics.observePlan("graph", in.strategy, start)
 	if err != nil {
 		return nil, nil, err

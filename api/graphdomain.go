@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/fielderr"
@@ -365,8 +366,16 @@ func graphKey(in *graphInput) (string, error) {
 		// hashes as if the key had no such part.
 		parts = append(parts, "allow_full_rematerialization")
 	}
-	if in.effort == planner.EffortFast && in.strategy == planner.Optimal {
-		parts = append(parts, "effort_fast")
+	if in.strategy == planner.Optimal {
+		switch in.effort {
+		case planner.EffortFast:
+			parts = append(parts, "effort_fast")
+		case planner.EffortExhaustive:
+			parts = append(parts, "effort_exhaustive")
+		}
+		if ms := in.req.PlanningBudgetMS; ms > 0 {
+			parts = append(parts, "planning_budget_ms", ms)
+		}
 	}
 	head, _ := json.Marshal(parts)
 	h.Write(head)
@@ -635,6 +644,16 @@ func (s *Server) prepareGraph(ctx context.Context, body []byte, req *GraphReques
 	}
 	in.effort = effortOf(in.req.Effort)
 	return in, nil
+}
+
+// planning is the effort and the planning budget of every reshard (and reduction) the
+// graph plans: the request's under strategy optimal; under xla, which they do not
+// apply to (nor enter the plan id), the default effort and no budget.
+func (in *graphInput) planning() (planner.Effort, time.Duration) {
+	if in.strategy != planner.Optimal {
+		return planner.EffortThorough, 0
+	}
+	return in.effort, time.Duration(in.req.PlanningBudgetMS) * time.Millisecond
 }
 
 // opsNesting is keyNesting(body, "ops", limit), from the levels readGraphRequest

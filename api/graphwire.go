@@ -58,9 +58,13 @@ type GraphRequest struct {
 	// makes a plan without a full rematerialization win whatever the times; allow makes
 	// the fastest plan win (not with policy.forbid_full_rematerialization).
 	FullRematerialization string `json:"full_rematerialization,omitempty" validate:"omitempty,oneof=avoid allow" enums:"avoid,allow"`
-	// Effort applies to every reshard (strategy optimal): thorough (default) or fast
-	// (ReshardRequest.effort).
-	Effort string `json:"effort,omitempty" validate:"omitempty,oneof=thorough fast" enums:"thorough,fast"`
+	// Effort applies to every reshard (strategy optimal): thorough (default), fast or
+	// exhaustive (ReshardRequest.effort).
+	Effort string `json:"effort,omitempty" validate:"omitempty,oneof=thorough fast exhaustive" enums:"thorough,fast,exhaustive"`
+	// PlanningBudgetMS applies to each distinct reshard (strategy optimal;
+	// ReshardRequest.planning_budget_ms): the graph's reshards share the time left
+	// before the request's deadline, each at most its share of it.
+	PlanningBudgetMS int `json:"planning_budget_ms,omitempty" validate:"omitempty,gte=1,lte=600000" minimum:"1" maximum:"600000"`
 
 	wire graphWire // what the reader saw beyond the values
 } // @name GraphRequest
@@ -227,6 +231,8 @@ func (r *wireReader) topField(req *GraphRequest, key string) *Problem {
 		return r.topString(&req.FullRematerialization, key)
 	case foldEq(key, "effort"):
 		return r.topString(&req.Effort, key)
+	case foldEq(key, "planning_budget_ms"):
+		return r.topInt(&req.PlanningBudgetMS, key)
 	case foldEq(key, "tensors"):
 		w.tensors = true
 		r.tensors(req)
@@ -276,6 +282,27 @@ func (r *wireReader) topString(dst *string, path string) *Problem {
 		got := r.valueWord()
 		r.skip()
 		return topTypeError(path, "a string", got)
+	}
+	return nil
+}
+
+// topInt reads an integer as json.Unmarshal reads one into an int, with its message
+// for any other value.
+func (r *wireReader) topInt(dst *int, path string) *Problem {
+	switch c := r.peek(); {
+	case c == 'n':
+		r.skip()
+	case c == '-' || (c >= '0' && c <= '9'):
+		lit := string(r.raw())
+		n, err := strconv.Atoi(lit)
+		if err != nil {
+			return topTypeError(path, "an integer (within range)", "number "+lit)
+		}
+		*dst = n
+	default:
+		got := r.valueWord()
+		r.skip()
+		return topTypeError(path, "an integer (within range)", got)
 	}
 	return nil
 }

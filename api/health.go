@@ -96,8 +96,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.degraded.Set(boolGauge(ready && degraded))
 	if !ready {
-		return NewProblem(http.StatusServiceUnavailable, slugNotReady, "Not ready",
-			"the service is not taking traffic; see checks").With("checks", checks).WithHeader("Retry-After", "5")
+		p := NewProblem(http.StatusServiceUnavailable, slugNotReady, "Not ready", "the service is not taking traffic; see checks")
+		p.Checks = checks
+		return p.WithHeader("Retry-After", "5")
 	}
 	status := "ready"
 	if degraded {

@@ -104,7 +104,7 @@ func TestAnswerPlannedVerdicts(t *testing.T) {
 			if p, ok := err.(*Problem); ok {
 				assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
 				assert.Equal(t, tc.want, p.Detail)
-				assert.Equal(t, json.RawMessage(body), p.Extensions["plan"])
+				assert.Equal(t, json.RawMessage(body), p.Plan)
 			} else {
 				require.NoError(t, err)
 				assert.Equal(t, tc.want, string(a.body))

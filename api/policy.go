@@ -17,9 +17,12 @@ type Policy struct {
 // broke it (a graph names the op and tensor of the reshard) and that reshard's
 // suggested constraints.
 type Violation struct {
-	Policy  string `json:"policy" example:"forbid_full_rematerialization"`
-	OpName  string `json:"op_name,omitempty"`
-	Tensor  string `json:"tensor,omitempty"`
+	// Policy is the policy broken.
+	Policy string `json:"policy" example:"forbid_full_rematerialization"`
+	// OpName and Tensor name the reshard that breaks it (graph only).
+	OpName string `json:"op_name,omitempty" example:"mm"`
+	Tensor string `json:"tensor,omitempty" example:"y"`
+	// Message says how it breaks it.
 	Message string `json:"message"`
 	// SuggestedConstraints are Suggestion objects (graph only; a reshard's are at the
 	// top level of the problem).
@@ -33,12 +36,8 @@ func (p *Policy) forbidsRemat() bool { return p != nil && p.ForbidFullRematerial
 
 // problem is the 422 of an answer that breaks the policy, carrying the answer.
 func (v *verdict) problem(body []byte) *Problem {
-	p := NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", v.Detail).
-		With("violations", v.Violations).
-		With("plan", json.RawMessage(body))
-	if v.SuggestedConstraints != nil {
-		p.With("suggested_constraints", v.SuggestedConstraints)
-	}
+	p := NewProblem(http.StatusUnprocessableEntity, slugPolicyViolation, "Policy violation", "%s", v.Detail)
+	p.Violations, p.Plan, p.SuggestedConstraints = v.Violations, json.RawMessage(body), v.SuggestedConstraints
 	return p
 }
 

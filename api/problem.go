@@ -40,9 +40,19 @@ type Problem struct {
 	// MinBudget (memory-budget problems) is the smallest memory_budget_bytes_per_device
 	// that admits a plan.
 	MinBudget int64 `json:"min_budget_bytes_per_device,omitempty"`
-	// Extensions are extra members (e.g. "checks", "violations", "plan"), merged into the
-	// top-level object when encoded.
-	Extensions map[string]any `json:"-" swaggerignore:"true"`
+	// MoreErrors (400s) counts the field errors left out of errors, which lists at most
+	// 100.
+	MoreErrors int `json:"more_errors,omitempty" example:"12"`
+	// Checks (503 not-ready) is each readiness check's state: "ok", or why it fails.
+	Checks map[string]string `json:"checks,omitempty"`
+	// Violations (422 policy-violation) are the policies the answer breaks.
+	Violations []Violation `json:"violations,omitempty"`
+	// Plan (422 policy-violation) is the answer that breaks the policy, as the route
+	// answers it without one (a ReshardResponse or a GraphResponse).
+	Plan json.RawMessage `json:"plan,omitempty" swaggertype:"object"`
+	// SuggestedConstraints (422 policy-violation of a reshard) are Suggestion objects:
+	// the constraints that avoid the rematerialization (a graph's are per violation).
+	SuggestedConstraints json.RawMessage `json:"suggested_constraints,omitempty" swaggertype:"array,object"`
 
 	headers http.Header // extra response headers (Retry-After, Allow)
 	cause   error       // internal cause, logged, never sent
@@ -59,25 +69,47 @@ func (p *Problem) Error() string {
 // Unwrap returns the internal cause, if any.
 func (p *Problem) Unwrap() error { return p.cause }
 
-// MarshalJSON merges Extensions into the object; the standard members win.
+// MarshalJSON writes the standard members in field order; a problem with any of the
+// members after min_budget_bytes_per_device (its extensions) is written as one object
+// with every member's key in sorted order.
 func (p *Problem) MarshalJSON() ([]byte, error) {
 	type plain Problem
-	b, err := encodeJSON((*plain)(p))
-	if err != nil || len(p.Extensions) == 0 {
+	std := plain(*p)
+	std.MoreErrors, std.Checks, std.Violations, std.Plan, std.SuggestedConstraints = 0, nil, nil, nil, nil
+	b, err := encodeJSON(&std)
+	ext := p.extensions()
+	if err != nil || len(ext) == 0 {
 		return b, err
 	}
-	m := make(map[string]any, len(p.Extensions)+7)
-	for k, v := range p.Extensions {
-		m[k] = v
-	}
-	var std map[string]json.RawMessage
-	if err := json.Unmarshal(b, &std); err != nil {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
 		return nil, err
 	}
-	for k, v := range std {
-		m[k] = v
+	for k, v := range members {
+		ext[k] = v
 	}
-	return encodeJSON(m)
+	return encodeJSON(ext)
+}
+
+// extensions are the extension members p carries, by key.
+func (p *Problem) extensions() map[string]any {
+	m := map[string]any{}
+	if p.MoreErrors != 0 {
+		m["more_errors"] = p.MoreErrors
+	}
+	if p.Checks != nil {
+		m["checks"] = p.Checks
+	}
+	if p.Violations != nil {
+		m["violations"] = p.Violations
+	}
+	if p.Plan != nil {
+		m["plan"] = p.Plan
+	}
+	if p.SuggestedConstraints != nil {
+		m["suggested_constraints"] = p.SuggestedConstraints
+	}
+	return m
 }
 
 // WithHeader returns p with a response header set.
@@ -86,15 +118,6 @@ func (p *Problem) WithHeader(key, value string) *Problem {
 		p.headers = http.Header{}
 	}
 	p.headers.Set(key, value)
-	return p
-}
-
-// With returns p with an extension member set.
-func (p *Problem) With(key string, value any) *Problem {
-	if p.Extensions == nil {
-		p.Extensions = map[string]any{}
-	}
-	p.Extensions[key] = value
 	return p
 }
 
@@ -125,7 +148,7 @@ func Invalid(slug, title string, errs ...*sharding.FieldError) *Problem {
 	}
 	if more := len(errs) - len(listed); more > 0 {
 		parts = append(parts, fmt.Sprintf("and %d more errors (the first %d are listed; fix them and send the request again)", more, len(listed)))
-		p.With("more_errors", more)
+		p.MoreErrors = more
 	}
 	p.Detail = strings.Join(parts, "; ")
 	return p

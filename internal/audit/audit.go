@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -41,9 +42,11 @@ type Request struct {
 	Options  propagation.Options
 	Strategy planner.Strategy
 	Model    cost.Model
-	// AllowFullRemat, Effort and Memos are the reshard planner's (graphplan.Request).
+	// AllowFullRemat, Effort, PlanningBudget and Memos are the reshard planner's
+	// (graphplan.Request).
 	AllowFullRemat bool
 	Effort         planner.Effort
+	PlanningBudget time.Duration
 	Memos          *planner.Memos
 	// Locate gives an op's source location (nil: none known).
 	Locate func(op string) Location
@@ -131,7 +134,7 @@ type Result struct {
 
 // Run audits r. Errors are graphplan.Plan's and the reshard planner's.
 func Run(ctx context.Context, r *Request) (*Result, error) {
-	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: r.Graph, Mesh: r.Mesh, Options: r.Options, Strategy: r.Strategy, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort, Memos: r.Memos, Cores: r.Cores})
+	gp, err := graphplan.Plan(ctx, &graphplan.Request{Graph: r.Graph, Mesh: r.Mesh, Options: r.Options, Strategy: r.Strategy, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort, PlanningBudget: r.PlanningBudget, Memos: r.Memos, Cores: r.Cores})
 	if err != nil {
 		return nil, err
 	}

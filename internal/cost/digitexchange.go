@@ -32,6 +32,19 @@ func (c sameClasses) tied(k int) bool { return len(c.members[c.root[k]]) > 1 }
 // the product of the sizes of the classes wholly outside S and L, when the assignment
 // keeps every class it touches equal, and none otherwise.
 func (r *Router) axisLoadExcluding(axis int, p DigitPermutation, cls sameClasses, digits, S []int, lSet uint64, bytes, mult float64) (axisLoadRes, bool) {
+	ex, ok := excludedOf(p, cls, S, lSet)
+	if !ok {
+		return axisLoadRes{}, false
+	}
+	if res, ok := r.axisLoadExcludingCounted(axis, p, digits, S, lSet, bytes, mult, ex); ok {
+		return res, true
+	}
+	return r.axisLoadExcludingRouted(axis, p, digits, lSet, bytes, mult, ex), true
+}
+
+// excludedOf is axisLoadExcluding's excluded on the axis of segment digits S and line
+// digits lSet; ok is false when its digits have too many assignments to enumerate.
+func excludedOf(p DigitPermutation, cls sameClasses, S []int, lSet uint64) (excluded, bool) {
 	var inS uint64
 	for _, k := range S {
 		inS |= 1 << k
@@ -43,7 +56,7 @@ func (r *Router) axisLoadExcluding(axis int, p DigitPermutation, cls sameClasses
 		}
 	}
 	if assignments(p.Digits, E) > maxDigitEnum {
-		return axisLoadRes{}, false
+		return excluded{}, false
 	}
 	var inEorL uint64 = lSet
 	for _, k := range E {
@@ -80,6 +93,23 @@ func (r *Router) axisLoadExcluding(axis int, p DigitPermutation, cls sameClasses
 			}
 		}
 	}
+	return excluded{order: order, checks: checks, left: left}, true
+}
+
+// excluded is what axisLoadExcluding finds of the transfers an exchange leaves out on
+// one axis: the digits it enumerates (line digits first), the pairs of digits that
+// must be equal for a transfer to be left out, and how many completions are left out
+// when they are.
+type excluded struct {
+	order  []int
+	checks [][2]int
+	left   float64
+}
+
+// axisLoadExcludingRouted is axisLoadExcluding by routing every transfer.
+func (r *Router) axisLoadExcludingRouted(axis int, p DigitPermutation, digits []int, lSet uint64, bytes, mult float64, ex excluded) axisLoadRes {
+	inLine := func(k int) bool { return lSet&(1<<k) != 0 }
+	order, checks, left := ex.order, ex.checks, ex.left
 	rt := r.rt[axis]
 	n := rt.n
 	buf := make([]float64, 2*(n+1))
@@ -131,7 +161,7 @@ func (r *Router) axisLoadExcluding(axis int, p DigitPermutation, cls sameClasses
 		busiestLink(&res.w, axis, rt, buf, routed)
 	}
 	res.used = res.calls > 0
-	return res, true
+	return res
 }
 
 // breaksClass reports whether the assignment val leaves some class of cls unequal among

@@ -414,6 +414,14 @@ type axisLoadRes struct {
 // pricing a 65,536-device permutation. A class's transfers are added in the
 // same order as in an enumeration in digit order, so its sums are the same.
 func lineLoads(w *worstRes, axis int, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) (calls int) {
+	if calls, ok := lineLoadsCounted(w, axis, p, digits, S, lSet, rt, wgt); ok {
+		return calls
+	}
+	return lineLoadsRouted(w, axis, p, digits, S, lSet, rt, wgt)
+}
+
+// lineLoadsRouted is lineLoads by routing every transfer.
+func lineLoadsRouted(w *worstRes, axis int, p DigitPermutation, digits, S []int, lSet uint64, rt axisRoute, wgt float64) (calls int) {
 	n := rt.n
 	order := make([]int, 0, len(S))
 	for _, in := range [2]bool{true, false} {
@@ -584,6 +592,11 @@ func (r *Router) groupLongestRouteOf(p DigitPermutation, onAxis [][]int, axes []
 	if assignmentsUpTo(p.Digits, D, limit) > limit {
 		return 0, 0, false
 	}
+	if accept == nil && len(axes) == 1 {
+		if h, ok := r.axisLongestHops(p, onAxis[axes[0]], D, axes[0]); ok {
+			return float64(h) * r.rt[axes[0]].lat, h, true
+		}
+	}
 	rm := routeMax{r: r, p: p, onAxis: onAxis, axes: axes, digits: D, val: make([]int, nd), accept: accept}
 	rm.prepare()
 	hops := rm.run(func(int) float64 { return 1 })
@@ -628,8 +641,11 @@ type routeMax struct {
 	// of the largest terms of the axes completing after each level, and the best sum.
 	weight []float64
 	most   []float64
-	open   []float64
-	best   float64
+	// size is each digit's size in eliminate's tables, where merged digits are one
+	// (mergeDigits).
+	size []int
+	open []float64
+	best float64
 	// accept, when set, limits the maximum to the assignments it takes (the others
 	// still bound it from above, so the pruning stays sound).
 	accept func(val []int) bool
@@ -712,9 +728,10 @@ func (rm *routeMax) setWeights(perHop func(axis int) float64) (integral bool) {
 func (rm *routeMax) branchFrom(best float64) float64 {
 	for j := range rm.axes {
 		// The axis' own largest term: every assignment of its digits.
-		eachAssignment(rm.p.Digits, rm.axisDigits[j], rm.val, func() {
-			rm.most[j] = max(rm.most[j], rm.term(j))
-		})
+		rm.r.tables = rm.r.tables[:0] // eliminate's tables are no longer in use
+		for _, v := range rm.terms(j, rm.axisDigits[j], rm.r.tableFloats(coverage(rm.p.Digits, rm.axisDigits[j]))[:0]) {
+			rm.most[j] = max(rm.most[j], v)
+		}
 	}
 	rm.open = make([]float64, len(rm.digits)+1)
 	for l := len(rm.digits) - 1; l >= 0; l-- {

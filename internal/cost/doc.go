@@ -74,9 +74,11 @@
 // B.1's and B.2's formula. Where the transfers are a digit map (every device's digits
 // permuted, with free digits for an exchange's several holders), PriceDigitPermutation
 // and PriceDigitExchange give the same price without listing them: on a torus from
-// per-axis line loads by digit classes (digitperm.go), on a GPU model from device port
-// and node NIC loads counted from the digits against the node boundary (digitswitch.go);
-// tests hold both to routing every transfer. Estimate still prices a p2p collective given without its
+// per-axis line loads by digit classes (digitperm.go), summed from how many holders and
+// receivers each coordinate has where that is cheaper than routing each transfer, with
+// the same floats (digitcounts.go), on a GPU model from device port and node NIC loads
+// counted from the digits against the node boundary (digitswitch.go); tests hold both
+// to routing every transfer. Estimate still prices a p2p collective given without its
 // transfers (a fallback): the slowest level of the group bounds it, and a shift by Hops
 // on a ring loads each link Hops times.
 //

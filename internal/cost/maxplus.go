@@ -1,6 +1,9 @@
 package cost
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // eliminateAbove is the number of assignments of a coupled group above which routeMax
 // eliminates digits; the branch and bound alone is faster on smaller groups, where
@@ -43,18 +46,20 @@ type maxTable struct {
 // and bound's: the maximum is the same when the terms are integers (hops), run decides.
 func (rm *routeMax) eliminate() float64 {
 	rm.r.tables = rm.r.tables[:0] // no table of an earlier call is in use
-	ds := rm.p.Digits
+	rm.size = make([]int, len(rm.p.Digits))
+	for d, dg := range rm.p.Digits {
+		rm.size[d] = dg.Size
+	}
 	tabs := make([]maxTable, len(rm.axes))
 	for j := range rm.axes {
 		t := &tabs[j]
-		t.scope = rm.axisDigits[j]
+		t.scope = slices.Sorted(slices.Values(rm.axisDigits[j]))
 		for _, k := range t.scope {
 			t.mask |= 1 << k
 		}
-		t.vals = rm.r.tableFloats(coverage(ds, t.scope))[:0]
-		eachAssignment(ds, t.scope, rm.val, func() { t.vals = append(t.vals, rm.term(j)) })
+		t.vals = rm.terms(j, t.scope, rm.r.tableFloats(rm.coverage(t.scope))[:0])
 	}
-	left := append([]int(nil), rm.digits...)
+	left := rm.mergeDigits(tabs)
 	for len(left) > 0 {
 		at, union := rm.nextDigit(tabs, left)
 		k := left[at]
@@ -92,7 +97,7 @@ func (rm *routeMax) nextDigit(tabs []maxTable, left []int) (int, uint64) {
 		size := 1
 		for d := range rm.p.Digits {
 			if union&(1<<d) != 0 {
-				size *= rm.p.Digits[d].Size
+				size *= rm.size[d]
 			}
 		}
 		if size < bestSize {
@@ -106,9 +111,8 @@ func (rm *routeMax) nextDigit(tabs []maxTable, left []int) (int, uint64) {
 // tables in. Each input's index is kept as a base (the scope's digits) plus k's value
 // times k's stride in it, so the inner loop over k is two loads and an add per table.
 func (rm *routeMax) maxOut(in []maxTable, k int, scope uint64) maxTable {
-	ds := rm.p.Digits
-	out := maxTable{scope: bitsOf(scope, len(ds)), mask: scope}
-	size := coverage(ds, out.scope)
+	out := maxTable{scope: bitsOf(scope, len(rm.size)), mask: scope}
+	size := rm.coverage(out.scope)
 	out.vals = rm.r.tableFloats(size)
 	// stride[t][x]: the stride in table t of the scope's digit x; kStride[t]: of k.
 	stride := make([][]int, len(in))
@@ -123,7 +127,7 @@ func (rm *routeMax) maxOut(in []maxTable, k int, scope uint64) maxTable {
 			} else if x := indexOf(out.scope, d); x >= 0 {
 				stride[t][x] = st
 			}
-			st *= ds[d].Size
+			st *= rm.size[d]
 		}
 	}
 	digit := make([]int, len(out.scope))
@@ -132,7 +136,7 @@ func (rm *routeMax) maxOut(in []maxTable, k int, scope uint64) maxTable {
 	for t, tab := range in {
 		vals[t] = tab.vals
 	}
-	nk := ds[k].Size
+	nk := rm.size[k]
 	for i := range size {
 		most := math.Inf(-1)
 		if len(in) == 2 { // the common case: a digit shared by two axes' terms
@@ -158,7 +162,7 @@ func (rm *routeMax) maxOut(in []maxTable, k int, scope uint64) maxTable {
 			for t := range in {
 				base[t] += stride[t][x]
 			}
-			if digit[x] < ds[d].Size {
+			if digit[x] < rm.size[d] {
 				break
 			}
 			for t := range in {
@@ -178,4 +182,109 @@ func indexOf(xs []int, x int) int {
 		}
 	}
 	return -1
+}
+
+// terms appends to vals axis j's term at every assignment of its digits (scope, the
+// digits of axisDigits[j] in any order) in eachAssignment's order, as term gives it:
+// the coordinates are kept up to date digit by digit instead of summed anew for each
+// assignment.
+func (rm *routeMax) terms(j int, scope []int, vals []float64) []float64 {
+	i := rm.axes[j]
+	rt := rm.r.rt[i]
+	ds := rm.p.Digits
+	alpha, beta := make([]int, len(scope)), make([]int, len(scope)) // per scope digit
+	for x, d := range scope {
+		for _, k := range rm.onAxis[i] {
+			if rm.p.Src[k] == d {
+				alpha[x] += ds[k].Weight
+			}
+			if k == d {
+				beta[x] += ds[k].Weight
+			}
+		}
+	}
+	digit := make([]int, len(scope))
+	a, b := 0, 0
+	for range coverage(ds, scope) {
+		if a == b {
+			vals = append(vals, 0)
+		} else {
+			vals = append(vals, float64(segmentHops(rt.topo, rt.n, a, b))*rm.weight[j])
+		}
+		for x := len(scope) - 1; x >= 0; x-- {
+			digit[x]++
+			a += alpha[x]
+			b += beta[x]
+			if digit[x] < ds[scope[x]].Size {
+				break
+			}
+			a -= digit[x] * alpha[x]
+			b -= digit[x] * beta[x]
+			digit[x] = 0
+		}
+	}
+	return vals
+}
+
+// coverage is the number of assignments of scope's digits (by rm.size).
+func (rm *routeMax) coverage(scope []int) int {
+	n := 1
+	for _, d := range scope {
+		n *= rm.size[d]
+	}
+	return n
+}
+
+// mergeDigits merges digits that the tables cannot tell apart from one digit: two
+// digits used by the same tables and next to each other, in one order, in each of
+// their scopes. In such a table the pair's values sit at index v·s' + v' times the
+// minor digit's stride, as one digit of size s·s' would, so the tables stay as they
+// are: the major digit takes the pair's size and the minor one leaves every scope.
+// Eliminating the merged digit maximises over both at once, the very sums the two
+// eliminations would form. It returns the digits left to eliminate.
+func (rm *routeMax) mergeDigits(tabs []maxTable) []int {
+	left := append([]int(nil), rm.digits...)
+	for {
+		merged := false
+		for _, t := range tabs {
+			for x := 0; x+1 < len(t.scope) && !merged; x++ {
+				d, e := t.scope[x], t.scope[x+1]
+				if rm.adjacentEverywhere(tabs, d, e) {
+					rm.size[d] *= rm.size[e]
+					for i := range tabs {
+						if tabs[i].mask&(1<<e) != 0 {
+							tabs[i].scope = slices.DeleteFunc(slices.Clone(tabs[i].scope), func(k int) bool { return k == e })
+							tabs[i].mask &^= 1 << e
+						}
+					}
+					left = slices.DeleteFunc(left, func(k int) bool { return k == e })
+					merged = true
+				}
+			}
+			if merged {
+				break
+			}
+		}
+		if !merged {
+			return left
+		}
+	}
+}
+
+// adjacentEverywhere reports whether every table that uses d or e uses both, with e
+// right after d in its scope.
+func (rm *routeMax) adjacentEverywhere(tabs []maxTable, d, e int) bool {
+	for _, t := range tabs {
+		hasD, hasE := t.mask&(1<<d) != 0, t.mask&(1<<e) != 0
+		if hasD != hasE {
+			return false
+		}
+		if hasD {
+			x := slices.Index(t.scope, d)
+			if x+1 >= len(t.scope) || t.scope[x+1] != e {
+				return false
+			}
+		}
+	}
+	return true
 }

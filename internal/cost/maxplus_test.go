@@ -64,14 +64,7 @@ func TestRouteMaxEliminationIsExact(t *testing.T) {
 	defer func(n int) { eliminateAbove = n }(eliminateAbove)
 	eliminateAbove = 0
 	rng := rand.New(rand.NewPCG(7, 12))
-	var fabrics []*Fabric
-	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
-		for _, lat := range []string{"0.7", "1"} {
-			fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"axis_links":{"a1":"dcn","a3":"dcn"},"links":{
-				"ici":{"bandwidth_gbps":40,"latency_us":%s,"topology":%q},
-				"dcn":{"bandwidth_gbps":5,"latency_us":3.3,"topology":"ring_uni"}}}`, lat, topo)).(*Fabric))
-		}
-	}
+	fabrics := routeMaxFabrics(t)
 	axisSizes := []int{2, 3, 4, 6, 8, 12, 16}
 	checked := 0
 	for i := range 400 {
@@ -97,21 +90,41 @@ func TestRouteMaxEliminationIsExact(t *testing.T) {
 		}
 		// Every axis with digits in one group (the coupled case and beyond: terms over
 		// disjoint digits are maximised together too).
-		newRM := func() *routeMax {
-			rm := &routeMax{r: r, p: p, onAxis: onAxis, axes: axesOf, digits: D, val: make([]int, len(p.Digits))}
-			rm.prepare()
-			return rm
-		}
-		for _, perHop := range []func(int) float64{
-			func(int) float64 { return 1 },
-			func(a int) float64 { return r.rt[a].lat },
-		} {
-			name := fmt.Sprintf("%d %s %+v", i, m, p)
-			require.Equal(t, plainBranch(newRM(), perHop), newRM().run(perHop), name)
-		}
+		requireRunIsBranch(t, r, p, onAxis, axesOf, D, fmt.Sprintf("%d %s %+v", i, m, p))
 		checked++
 	}
 	require.Greater(t, checked, 300)
+}
+
+// routeMaxFabrics are one fabric per routed topology of ici, at latencies of 0.7 and 1
+// per hop, with axes a1 and a3 on a one-way dcn ring.
+func routeMaxFabrics(t *testing.T) []*Fabric {
+	var fabrics []*Fabric
+	for _, topo := range []string{"ring_bidi", "ring_uni", "line", "torus"} {
+		for _, lat := range []string{"0.7", "1"} {
+			fabrics = append(fabrics, mustResolve(t, fmt.Sprintf(`{"axis_links":{"a1":"dcn","a3":"dcn"},"links":{
+				"ici":{"bandwidth_gbps":40,"latency_us":%s,"topology":%q},
+				"dcn":{"bandwidth_gbps":5,"latency_us":3.3,"topology":"ring_uni"}}}`, lat, topo)).(*Fabric))
+		}
+	}
+	return fabrics
+}
+
+// requireRunIsBranch holds routeMax.run over the group of axes (digits D) to the branch
+// and bound from nothing, for hops and for latencies.
+func requireRunIsBranch(t *testing.T, r *Router, p DigitPermutation, onAxis [][]int, axes, D []int, name string) {
+	t.Helper()
+	newRM := func() *routeMax {
+		rm := &routeMax{r: r, p: p, onAxis: onAxis, axes: axes, digits: D, val: make([]int, len(p.Digits))}
+		rm.prepare()
+		return rm
+	}
+	for _, perHop := range []func(int) float64{
+		func(int) float64 { return 1 },
+		func(a int) float64 { return r.rt[a].lat },
+	} {
+		require.Equal(t, plainBranch(newRM(), perHop), newRM().run(perHop), name)
+	}
 }
 
 // TestDigitPermutationMemoIsExact: a Router that prices many permutations of the same

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -32,6 +33,11 @@ type Request struct {
 	AllowFullRemat bool
 	// Effort is every reshard's search effort (planner.Request.Effort).
 	Effort planner.Effort
+	// PlanningBudget is each distinct reshard's planning budget (planner.Request.
+	// PlanningBudget; 0: none, or planner.DefaultExhaustiveBudget under
+	// EffortExhaustive). Under a context deadline each reshard gets at most its share of
+	// the time left (shareBudget), so a graph of many reshards answers before it.
+	PlanningBudget time.Duration
 	// Memos are every reshard's planner memos (planner.Request.Memos; nil: each
 	// reshard its own).
 	Memos *planner.Memos
@@ -238,6 +244,7 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 	out := make([]planned, len(keys))
 	workers, release := Workers(r.Cores, len(keys))
 	defer release()
+	end, hasEnd := planningEnd(ctx)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for i, k := range keys {
@@ -247,6 +254,9 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 		g.Go(func() error {
 			pr := problems[k]
 			req := &planner.Request{Mesh: r.Mesh, Shape: pr.shape, ElemBits: pr.bits, Source: pr.from, Target: pr.to, Model: r.Model, AllowFullRemat: r.AllowFullRemat, Effort: r.Effort, Memos: r.Memos}
+			if pr.strategy == planner.Optimal {
+				req.PlanningBudget = shareBudget(r.budget(), time.Until(end), hasEnd, len(keys)-i, workers)
+			}
 			var err error
 			out[i].plan, out[i].info, err = planner.ReshardWith(gctx, pr.strategy, req)
 			if _, ok := sharding.AsFieldErrors(err); ok {
@@ -267,6 +277,45 @@ func planAll(ctx context.Context, r *Request, problems map[string]problem) (map[
 		m[k] = out[i]
 	}
 	return m, nil
+}
+
+// graphShare is the part of the time left before a graph's deadline its reshards'
+// planning budgets share; the rest is for the steps a budget does not bound and for
+// rendering the answer.
+const graphShare = 0.8
+
+// budget is each reshard's planning budget before sharing: the request's, or
+// EffortExhaustive's default (0: none).
+func (r *Request) budget() time.Duration {
+	if r.PlanningBudget <= 0 && r.Effort == planner.EffortExhaustive {
+		return planner.DefaultExhaustiveBudget
+	}
+	return r.PlanningBudget
+}
+
+// planningEnd is when a graph's reshards' planning budgets end: graphShare of the time
+// left before ctx's deadline from now; false when ctx has no deadline.
+func planningEnd(ctx context.Context) (time.Time, bool) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Time{}, false
+	}
+	now := time.Now()
+	return now.Add(time.Duration(float64(d.Sub(now)) * graphShare)), true
+}
+
+// shareBudget is the planning budget of a reshard started with pending reshards (itself
+// included) not yet started on workers workers, left before the graph's planning end:
+// budget, at most left over the rounds the pending reshards take (at least 1ns, so a
+// budget stays a budget). Reshards that each spend their whole share end together at
+// the planning end. Without a budget, or without an end, it is budget.
+func shareBudget(budget, left time.Duration, hasEnd bool, pending, workers int) time.Duration {
+	if budget <= 0 || !hasEnd {
+		return budget
+	}
+	workers = max(workers, 1)
+	rounds := (max(pending, 1) + workers - 1) / workers
+	return max(min(budget, left/time.Duration(rounds)), 1)
 }
 
 // resultTensors maps each op name to the tensors it produces, regions included.

@@ -68,21 +68,14 @@ func chainIncumbent(ctx context.Context, r *Request, cands []*Plan) *Plan {
 	if r.Effort != EffortExhaustive {
 		return ch.run()
 	}
-	// The chain phase of EffortExhaustive takes at most chainBudgetShare of the
-	// planning budget and of the time left before ctx's deadline, on the wall clock
-	// (the passes after it read the request's clock).
-	budget := r.PlanningBudget
-	if budget <= 0 {
-		budget = DefaultExhaustiveBudget
-	}
-	now := time.Now()
-	share := time.Duration(float64(budget) * chainBudgetShare)
-	if cd, ok := ctx.Deadline(); ok {
-		share = min(share, time.Duration(float64(cd.Sub(now))*chainBudgetShare*0.9))
-	}
-	ch.budget, ch.until = chainExhaustive, now.Add(share)
+	// The chain phase of EffortExhaustive takes at most chainBudgetShare of the time
+	// left before the request's planning deadline, on the request's clock; the legs it
+	// plans stop with it (their context ends then on the wall clock).
+	now := r.clock()
+	share := time.Duration(float64(r.until.Sub(now)) * chainBudgetShare)
+	ch.budget, ch.until, ch.clock = chainExhaustive, now.Add(share), r.clock
 	var cancel context.CancelFunc
-	ch.c.ctx, cancel = context.WithDeadline(ctx, ch.until)
+	ch.c.ctx, cancel = context.WithTimeout(ctx, share)
 	defer cancel()
 	p := ch.chainOfPlans()
 	if pp := ch.run(); pp != nil {
@@ -97,7 +90,8 @@ type chainSearch struct {
 	unr    uint64          // the unreduced atoms of both ends
 	best   float64         // the price to beat
 	budget chainBudget
-	until  time.Time // when the exhaustive chain phase ends (zero: no limit)
+	until  time.Time        // when the exhaustive chain phase ends (zero: no limit)
+	clock  func() time.Time // the request's clock, that until is read on
 	fwd    chainSide
 	bwd    chainSide
 }
@@ -301,7 +295,7 @@ func (ch *chainSearch) over(f float64) bool {
 // stopped reports whether the request is abandoned or its planning budget has ended.
 func (ch *chainSearch) stopped() bool {
 	c := ch.c
-	return c.ctx.Err() != nil || !ch.until.IsZero() && !time.Now().Before(ch.until)
+	return c.ctx.Err() != nil || !ch.until.IsZero() && !ch.clock().Before(ch.until)
 }
 
 // grow is the Dijkstra of one side from end over the structured moves (forward: out

@@ -416,47 +416,74 @@ func (hb *hopBound) buildTable(k int) []float64 {
 	if hopTableWork(sp, size, maxed, minned) > maxHopTableWork {
 		return nil
 	}
+	// The holder's coordinate (ch) and q's (cq) on the axis are sums of the atoms'
+	// digits times weights: per input, what its q digit adds to each; per assignment of
+	// the maxed digits, what they add; per assignment of the minned ones, what they add
+	// to ch. The table's entries are the same integers the nested enumeration gives.
+	w := func(a uint8) int { return sp.atoms[a].Minor() }
+	qCoef := func(x uint8) (cq, ch int) {
+		for _, a := range ax.atoms {
+			if a == x {
+				cq += w(a)
+			}
+			if l := hb.label[a]; l >= labelQ && l-labelQ == x {
+				ch += w(a)
+			}
+		}
+		return cq, ch
+	}
+	inQ, inH := make([]int, len(in)), make([]int, len(in))
+	for i, v := range in {
+		inQ[i], inH[i] = qCoef(v)
+	}
+	var maxedQ, maxedH []int
+	{
+		dq, dh := make([]int, len(maxed)), make([]int, len(maxed))
+		for i, a := range maxed {
+			if maxedHolder[i] {
+				dh[i] = w(a)
+			} else {
+				dq[i], dh[i] = qCoef(a)
+			}
+		}
+		eachDigits(sp, maxed, func(d []int) {
+			cq, ch := 0, 0
+			for i, v := range d {
+				cq += v * dq[i]
+				ch += v * dh[i]
+			}
+			maxedQ, maxedH = append(maxedQ, cq), append(maxedH, ch)
+		})
+	}
+	var minnedH []int
+	eachDigits(sp, minned, func(d []int) {
+		c := 0
+		for i, a := range minned {
+			c += d[i] * w(a)
+		}
+		minnedH = append(minnedH, c)
+	})
 	t := make([]float64, size)
-	q := make([]int, len(sp.atoms))
-	h := make([]int, len(sp.atoms))
 	for idx := range t {
 		x := idx
+		cq0, ch0 := 0, 0
 		for i := len(in) - 1; i >= 0; i-- {
 			n := sp.atoms[in[i]].Size
-			q[in[i]] = x % n
+			cq0 += x % n * inQ[i]
+			ch0 += x % n * inH[i]
 			x /= n
 		}
 		best := 0
-		eachDigits(sp, maxed, func(d []int) {
-			for i, a := range maxed {
-				if maxedHolder[i] {
-					h[a] = d[i]
-				} else {
-					q[a] = d[i]
-				}
-			}
-			cq, ch := 0, 0
-			for _, a := range ax.atoms {
-				w := sp.atoms[a].Minor()
-				cq += q[a] * w
-				if l := hb.label[a]; l >= labelQ {
-					ch += q[l-labelQ] * w
-				} else if l == labelE {
-					ch += h[a] * w
-				}
-			}
+		for j, dq := range maxedQ {
+			cq, ch := cq0+dq, ch0+maxedH[j]
 			least := -1
-			eachDigits(sp, minned, func(d []int) {
-				c := ch
-				for i, a := range minned {
-					c += d[i] * sp.atoms[a].Minor()
-				}
-				if x := ax.hop.Distance(c, cq); least < 0 || x < least {
+			for _, c := range minnedH {
+				if x := ax.hop.Distance(ch+c, cq); least < 0 || x < least {
 					least = x
 				}
-			})
+			}
 			best = max(best, least)
-		})
+		}
 		t[idx] = float64(best) * ax.hop.LatencyUS
 	}
 	return t

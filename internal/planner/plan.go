@@ -84,12 +84,17 @@ type Request struct {
 	// Effort is how long the search looks for a cheaper plan: EffortThorough ("", the
 	// default), EffortFast or EffortExhaustive.
 	Effort Effort
-	// PlanningBudget, when positive, bounds the time the structured and complete passes
-	// spend: when it ends they answer the best plan found (OptimalityBestFound). It is
-	// capped by ctx's deadline (the passes end a tenth of the time left before it).
+	// PlanningBudget, when positive, bounds the request's planning from Reshard's start:
+	// when it ends, the exhaustive chain phase and the structured and complete passes
+	// answer the best plan found (OptimalityBestFound). It is capped by ctx's deadline
+	// (they end a tenth of the time left before it).
 	PlanningBudget time.Duration
 	// now is the clock of the planning budget (nil: time.Now; tests use a fake one).
 	now func() time.Time
+	// until is when every phase of the request stops and answers its best plan (zero:
+	// no planning budget), set once when Reshard starts (planningDeadline); the plans a
+	// phase makes for parts of the request inherit it.
+	until time.Time
 	// MemoryBudget, when positive, bounds every state of a plan: no device holds a
 	// buffer of more bytes at any step (Summary.PeakBytesPerDevice). Reshard answers a
 	// *BudgetError when no plan fits.
@@ -289,7 +294,7 @@ func Reshard(ctx context.Context, r *Request) (*Plan, error) {
 	if r.MaxExpansions == 0 {
 		r.MaxExpansions = DefaultMaxExpansions
 	}
-	r = r.withMemos().withDone(ctx)
+	r = r.withMemos().withDone(ctx).withPlanningDeadline(ctx)
 	// Problem: the atoms of the two ends, their states, and the reduction of the partial
 	// sums the target drops.
 	pb, err := newProblem(r)
@@ -329,7 +334,7 @@ func passes(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) 
 		return cands, false, nil
 	}
 	defer cp.releaseRouter()
-	cp.deadline = planningDeadline(ctx, r)
+	cp.deadline = r.until
 	proven := false
 	if countStates(len(cp.atoms), len(r.Shape)) > completeStateLimit {
 		// A complete pass that generates every move covers the structured graph.
@@ -388,6 +393,21 @@ func planningDeadline(ctx context.Context, r *Request) time.Time {
 		}
 	}
 	return d
+}
+
+// withPlanningDeadline is r with its planning deadline set, when it has none yet: one
+// deadline for every phase, so the budget bounds the whole request.
+func (r *Request) withPlanningDeadline(ctx context.Context) *Request {
+	if !r.until.IsZero() {
+		return r
+	}
+	d := planningDeadline(ctx, r)
+	if d.IsZero() {
+		return r
+	}
+	c := *r
+	c.until = d
+	return &c
 }
 
 // clock is the request's clock (now, or time.Now).

@@ -204,4 +204,15 @@ func TestExhaustiveBudget(t *testing.T) {
 		require.Equal(t, OptimalityBestFound, p.Summary.Optimality, e)
 		require.False(t, p.Summary.FullRematerialization)
 	}
+	// One deadline for the whole request, read once on its clock: the plans a phase
+	// makes for parts of it (copies of the request) keep it, whatever their own budget.
+	t0 := time.Unix(1e9, 0)
+	clock := func() time.Time { return t0 }
+	r := mk(EffortExhaustive, time.Minute, clock).withPlanningDeadline(context.Background())
+	require.Equal(t, t0.Add(time.Minute), r.until)
+	t0 = t0.Add(time.Hour)
+	leg := *r
+	leg.Effort, leg.PlanningBudget = EffortThorough, 0
+	require.Equal(t, r.until, leg.withPlanningDeadline(context.Background()).until)
+	require.True(t, mk(EffortThorough, 0, clock).withPlanningDeadline(context.Background()).until.IsZero())
 }
