@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"slices"
 
@@ -55,10 +54,38 @@ type cnode struct {
 	unr uint64
 }
 
-func (c cnode) key() string {
-	k := c.st.key()
-	return k + string(binary.LittleEndian.AppendUint64(nil, c.unr))
+// skey is a state's key in the engine's tables: the state packed (packKey) when it fits
+// a packedKey, else its string key (state.key). Either way two states share a key only
+// when they are equal, and a packable state's key allocates nothing.
+type skey struct {
+	p packedKey
+	s string
 }
+
+// stateKey is st's skey.
+func stateKey(st state) skey {
+	n := len(st)
+	for _, d := range st {
+		for _, a := range d {
+			if a >= 62 {
+				return skey{s: st.key()}
+			}
+		}
+		n += len(d)
+	}
+	if n > packedSymbols {
+		return skey{s: st.key()}
+	}
+	return skey{p: packKey(st)}
+}
+
+// ckey is a node's key: its state's with its unreduced atoms.
+type ckey struct {
+	skey
+	unr uint64
+}
+
+func (c cnode) key() ckey { return ckey{stateKey(c.st), c.unr} }
 
 // completeSearch is one complete pass.
 type completeSearch struct {
@@ -67,38 +94,28 @@ type completeSearch struct {
 	r         *Request
 	start     cnode
 	goal      cnode
-	goalKey   string
+	goalKey   ckey
 	reducible uint64 // source partial sums the target does not keep
 	noRep     bool   // no fully replicated state between the ends
 	budget    int64  // bytes per device (0: none)
-	full      bool   // every permute and exchange is an edge
 	floor     float64
 	ub        float64 // prune paths that do not cost strictly less
-	maxExp    int
-	maxP2P    int
-	targets   []state // a large space's point-to-point targets (largeTargets)
+	passConfig
+	targets []state // a large space's point-to-point targets (largeTargets)
 	// goalOnly and p2pGoalOnly restrict the node being expanded in a large space to
 	// edges that end at the goal (all of them; its point-to-point ones).
 	goalOnly, p2pGoalOnly bool
-	// wide widens a large space's family when the best plan so far is far above the
-	// time lower bound (completeWideGap): point-to-point steps from the source's
-	// structured neighbours and from every state a point-to-point step reached go to
-	// every target of largeTargets, so that a path may chain several exchanges.
-	wide bool
 	// units, when set, makes the pass the structured pass (structured.go): states of
 	// whole units (runs of atoms), structured moves only.
 	units     [][]uint8
 	byCounts  map[string][]state // unit states by shard counts
 	noPermute bool               // the structured pass leaves out its permutes
 	covered   map[string]bool    // the structured pass's coverage checks (unitFeasible)
-	// greedy weighs the heuristic in the queue's order (1: A*; more: a path sooner, not
-	// the cheapest; only where the bound is infinite, so that nothing is pruned by it).
-	greedy float64
 
 	all     map[uint64][]state // every state over the atoms outside an unreduced mask (full)
-	prices  map[string]float64
-	pairs   map[string]pairBounds // bounds' memo
-	lf      latencyFloors         // nil: exchanges are bounded as any move
+	prices  map[cpriceKey]float64
+	pairs   map[[2]skey]pairBounds // bounds' memo
+	lf      latencyFloors          // nil: exchanges are bounded as any move
 	redMemo map[uint64]float64
 	tb      timeBounder
 	peakIn  float64
@@ -108,13 +125,13 @@ type completeSearch struct {
 	digits   [][]int
 	coords   [][]int
 	hopDist  []float64
-	ranges   map[string][][2]int64
+	ranges   map[skey][][2]int64
 	samples  [][]int // sampledLack's devices (their atom digits)
 	devicesN int     // the product of every atom's size
 	// mayEmpty is set when some dim is shorter than the product of every atom (a tile
 	// may hold nothing, and a move may move nothing).
 	mayEmpty bool
-	bykey    map[string]int32
+	bykey    map[ckey]int32
 	nodes    []crec
 	open     openHeap
 	items    []citem // the queued items, by openEntry.i
@@ -124,6 +141,70 @@ type completeSearch struct {
 	p2p        int // point-to-point edges priced
 	capped     bool
 }
+
+// passConfig is one pass of the engine as data: the edges it generates, the weight of
+// its heuristic in the queue's order, and its budgets.
+type passConfig struct {
+	moves moveGen
+	// full: moves generates every edge of the pass's graph, so that a pass that ends
+	// within its budgets at weight 1 proves its answer; a pass that reaches its
+	// point-to-point budget then stops (else it searches on with the other moves).
+	full bool
+	// weight multiplies the heuristic in the order of the queue's nodes, f = g +
+	// weight·h: 1 is A*, more finds a path sooner, not proven the cheapest. Pruning
+	// uses h alone, and a point-to-point edge waits at its unweighted bound, so that a
+	// weighted pass prices it before the nodes it may undercut.
+	weight float64
+	maxExp int // nodes the pass expands
+	maxP2P int // point-to-point edges it prices
+}
+
+// moveGen generates the edges out of a node of the engine (each through consider).
+type moveGen interface {
+	expand(c *completeSearch, id int32)
+}
+
+// atomMoves are every edge over the prime atoms (a small space: full).
+type atomMoves struct{}
+
+// familyMoves are a large space's hierarchical family (above). wide widens it when the
+// best plan so far is far above the time lower bound (completeWideGap), or under
+// EffortExhaustive: point-to-point steps from the source's structured neighbours and
+// from every state a point-to-point step reached go to every target of largeTargets,
+// so that a path may chain several exchanges.
+type familyMoves struct{ wide bool }
+
+// unitMoves are the structured moves over units (structured.go).
+type unitMoves struct{}
+
+func (atomMoves) expand(c *completeSearch, id int32)     { c.expandAtoms(id, nil) }
+func (m familyMoves) expand(c *completeSearch, id int32) { c.expandAtoms(id, &m) }
+func (unitMoves) expand(c *completeSearch, id int32)     { c.expandUnits(id) }
+
+// completeConfig is the complete pass's configuration over a space of atoms prime
+// atoms at rank: every edge while the states number at most completeStateLimit
+// (exhaustiveStateLimit under EffortExhaustive), else the hierarchical family.
+func completeConfig(effort Effort, atoms, rank int) passConfig {
+	limit := float64(completeStateLimit)
+	if effort == EffortExhaustive {
+		limit = exhaustiveStateLimit
+	}
+	if countStates(atoms, rank) <= limit {
+		return passConfig{moves: atomMoves{}, full: true, weight: 1, maxExp: completeExpansions, maxP2P: completeP2PBudget}.forEffort(effort)
+	}
+	return passConfig{moves: familyMoves{wide: effort == EffortExhaustive}, weight: 1, maxExp: completeLargeExpansions, maxP2P: completeLargeP2PBudget}.forEffort(effort)
+}
+
+// forEffort scales pc's budgets by exhaustiveScale under EffortExhaustive.
+func (pc passConfig) forEffort(effort Effort) passConfig {
+	if effort == EffortExhaustive {
+		pc.maxExp, pc.maxP2P = pc.maxExp*exhaustiveScale, pc.maxP2P*exhaustiveScale
+	}
+	return pc
+}
+
+// proves reports whether a pass that ends within its budgets proves its answer.
+func (pc passConfig) proves() bool { return pc.full && pc.weight == 1 }
 
 // crec is a node reached at g by edge from prev.
 type crec struct {
@@ -183,22 +264,10 @@ func countStates(n, rank int) float64 {
 func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal cnode, reducible uint64) *completeSearch {
 	c := &completeSearch{
 		ctx: ctx, sp: sp, r: r, start: start, goal: goal, goalKey: goal.key(), reducible: reducible,
-		budget: r.MemoryBudget, prices: map[string]float64{}, bykey: map[string]int32{},
+		budget: r.MemoryBudget, prices: map[cpriceKey]float64{}, bykey: map[ckey]int32{},
 	}
 	rank := len(goal.st)
-	limit := float64(completeStateLimit)
-	if r.Effort == EffortExhaustive {
-		limit = exhaustiveStateLimit
-	}
-	c.full = countStates(len(sp.atoms), rank) <= limit
-	c.maxExp, c.maxP2P = completeExpansions, completeP2PBudget
-	if !c.full {
-		c.maxExp, c.maxP2P = completeLargeExpansions, completeLargeP2PBudget
-	}
-	if r.Effort == EffortExhaustive {
-		c.maxExp, c.maxP2P = c.maxExp*exhaustiveScale, c.maxP2P*exhaustiveScale
-		c.wide = !c.full
-	}
+	c.passConfig = completeConfig(r.Effort, len(sp.atoms), rank)
 	c.noRep = !r.Source.IsFullyReplicated() && !r.Target.IsFullyReplicated() && rank > 0
 	if hm, ok := r.Model.(hopMetric); ok {
 		c.hops = hm.AxisHops(r.Mesh)
@@ -212,7 +281,7 @@ func newCompleteSearch(ctx context.Context, sp *space, r *Request, start, goal c
 			}
 		}
 	}
-	c.ub, c.greedy = math.Inf(1), 1
+	c.ub = math.Inf(1)
 	c.devicesN = 1
 	for _, a := range sp.atoms {
 		c.devicesN *= a.Size
@@ -347,12 +416,12 @@ type pairBounds struct{ move, exchange float64 }
 
 // bounds computes (once per pair) moveBound and exchangeBound.
 func (c *completeSearch) bounds(before, after state) pairBounds {
-	k := before.key() + "|" + after.key()
+	k := [2]skey{stateKey(before), stateKey(after)}
 	if v, ok := c.pairs[k]; ok {
 		return v
 	}
 	if c.pairs == nil {
-		c.pairs = map[string]pairBounds{}
+		c.pairs = map[[2]skey]pairBounds{}
 	}
 	var lack, peers int64
 	hop := 0.0
@@ -423,20 +492,28 @@ func (c *completeSearch) move(e cedge, before, after cnode) move {
 	return m
 }
 
+// cpriceKey is the key of an edge's price in the memo: its op and ends, the dims where
+// the ends do not determine them (all_to_all's two, reduce_scatter's and a halo
+// gather's one; -1 elsewhere), and a pieces gather's pieces.
+type cpriceKey struct {
+	op            Op
+	dim, dim2     int
+	halo          bool
+	pieces        string
+	before, after ckey
+}
+
 // priceKey is the key of an edge's price in the memo.
-func (c *completeSearch) priceKey(e cedge, before, after cnode) string {
-	k := string(rune(len(e.op))) + string(e.op) + before.key() + after.key()
+func (c *completeSearch) priceKey(e cedge, before, after cnode) cpriceKey {
+	k := cpriceKey{op: e.op, dim: -1, dim2: -1, halo: e.halo, before: before.key(), after: after.key()}
 	if e.op == OpAllToAll {
-		k += string(rune(e.dim)) + string(rune(e.dim2))
+		k.dim, k.dim2 = e.dim, e.dim2
 	}
 	if e.op == OpReduceScatter || e.halo {
-		k += string(rune(e.dim))
-	}
-	if e.halo {
-		k += "halo"
+		k.dim = e.dim
 	}
 	if e.pieces != nil {
-		k += "pieces" + string(e.pieces)
+		k.pieces = string(e.pieces)
 	}
 	return k
 }
@@ -486,7 +563,7 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 	clear(c.bykey)
 	c.expansions, c.p2p, c.capped = 0, 0, false
 	if c.budget > 0 && (c.tileBytes(c.start.st) > c.budget || c.tileBytes(c.goal.st) > c.budget) {
-		return completeResult{proven: c.full}, nil
+		return completeResult{proven: c.proves()}, nil
 	}
 	c.push(c.start, 0, 0, -1, cedge{})
 	for pops := 1; len(c.open) > 0; pops++ {
@@ -547,16 +624,16 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 			continue // a cheaper path reached it since
 		}
 		if n.n.key() == c.goalKey {
-			return completeResult{path: c.pathTo(it.id), proven: c.full, exp: c.expansions}, nil
+			return completeResult{path: c.pathTo(it.id), proven: c.proves(), exp: c.expansions}, nil
 		}
 		if c.expansions >= c.maxExp || c.full && c.p2p >= c.maxP2P {
 			c.capped = true
 			return c.bestFound(), nil
 		}
 		c.expansions++
-		c.expand(it.id)
+		c.moves.expand(c, it.id)
 	}
-	return completeResult{proven: c.full, exp: c.expansions}, nil
+	return completeResult{proven: c.proves(), exp: c.expansions}, nil
 }
 
 // bestFound is the result of a pass stopped at its budget: the cheapest path to the goal
@@ -599,7 +676,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 			c.ub = g
 		}
 		old.n = cnode{st: n.st.clone(), unr: n.unr}
-		c.queue(citem{id: id, f: g + c.greedy*c.h(n), g: g, steps: steps})
+		c.queue(citem{id: id, f: g + c.weight*c.h(n), g: g, steps: steps})
 		return
 	}
 	if k == c.goalKey {
@@ -608,7 +685,7 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 	id := int32(len(c.nodes))
 	c.nodes = append(c.nodes, crec{n: cnode{st: n.st.clone(), unr: n.unr}, g: g, steps: steps, prev: prev, edge: e})
 	c.bykey[k] = id
-	c.queue(citem{id: id, f: g + c.greedy*c.h(n), g: g, steps: steps})
+	c.queue(citem{id: id, f: g + c.weight*c.h(n), g: g, steps: steps})
 }
 
 // consider prices the edge from node id to nx and pushes nx when it can still beat the
@@ -671,12 +748,9 @@ func (c *completeSearch) feasible(before, after cnode, e cedge) bool {
 	return c.sp.feasible(before.st, after.st, group)
 }
 
-// expand generates every edge out of node id.
-func (c *completeSearch) expand(id int32) {
-	if c.units != nil {
-		c.expandUnits(id)
-		return
-	}
+// expandAtoms generates the edges out of node id over the prime atoms: every edge
+// (fam nil), else those of the hierarchical family fam.
+func (c *completeSearch) expandAtoms(id int32, fam *familyMoves) {
 	cur := c.nodes[id].n
 	st := cur.st
 	r, sp := c.r, c.sp
@@ -684,7 +758,7 @@ func (c *completeSearch) expand(id int32) {
 	pending := cur.unr & c.reducible
 	structured := true
 	c.goalOnly, c.p2pGoalOnly = false, false
-	if !c.full {
+	if fam != nil {
 		// A large space, the hierarchical family (above): the source expands every
 		// move; a state one structured step from it only point-to-point ones; a state a
 		// point-to-point step reached only the moves that end at the goal (in the wide
@@ -693,9 +767,9 @@ func (c *completeSearch) expand(id int32) {
 		switch {
 		case n.steps == 0:
 		case n.edge.op == OpAllToAllV || n.edge.op == OpCollectivePermute:
-			c.goalOnly, c.p2pGoalOnly = true, !c.wide
+			c.goalOnly, c.p2pGoalOnly = true, !fam.wide
 		case n.steps == 1:
-			structured, c.p2pGoalOnly = false, !c.wide
+			structured, c.p2pGoalOnly = false, !fam.wide
 		default:
 			return
 		}
@@ -710,7 +784,7 @@ func (c *completeSearch) expand(id int32) {
 			}
 		}
 		maxLen := len(free)
-		if !c.full {
+		if fam != nil {
 			maxLen = min(maxLen, completeLargeSliceAtoms)
 		}
 		for d := range st {
@@ -736,7 +810,7 @@ func (c *completeSearch) expand(id int32) {
 				c.consider(id, e, cnode{nx, cur.unr})
 				// A large space routes halo exchanges from the source only (their
 				// transfers are routed one by one).
-				if r.allowed(OpCollectivePermute) && cur.unr&c.reducible == 0 && (c.full || c.nodes[id].steps == 0) && !c.feasible(cur, cnode{nx, cur.unr}, e) &&
+				if r.allowed(OpCollectivePermute) && cur.unr&c.reducible == 0 && (fam == nil || c.nodes[id].steps == 0) && !c.feasible(cur, cnode{nx, cur.unr}, e) &&
 					newHaloWindows(sp, d, haloGather, st, nx).needed() {
 					e.halo = true
 					c.consider(id, e, cnode{nx, cur.unr})
@@ -1098,7 +1172,7 @@ func completePassOn(ctx context.Context, r *Request, cp *space, cands []*Plan, l
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
 	free, any, best := bestCandidates(r, cands)
 	if !cs.full && r.Effort != EffortExhaustive && best != nil && lowerBound > 0 && any > completeWideGap*lowerBound && latencyBound(best) {
-		cs.wide, cs.maxP2P = true, completeWideP2PBudget
+		cs.moves, cs.maxP2P = familyMoves{wide: true}, completeWideP2PBudget
 	}
 	return cs.against(free, any, "complete")
 }
@@ -1377,7 +1451,7 @@ func (c *completeSearch) devices() {
 
 // rangesOf is every device's range of every dim in st (device-major), memoized.
 func (c *completeSearch) rangesOf(st state) [][2]int64 {
-	k := st.key()
+	k := stateKey(st)
 	if r, ok := c.ranges[k]; ok {
 		return r
 	}
@@ -1390,7 +1464,7 @@ func (c *completeSearch) rangesOf(st state) [][2]int64 {
 		}
 	}
 	if c.ranges == nil {
-		c.ranges = map[string][][2]int64{}
+		c.ranges = map[skey][][2]int64{}
 	}
 	c.ranges[k] = out
 	return out

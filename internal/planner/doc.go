@@ -59,9 +59,14 @@
 //	            first (unless allowed), then time, then fewer collectives, standard
 //	            collectives over permutes over exchanges, fewer steps
 //
-// The tunables of every stage stand in tunables.go (structured.go's in structured.go).
+// The tunables of every stage stand in tunables.go, grouped by stage.
 // The candidate search and the complete pass (with the structured pass on its engine)
-// are two A* engines over one open list, openHeap (search.go).
+// are two A* engines over one open list, openHeap (search.go). The complete pass's
+// engine runs one passConfig per pass (complete.go): its move generator (atomMoves,
+// every edge over prime atoms; familyMoves, a large space's hierarchical family;
+// unitMoves, the structured moves over units), the weight of its heuristic in the
+// queue's order (1: A*; the structured pass's search for a clean plan weighs it
+// structuredCleanGreedy), and its budgets of expansions and point-to-point edges.
 //
 // The candidates before the structured and complete passes are fast heuristics: those
 // passes alone decide what is proven (the structured pass only under structured

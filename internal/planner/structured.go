@@ -35,32 +35,6 @@ import (
 // structured ops proven at every size (structuredOnly), and what keeps a plan that never
 // replicates the tensor whenever the structured graph holds one.
 
-// structuredStateLimit bounds the unit states per unreduced set the structured pass
-// searches: 5 units at rank 3 (5,056 states), 6 at rank 2 (11,743). 6 units at rank 3
-// (42,079) are above it: a pass there expands 2,000-20,000 nodes, seconds without
-// permutes and about 15 s with them (docs/PERFORMANCE.md, "The structured pass").
-const structuredStateLimit = 12000
-
-// structuredExpansions and structuredP2PPerState bound one structured pass: the nodes it
-// expands, and the permutes it routes per unit state of its graph (a digit permutation
-// is routed once per request for each bytes per device; proving a pass over 1,631 states
-// routes up to 5,213, over 5,056 states up to 16,120). A pass that reaches either answers
-// its best plan found, not proven.
-const (
-	structuredExpansions  = 60000
-	structuredP2PPerState = 8
-)
-
-// structuredCleanGreedy weighs the heuristic in cleanStructuredPass's search, which looks
-// for any plan that avoids a full rematerialization, not the cheapest: on the graphs above
-// structuredStateLimit of TestNoAvoidableRemat a weight of 1 took up to 46 s, 10 up to
-// 4 s, 1,000 a few milliseconds (at most 0.8 s).
-const structuredCleanGreedy = 1000
-
-// structuredIncumbentExpansions bounds the structured pass when the request allows
-// exchanges (its plan is then one incumbent among the exchange families').
-const structuredIncumbentExpansions = 256
-
 // structuredOps are the step ops the structured graph's moves use.
 var structuredOps = []Op{OpSlice, OpAllGather, OpAllToAll, OpReduceScatter, OpAllReduce, OpCollectivePermute}
 
@@ -120,14 +94,11 @@ func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (
 		return nil, false, nil
 	}
 	cs := newCompleteSearch(ctx, cp, r, start, goal, start.unr&^goal.unr)
-	cs.full, cs.units = true, units
-	cs.maxExp, cs.maxP2P = structuredExpansions, structuredP2PPerState*int(states)
+	cs.units = units
+	cs.passConfig = passConfig{moves: unitMoves{}, full: true, weight: 1, maxExp: structuredExpansions, maxP2P: structuredP2PPerState * int(states)}.forEffort(r.Effort)
 	free, any, _ := bestCandidates(r, cands)
 	noRep := cs.noRep
 	var first *Plan
-	if r.Effort == EffortExhaustive {
-		cs.maxExp, cs.maxP2P = cs.maxExp*exhaustiveScale, cs.maxP2P*exhaustiveScale
-	}
 	if !structuredOnly(r) && r.Effort != EffortExhaustive {
 		// With exchanges allowed the structured graph gives an incumbent within a
 		// smaller budget, and the exchange families (the complete pass) cover what
@@ -181,9 +152,8 @@ func cleanStructuredPass(ctx context.Context, r *Request, cp *space, cands []*Pl
 	if !cs.noRep {
 		return nil, false, nil
 	}
-	cs.full, cs.units, cs.noPermute = true, units, true
-	cs.maxExp, cs.maxP2P = structuredExpansions, structuredP2PPerState*structuredStateLimit
-	cs.greedy = structuredCleanGreedy
+	cs.units, cs.noPermute = units, true
+	cs.passConfig = passConfig{moves: unitMoves{}, full: true, weight: structuredCleanGreedy, maxExp: structuredExpansions, maxP2P: structuredP2PPerState * structuredStateLimit}
 	res, err := cs.run(free)
 	if err == nil && res.path == nil && r.allowed(OpCollectivePermute) {
 		cs.noPermute = false

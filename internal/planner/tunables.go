@@ -3,8 +3,7 @@ package planner
 import "time"
 
 // The planner's tunables, by stage of the pipeline (doc.go). What each was measured
-// against is in docs/PERFORMANCE.md, "Planner tunables"; the structured pass's stand in
-// structured.go.
+// against is in docs/PERFORMANCE.md, "Planner tunables" and "The structured pass".
 
 // Budgets a request may override.
 const (
@@ -72,6 +71,34 @@ const (
 	chainPopsPerPair = 16  // the pairs the chain candidate bounds (exchangeBound) per exchange it may price
 	chainBudgetShare = 0.5 // the share of EffortExhaustive's planning budget its chain phase may take
 )
+
+// Structured pass (structured.go): the unit states it searches, its budgets, and the
+// weight of its search for a clean plan.
+// structuredStateLimit bounds the unit states per unreduced set the structured pass
+// searches: 5 units at rank 3 (5,056 states), 6 at rank 2 (11,743). 6 units at rank 3
+// (42,079) are above it: a pass there expands 2,000-20,000 nodes, seconds without
+// permutes and about 15 s with them (docs/PERFORMANCE.md, "The structured pass").
+const structuredStateLimit = 12000
+
+// structuredExpansions and structuredP2PPerState bound one structured pass: the nodes it
+// expands, and the permutes it routes per unit state of its graph (a digit permutation
+// is routed once per request for each bytes per device; proving a pass over 1,631 states
+// routes up to 5,213, over 5,056 states up to 16,120). A pass that reaches either answers
+// its best plan found, not proven.
+const (
+	structuredExpansions  = 60000
+	structuredP2PPerState = 8
+)
+
+// structuredCleanGreedy weighs the heuristic in cleanStructuredPass's search, which looks
+// for any plan that avoids a full rematerialization, not the cheapest: on the graphs above
+// structuredStateLimit of TestNoAvoidableRemat a weight of 1 took up to 46 s, 10 up to
+// 4 s, 1,000 a few milliseconds (at most 0.8 s).
+const structuredCleanGreedy = 1000
+
+// structuredIncumbentExpansions bounds the structured pass when the request allows
+// exchanges (its plan is then one incumbent among the exchange families').
+const structuredIncumbentExpansions = 256
 
 // Complete pass (complete.go).
 const (
