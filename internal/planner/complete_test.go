@@ -143,12 +143,14 @@ func TestKeepTargetsGatherOverMoreAxes(t *testing.T) {
 	require.NoError(t, err)
 	replay(t, p)
 	assert.LessOrEqual(t, p.Summary.TimeUS, 43.58+0.005, describeSteps(p))
-	assert.Equal(t, kindComplete, p.kind, describeSteps(p))
+	// Both the complete pass and the chain candidate reach keep targets; the chain
+	// candidate, before the passes, finds it first.
+	assert.True(t, p.kind == kindComplete || p.name == "chain", "%s: %s", p.name, describeSteps(p))
 	require.Equal(t, []Op{OpSlice, OpAllToAllV, OpAllGather}, ops(p), describeSteps(p))
 	gather := p.Steps[2]
 	assert.Greater(t, len(gather.MeshAxes), 2, "the gather runs over the kept atoms and the target's free ones: %s", describeSteps(p))
 	for _, c := range p.Summary.Candidates {
-		if c.Name != "complete" {
+		if !c.Chosen && c.Name != "complete" {
 			assert.Greater(t, c.TimeUS, 1.5*p.Summary.TimeUS, "%s", c.Name)
 		}
 	}
