@@ -14,6 +14,11 @@ import (
 // when there is none, or ctx's error (a router may have stopped: the candidates'
 // prices are then meaningless).
 func choose(ctx context.Context, r *Request, f searched) (*Plan, error) {
+	// A plan searched after ctx was done is priced from stopped routers and cut-short
+	// coverage checks (dimCovered): the answer is ctx's error.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	cands := f.cands
 	if r.MemoryBudget > 0 {
 		cands = withinBudget(cands, r.MemoryBudget)
@@ -23,9 +28,6 @@ func choose(ctx context.Context, r *Request, f searched) (*Plan, error) {
 	}
 	if len(cands) == 0 {
 		return nil, &NoPlanError{Need: []Op{OpAllToAllV, OpAllGather, OpSlice}}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 	best := pickBest(cands, r.AllowFullRemat)
 	best.Summary.Optimality = OptimalityBestFound

@@ -1158,6 +1158,7 @@ func passSpace(r *Request) (*space, bool) {
 	if !ok || len(cp.atoms) > 60 {
 		return nil, false
 	}
+	cp.done = r.done
 	return cp, true
 }
 
@@ -1269,6 +1270,7 @@ func budgetError(ctx context.Context, r *Request) error {
 	if !ok || len(cp.atoms) > 60 {
 		return e
 	}
+	cp.done = r.done
 	defer cp.releaseRouter()
 	start := cnode{cp.stateOf(r.Source), maskOf(cp.atomsOf(r.Source.Unreduced))}
 	goal := cnode{cp.stateOf(r.Target), maskOf(cp.atomsOf(r.Target.Unreduced))}

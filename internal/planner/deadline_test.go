@@ -35,7 +35,7 @@ var hogReshards = []hogReshard{
 	{name: "x=2,y=32749 transpose xla", mesh: "x=2,y=32749", shape: []int64{65498}, src: `[["x","y"]]`, tgt: `[["y","x"]]`, strategy: XLA},
 }
 
-func (h hogReshard) request(t *testing.T) *Request {
+func (h hogReshard) request(t testing.TB) *Request {
 	t.Helper()
 	m, err := sharding.ParseMeshString(h.mesh, "mesh")
 	require.NoError(t, err)

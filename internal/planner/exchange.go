@@ -105,7 +105,7 @@ func (sp *space) primeSpace() (*space, [][]uint8) {
 	if n == len(sp.atoms) || n > 60 {
 		return nil, nil
 	}
-	fine := &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: make([]sharding.AxisRef, 0, n)}
+	fine := &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: make([]sharding.AxisRef, 0, n), done: sp.done}
 	parts := make([][]uint8, len(sp.atoms))
 	for i, a := range sp.atoms {
 		pre := a.Pre

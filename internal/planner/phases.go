@@ -35,6 +35,7 @@ func newProblem(r *Request) (*planProblem, error) {
 	pb := &planProblem{sp: sp, ok: ok, reduce: reduce}
 	if sp != nil {
 		sp.keyFamily(r)
+		sp.done = r.done
 	}
 	if !ok {
 		return pb, nil

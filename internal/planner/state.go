@@ -98,12 +98,25 @@ type space struct {
 	// deadline, when set, is when the passes over this space stop and answer their best
 	// plan found (Request.PlanningBudget).
 	deadline time.Time
+	// done is the Done channel of the request the space plans (Request.done): dimCovered's
+	// enumeration stops when it is closed.
+	done <-chan struct{}
+	// covers memoizes the answers of dimCovered's completed enumerations.
+	covers map[coverKey]bool
+}
+
+// coverKey is a dimCovered question: the dim, the group, and the before and after atoms
+// (before's ids, 0xff, after's).
+type coverKey struct {
+	d     int
+	group uint64
+	ids   string
 }
 
 // fork is a space of the same atoms with its own pricing state (router, memos), for
 // pricing on another goroutine while sp is in use.
 func (sp *space) fork() *space {
-	return &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: sp.atoms, binary: sp.binary, family: sp.family}
+	return &space{mesh: sp.mesh, shape: sp.shape, elemBits: sp.elemBits, atoms: sp.atoms, binary: sp.binary, family: sp.family, done: sp.done}
 }
 
 // newSpace splits every axis that src or tgt uses into atoms: the common refinement of
@@ -266,6 +279,10 @@ func (sp *space) bytes(elems int64) int64 { return sharding.BufferBytes(elems, s
 // the union of the old ranges (atoms before) of the devices that differ from it only on
 // the group atoms. Without uneven tiles it holds for every move this package makes, so
 // the check enumerates shard indices only when some tile involved does not divide D.
+//
+// Once sp.done is closed an enumeration stops within coverPollEvery coordinates and
+// reports false (the search prunes the move); the request then answers its context's
+// error, never a plan priced from such checks.
 func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
 	if slices.Equal(before, after) {
 		return true
@@ -276,6 +293,9 @@ func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
 		return true
 	}
 	c := coverCheck{sp: sp, D: D, before: before, after: after, tb: sharding.CeilDiv(D, nb), ta: sharding.CeilDiv(D, na), ok: true}
+	if c.stopped() {
+		return false
+	}
 	// Atoms relevant to this dim: those in before or after. Enumerate their coordinates:
 	// the group's atoms vary, the others are fixed per device.
 	combos := 1
@@ -294,8 +314,53 @@ func (sp *space) dimCovered(d int, before, after []uint8, group uint64) bool {
 			c.fixed = append(c.fixed, id)
 		}
 	}
+	key := coverKey{d: d, group: group, ids: string(before) + "\xff" + string(after)}
+	if ok, hit := sp.covers[key]; hit {
+		return ok
+	}
+	c.total = int64(combos)
 	c.coords = make([]int, len(sp.atoms))
 	c.overFixed(0)
+	if c.cut {
+		return false // cut short: not an answer to keep
+	}
+	if sp.covers == nil {
+		sp.covers = map[coverKey]bool{}
+	}
+	sp.covers[key] = c.ok
+	return c.ok
+}
+
+// coverPollEvery is how many coordinates a coverage enumeration visits between looks
+// at its space's done channel (a power of two).
+const coverPollEvery = 4096
+
+// coverPolled, when set (tests), is called at each look at the done channel with the
+// coordinates the enumeration has visited and the number it would visit in all.
+var coverPolled func(visited, total int64)
+
+// stopped reports whether c's request is abandoned, marking the check failed when it is.
+func (c *coverCheck) stopped() bool {
+	if c.sp.done == nil {
+		return false
+	}
+	if coverPolled != nil {
+		coverPolled(c.visited, c.total)
+	}
+	select {
+	case <-c.sp.done:
+		c.ok, c.cut = false, true
+		return true
+	default:
+		return false
+	}
+}
+
+// visit counts one coordinate and reports whether the enumeration goes on.
+func (c *coverCheck) visit() bool {
+	if c.visited++; c.visited&(coverPollEvery-1) == 0 && c.stopped() {
+		return false
+	}
 	return c.ok
 }
 
@@ -310,6 +375,10 @@ type coverCheck struct {
 	coords        []int
 	covered       [][2]int64
 	ok            bool
+	cut           bool // stopped because the request was abandoned
+	// visited counts the coordinates enumerated (both passes); total is the number of
+	// coordinates of one pass (the product of the relevant atoms' sizes).
+	visited, total int64
 }
 
 // index is the shard index ids give under the current coordinates.
@@ -344,7 +413,7 @@ func (c *coverCheck) overFixed(k int) {
 		return
 	}
 	if k < len(c.fixed) {
-		for v := 0; v < c.sp.atoms[c.fixed[k]].Size; v++ {
+		for v := 0; v < c.sp.atoms[c.fixed[k]].Size && c.ok; v++ {
 			c.coords[c.fixed[k]] = v
 			c.overFixed(k + 1)
 		}
@@ -354,12 +423,21 @@ func (c *coverCheck) overFixed(k int) {
 	// assignment; then every after range must lie inside it.
 	c.covered = c.covered[:0]
 	c.eachFree(0, func() {
+		if !c.visit() {
+			return
+		}
 		if s, e := c.rng(c.index(c.before), c.tb); s < e {
 			c.covered = append(c.covered, [2]int64{s, e})
 		}
 	})
+	if !c.ok || len(c.covered) >= coverPollEvery && c.stopped() {
+		return
+	}
 	c.covered = mergeIntervals(c.covered)
 	c.eachFree(0, func() {
+		if !c.visit() {
+			return
+		}
 		if s, e := c.rng(c.index(c.after), c.ta); !inMerged(s, e, c.covered) {
 			c.ok = false
 		}

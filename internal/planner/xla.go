@@ -131,6 +131,7 @@ func xlaEmulate(r *Request) (*xlaEmu, error) {
 	if !ok {
 		return nil, sharding.Fieldf("target", "the source and target use sub-axes of one mesh axis that fit no common factorisation; XLA's tile assignments cannot express this reshard")
 	}
+	sp.done = r.done
 	e := &xlaEmu{sp: sp, r: r, fixedDims: make([]bool, len(r.Shape)), unr: tgt.Unreduced}
 	e.keptUnreduced = maskOf(sp.atomsOf(tgt.Unreduced))
 	e.fixed = e.keptUnreduced
