@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,18 +13,22 @@ import (
 )
 
 // TestCancelMidCoverageCheck: a request cancelled while a coverage check enumerates
-// answers the context's error, and the check stops at its next look at the done
-// channel: the context is cancelled from the check's first look mid-enumeration, and
-// no later look sees an enumeration that went on (every later check stops before its
-// first coordinate).
+// answers the context's error, and its checks stop at their next look at the done
+// channel: the context is cancelled from a check's first look mid-enumeration; after
+// it, a check that was enumerating on another of the request's goroutines (the exact
+// pass, the side work) may report the coordinates it had reached at its next look, once,
+// and every later look comes before a first coordinate.
 func TestCancelMidCoverageCheck(t *testing.T) {
 	for _, h := range unevenHogs {
 		t.Run(h.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			var mu sync.Mutex
 			var atCancel, total int64 = -1, 0
 			var after []int64
 			coverPolled = func(visited, n int64) {
+				mu.Lock()
+				defer mu.Unlock()
 				switch {
 				case atCancel >= 0:
 					after = append(after, visited)
@@ -41,15 +46,25 @@ func TestCancelMidCoverageCheck(t *testing.T) {
 				_, err := Reshard(ctx, h.request(t))
 				return err
 			})
+			mu.Lock()
+			defer mu.Unlock()
 			require.ErrorIs(t, err, context.Canceled)
 			require.GreaterOrEqual(t, atCancel, int64(0), "no coverage check enumerated: the input does not exercise dimCovered")
 			assert.Less(t, atCancel, total, "cancelled after the check's first pass finished")
+			going := 0 // looks of checks that were enumerating when the context ended
 			for _, v := range after {
-				assert.Zero(t, v, "a coverage check went on enumerating after its request was cancelled")
+				if v > 0 {
+					going++
+				}
 			}
+			assert.LessOrEqual(t, going, maxConcurrentChecks, "coverage checks went on enumerating after their request was cancelled: %v", after)
 		})
 	}
 }
+
+// maxConcurrentChecks is how many of one request's goroutines may run a coverage check
+// at once: the search, its exact pass and the side work.
+const maxConcurrentChecks = 3
 
 // TestDimCoveredStopsWhenDone: a coverage check that holds answers false once its
 // space's done channel is closed, and true while it is open or absent.
