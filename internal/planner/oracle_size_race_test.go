@@ -22,5 +22,9 @@ const structuredOracleStates = 2000
 // prefix of the plain run's.
 var chainJudgeCases = 8
 
+// raceDetector is true under the race detector: sweeps over whole sets, which CI's
+// plain planner step runs, are left out there.
+const raceDetector = true
+
 // noRematCases is how many reshards TestNoAvoidableRemat plans under the race detector: a prefix of the plain run's.
 var noRematCases = 10

@@ -21,5 +21,9 @@ const structuredOracleStates = structuredStateLimit
 // chainJudgeCases is how many reshards TestChainJudgeStructured judges.
 var chainJudgeCases = 40
 
+// raceDetector is true under the race detector (sweeps over whole sets are left out
+// there).
+const raceDetector = false
+
 // noRematCases is how many reshards TestNoAvoidableRemat plans.
 var noRematCases = 60

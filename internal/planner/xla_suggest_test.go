@@ -118,7 +118,10 @@ func BenchmarkXLASuggestions(b *testing.B) {
 // note, and the suggestions' hops pass XLA without the fallback (checkXLA).
 func TestXLAFallbackSetSuggests(t *testing.T) {
 	n := 60
-	if !*long {
+	switch {
+	case raceDetector:
+		n = 4 // the set of 20 runs without it (CI's planner step)
+	case !*long:
 		n = 20
 	}
 	f, _ := cost.Profile("tpu-v5p")
@@ -168,6 +171,9 @@ func TestXLASuggestsThroughRematPlanStates(t *testing.T) {
 // fastest XLA plan through it); no list's chain beats the one returned, on the corpus's
 // fallbacks and a slice of the random ones.
 func TestXLASuggestionsTakeTheBestChain(t *testing.T) {
+	if raceDetector {
+		t.Skip("every list of every case: runs without the race detector (CI's planner step)")
+	}
 	n := 40
 	if !*long {
 		n = 12
