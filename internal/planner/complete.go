@@ -817,15 +817,7 @@ func (c *completeSearch) expandAtoms(id int32, fam *familyMoves) {
 				}
 			}
 			if r.allowed(OpAllToAll) {
-				for b := range st {
-					if b == d {
-						continue
-					}
-					nx := st.clone()
-					nx[d] = nx[d][:n-j]
-					nx[b] = append(nx[b], suffix...)
-					c.consider(id, cedge{op: OpAllToAll, dim: d, dim2: b, group: suffix}, cnode{nx, cur.unr})
-				}
+				c.allToAlls(id, cur, d, suffix)
 			}
 		}
 	}
@@ -848,6 +840,21 @@ func (c *completeSearch) expandAtoms(id int32, fam *familyMoves) {
 			}
 			c.consider(id, cedge{op: OpAllToAllV}, cnode{nx, cur.unr})
 		}
+	}
+}
+
+// allToAlls considers the all_to_alls that move suffix, the minor end of cur's dim d,
+// to the minor end of every other dim.
+func (c *completeSearch) allToAlls(id int32, cur cnode, d int, suffix []uint8) {
+	st := cur.st
+	for b := range st {
+		if b == d {
+			continue
+		}
+		nx := st.clone()
+		nx[d] = nx[d][:len(st[d])-len(suffix)]
+		nx[b] = append(nx[b], suffix...)
+		c.consider(id, cedge{op: OpAllToAll, dim: d, dim2: b, group: suffix}, cnode{nx, cur.unr})
 	}
 }
 

@@ -239,15 +239,7 @@ func (c *completeSearch) expandUnits(id int32) {
 				}
 			}
 			if r.allowed(OpAllToAll) {
-				for b := range st {
-					if b == d {
-						continue
-					}
-					nx := st.clone()
-					nx[d] = nx[d][:n-j]
-					nx[b] = append(nx[b], suffix...)
-					c.consider(id, cedge{op: OpAllToAll, dim: d, dim2: b, group: suffix}, cnode{nx, cur.unr})
-				}
+				c.allToAlls(id, cur, d, suffix)
 			}
 		}
 	}
