@@ -179,7 +179,7 @@ func timeLowerBoundIn(r *Request, sp *space, between, total int64) (float64, boo
 	bw := float64(between) / peak
 	spOK := sp != nil
 	if !spOK {
-		sp, spOK = newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+		sp, spOK = reqSpace(r, false, maxPrimeAtoms)
 	}
 	var start, goal state
 	if spOK {

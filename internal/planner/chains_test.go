@@ -59,7 +59,7 @@ func judgeChainsOver(t testing.TB, r *Request, opt chainOptions) chainReport {
 	}
 	ac := plan(r.Source, r.Target)
 	rep := chainReport{plan: ac, chain: math.Inf(1), plans: 1, proven: ac.Summary.Optimality == OptimalityProven}
-	sp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, opt.maxPrime, r.Source, r.Target)
+	sp, ok := reqSpace(r, true, opt.maxPrime)
 	if !ok {
 		return rep
 	}

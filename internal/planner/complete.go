@@ -1161,7 +1161,7 @@ func (c *completeSearch) completeSteps(path []cstep) []Step {
 // passSpace is the space of the complete and structured passes: every mesh axis, split
 // into prime atoms while they number at most completeMaxPrime.
 func passSpace(r *Request) (*space, bool) {
-	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, r.Source, r.Target)
+	cp, ok := reqSpace(r, true, completeMaxPrime)
 	if !ok || len(cp.atoms) > 60 {
 		return nil, false
 	}
@@ -1273,7 +1273,7 @@ func (e *BudgetError) Unwrap() error { return ErrNoPlan }
 // ends count).
 func budgetError(ctx context.Context, r *Request) error {
 	e := &BudgetError{Budget: r.MemoryBudget}
-	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, r.Source, r.Target)
+	cp, ok := reqSpace(r, true, completeMaxPrime)
 	if !ok || len(cp.atoms) > 60 {
 		return e
 	}

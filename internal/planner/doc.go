@@ -6,7 +6,8 @@
 // # Model
 //
 // Mesh axes are split into atoms: the common refinement of every sub-axis boundary the
-// shardings use, split into prime factors. A state is, per tensor dim, an ordered list of
+// shardings use and, on a GPU model, of the node boundary of an axis that crosses nodes
+// (nodecuts.go), split into prime factors. A state is, per tensor dim, an ordered list of
 // atoms (major to minor) plus the atoms holding partial sums; atoms in no dim are
 // replicated. A plan is a path of states; each edge is one step op of API.md:
 //

@@ -82,7 +82,7 @@ func allOracleStates(n, rank int, unr uint64) []state {
 }
 
 func newOracle(t testing.TB, r *Request) *oracle {
-	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, r.Source, r.Target)
+	cp, ok := reqSpace(r, true, completeMaxPrime)
 	require.True(t, ok)
 	o := &oracle{sp: cp, r: r, budget: r.MemoryBudget, minEdge: math.Inf(1)}
 	src := oracleState{cp.stateOf(r.Source), maskOf(cp.atomsOf(r.Source.Unreduced))}

@@ -31,7 +31,7 @@ func newProblem(r *Request) (*planProblem, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, ok := newSpace(r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+	sp, ok := reqSpace(r, false, maxPrimeAtoms)
 	pb := &planProblem{sp: sp, ok: ok, reduce: reduce}
 	if sp != nil {
 		sp.keyFamily(r)

@@ -123,12 +123,26 @@ func (sp *space) fork() *space {
 // all sub-axis boundaries, split into prime factors while the atom count stays small.
 // It reports false when two refs of one axis fit no common factorisation.
 func newSpace(m *sharding.Mesh, shape []int64, elemBits int, shardings ...sharding.Sharding) (*space, bool) {
-	return newSpaceOf(m, shape, elemBits, false, maxPrimeAtoms, shardings...)
+	return newSpaceCut(m, shape, elemBits, false, maxPrimeAtoms, nil, shardings...)
 }
 
 // newSpaceOf is newSpace over every mesh axis when allAxes (not only those the
 // shardings use), split into prime factors while the atom count stays at most maxPrime.
 func newSpaceOf(m *sharding.Mesh, shape []int64, elemBits int, allAxes bool, maxPrime int, shardings ...sharding.Sharding) (*space, bool) {
+	return newSpaceCut(m, shape, elemBits, allAxes, maxPrime, nil, shardings...)
+}
+
+// reqSpace is the space of r's two ends as planning builds it: newSpaceOf with the
+// node boundaries of r's model (nodeCuts) among the sub-axis boundaries.
+func reqSpace(r *Request, allAxes bool, maxPrime int) (*space, bool) {
+	return newSpaceCut(r.Mesh, r.Shape, r.ElemBits, allAxes, maxPrime, nodeCuts(r.Mesh, r.Model), r.Source, r.Target)
+}
+
+// newSpaceCut is newSpaceOf with the boundaries cuts (per axis name, a Pre) among the
+// shardings' own, where splitting into primes would not already place them (never on
+// an axis whose size is a power of two). A cut that fits no common factorisation with
+// the shardings' boundaries is left out.
+func newSpaceCut(m *sharding.Mesh, shape []int64, elemBits int, allAxes bool, maxPrime int, cuts map[string]int, shardings ...sharding.Sharding) (*space, bool) {
 	bounds := map[string][]int{}
 	for _, s := range shardings {
 		for _, r := range s.UsedAxes() {
@@ -139,6 +153,13 @@ func newSpaceOf(m *sharding.Mesh, shape []int64, elemBits int, allAxes bool, max
 		for _, ax := range m.Axes {
 			bounds[ax.Name] = append(bounds[ax.Name], 1)
 		}
+	}
+	for name, cut := range cuts {
+		b, ok := bounds[name]
+		if !ok || !fitsBounds(b, cut) || primeBoundary(b, m.AxisSize(name), cut) {
+			continue
+		}
+		bounds[name] = append(b, cut)
 	}
 	type interval struct {
 		ref   sharding.AxisRef
@@ -190,6 +211,42 @@ func (sp *space) setBinary() {
 	for _, a := range sp.atoms {
 		sp.binary = sp.binary && a.Size == 2
 	}
+}
+
+// fitsBounds reports whether cut divides or is divided by every boundary in b, so that
+// adding it keeps one common factorisation.
+func fitsBounds(b []int, cut int) bool {
+	for _, x := range b {
+		if x%cut != 0 && cut%x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// primeBoundary reports whether splitting an axis of size n at the boundaries b into
+// prime atoms (smallest first, major to minor) already puts a boundary at cut, as it
+// does for every cut of an axis whose size is a power of two.
+func primeBoundary(b []int, n, cut int) bool {
+	lo, hi := 1, n
+	for _, x := range b {
+		if x <= cut && x > lo {
+			lo = x
+		}
+		if x >= cut && x < hi {
+			hi = x
+		}
+	}
+	if lo == cut || hi == cut {
+		return true
+	}
+	at := lo
+	for _, p := range primeFactors(hi / lo) {
+		if at *= p; at == cut {
+			return true
+		}
+	}
+	return false
 }
 
 func primeFactors(n int) []int {

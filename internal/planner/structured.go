@@ -53,11 +53,11 @@ func structuredOnly(r *Request) bool {
 }
 
 // unitsOf groups cp's atoms into units: per unit ref of the common refinement (every
-// mesh axis, split at the sub-axis boundaries the shardings name), the atoms of cp it
-// covers, major to minor. It reports false when some ref of the shardings is not a
-// union of units.
-func unitsOf(cp *space, m *sharding.Mesh, shape []int64, elemBits int, shs ...sharding.Sharding) ([][]uint8, bool) {
-	us, ok := newSpaceOf(m, shape, elemBits, true, 0, shs...)
+// mesh axis, split at the sub-axis boundaries r's shardings name and at the node
+// boundaries of r's model, nodeCuts), the atoms of cp it covers, major to minor. It
+// reports false when some ref of the shardings is not a union of units.
+func unitsOf(cp *space, r *Request) ([][]uint8, bool) {
+	us, ok := newSpaceCut(r.Mesh, r.Shape, r.ElemBits, true, 0, nodeCuts(r.Mesh, r.Model), r.Source, r.Target)
 	if !ok {
 		return nil, false
 	}
@@ -80,7 +80,7 @@ func unitsOf(cp *space, m *sharding.Mesh, shape []int64, elemBits int, shs ...sh
 // cands: a plan strictly cheaper than the best of them under the request's rules (nil:
 // none), and whether the pass proved that no plan of the structured graph is cheaper.
 func structuredPass(ctx context.Context, r *Request, cp *space, cands []*Plan) (*Plan, bool, error) {
-	units, ok := unitsOf(cp, r.Mesh, r.Shape, r.ElemBits, r.Source, r.Target)
+	units, ok := unitsOf(cp, r)
 	if !ok {
 		return nil, false, nil
 	}

@@ -70,11 +70,11 @@ type structuredOracle struct {
 }
 
 func newStructuredOracle(t testing.TB, r *Request) (*structuredOracle, bool) {
-	us, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, 0, r.Source, r.Target)
+	us, ok := reqSpace(r, true, 0)
 	if !ok {
 		return nil, false
 	}
-	cp, ok := newSpaceOf(r.Mesh, r.Shape, r.ElemBits, true, completeMaxPrime, r.Source, r.Target)
+	cp, ok := reqSpace(r, true, completeMaxPrime)
 	if !ok {
 		return nil, false
 	}
