@@ -12,12 +12,12 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -ldflags="-s -w" -o /out/shardplan ./cmd/server
+    go build -trimpath -ldflags="-s -w" -o /out/shardplan-server ./cmd/shardplan-server
 
 # Run: distroless static, non-root (uid 65532), nothing but the binary.
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/shardplan /usr/local/bin/shardplan
+COPY --from=build /out/shardplan-server /usr/local/bin/shardplan-server
 ENV SHARDPLAN_ADDR=:8080 SHARDPLAN_LOG_FORMAT=json
 EXPOSE 8080
 USER nonroot:nonroot
-ENTRYPOINT ["/usr/local/bin/shardplan"]
+ENTRYPOINT ["/usr/local/bin/shardplan-server"]

@@ -97,8 +97,8 @@ func (s *Server) answerTooLarge(route string, body []byte, size int64) *Problem 
 	return p
 }
 
-// boundPlanned is answerTooLarge for an answer computed under ctx (its route is the
-// request's chi route pattern).
+// boundPlanned is answerTooLarge for an answer computed under ctx (its route is the one
+// withRoute put in ctx).
 func (s *Server) boundPlanned(ctx context.Context, body []byte) error {
 	if p := s.answerTooLarge(routeOf(ctx), body, int64(len(body))); p != nil {
 		return p
@@ -106,7 +106,27 @@ func (s *Server) boundPlanned(ctx context.Context, body []byte) error {
 	return nil
 }
 
+// routeKey is the context key of the route pattern a computation answers.
+type routeKey struct{}
+
+// withRoute is r's context carrying r's route pattern as a value of its own. A
+// computation may outlive its request (the memo detaches it, and other callers may wait
+// for it), and once the request ends chi hands its route context to the next request:
+// what the computation needs of the route is read here, on the request's goroutine,
+// before it detaches.
+func withRoute(r *http.Request) context.Context {
+	return context.WithValue(r.Context(), routeKey{}, chiRoute(r.Context()))
+}
+
+// routeOf is the route pattern withRoute put in ctx, "" when none.
 func routeOf(ctx context.Context) string {
+	route, _ := ctx.Value(routeKey{}).(string)
+	return route
+}
+
+// chiRoute is the route pattern of the request ctx belongs to, read from chi's route
+// context: only valid while that request is being served.
+func chiRoute(ctx context.Context) string {
 	if rc := chi.RouteContext(ctx); rc != nil {
 		return rc.RoutePattern()
 	}
@@ -196,7 +216,7 @@ func (g *answerGuard) refuse(body []byte) {
 	for _, k := range []string{"Content-Length", "Content-Type", "X-Cache"} {
 		h.Del(k)
 	}
-	p := g.s.answerTooLarge(routeOf(g.r.Context()), body, g.size)
+	p := g.s.answerTooLarge(chiRoute(g.r.Context()), body, g.size)
 	if p == nil { // cannot happen: held means over the limit
 		p = NewProblem(http.StatusUnprocessableEntity, slugResponseTooLarge, "Response too large", "the answer is over SHARDPLAN_MAX_ANSWER_BYTES")
 	}

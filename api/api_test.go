@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-chi/chi/v5/middleware"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -108,7 +109,7 @@ func TestTilesBadInput(t *testing.T) {
 		{"shape element wrong type", "application/json", `{"mesh":"x=2","shape":[4,"a"],"dtype":"f32","sharding":[[0],null]}`, 400, slugInvalidJSON, "shape[1]"},
 		{"shape wrong type", "application/json", `{"mesh":"x=2","shape":{"a":1},"dtype":"f32","sharding":[[0]]}`, 400, slugInvalidJSON, "shape"},
 		{"locate wrong type", "application/json", `{"mesh":"x=2","shape":[4],"dtype":"f32","sharding":[[0]],"locate":[[1],["a"]]}`, 400, slugInvalidJSON, "locate[1][0]"},
-		{"unknown field", "application/json", `{"mesh":"x=2","shape":[4],"dtype":"f32","sharding":[[0]],"bogus":1}`, 400, slugInvalidJSON, "bogus"},
+		{"unknown field", "application/json", `{"mesh":"x=2","shape":[4],"dtype":"f32","sharding":[[0]],"bogus":1}`, 400, slugInvalidRequest, "bogus"},
 		{"unknown mesh field", "application/json", `{"mesh":{"axes":[{"name":"x","size":2,"bogus":1}]},"shape":[4],"dtype":"f32","sharding":[[0]]}`, 400, slugInvalidMesh, "mesh.axes[0].bogus"},
 		{"mesh size wrong type", "application/json", `{"mesh":{"axes":[{"name":"x","size":"2"}]},"shape":[4],"dtype":"f32","sharding":[[0]]}`, 400, slugInvalidMesh, "mesh.axes[0].size"},
 		{"missing mesh", "application/json", `{"shape":[4],"dtype":"f32","sharding":[[0]]}`, 400, slugInvalidRequest, "mesh"},
@@ -532,4 +533,79 @@ func TestOpenAPIServed(t *testing.T) {
 	assert.Equal(t, http.StatusOK, rec.Code)
 	assert.Contains(t, rec.Body.String(), "openapi.json")
 	assert.Contains(t, string(docsAppJS), `"openapi2.json"`, "the docs page reads the Swagger 2.0 document")
+}
+
+// TestDegradedFollowsTheChecksWithoutReadyz: the readiness gauges follow the checks at
+// each scrape, whether or not anyone asks /readyz.
+func TestDegradedFollowsTheChecksWithoutReadyz(t *testing.T) {
+	var cacheErr, dbErr error
+	s := newTestServer(t, func(d *Deps) {
+		d.Optional = map[string]Check{"cache": func(context.Context) error { return cacheErr }}
+		d.Checks = map[string]Check{"db": func(context.Context) error { return dbErr }}
+	})
+	scrape := func() string { return do(t, s.Metrics(), http.MethodGet, "/metrics", "", "").Body.String() }
+	down := errors.New("redis ping: connection refused")
+	tests := []struct {
+		name              string
+		cache, db         error
+		draining          bool
+		degraded, cacheUp string
+	}{
+		{name: "all up", degraded: "0", cacheUp: "1"},
+		{name: "cache down", cache: down, degraded: "1", cacheUp: "0"},
+		{name: "cache back", degraded: "0", cacheUp: "1"},
+		{name: "cache and a required check down: not ready, not degraded", cache: down, db: down, degraded: "0", cacheUp: "0"},
+		{name: "cache down while draining: not degraded", cache: down, draining: true, degraded: "0", cacheUp: "0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cacheErr, dbErr = tc.cache, tc.db
+			s.SetDraining(tc.draining)
+			body := scrape()
+			assert.Contains(t, body, "\nshardplan_degraded "+tc.degraded+"\n")
+			assert.Contains(t, body, "\nshardplan_readiness_check_up{check=\"cache\"} "+tc.cacheUp+"\n")
+		})
+	}
+}
+
+// TestCancelledWorkAnswers: work that ends with its request's cancellation answers 503
+// shutting-down while the server drains (the shutdown timeout cancelled it, wherever the
+// request was: computing, or waiting for a slot in a middleware), and 499 without a body
+// otherwise (the client left); a cancellation of other work is an internal error.
+func TestCancelledWorkAnswers(t *testing.T) {
+	tests := []struct {
+		name      string
+		draining  bool
+		cancelled bool // the request's context
+		err       error
+		status    int
+		slug      string
+	}{
+		{name: "draining", draining: true, cancelled: true, err: context.Canceled, status: http.StatusServiceUnavailable, slug: slugShuttingDown},
+		{name: "draining, wrapped", draining: true, cancelled: true, err: fmt.Errorf("waiting for a slot: %w", context.Canceled), status: http.StatusServiceUnavailable, slug: slugShuttingDown},
+		{name: "the client left", cancelled: true, err: context.Canceled, status: 499},
+		{name: "not the request's cancellation", err: context.Canceled, status: http.StatusInternalServerError, slug: slugInternal},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestServer(t, nil)
+			s.SetDraining(tc.draining)
+			ctx, cancel := context.WithCancel(t.Context())
+			if tc.cancelled {
+				cancel()
+			} else {
+				defer cancel()
+			}
+			req := httptest.NewRequestWithContext(context.WithValue(ctx, middleware.RequestIDKey, "test-000001"), http.MethodPost, "/v1/tiles", nil)
+			rec := httptest.NewRecorder()
+			rec.Header().Set("X-Request-Id", "test-000001")
+			s.writeProblem(rec, req, tc.err)
+			if tc.slug == "" {
+				assert.Equal(t, tc.status, rec.Code)
+				assert.Empty(t, rec.Body.String())
+				return
+			}
+			requireProblem(t, rec, tc.status, tc.slug)
+		})
+	}
 }

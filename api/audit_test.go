@@ -286,7 +286,7 @@ func TestAuditErrors(t *testing.T) {
 		{"hlo not a string", "/v1/audit", "application/json", `{"hlo_module": 5}`, 400, slugInvalidJSON, "", "hlo_module"},
 		{"hlo budget json", "/v1/audit", "application/json", `{"hlo_module": "HloModule m", "memory_budget_bytes_per_device": 0}`, 400, slugInvalidRequest, "memory_budget_bytes_per_device", "positive integer"},
 		{"hlo key twice", "/v1/audit", "application/json", `{"hlo_module": "HloModule m", "mesh": "x=2", "mesh": "x=4"}`, 400, slugInvalidJSON, "mesh", "more than once"},
-		{"null hlo_module reads a program", "/v1/audit", "application/json", `{"hlo_module": null, "mesh": "x=2", "tensors": {}, "bogus": 1}`, 400, slugInvalidJSON, "bogus", "unknown field"},
+		{"null hlo_module reads a program", "/v1/audit", "application/json", `{"hlo_module": null, "mesh": "x=2", "tensors": {}, "bogus": 1}`, 400, slugInvalidRequest, "bogus", "unknown field"},
 		{"bad json", "/v1/audit", "application/json", `{"module": `, 400, slugInvalidJSON, "", ""},
 		{"null body", "/v1/audit", "application/json", "null", 400, slugInvalidJSON, "", "must be a JSON object, not null"},
 		{"mesh in another order", "/v1/audit?mesh=C=1,D=2,X=4,Y=8,T=4", hloMediaType, seed4, 400, slugInvalidMesh, "mesh", "a mesh that fits: axis_0=2,axis_1=8,axis_2=4,axis_3=4"},

@@ -25,8 +25,9 @@ import (
 //   - empty body, malformed JSON (with the byte offset), trailing data -> 400 invalid-json;
 //   - a body that is not a JSON object (null, a number, a string, an array, a boolean)
 //     -> 400 invalid-json saying so;
-//   - a value of the wrong type, an unknown field -> 400 invalid-json naming the field
-//     (array indices included, e.g. "shape[1]");
+//   - a value of the wrong type -> 400 invalid-json naming the field (array indices
+//     included, e.g. "shape[1]");
+//   - an unknown field -> 400 invalid-request naming it and the field probably meant;
 //   - a key repeated within one object -> 400 invalid-json naming its path;
 //   - a body over the limit -> 413;
 //   - a validate: tag failure -> 400 invalid-request with one error per field.
@@ -60,7 +61,7 @@ func decodeBytes(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return jsonProblem(body, dec, err)
+		return jsonProblem(body, dec, dst, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		off := dec.InputOffset()
@@ -74,7 +75,7 @@ func decodeBytes(body []byte, dst any) error {
 	return nil
 }
 
-func jsonProblem(body []byte, dec *json.Decoder, err error) *Problem {
+func jsonProblem(body []byte, dec *json.Decoder, dst any, err error) *Problem {
 	malformed := func(format string, args ...any) *Problem {
 		return NewProblem(http.StatusBadRequest, slugInvalidJSON, "Malformed JSON", format, args...)
 	}
@@ -101,8 +102,7 @@ func jsonProblem(body []byte, dec *json.Decoder, err error) *Problem {
 	}
 	if name, ok := fielderr.UnknownJSONField(err); ok {
 		field := keyPathBefore(body, dec.InputOffset(), name)
-		return Invalid(slugInvalidJSON, "Malformed JSON",
-			sharding.Fieldf(field, "unknown field %q; see GET /openapi.json for the request's fields", name))
+		return unknownFieldProblem(field, name, reflect.TypeOf(dst))
 	}
 	return malformed("%s", strings.TrimPrefix(err.Error(), "json: "))
 }

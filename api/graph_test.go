@@ -362,7 +362,7 @@ func TestGraphBadInput(t *testing.T) {
 		{"bad annotation", `{"mesh": "x=2", "tensors": {"a": {"shape": [4], "sharding": ["q"]}}, "ops": []}`, 400, slugInvalidSharding, "tensors.a.sharding[0]", "unknown mesh axis"},
 		{"bad mesh", `{"mesh": "x=0", "tensors": {}, "ops": []}`, 400, slugInvalidMesh, "mesh", ""},
 		{"tensors required", `{"mesh": "x=2"}`, 400, slugInvalidRequest, "tensors", ""},
-		{"unknown top-level field", `{"mesh": "x=2", "tensors": {}, "opz": []}`, 400, slugInvalidJSON, "", "opz"},
+		{"unknown top-level field", `{"mesh": "x=2", "tensors": {}, "opz": []}`, 400, slugInvalidRequest, "", "opz"},
 		{"bad strategy", `{"mesh": "x=2", "tensors": {}, "strategy": "fast"}`, 400, slugInvalidRequest, "strategy", ""},
 		{"bad remat choice", `{"mesh": "x=2", "tensors": {}, "full_rematerialization": "sometimes"}`, 400, slugInvalidRequest, "full_rematerialization", ""},
 		{"remat allowed and forbidden", `{"mesh": "x=2", "tensors": {}, "full_rematerialization": "allow", "policy": {"forbid_full_rematerialization": true}}`, 400, slugInvalidRequest, "full_rematerialization", "policy.forbid_full_rematerialization"},

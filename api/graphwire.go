@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -255,8 +256,7 @@ func (r *wireReader) topField(req *GraphRequest, key string) *Problem {
 		r.options(req)
 	default:
 		r.skip()
-		return Invalid(slugInvalidJSON, "Malformed JSON",
-			sharding.Fieldf(key, "unknown field %q; see GET /openapi.json for the request's fields", key))
+		return unknownFieldProblem(key, key, reflect.TypeFor[GraphRequest]())
 	}
 	return nil
 }
@@ -361,8 +361,7 @@ func (r *wireReader) topPolicy(dst **Policy, path string) *Problem {
 			}
 		} else {
 			r.skip()
-			e = Invalid(slugInvalidJSON, "Malformed JSON",
-				sharding.Fieldf(path+"."+key, "unknown field %q; see GET /openapi.json for the request's fields", key))
+			e = unknownFieldProblem(path+"."+key, key, reflect.TypeFor[GraphRequest]())
 		}
 		if first == nil {
 			first = e

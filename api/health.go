@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"context"
 	"log/slog"
 	"maps"
@@ -54,57 +56,92 @@ const checkUnavailable = "unavailable"
 //	@Failure		503	{object}	Problem
 //	@Router			/readyz [get]
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	st := s.runChecks(r.Context())
 	checks := map[string]string{"draining": "ok"}
-	ready := !s.draining.Load()
-	if !ready {
+	if s.draining.Load() {
 		checks["draining"] = "shutting down"
 	}
-	all := make(map[string]Check, len(s.checks)+len(s.optional))
-	maps.Copy(all, s.checks)
-	maps.Copy(all, s.optional)
-	names := slices.Sorted(maps.Keys(all))
-	results := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
-			defer cancel()
-			results[i] = all[name](ctx)
-		})
-	}
-	wg.Wait()
 	detail := s.keyHolder(r)
-	degraded := false
-	for i, name := range names {
-		err := results[i]
-		s.metrics.checkUp.WithLabelValues(name).Set(boolGauge(err == nil))
-		s.noteCheck(r.Context(), name, err)
-		switch {
+	for i, name := range st.names {
+		switch err := st.results[i]; {
 		case err == nil:
 			checks[name] = "ok"
-			continue
 		case detail:
 			checks[name] = err.Error()
 		default:
 			checks[name] = checkUnavailable
 		}
-		if _, optional := s.optional[name]; optional {
-			degraded = true
-		} else {
-			ready = false
-		}
 	}
-	s.metrics.degraded.Set(boolGauge(ready && degraded))
-	if !ready {
+	if !st.ready {
 		p := NewProblem(http.StatusServiceUnavailable, slugNotReady, "Not ready", "the service is not taking traffic; see checks")
 		p.Checks = checks
 		return p.WithHeader("Retry-After", "5")
 	}
 	status := "ready"
-	if degraded {
+	if st.degraded {
 		status = "degraded"
 	}
 	return writeJSON(w, http.StatusOK, Readiness{Status: status, Checks: checks})
+}
+
+// readiness is the outcome of every readiness check at one moment.
+type readiness struct {
+	names    []string // the checks, sorted
+	results  []error  // each check's error, nil when it passes
+	ready    bool     // not draining and every required check passes
+	degraded bool     // ready, with an optional check failing
+}
+
+// runChecks runs every readiness check at once (each within readyCheckTimeout), logs
+// the ones whose outcome changed and sets the readiness gauges. /readyz and every scrape
+// of the metrics run it, so the gauges follow the dependencies whether or not anyone
+// asks /readyz.
+func (s *Server) runChecks(ctx context.Context) readiness {
+	all := make(map[string]Check, len(s.checks)+len(s.optional))
+	maps.Copy(all, s.checks)
+	maps.Copy(all, s.optional)
+	st := readiness{names: slices.Sorted(maps.Keys(all)), ready: !s.draining.Load()}
+	st.results = make([]error, len(st.names))
+	var wg sync.WaitGroup
+	for i, name := range st.names {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, readyCheckTimeout)
+			defer cancel()
+			st.results[i] = all[name](ctx)
+		})
+	}
+	wg.Wait()
+	for i, name := range st.names {
+		err := st.results[i]
+		s.metrics.checkUp.WithLabelValues(name).Set(boolGauge(err == nil))
+		s.noteCheck(ctx, name, err)
+		if err == nil {
+			continue
+		}
+		if _, optional := s.optional[name]; optional {
+			st.degraded = true
+		} else {
+			st.ready = false
+		}
+	}
+	st.degraded = st.degraded && st.ready
+	s.metrics.degraded.Set(boolGauge(st.degraded))
+	return st
+}
+
+// readinessCollector exports the readiness gauges (shardplan_readiness_check_up,
+// shardplan_degraded), running the checks at each scrape.
+type readinessCollector struct{ s *Server }
+
+func (c readinessCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.s.metrics.checkUp.Describe(ch)
+	c.s.metrics.degraded.Describe(ch)
+}
+
+func (c readinessCollector) Collect(ch chan<- prometheus.Metric) {
+	c.s.runChecks(context.Background())
+	c.s.metrics.checkUp.Collect(ch)
+	c.s.metrics.degraded.Collect(ch)
 }
 
 // keyHolder reports whether r carries a valid API key (never when keys are off).

@@ -58,5 +58,5 @@ func TestDeepBodiesRejectedBeforeDecoding(t *testing.T) {
 	}
 	// At the limit, the body is decoded as usual (here: an unknown field).
 	rec := do(t, s, http.MethodPost, "/v1/reshard", "application/json", nest(limit, "a", "1"))
-	requireProblem(t, rec, http.StatusBadRequest, slugInvalidJSON)
+	requireProblem(t, rec, http.StatusBadRequest, slugInvalidRequest)
 }

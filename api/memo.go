@@ -154,6 +154,7 @@ func (s *Server) exact(route, alt string, compute computeFunc) answerFunc {
 			return nil, err
 		}
 		media := answerMedia(r, alt)
+		ctx := withRoute(r) // the computation may outlive r
 		lookup, canRef := s.memo.(PlanLookup)
 		full := func(ctx context.Context) (*answer, error) {
 			release, err := s.admit(ctx)
@@ -171,7 +172,7 @@ func (s *Server) exact(route, alt string, compute computeFunc) answerFunc {
 			return a, nil
 		}
 		var fresh *answer
-		stored, hit, err := s.memo.Do(r.Context(), exactKey(exactRoute(route, r), media, body), func(ctx context.Context) ([]byte, error) {
+		stored, hit, err := s.memo.Do(ctx, exactKey(exactRoute(route, r), media, body), func(ctx context.Context) ([]byte, error) {
 			a, err := full(ctx)
 			if err != nil {
 				return nil, err
@@ -190,12 +191,12 @@ func (s *Server) exact(route, alt string, compute computeFunc) answerFunc {
 		case fresh != nil: // this request computed it
 			out = fresh
 		case isRef:
-			entry, ok, lerr := lookup.Lookup(r.Context(), string(id))
+			entry, ok, lerr := lookup.Lookup(ctx, string(id))
 			if lerr == nil && ok {
 				out.body, out.planID = planEntryBody(entry), string(id)
 				break
 			}
-			if out, err = full(r.Context()); err != nil {
+			if out, err = full(ctx); err != nil {
 				return nil, err
 			}
 		}

@@ -59,8 +59,9 @@ type httpMetrics struct {
 	// alone for a reshard; propagation and every reshard's planning for a graph), to
 	// tell it from the rest of the request's time.
 	plan *prometheus.HistogramVec
-	// checkUp is each readiness check's last outcome (1 ok, 0 failing) and degraded
-	// whether the last /readyz found the service ready without an optional dependency.
+	// checkUp is each readiness check's outcome (1 ok, 0 failing) and degraded whether
+	// the service is ready without an optional dependency, as last checked (by /readyz
+	// or a scrape: readinessCollector).
 	checkUp  *prometheus.GaugeVec
 	degraded prometheus.Gauge
 }
@@ -88,14 +89,14 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 		}, []string{"endpoint", "strategy"}),
 		checkUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "shardplan_readiness_check_up",
-			Help: "Each readiness check's outcome at the last GET /readyz: 1 passing, 0 failing.",
+			Help: "Each readiness check's outcome, checked at each scrape and each GET /readyz: 1 passing, 0 failing.",
 		}, []string{"check"}),
 		degraded: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "shardplan_degraded",
-			Help: "1 when the last GET /readyz found the service answering without an optional dependency (the plan cache): every answer is computed.",
+			Help: "1 when the service answers without an optional dependency (the plan cache; checked at each scrape and each GET /readyz): every answer is computed.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.plan, m.checkUp, m.degraded} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.plan} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register http metrics: %w", err)
 		}

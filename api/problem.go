@@ -199,6 +199,8 @@ const (
 	slugResponseTooLarge = "response-too-large" // 422: the lists asked for exceed SHARDPLAN_MAX_RESPONSE_BYTES
 	slugBudgetExceeded   = "memory-budget"      // 422: no plan fits memory_budget_bytes_per_device; min_budget_bytes_per_device says what would
 	slugInternal         = "internal"
+	slugHeadersTooLarge  = "headers-too-large"  // 431: net/http refused the request's header fields (RefusedRequestProblem)
+	slugRefused          = "unreadable-request" // 400, 501, 505: net/http could not read the request (RefusedRequestProblem)
 )
 
 // limitExceeded is a 400 naming the field, the limit and its value.
@@ -247,7 +249,18 @@ func (s *Server) timeoutProblem() *Problem {
 
 // writeProblem is the one renderer of failures: it classifies err, logs it (5xx at Error
 // with the cause), and writes application/problem+json with instance = request id.
+// Work cancelled with the request is the shutdown's 503 while draining (the shutdown
+// timeout cancelled it: the client should go elsewhere), otherwise the client went away
+// and nobody reads an answer (499, logged, no body).
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		if !s.draining.Load() {
+			s.log.LogAttrs(r.Context(), slog.LevelDebug, "client gone", slog.String("request_id", middleware.GetReqID(r.Context())))
+			w.WriteHeader(499)
+			return
+		}
+		err = shuttingDown()
+	}
 	p := s.problemFrom(err)
 	out := *p
 	out.Instance = middleware.GetReqID(r.Context())
@@ -312,4 +325,30 @@ func classifyFields(fes sharding.Errors) (slug, title string) {
 		return slugInvalidGraph, "Invalid graph"
 	}
 	return slugInvalidRequest, "Invalid request"
+}
+
+// RefusedRequestProblem is the problem+json body of a request Go's net/http refused
+// before any handler saw it (header fields over headerLimit bytes, a malformed request
+// line or header, an unsupported transfer encoding or protocol version): status is the
+// status net/http gave it and reason net/http's text. It carries no instance: no request
+// id was assigned.
+func RefusedRequestProblem(status int, reason string, headerLimit int) []byte {
+	slug, detail := slugRefused, "the request could not be read: "+reason+"; send a well-formed HTTP/1.1 request"
+	switch status {
+	case http.StatusRequestHeaderFieldsTooLarge:
+		slug, detail = slugHeadersTooLarge, fmt.Sprintf("the request's header fields exceed the server's limit of %d bytes; send fewer or shorter headers (cookies included)", headerLimit)
+	case http.StatusNotImplemented:
+		detail = "the request could not be read: " + reason + "; send the body with Content-Length or chunked transfer encoding"
+	case http.StatusHTTPVersionNotSupported:
+		detail = "the request could not be read: " + reason + "; use HTTP/1.0, HTTP/1.1 or HTTP/2"
+	}
+	title := http.StatusText(status)
+	if title == "" {
+		title = "Refused request"
+	}
+	body, err := encodeJSON(NewProblem(status, slug, title, "%s", detail))
+	if err != nil { // cannot happen: a Problem of strings encodes
+		return []byte(`{"type":"` + ProblemTypeBase + slugRefused + `","status":` + strconv.Itoa(status) + `}`)
+	}
+	return body
 }

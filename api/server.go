@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -189,6 +189,9 @@ func New(deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if err := s.reg.Register(readinessCollector{s}); err != nil {
+		return nil, fmt.Errorf("register readiness metrics: %w", err)
+	}
 	if err := s.registerSlotGauges(s.reg); err != nil {
 		return nil, err
 	}
@@ -291,17 +294,6 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			if errors.Is(err, context.Canceled) && r.Context().Err() != nil && s.draining.Load() {
-				// Shutdown cancelled the work: tell the client to go elsewhere.
-				s.writeProblem(w, r, shuttingDown())
-				return
-			}
-			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-				// The client went away; nobody will read an answer.
-				s.log.LogAttrs(r.Context(), slog.LevelDebug, "client gone", slog.String("request_id", middleware.GetReqID(r.Context())))
-				w.WriteHeader(499)
-				return
-			}
 			s.writeProblem(w, r, err)
 		}
 	}

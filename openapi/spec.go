@@ -1,6 +1,6 @@
 // Package openapi holds shardplan's OpenAPI specs: the 2.0 document swag generates from
-// the annotations in cmd/server and api, JSON and YAML only (go tool swag init -g
-// cmd/server/main.go -o openapi --outputTypes json,yaml: no Go code, so the server does
+// the annotations in cmd/shardplan-server and api, JSON and YAML only (go tool swag init -g
+// cmd/shardplan-server/main.go -o openapi --outputTypes json,yaml: no Go code, so the server does
 // not link swag), and its OpenAPI 3 conversion (go run ./openapi/gen). Do not edit
 // swagger.json, swagger.yaml or openapi3.json by hand; this file is not generated.
 package openapi

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How long each hog holds the server after its deadline.
 
-    go build -o /tmp/server ./cmd/server
-    python3 scripts/hog_hold.py /tmp/server 60 testdata/hogs/*.http
+    go build -o /tmp/shardplan-server ./cmd/shardplan-server
+    python3 scripts/hog_hold.py /tmp/shardplan-server 60 testdata/hogs/*.http
 
 For each corpus file (testdata/hogs/README.md) it starts the server on a free loopback
 port with SHARDPLAN_REQUEST_TIMEOUT=2s, posts the request, and from the answer on polls

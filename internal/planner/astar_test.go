@@ -66,7 +66,7 @@ func TestAStarMatchesDijkstra(t *testing.T) {
 		name  string
 		model cost.Model
 	}{{"uniform", cost.Uniform(100, 1)}, {"tpu-v5p", tpu}, {"h100", h100}, {"test", testModel{}}}
-	n := 300
+	n := underRace(300, 75)
 	if !*long {
 		n = 60
 	}

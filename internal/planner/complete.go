@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/shardplan/shardplan/internal/cost"
@@ -117,9 +118,15 @@ type completeSearch struct {
 	pairs   map[[2]skey]pairBounds // bounds' memo
 	lf      latencyFloors          // nil: exchanges are bounded as any move
 	redMemo map[uint64]float64
-	tb      timeBounder
-	peakIn  float64
-	hops    []cost.AxisHop // per mesh axis (nil: the model counts no hops)
+	// stepMemo is reductionStepFloor's memo, by atom mask.
+	stepMemo map[uint64]float64
+	// considered counts the edges priced in this run; cut says one of consider's looks
+	// found the deadline passed or the request abandoned (the run then stops).
+	considered int
+	cut        bool
+	tb         timeBounder
+	peakIn     float64
+	hops       []cost.AxisHop // per mesh axis (nil: the model counts no hops)
 	// The device table (devices): per device its atom digits and axis coordinates, the
 	// hop latency between every two (nil: no hops), and per state every device's ranges.
 	digits   [][]int
@@ -353,8 +360,13 @@ func (c *completeSearch) h(n cnode) float64 {
 // and a step costs at least its price on an empty buffer (cost.Model's time does not
 // fall as bytes grow). The bound is the cheapest partition. Reductions move no data a
 // device lacks, so the bound adds to moveBound's.
+//
+// The partition is searched over every subset of every pending set (3^n step floors for
+// n atoms), so above reductionPartitionAtoms pending atoms the bound is 0: still a lower
+// bound, and the search's deadline checks are reached (at 16 atoms, a 65,536-device axis,
+// the partition alone took seconds).
 func (c *completeSearch) reductionBound(pending uint64) float64 {
-	if pending == 0 {
+	if pending == 0 || bits.OnesCount64(pending) > reductionPartitionAtoms {
 		return 0
 	}
 	if v, ok := c.redMemo[pending]; ok {
@@ -380,6 +392,19 @@ func (c *completeSearch) reductionBound(pending uint64) float64 {
 // all_reduce or a reduce_scatter over them on no bytes, whichever the request allows
 // and is cheaper.
 func (c *completeSearch) reductionStepFloor(mask uint64) float64 {
+	if v, ok := c.stepMemo[mask]; ok {
+		return v
+	}
+	if c.stepMemo == nil {
+		c.stepMemo = map[uint64]float64{}
+	}
+	t := c.stepFloor(mask)
+	c.stepMemo[mask] = t
+	return t
+}
+
+// stepFloor computes reductionStepFloor.
+func (c *completeSearch) stepFloor(mask uint64) float64 {
 	var ids []uint8
 	for a := range c.sp.atoms {
 		if mask&(1<<a) != 0 {
@@ -566,15 +591,17 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 		return completeResult{proven: c.proves()}, nil
 	}
 	c.push(c.start, 0, 0, -1, cedge{})
+	c.cut, c.considered = false, 0
 	for pops := 1; len(c.open) > 0; pops++ {
-		if pops&63 == 0 {
+		if pops&63 == 0 || c.cut {
 			// Every pop may route an exchange or expand a node: the request's deadline
-			// ends the pass within 64 of them, its planning budget with its best plan.
+			// ends the pass within 64 of them (or within an expansion that priced many
+			// edges: cut), its planning budget with its best plan.
 			if err := c.ctx.Err(); err != nil {
 				return completeResult{}, err
 			}
-			if !c.sp.deadline.IsZero() && !c.r.clock().Before(c.sp.deadline) {
-				c.capped = true
+			if c.cut || c.pastDeadline() {
+				c.capped, c.sp.deadlineHit = true, true
 				return c.bestFound(), nil
 			}
 		}
@@ -633,8 +660,23 @@ func (c *completeSearch) run(ub float64) (completeResult, error) {
 		c.expansions++
 		c.moves.expand(c, it.id)
 	}
+	if c.cut { // the last expansion was cut short: an empty queue proves nothing
+		c.capped, c.sp.deadlineHit = true, true
+		return c.bestFound(), nil
+	}
 	return completeResult{proven: c.proves(), exp: c.expansions}, nil
 }
+
+// pastDeadline reports whether the request's planning deadline has passed.
+func (c *completeSearch) pastDeadline() bool {
+	return !c.sp.deadline.IsZero() && !c.r.clock().Before(c.sp.deadline)
+}
+
+// considerPoll is how many edges consider prices between two looks at the deadline and
+// the request's context (a mask: one less than a power of two). One expansion may price
+// thousands (every subset of 16 pending reductions), so the run loop's look every 64 pops
+// alone let a pass run seconds past its budget.
+const considerPoll = 255
 
 // bestFound is the result of a pass stopped at its budget: the cheapest path to the goal
 // it reached (the goal's node, not yet the head of the queue), else none.
@@ -691,6 +733,13 @@ func (c *completeSearch) push(n cnode, g float64, steps, prev int32, e cedge) {
 // consider prices the edge from node id to nx and pushes nx when it can still beat the
 // bound.
 func (c *completeSearch) consider(id int32, e cedge, nx cnode) {
+	if c.cut {
+		return
+	}
+	if c.considered++; c.considered&considerPoll == 0 && (c.ctx.Err() != nil || c.pastDeadline()) {
+		c.cut = true // the run loop answers at once
+		return
+	}
 	from := c.nodes[id]
 	nk := nx.key()
 	isGoal := nk == c.goalKey

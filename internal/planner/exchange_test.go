@@ -755,7 +755,7 @@ func exchangeCountsByEnumeration(devices int64, n int, digits []cost.Digit, src,
 // exchanges between the states of the random set's plans.
 func TestPairedExchangeCountsIsTheEnumeration(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for range 4000 {
+	for range underRace(4000, 1000) {
 		n := 1 + rng.IntN(6)
 		digits := make([]cost.Digit, n)
 		for k := range digits {
@@ -897,7 +897,7 @@ func TestHybridsNeverReplicate(t *testing.T) {
 	f, ok := cost.Profile("tpu-v5p")
 	require.True(t, ok)
 	checked := 0
-	for i, pb := range randomSet(t)[:120] {
+	for i, pb := range randomSet(t)[:underRace(120, 30)] {
 		r := &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f, AllowFullRemat: i%2 == 0}
 		p, err := Reshard(context.Background(), r)
 		require.NoError(t, err)

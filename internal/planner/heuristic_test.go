@@ -110,7 +110,7 @@ func TestPropertyCutBoundPerStep(t *testing.T) {
 		models[name] = f
 	}
 	meshes := []string{"x=4,y=4,z=4", "a=2,b=2,c=4,d=4,e=4", "x=8,y=8", "x=16,y=4", "x=4,y=2", "x=6,y=4", "x=2", "x=2,y=3"}
-	n := 400
+	n := underRace(400, 100)
 	if !*long {
 		n = 80
 	}

@@ -4,11 +4,11 @@ package planner
 
 // oracleCases is the number of seeded reshards TestOracleEquality checks under the race
 // detector: a prefix of the corpus the plain run checks in full.
-var oracleCases = 150
+var oracleCases = 50
 
 // goldenRandomSetCases is how many of the random set's reshards TestGoldenPlans compares
 // under the race detector: a prefix of the set the plain run compares in full.
-var goldenRandomSetCases = 40
+var goldenRandomSetCases = 12
 
 // structuredOracleCases is TestStructuredOracle's draw under the race detector: a
 // prefix of the plain run's, and how many of it must be judged.

@@ -41,7 +41,7 @@ func TestPropertyPatternPricingIsExact(t *testing.T) {
 		models = append(models, f)
 	}
 	checked, big := 0, 0
-	for i := range 200 {
+	for i := range underRace(200, 50) {
 		minDev, maxDev := 2, 64
 		if i%8 == 0 {
 			minDev, maxDev = 1025, 4096

@@ -354,6 +354,11 @@ func passes(ctx context.Context, r *Request, cands []*Plan, lowerBound float64) 
 	if p != nil {
 		cands = append(cands, p)
 	}
+	if cp.deadlineHit {
+		// A pass stopped at the planning deadline: the other's proof covers less than the
+		// answer claims.
+		return cands, false, nil
+	}
 	return cands, proven || cproven, nil
 }
 

@@ -98,6 +98,9 @@ type space struct {
 	// deadline, when set, is when the passes over this space stop and answer their best
 	// plan found (Request.PlanningBudget).
 	deadline time.Time
+	// deadlineHit says a pass over the space stopped at deadline with its best plan: what
+	// the passes answer is then not proven.
+	deadlineHit bool
 	// done is the Done channel of the request the space plans (Request.done): dimCovered's
 	// enumeration stops when it is closed.
 	done <-chan struct{}

@@ -16,6 +16,9 @@ const (
 // Problem: the atoms of the search space.
 const (
 	maxPrimeAtoms = 10 // prime-splitting stops at this many atoms (newSpace); above, coarser atoms
+	// reductionPartitionAtoms bounds the pending reductions the complete pass's heuristic
+	// partitions exactly (3^n step prices); above, it bounds them by 0.
+	reductionPartitionAtoms = 12
 )
 
 // Incumbents: the direct exchanges the side work and the late exchange route.

@@ -5,7 +5,7 @@
 // types cannot say that, so swag types them object; clients generated from the 3.0
 // document accept every documented form. Run after swag:
 //
-//	go tool swag init -g cmd/server/main.go -o openapi --outputTypes json,yaml && go run ./openapi/gen
+//	go tool swag init -g cmd/shardplan-server/main.go -o openapi --outputTypes json,yaml && go run ./openapi/gen
 package main
 
 import (

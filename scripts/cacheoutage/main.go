@@ -51,8 +51,8 @@ func run(cluster bool, n int) error {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "shardplan")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/server").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/server (run from the repository root): %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/shardplan-server").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/shardplan-server (run from the repository root): %v\n%s", err, out)
 	}
 
 	var nodes []*redisNode

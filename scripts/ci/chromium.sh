@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure headless Chromium and its WebDriver are installed for the /docs and /explore
-# browser tests (go test -run 'DocsPageInBrowser|ExplorerInBrowser' ./cmd/server/, which
+# browser tests (go test -run 'DocsPageInBrowser|ExplorerInBrowser' ./cmd/shardplan-server/, which
 # fail instead of skipping when CI=true). Installs Debian's chromium and chromium-driver
 # only when /usr/bin/chromium or /usr/bin/chromedriver is missing. fonts-liberation is
 # named so the screenshots have real glyphs with recommends off.

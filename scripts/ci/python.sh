@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure python3 and pip are available for the Python client tests
-# (go test -run PythonClient ./cmd/server/). Installs Debian's python3 and python3-pip only
+# (go test -run PythonClient ./cmd/shardplan-server/). Installs Debian's python3 and python3-pip only
 # when missing; the client needs nothing beyond the standard library (pip is there for the
 # test that installs it without a package index).
 set -euo pipefail

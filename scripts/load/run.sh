@@ -10,7 +10,7 @@ DUR=${1:-10s} THREADS=${2:-2} CONNS=${3:-32}
 REDIS=${REDIS_URL:-redis://127.0.0.1:6379}
 command -v wrk >/dev/null || { echo "wrk not found (apt-get install -y wrk)" >&2; exit 1; }
 BIN=$(mktemp -d)/shardplan
-go build -o "$BIN" ./cmd/server
+go build -o "$BIN" ./cmd/shardplan-server
 W="wrk -t$THREADS -c$CONNS -d$DUR --latency"
 
 serve() { # serve ENV...: start the server, set ADDR and PID

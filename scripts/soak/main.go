@@ -8,7 +8,7 @@
 //	go run ./scripts/soak -duration 30s -hog-mix 2 -request-timeout 2s
 //	                                           # prime-axis hogs mixed into the load
 //
-// It builds ./cmd/server, starts a private redis-server on a free 127.0.0.1 port (no
+// It builds ./cmd/shardplan-server, starts a private redis-server on a free 127.0.0.1 port (no
 // persistence, its own temp dir) and two servers on 127.0.0.1:0: a reference one without
 // Redis, asked each distinct request once (the fault-free answers), and the one under
 // test, pointed at the private Redis. Then clients post the requests (examples/ files and
@@ -91,8 +91,8 @@ func soak(duration time.Duration, clients int, seed uint64, nearBytes int64, ove
 	defer os.RemoveAll(tmp)
 
 	bin := filepath.Join(tmp, "shardplan")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/server").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/server (run from the repository root): %v\n%s", err, out)
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/shardplan-server").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/shardplan-server (run from the repository root): %v\n%s", err, out)
 	}
 	reqs, err := requests()
 	if err != nil {

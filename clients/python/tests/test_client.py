@@ -1,7 +1,7 @@
 """Client tests against a running shardplan service.
 
 The base URL comes from SHARDPLAN_URL; without it the class is skipped (the Go test
-cmd/server/python_client_test.go starts the real service and sets it).
+cmd/shardplan-server/python_client_test.go starts the real service and sets it).
 """
 
 import http.server

@@ -1,4 +1,4 @@
-// Command server runs the shardplan HTTP/JSON service.
+// Command shardplan-server runs the shardplan HTTP/JSON service.
 //
 //	@title						shardplan API
 //	@version					0.1.0

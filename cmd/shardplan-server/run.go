@@ -195,11 +195,13 @@ func apiServer(cfg config, h http.Handler, logger *slog.Logger, baseCtx context.
 func (s *service) serve(ctx context.Context, stop context.CancelFunc) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		serve := s.hs.Serve
+		var err error
 		if s.hs.TLSConfig != nil {
-			serve = func(l net.Listener) error { return s.hs.ServeTLS(l, "", "") }
+			err = s.hs.ServeTLS(s.ln, "", "")
+		} else {
+			err = s.hs.Serve(refusedListener{Listener: s.ln, headerLimit: s.hs.MaxHeaderBytes})
 		}
-		if err := serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve: %w", err)
 		}
 		return nil
