@@ -291,7 +291,6 @@ func TestAuditErrors(t *testing.T) {
 		{"null body", "/v1/audit", "application/json", "null", 400, slugInvalidJSON, "", "must be a JSON object, not null"},
 		{"mesh in another order", "/v1/audit?mesh=C=1,D=2,X=4,Y=8,T=4", hloMediaType, seed4, 400, slugInvalidMesh, "mesh", "a mesh that fits: axis_0=2,axis_1=8,axis_2=4,axis_3=4"},
 		{"unknown opcode", "/v1/audit", hloMediaType, strings.Replace(hloText, "collective-permute(", "colective-permute(", 1), 400, slugInvalidModule, "hlo_module", `unknown opcode "colective-permute"`},
-		{"no entry", "/v1/audit", hloMediaType, strings.Replace(hloText, "ENTRY ", "", 1), 400, slugInvalidModule, "hlo_module", "the module has no ENTRY computation"},
 		{"device twice", "/v1/audit", hloMediaType, loopsModule("{{0,1,2,2}}", ""), 400, slugInvalidModule, "hlo_module", "device 2 is listed twice"},
 	}
 	for _, tc := range cases {

@@ -97,8 +97,13 @@ func (o *auditOptions) report(stdout, stderr io.Writer, body []byte, asJSON bool
 	if n := len(a.Unmodeled); n > 0 && !o.allowUnmodeled {
 		failed = append(failed, fmt.Sprintf("%s communicating without a price, first %s %%%s at line %d (%s); --allow-unmodeled accepts them", api.Count(n, "instruction"), a.Unmodeled[0].Opcode, a.Unmodeled[0].Name, a.Unmodeled[0].Line, a.Unmodeled[0].Reason))
 	}
-	if o.budget > 0 && a.Memory != nil && a.Memory.PeakBytesPerDevice > o.budget {
-		failed = append(failed, fmt.Sprintf("memory peak %d bytes per device at op %s exceeds --memory-budget %d", a.Memory.PeakBytesPerDevice, a.Memory.PeakOp, o.budget))
+	switch m := a.Memory; {
+	case m == nil:
+	case o.budget > 0 && m.PeakBytesPerDevice > o.budget:
+		failed = append(failed, fmt.Sprintf("memory peak %d bytes per device at op %s exceeds --memory-budget %d", m.PeakBytesPerDevice, m.PeakOp, o.budget))
+	case o.budget <= 0 && m.MemoryBudgetBytesPerDevice != nil && m.OverBudget:
+		// the budget the request file gives
+		failed = append(failed, fmt.Sprintf("memory peak %d bytes per device at op %s exceeds the request's memory_budget_bytes_per_device %d", m.PeakBytesPerDevice, m.PeakOp, *m.MemoryBudgetBytesPerDevice))
 	}
 	if o.maxTimeUS > 0 && a.Totals.TimeUS > o.maxTimeUS {
 		failed = append(failed, fmt.Sprintf("communication time %.2f us exceeds --max-time-us %g", a.Totals.TimeUS, o.maxTimeUS))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,6 +19,16 @@ func seedHLO(n string) string {
 	return filepath.Join("..", "..", "internal", "hlo", "testdata", "seed003_case"+n+".hlo")
 }
 
+// auditCase is one CLI audit run: its arguments, exit status and what its output holds.
+type auditCase struct {
+	name   string
+	args   []string
+	code   int
+	stdout []string
+	stderr []string
+	json   bool
+}
+
 // TestCLIAudit runs audit against a real server on a random loopback port and checks
 // its exit status for every gate. The MLP module's memory peak is 49664 bytes per
 // device and its communication 6.07 us (api's TestAuditStableHLOMLP).
@@ -24,14 +36,7 @@ func TestCLIAudit(t *testing.T) {
 	server := realServer(t)
 	mlp := example("graph-stablehlo-mlp.mlir")
 	big := "C=1,D=2,Y=8,X=4,T=4"
-	cases := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []string
-		stderr []string
-		json   bool
-	}{
+	cases := []auditCase{
 		{"module, no gate", []string{"audit", mlp}, exitOK, []string{"/tmp/mlp.py:12", "memory: peak 48.5 KiB per device at op 2"}, nil, false},
 		{"within every gate", []string{"audit", mlp, "--memory-budget", "49664", "--max-time-us", "7", "--fail-on-remat"}, exitOK, []string{"within the budget"}, nil, false},
 		{"over the memory budget", []string{"audit", mlp, "--memory-budget", "49663"}, exitViolation, []string{"OVER BUDGET"}, []string{"memory peak 49664 bytes per device at op 2 exceeds --memory-budget 49663"}, false},
@@ -51,6 +56,7 @@ func TestCLIAudit(t *testing.T) {
 		{"mesh in another order", []string{"audit", seedHLO("4"), "--mesh", "C=1,D=2,X=4,Y=8,T=4"}, exitBadInput, nil, []string{"400 Invalid mesh", "a mesh that fits: axis_0=2,axis_1=8,axis_2=4,axis_3=4"}, false},
 		{"mesh inferred", []string{"audit", seedHLO("4")}, exitOK, []string{"mesh: inferred from the iota reshape [2,8,4,4]", "communication: 149.35 us"}, nil, false},
 	}
+	cases = append(cases, budgetCases(t)...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, nil, "", append([]string{"--server", server}, tc.args...)...)
@@ -73,4 +79,35 @@ func TestCLIAuditInProcess(t *testing.T) {
 	r := runCLI(t, nil, "", "audit", example("graph-stablehlo-mlp.mlir"), "--max-time-us", "6")
 	assert.Equal(t, exitViolation, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "/tmp/mlp.py:12")
+}
+
+// budgetCases are audits whose request file gives memory_budget_bytes_per_device: over
+// it the audit exits 1 as --memory-budget makes it.
+func budgetCases(t *testing.T) []auditCase {
+	withBudget := func(name string, req map[string]any, budget int64) string {
+		req["memory_budget_bytes_per_device"] = budget
+		b, err := json.Marshal(req)
+		require.NoError(t, err)
+		p := filepath.Join(t.TempDir(), name)
+		require.NoError(t, os.WriteFile(p, b, 0o600))
+		return p
+	}
+	var mlp map[string]any
+	b, err := os.ReadFile(example("graph-stablehlo-mlp.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &mlp))
+	seed, err := os.ReadFile(seedHLO("4"))
+	require.NoError(t, err)
+	compiled := func() map[string]any { return map[string]any{"hlo_module": string(seed)} }
+	program := func() map[string]any {
+		c := map[string]any{}
+		maps.Copy(c, mlp)
+		return c
+	}
+	return []auditCase{
+		{"program over the request's budget", []string{"audit", withBudget("over.json", program(), 49663)}, exitViolation, []string{"OVER BUDGET"}, []string{"memory peak 49664 bytes per device at op 2 exceeds the request's memory_budget_bytes_per_device 49663"}, false},
+		{"program within the request's budget", []string{"audit", withBudget("within.json", program(), 49664)}, exitOK, []string{"within the budget"}, nil, false},
+		{"compiled over the request's budget", []string{"audit", withBudget("hlo.json", compiled(), 16777216)}, exitViolation, []string{"OVER BUDGET"}, []string{"exceeds the request's memory_budget_bytes_per_device 16777216"}, false},
+		{"the flag's budget before the file's", []string{"audit", withBudget("both.json", program(), 1), "--memory-budget", "49664"}, exitOK, nil, nil, false},
+	}
 }

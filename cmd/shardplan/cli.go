@@ -42,7 +42,8 @@ audit takes a graph request (JSON), a StableHLO module (MLIR text) or a compiled
 module (HloModule text) and prints the audit report: the dearest collective sites with
 their source lines, the memory peak, the remats and their fixes. Its gates make the exit
 status 1: --fail-on-remat (a site XLA would fully rematerialize, or a remat in a compiled
-module), --memory-budget (the memory peak over it), --max-time-us (the communication
+module), --memory-budget (the memory peak over it; without the flag, over the request
+file's memory_budget_bytes_per_device), --max-time-us (the communication
 time over it); and a compiled module with instructions that communicate without a price
 (listed as UNMODELED) fails unless --allow-unmodeled.
 

@@ -147,6 +147,9 @@ type Analysis struct {
 	groups map[string]decodedGroups
 	// work counts the device entries decoded, against maxWork.
 	work, maxWork int
+	// partitions is the module's partition count: the header's, else what its
+	// cross-replica-and-partition gathers and scatters show (1 when nothing does).
+	partitions int
 	// rings are one-axis meshes of a group size, to price groups that match no axes.
 	rings map[int]*sharding.Mesh
 }
@@ -213,10 +216,17 @@ func Analyze(ctx context.Context, m *Module, opts Options) (*Analysis, error) {
 	if field == "" {
 		field = "mesh"
 	}
+	if mesh := opts.Mesh; mesh != nil && !m.ReplicasGiven && mesh.NumDevices() > devices && mesh.NumDevices()%devices == 0 {
+		// Without a replica count the module's groups give a lower bound on its devices
+		// (torch_xla prints none); the request's mesh says how many it runs on.
+		devicesNote = fmt.Sprintf("the request's mesh of %d devices: the header gives no replica_count, and %s gives %d", mesh.NumDevices(), devicesNote, devices)
+		devices = mesh.NumDevices()
+	}
 	a := &Analysis{Module: m, Devices: devices, DevicesNote: devicesNote, maxWork: opts.MaxDecodeWork}
 	if a.maxWork <= 0 {
 		a.maxWork = DefaultMaxDecodeWork
 	}
+	a.partitions = m.partitionCount(devices)
 	inferred, source, note, err := m.InferMesh(ctx, devices, maxDevices)
 	if err != nil {
 		return nil, err
@@ -237,7 +247,7 @@ func Analyze(ctx context.Context, m *Module, opts Options) (*Analysis, error) {
 	sent := map[int]bool{} // channel ids of the sends priced
 	for _, c := range m.Computations {
 		for _, in := range c.Instrs {
-			if in.Opcode == "send" || in.Opcode == "send-start" {
+			if (in.Opcode == "send" || in.Opcode == "send-start") && !hostTransfer(in) {
 				if id, err := strconv.Atoi(in.Attrs["channel_id"]); err == nil {
 					sent[id] = true
 				}
@@ -288,10 +298,19 @@ func Analyze(ctx context.Context, m *Module, opts Options) (*Analysis, error) {
 	return a, nil
 }
 
+// hostTransfer reports whether a send or recv moves data to or from the host
+// (is_host_transfer=true), not between devices.
+func hostTransfer(in *Instr) bool {
+	return strings.TrimSpace(in.Attrs["is_host_transfer"]) == "true"
+}
+
 // unmodeled reports whether in communicates without a price here, and why.
 func (a *Analysis) unmodeled(in *Instr) (string, bool) {
 	if r, ok := unmodeledOps[in.Opcode]; ok {
 		return r, true
+	}
+	if isP2P(in.Opcode) && hostTransfer(in) {
+		return "host transfers (" + in.Opcode + " with is_host_transfer=true) are not priced", true
 	}
 	if in.Opcode == "custom-call" {
 		target := strings.Trim(in.Attrs["custom_call_target"], `"`)
@@ -408,6 +427,19 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 			}
 		}
 	}
+	switch {
+	case kind == cost.AllToAllV && len(in.Operands) == 6:
+		// ragged-all-to-all(input, output, input_offsets, send_sizes, output_offsets,
+		// recv_sizes): what moves is (at most) the input buffer.
+		inBytes = 0
+		if d := c.Instr(in.Operands[0]); d != nil {
+			inBytes = d.Shape.Bytes()
+		}
+	case kind == cost.CollectivePermute && !isP2P(in.Opcode):
+		if moved, ok := inPlaceBytes(c, in); ok {
+			inBytes = moved
+		}
+	}
 	outShape := in.Shape
 	if strings.HasSuffix(in.Opcode, "-start") && in.Shape.IsTuple() && len(in.Shape.Tuple) >= 2 && kind != cost.AllReduce {
 		outShape = in.Shape.Tuple[1] // (operand(s), result, [contexts])
@@ -458,7 +490,12 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 		return a.decodePermute(in, out, model, router)
 	}
 	text, _ := in.Attr("replica_groups")
-	dg, ok := a.groups[text]
+	crp := crossReplicaAndPartition(in, kind)
+	key := text
+	if crp {
+		key = "crp:" + text
+	}
+	dg, ok := a.groups[key]
 	if !ok {
 		if a.work += n; a.work > a.maxWork {
 			return out, a.errAt(in, "replica_groups", "the module's collectives have more than %d device entries to decode in all (distinct replica_groups times devices); audit a smaller module", a.maxWork)
@@ -471,6 +508,10 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 			}
 			groups = g
 		}
+		crpNote := ""
+		if crp && len(groups) > 0 {
+			groups, crpNote = a.acrossPartitions(groups)
+		}
 		dg = decodedGroups{size: n, count: 1}
 		if len(groups) > 0 {
 			dg.size, dg.count = len(groups[0]), len(groups)
@@ -480,10 +521,11 @@ func (a *Analysis) decode(c *Computation, in *Instr, kind cost.Kind, model cost.
 		} else {
 			dg.axes = axes
 		}
+		dg.note = joinNotes(crpNote, dg.note)
 		if a.groups == nil {
 			a.groups = map[string]decodedGroups{}
 		}
-		a.groups[text] = dg
+		a.groups[key] = dg
 	}
 	out.GroupSize, out.GroupCount, out.MeshAxes, out.AxesNote = dg.size, dg.count, dg.axes, dg.note
 	if out.GroupSize == 1 && out.AxesNote == "" {
@@ -883,4 +925,122 @@ func tileDims(text string) ([]int, bool) {
 	}
 	dims, err := intList(rest[:end], 1<<30)
 	return dims, err == nil
+}
+
+// crossReplicaAndPartition reports whether in's replica_groups list replica ids that
+// run across every partition: an all-reduce, all-gather or reduce-scatter with a
+// channel_id and without use_global_device_ids=true (XLA's
+// CollectiveOpGroupMode::kCrossReplicaAndPartition).
+func crossReplicaAndPartition(in *Instr, kind cost.Kind) bool {
+	switch kind {
+	case cost.AllReduce, cost.AllGather, cost.ReduceScatter:
+	default:
+		return false
+	}
+	if _, ok := in.Attrs["channel_id"]; !ok {
+		return false
+	}
+	return strings.TrimSpace(in.Attrs["use_global_device_ids"]) != "true"
+}
+
+// acrossPartitions expands groups of replica ids to the devices they run on in
+// cross-replica-and-partition mode: every listed replica in every partition (device
+// replica*num_partitions+partition, the flattened id). Groups whose ids are not all
+// replicas of the module (or a module of one partition) stay as they are.
+func (a *Analysis) acrossPartitions(groups [][]int) ([][]int, string) {
+	p := a.partitions
+	if p <= 1 {
+		return groups, ""
+	}
+	replicas := a.Devices / p
+	for _, g := range groups {
+		for _, r := range g {
+			if r >= replicas {
+				return groups, ""
+			}
+		}
+	}
+	out := make([][]int, len(groups))
+	for i, g := range groups {
+		out[i] = make([]int, 0, len(g)*p)
+		for _, r := range g {
+			for q := range p {
+				out[i] = append(out[i], r*p+q)
+			}
+		}
+	}
+	return out, fmt.Sprintf("channel_id without use_global_device_ids: the listed replicas run across all %d partitions", p)
+}
+
+func joinNotes(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// inPlaceBytes is what an in-place collective-permute(input, output, input_offsets,
+// output_offsets) moves: its slice_sizes of the input (at most the input buffer), not
+// its four operands. ok is false for the other forms.
+func inPlaceBytes(c *Computation, in *Instr) (int64, bool) {
+	if len(in.Operands) != 4 {
+		return 0, false
+	}
+	sizes, hasSizes := in.Attrs["slice_sizes"]
+	if !hasSizes {
+		idx := c.Instr(in.Operands[2])
+		if idx == nil || !indexShape(idx.Shape) {
+			return 0, false
+		}
+	}
+	src := c.Instr(in.Operands[0])
+	if src == nil {
+		return 0, true
+	}
+	whole := src.Shape.Bytes()
+	if !hasSizes || src.Shape.IsTuple() {
+		return whole, true
+	}
+	var moved int64
+	inner := strings.TrimSpace(sizes)
+	inner = strings.TrimSuffix(strings.TrimPrefix(inner, "{"), "}")
+	for part := range strings.SplitSeq(inner, "}") {
+		part = strings.Trim(strings.TrimSpace(part), ",{ ")
+		if part == "" {
+			continue
+		}
+		dims, err := Ints("{" + part + "}")
+		if err != nil {
+			return whole, true
+		}
+		n := int64(1)
+		for _, d := range dims {
+			if d < 0 || d > 1<<40 || d > 0 && n > (1<<62)/d {
+				return whole, true
+			}
+			n *= d
+		}
+		moved += sharding.BufferBytes(n, ElemBits(src.Shape.Elem))
+		if moved >= whole {
+			return whole, true
+		}
+	}
+	return moved, true
+}
+
+// indexShape reports whether s holds start indices: an integer array or a tuple of
+// integer scalars.
+func indexShape(s Shape) bool {
+	if s.IsTuple() {
+		for _, t := range s.Tuple {
+			if !indexShape(t) {
+				return false
+			}
+		}
+		return len(s.Tuple) > 0
+	}
+	return strings.HasPrefix(s.Elem, "s") || strings.HasPrefix(s.Elem, "u")
 }

@@ -117,11 +117,13 @@ type readCollective struct {
 }
 
 var (
-	compRE  = regexp.MustCompile(`^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\))?\s*(?:->.*)?\{\s*$`)
-	collRE  = regexp.MustCompile(`^(.*?)\s*\b(all-gather|all-reduce|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute|collective-broadcast|send)(-start)?\((.*)$`)
-	arrayRE = regexp.MustCompile(`\b([a-z]+[0-9]*)\[([0-9, ]*)\]`)
-	opRE    = regexp.MustCompile(`[a-z][\w\-]*\(`)
-	blockRE = regexp.MustCompile(`/\*.*?\*/`)
+	compRE      = regexp.MustCompile(`^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\))?\s*(?:->.*)?\{\s*$`)
+	collRE      = regexp.MustCompile(`^(.*?)\s*\b(all-gather|all-reduce|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute|collective-broadcast|send)(-start)?\((.*)$`)
+	arrayRE     = regexp.MustCompile(`\b([a-z]+[0-9]*)\[([0-9, ]*)\]`)
+	opRE        = regexp.MustCompile(`[a-z][\w\-]*\(`)
+	blockRE     = regexp.MustCompile(`/\*.*?\*/`)
+	sliceRE     = regexp.MustCompile(`slice_sizes=\{(\{[0-9,{} ]*\})\}`)
+	sliceListRE = regexp.MustCompile(`\{([0-9, ]+)\}`)
 )
 
 // readCollectives reads the collectives of an HLO text line by line: instructions are
@@ -199,6 +201,25 @@ func readCollectives(src string) []readCollective {
 		}
 		if known {
 			rc.inBytes = in64
+		}
+		ops := splitTop(args)
+		first := func() string {
+			op := strings.TrimSpace(ops[0])
+			return shapes[in.comp+"/"+op[strings.LastIndexAny(op, " %")+1:]]
+		}
+		switch {
+		case c[2] == "ragged-all-to-all" && len(ops) == 6:
+			// what moves is the input buffer, not the output, offsets and sizes
+			rc.inBytes = shapeBytes(first())
+		case c[2] == "collective-permute" && len(ops) == 4 && sliceRE.MatchString(body):
+			// in place: the slices of the input move
+			s := first()
+			elem := arrayRE.FindStringSubmatch(s)
+			var moved int64
+			for _, sl := range sliceListRE.FindAllStringSubmatch(sliceRE.FindStringSubmatch(body)[1], -1) {
+				moved += shapeBytes(elem[1] + "[" + sl[1] + "]")
+			}
+			rc.inBytes = min(moved, shapeBytes(s))
 		}
 		out = append(out, rc)
 	}

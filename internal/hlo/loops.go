@@ -47,6 +47,11 @@ func (m *Module) calledComputations(caller *Computation, in *Instr) []call {
 		add("condition", trip, known, in.Name)
 		return out
 	}
+	if _, phase := asyncBase(in.Opcode); phase == "done" || phase == "update" {
+		// async-done and async-update print the computation their async-start runs
+		// (calls=): one run of it, counted at the start.
+		return out
+	}
 	for _, attr := range [...]string{"calls", "to_apply", "true_computation", "false_computation", "branch_computations", "async_execution_thread_computations"} {
 		add(attr, 1, true, "")
 	}
@@ -242,10 +247,6 @@ func bodyStep(body *Computation, idx int) (int64, bool) {
 	if root == nil || root.Opcode != "tuple" || idx >= len(root.Operands) {
 		return 0, false
 	}
-	upd := through(body, root.Operands[idx])
-	if upd == nil || (upd.Opcode != "add" && upd.Opcode != "subtract") || len(upd.Operands) != 2 {
-		return 0, false
-	}
 	isVar := func(name string) bool {
 		g := through(body, name)
 		if g == nil || g.Opcode != "get-tuple-element" {
@@ -265,15 +266,30 @@ func bodyStep(body *Computation, idx int) (int64, bool) {
 		}
 		return vals[0], true
 	}
-	switch {
-	case isVar(upd.Operands[0]):
-		s, ok := constOf(upd.Operands[1])
-		if upd.Opcode == "subtract" {
-			s = -s
+	// The update is the variable plus (or minus) a chain of constants: XLA's unrolled
+	// loops add the step once per unrolled iteration (i+1, then that +1).
+	var step int64
+	name := root.Operands[idx]
+	for range 64 {
+		upd := through(body, name)
+		if upd == nil || (upd.Opcode != "add" && upd.Opcode != "subtract") || len(upd.Operands) != 2 {
+			return 0, false
 		}
-		return s, ok
-	case isVar(upd.Operands[1]) && upd.Opcode == "add":
-		return constOf(upd.Operands[0])
+		if k, ok := constOf(upd.Operands[1]); ok {
+			if upd.Opcode == "subtract" {
+				k = -k
+			}
+			step += k
+			name = upd.Operands[0]
+		} else if k, ok := constOf(upd.Operands[0]); ok && upd.Opcode == "add" {
+			step += k
+			name = upd.Operands[1]
+		} else {
+			return 0, false
+		}
+		if isVar(name) {
+			return step, true
+		}
 	}
 	return 0, false
 }

@@ -29,10 +29,13 @@ var iotaGroupsRE = regexp.MustCompile(`^\[[0-9,]+\]<=\[([0-9,]+)\]`)
 // replica_count when the header gives either, else the most any replica groups,
 // source-target pairs, named mesh or sharding covers (at least 1), and what said so.
 func (m *Module) Devices(ctx context.Context, maxDevices int) (int, string, error) {
-	if m.CountsGiven {
+	if m.CountsGiven && m.ReplicasGiven {
 		return m.NumPartitions * m.NumReplicas, "the header's num_partitions and replica_count", nil
 	}
 	n, why := 1, "no collective or sharding names more than one device"
+	if m.CountsGiven {
+		n, why = m.NumPartitions, "the header's num_partitions"
+	}
 	see := func(k int, what string) {
 		if k > n && k <= maxDevices {
 			n, why = k, what
@@ -68,6 +71,11 @@ func (m *Module) Devices(ctx context.Context, maxDevices int) (int, string, erro
 					see(maxID(v)+1, "the device ids of %"+in.Name+"'s replica_groups")
 				}
 			}
+			if p := crpPartitions(c, in); p > 1 {
+				if v := strings.TrimSpace(in.Attrs["replica_groups"]); strings.HasPrefix(v, "{") {
+					see((maxID(v)+1)*p, "the shapes of %"+in.Name+" (its listed replicas run across every partition: channel_id without use_global_device_ids)")
+				}
+			}
 			if v, ok := in.Attrs["source_target_pairs"]; ok {
 				see(maxID(v)+1, "the device ids of %"+in.Name+"'s source_target_pairs")
 			}
@@ -87,6 +95,14 @@ func (m *Module) Devices(ctx context.Context, maxDevices int) (int, string, erro
 				}
 			}
 		}
+	}
+	if m.CountsGiven && n > m.NumPartitions && n%m.NumPartitions != 0 {
+		// Not a whole number of replicas: the header's count stands (and the ids past
+		// it are refused where they are listed).
+		n, why = m.NumPartitions, "the header's num_partitions"
+	}
+	if m.CountsGiven && n > m.NumPartitions {
+		why = fmt.Sprintf("the header gives num_partitions=%d and no replica_count; %s, so the module runs on %d devices (replicas times partitions)", m.NumPartitions, why, n)
 	}
 	return n, why, nil
 }
@@ -275,24 +291,89 @@ func refines(mesh, want []int) bool {
 // imply: its dimension's size out over in (in over out for a reduce-scatter); 0 when
 // they do not say.
 func shapeRatio(c *Computation, in *Instr) int {
-	if (in.Opcode != "all-gather" && in.Opcode != "reduce-scatter") || len(in.Operands) != 1 || in.Shape.IsTuple() {
+	base := in.Opcode
+	start := false
+	if b, phase := asyncBase(in.Opcode); phase == "start" {
+		base, start = b, true
+	}
+	if (base != "all-gather" && base != "reduce-scatter") || len(in.Operands) == 0 {
 		return 0
 	}
 	op := c.Instr(in.Operands[0])
 	dims, err := Ints(in.Attrs["dimensions"])
-	if op == nil || op.Shape.IsTuple() || err != nil || len(dims) != 1 {
+	if op == nil || err != nil || len(dims) != 1 {
 		return 0
 	}
+	// The first operand and its result: a -start prints (operands, results); a
+	// gather or scatter of several operands prints a tuple of results.
+	res := in.Shape
+	if start && res.IsTuple() && len(res.Tuple) >= 2 {
+		res = res.Tuple[1]
+	}
+	res, arg := firstArray(res), firstArray(op.Shape)
 	d := dims[0]
-	if d < 0 || int(d) >= len(op.Shape.Dims) || int(d) >= len(in.Shape.Dims) {
+	if res.IsTuple() || arg.IsTuple() || d < 0 || int(d) >= len(arg.Dims) || int(d) >= len(res.Dims) {
 		return 0
 	}
-	small, big := op.Shape.Dims[d], in.Shape.Dims[d]
-	if in.Opcode == "reduce-scatter" {
+	small, big := arg.Dims[d], res.Dims[d]
+	if base == "reduce-scatter" {
 		small, big = big, small
 	}
 	if small <= 0 || big%small != 0 || big/small > 1<<30 {
 		return 0
 	}
 	return int(big / small)
+}
+
+// firstArray is s, or the first array of a tuple s (depth first).
+func firstArray(s Shape) Shape {
+	for range 8 {
+		if !s.IsTuple() || len(s.Tuple) == 0 {
+			return s
+		}
+		s = s.Tuple[0]
+	}
+	return s
+}
+
+// crpPartitions is the partition count a cross-replica-and-partition gather or scatter
+// shows: its shapes' ratio (the devices of one group) over the replicas a group lists;
+// 0 when it is not one or does not tell.
+func crpPartitions(c *Computation, in *Instr) int {
+	kind, ok := collectiveOps[in.Opcode]
+	if !ok || !crossReplicaAndPartition(in, kind) {
+		return 0
+	}
+	k := shapeRatio(c, in)
+	if k <= 1 {
+		return 0
+	}
+	v := strings.TrimSpace(in.Attrs["replica_groups"])
+	if !strings.HasPrefix(v, "{{") {
+		return 0
+	}
+	end := strings.IndexByte(v, '}')
+	listed := len(strings.Split(v[2:end], ","))
+	if listed < 1 || k%listed != 0 {
+		return 0
+	}
+	return k / listed
+}
+
+// partitionCount is the module's partition count: the header's num_partitions, else
+// the most its cross-replica-and-partition gathers and scatters show, when it divides
+// devices (1 otherwise).
+func (m *Module) partitionCount(devices int) int {
+	if m.CountsGiven {
+		return m.NumPartitions
+	}
+	best := 1
+	for _, c := range m.Computations {
+		for _, in := range c.Instrs {
+			if p := crpPartitions(c, in); p > best && devices%p == 0 {
+				best = p
+			}
+		}
+	}
+	return best
 }

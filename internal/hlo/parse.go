@@ -42,7 +42,13 @@ type Module struct {
 	NumReplicas   int // 1 when the header does not say
 	// CountsGiven: the header gives num_partitions or replica_count; without them
 	// Analyze infers the devices from the replica groups, device ids and shardings.
-	CountsGiven  bool
+	CountsGiven bool
+	// ReplicasGiven: the header gives replica_count (torch_xla and some JAX dumps print
+	// num_partitions alone, or neither).
+	ReplicasGiven bool
+	// EntryImplied: no computation is marked ENTRY; the last one is the entry, as XLA's
+	// parser takes it.
+	EntryImplied bool
 	Computations []*Computation
 	Entry        *Computation
 	Src          string
@@ -368,7 +374,7 @@ func (p *parser) module() *Module {
 			if key == "num_partitions" {
 				m.NumPartitions = n
 			} else {
-				m.NumReplicas = n
+				m.NumReplicas, m.ReplicasGiven = n, true
 			}
 		}
 	})
@@ -407,10 +413,12 @@ func (p *parser) body(m *Module) *Module {
 	if m.Entry == nil {
 		if len(m.Computations) == 0 {
 			p.fail("the module has no computations")
-		} else {
-			p.failAt(len(p.src), "the module has no ENTRY computation: mark the computation it runs with ENTRY (\"ENTRY %%main ... {\")")
+			return nil
 		}
-		return nil
+		// Without ENTRY, XLA's parser takes the last computation as the entry.
+		m.Entry = m.Computations[len(m.Computations)-1]
+		m.Entry.Entry = true
+		m.EntryImplied = true
 	}
 	return m
 }
