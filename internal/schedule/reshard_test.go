@@ -153,15 +153,8 @@ func runReshard(t *testing.T, p *planner.Plan, s *Schedule) {
 		require.Len(t, rk.Phases, len(p.Steps))
 		states[rk.Rank] = state{{0, BufTile, 0}: fill(rk.Buffers[0].Global, r.Shape, 1<<contributor(m, r.Source, rk.Rank))}
 	}
-	at := map[int]int{}
 	for i := range p.Steps {
-		for id := range at {
-			at[id] = i
-		}
-		for _, rk := range s.Ranks {
-			at[rk.Rank] = i
-		}
-		require.NoError(t, runPhase(s, states, at), "step %d (%s)", i, p.Steps[i].Op)
+		require.NoError(t, runPhase(s, states, func(r *Rank) *Phase { return &r.Phases[i] }), "step %d (%s)", i, p.Steps[i].Op)
 		for _, rk := range s.Ranks {
 			tile := states[rk.Rank][bufKey{0, BufTile, 0}]
 			require.NoError(t, tile.check(r.Shape, 0, false), "step %d (%s): rank %d's tile", i, p.Steps[i].Op, rk.Rank)

@@ -176,14 +176,18 @@ type msgKey struct {
 	tensor        int
 }
 
-// runPhase runs phase pi of bucket bk of s on states (rank -> state), every rank's part
-// of it. bits is each tensor's element width (for the bytes).
-func runPhase(s *Schedule, states map[int]state, at map[int]int) error {
+// runPhase runs one phase of s on states (rank -> state): pick gives each rank's part
+// of it (nil: none).
+func runPhase(s *Schedule, states map[int]state, pick func(r *Rank) *Phase) error {
 	// Sends read the buffers as the phase began.
 	msgs := map[msgKey][]cell{}
 	old := map[int]state{}
-	for _, r := range s.Ranks {
-		ph := r.Phases[at[r.Rank]]
+	for i := range s.Ranks {
+		r := &s.Ranks[i]
+		ph := pick(r)
+		if ph == nil {
+			continue
+		}
 		st := states[r.Rank]
 		old[r.Rank] = st
 		for _, op := range ph.Ops {
@@ -211,8 +215,12 @@ func runPhase(s *Schedule, states map[int]state, at map[int]int) error {
 			msgs[k] = cs
 		}
 	}
-	for _, r := range s.Ranks {
-		ph := r.Phases[at[r.Rank]]
+	for i := range s.Ranks {
+		r := &s.Ranks[i]
+		ph := pick(r)
+		if ph == nil {
+			continue
+		}
 		st := old[r.Rank]
 		next := state{}
 		for k, b := range st {
