@@ -144,7 +144,7 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 			return ks
 		}
 		written := map[[2]int][]Box{} // (device, placement) -> boxes of its target tile written
-		stages := map[int][]Box{}      // device -> stage pieces
+		stages := map[int][]Box{}     // device -> stage pieces
 		for _, g := range sortedKeys(tt) {
 			ti := tt[g]
 			r := rank(g)
