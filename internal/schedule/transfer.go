@@ -148,7 +148,7 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 		for _, g := range sortedKeys(tt) {
 			ti := tt[g]
 			r := rank(g)
-			if !ti.source.empty() {
+			if ti.source != nil {
 				r.Buffers = append(r.Buffers, Buffer{Tensor: j, Name: BufSource, Global: ti.source})
 			}
 			for _, k := range targetKeys(g) {

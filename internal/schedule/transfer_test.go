@@ -84,6 +84,7 @@ func runTransfer(t *testing.T, s *Schedule) {
 	for _, r := range s.Ranks {
 		st := state{}
 		for _, b := range r.Buffers {
+			require.Len(t, b.Global, len(s.Tensors[b.Tensor].Shape), "rank %d: buffer %s of tensor %d", r.Rank, b.Name, b.Tensor)
 			k := bufKey{b.Tensor, b.Name, b.Index}
 			if b.Name == BufSource {
 				st[k] = fill(b.Global, s.Tensors[b.Tensor].Shape, 1)
