@@ -139,15 +139,6 @@ type Schedule struct {
 	Ranks   []Rank   `json:"ranks"`
 }
 
-// Rank returns rank r's schedule, or false when r has none.
-func (s *Schedule) Rank(r int) (Rank, bool) {
-	i, ok := slices.BinarySearchFunc(s.Ranks, r, func(a Rank, r int) int { return a.Rank - r })
-	if !ok {
-		return Rank{}, false
-	}
-	return s.Ranks[i], true
-}
-
 // Ops counts every operation of s.
 func (s *Schedule) Ops() int {
 	n := 0
