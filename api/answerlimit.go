@@ -37,6 +37,7 @@ var answerParts = map[string]map[string]answerPart{
 		"tiles":     {"include", `leave "tiles" out of include`},
 		"transfers": {"include", `leave "transfers" out of include`},
 		"diagram":   {"include", `leave "diagram" out of include`},
+		"schedule":  {"include", `leave "schedule" out of include, or fetch one rank's from GET /v1/plans/{plan_id}/schedule?rank=N`},
 		"steps":     {"include", `leave "pairs" out of include (steps then list compact runs), or use a smaller mesh`},
 		"":          {"mesh", "use a smaller mesh or a coarser sharding"},
 	},
@@ -58,12 +59,16 @@ var answerParts = map[string]map[string]answerPart{
 		"":        {"mesh", "use a smaller mesh"},
 	},
 	"/v1/transfer": {
-		"tensors": {"include", `leave "tensors" out of include`},
-		"groups":  {"include", `leave "transfers" out of include, or move fewer tensors per request`},
-		"":        {"tensors", "move fewer tensors per request"},
+		"tensors":  {"include", `leave "tensors" out of include`},
+		"schedule": {"include", `leave "schedule" out of include, or move fewer tensors per request`},
+		"groups":   {"include", `leave "transfers" out of include, or move fewer tensors per request`},
+		"":         {"tensors", "move fewer tensors per request"},
 	},
 	"/v1/plans/{plan_id}": {
 		"": {"plan_id", "ask the plan again with less (its include entries) under the current limit"},
+	},
+	"/v1/plans/{plan_id}/schedule": {
+		"": {"rank", "ask for one rank's schedule (?rank=N)"},
 	},
 }
 

@@ -140,7 +140,7 @@ func TestGraphJSONKnowsEveryField(t *testing.T) {
 		{GraphPlan{}, "source target steps summary suggested_constraints,omitempty suggestion_note,omitempty xla_warning,omitempty xla_path,omitempty"},
 		{Suggestion{}, "partition_spec,omitempty sharding"},
 		{SummaryJSON{}, "strategy cost_model collectives time_us bytes_per_device lower_bound_bytes_per_device efficiency time_lower_bound_us time_efficiency peak_bytes_per_device full_rematerialization xla_fallback,omitempty optimality,omitempty optimality_gap_us,omitempty search_expansions candidates,omitempty"},
-		{ReshardResponse{}, "plan_id mesh shape source target steps summary suggested_constraints suggestion_note,omitempty xla_warning,omitempty xla_path,omitempty source_hlo,omitempty target_hlo,omitempty tiles,omitempty transfers,omitempty diagram,omitempty lists_omitted,omitempty note,omitempty"},
+		{ReshardResponse{}, "plan_id mesh shape source target steps summary suggested_constraints suggestion_note,omitempty xla_warning,omitempty xla_path,omitempty source_hlo,omitempty target_hlo,omitempty tiles,omitempty transfers,omitempty diagram,omitempty schedule,omitempty lists_omitted,omitempty note,omitempty"},
 		{Transfer{}, "from to ranges source_local target_local bytes"},
 		{MeshObject{}, "name,omitempty axes device_ids,omitempty"},
 		{Candidate{}, "name steps time_us bytes_per_device chosen"},

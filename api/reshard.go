@@ -44,8 +44,9 @@ type ReshardRequest struct {
 	// Strategy: optimal (default) or xla (predict XLA's SPMD partitioner).
 	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=optimal xla" enums:"optimal,xla"`
 	// Include asks for extra lists: tiles, transfers, diagram, pairs (steps'
-	// collective_permute pairs and all_to_all_v transfers as explicit lists, not runs).
-	Include []string `json:"include,omitempty" validate:"omitempty,max=8,dive,oneof=tiles transfers diagram pairs" enums:"tiles,transfers,diagram,pairs"`
+	// collective_permute pairs and all_to_all_v transfers as explicit lists, not runs),
+	// schedule (every rank's ordered operations, API.md "Schedules").
+	Include []string `json:"include,omitempty" validate:"omitempty,max=8,dive,oneof=tiles transfers diagram pairs schedule" enums:"tiles,transfers,diagram,pairs,schedule"`
 	// AllowedOps restricts the step ops to those the caller's backend runs.
 	AllowedOps []string `json:"allowed_ops,omitempty" validate:"omitempty,max=7,dive,oneof=slice all_gather all_to_all collective_permute all_to_all_v reduce_scatter all_reduce" enums:"slice,all_gather,all_to_all,collective_permute,all_to_all_v,reduce_scatter,all_reduce"`
 	// Policy: forbid_full_rematerialization turns a plan that rematerializes into a 422.
@@ -99,6 +100,9 @@ type ReshardResponse struct {
 	Tiles     *TilesPair `json:"tiles,omitempty"`
 	Transfers []Transfer `json:"transfers,omitempty"`
 	Diagram   string     `json:"diagram,omitempty"`
+	// Schedule (include "schedule") is every rank's ordered operations; GET
+	// /v1/plans/{plan_id}/schedule?rank=N serves one rank's.
+	Schedule *ScheduleJSON `json:"schedule,omitempty"`
 	// ListsOmitted is true when per-device lists (pairs, transfers) were left out because
 	// the mesh has more devices than the list limit; Note says how to ask for them.
 	ListsOmitted bool   `json:"lists_omitted,omitempty"`
@@ -456,6 +460,11 @@ func (s *Server) renderPlan(ctx context.Context, in *reshardInput, p *planner.Pl
 	if in.include["diagram"] {
 		resp.Diagram = planner.Diagram(p)
 	}
+	if in.include["schedule"] {
+		if resp.Schedule, err = s.reshardSchedule(ctx, in, p, budget); err != nil {
+			return nil, err
+		}
+	}
 	if resp.ListsOmitted {
 		resp.Note = s.listsOmittedNote(m)
 	}
@@ -501,6 +510,10 @@ func (e *jsonAppender) reshard(r *ReshardResponse) {
 		e.transfers(r.Transfers)
 	}
 	e.optStr(`,"diagram":`, r.Diagram)
+	if r.Schedule != nil {
+		e.b = append(e.b, `,"schedule":`...)
+		e.ref(r.Schedule)
+	}
 	if r.ListsOmitted {
 		e.b = append(e.b, `,"lists_omitted":true`...)
 	}

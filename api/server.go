@@ -261,6 +261,7 @@ func (s *Server) routes() chi.Router {
 		// has answered before; reshard decodes and keys the rest for the plan memo.
 		r.With(s.offers("application/json", textMediaType, svgMediaType)).Post("/v1/reshard", s.handle(s.drawnReshard(s.exact("reshard", textMediaType, s.reshard))))
 		r.With(jsonOnly).Get("/v1/plans/{plan_id}", s.handle(s.plan))
+		r.With(jsonOnly).Get("/v1/plans/{plan_id}/schedule", s.handle(s.planSchedule))
 		r.With(s.offers("application/json", textMediaType, svgMediaType), s.throttle).Post("/v1/transfer", s.handle(s.transferRequest))
 	})
 	// Graphs are bigger than single reshards: their own body limit.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardplan/shardplan/internal/cost"
 	"github.com/shardplan/shardplan/internal/fielderr"
+	"github.com/shardplan/shardplan/internal/schedule"
 	"github.com/shardplan/shardplan/internal/sharding"
 	"github.com/shardplan/shardplan/internal/transfer"
 )
@@ -32,8 +33,10 @@ type TransferRequest struct {
 	MemoryBudgetBytesPerDevice int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"gte=0"`
 	// Strategy: auto (default: the fastest), direct, fanout, spread, chain, tree or mixed.
 	Strategy string `json:"strategy,omitempty" validate:"omitempty,oneof=auto direct fanout spread chain tree mixed"`
-	// Include: "tensors" (one entry per tensor), "transfers" (each group's moves).
-	Include []string `json:"include,omitempty" validate:"dive,oneof=tensors transfers"`
+	// Include: "tensors" (one entry per tensor), "transfers" (each group's moves),
+	// "schedule" (every rank's ordered operations, API.md "Schedules"; the answer then
+	// carries a plan_id).
+	Include []string `json:"include,omitempty" validate:"dive,oneof=tensors transfers schedule"`
 } // @name TransferRequest
 
 // TransferPlacement is a mesh on the fabric: device_ids are global ids (row-major
@@ -259,6 +262,12 @@ type TransferResponse struct {
 	Phases        []TransferPhase     `json:"phases"`
 	Groups        []TransferGroup     `json:"groups"`
 	Tensors       []TransferTensorOut `json:"tensors,omitempty"`
+	// PlanID (include "schedule") names the answer in the plan cache: GET
+	// /v1/plans/{plan_id} returns it, /v1/plans/{plan_id}/schedule?rank=N one rank's
+	// schedule.
+	PlanID string `json:"plan_id,omitempty"`
+	// Schedule (include "schedule") is every rank's ordered operations.
+	Schedule *ScheduleJSON `json:"schedule,omitempty"`
 } // @name TransferResponse
 
 // TransferSummary is the plan in total.
@@ -410,6 +419,9 @@ func (s *Server) transferRequest(w http.ResponseWriter, r *http.Request) error {
 		writeBody(w, http.StatusOK, textMediaType+"; charset=utf-8", []byte(TransferText(resp)))
 		return nil
 	}
+	if resp.Schedule != nil {
+		return s.keepTransfer(w, r, resp)
+	}
 	return writeJSON(w, http.StatusOK, resp)
 }
 
@@ -502,6 +514,20 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 			}
 		}
 		out.Groups = append(out.Groups, g)
+	}
+	if include["schedule"] {
+		sc, err := schedule.Transfer(ctx, p, res)
+		if err != nil {
+			return nil, nil, err
+		}
+		lb := &listBudget{} // no limit when SHARDPLAN_MAX_RESPONSE_BYTES is off
+		if s.limits.MaxResponseBytes > 0 {
+			lb.limit = max(1, budget) // what the transfers left
+		}
+		if out.Schedule, err = renderSchedule(sc, lb, "include", 0); err != nil {
+			return nil, nil, err
+		}
+		out.PlanID = transferKey(req)
 	}
 	return out, res, nil
 }

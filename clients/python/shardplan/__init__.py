@@ -25,12 +25,16 @@ from .convert import (
     to_placements,
 )
 from .errors import ShardplanConnectionError, ShardplanError
+from .execute import expand_rank_run, rank_schedule, run
 from .lists import expand_pair_runs, expand_transfer_runs, iter_transfer_runs, step_pairs, step_transfers
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client",
+    "run",
+    "rank_schedule",
+    "expand_rank_run",
     "expand_pair_runs",
     "expand_transfer_runs",
     "iter_transfer_runs",

@@ -137,6 +137,24 @@ class Client:
         """POST /v1/audit with ``Accept: text/plain``: the audit as a terminal report."""
         return self._request("POST", "/v1/audit", _merge(body, _modules(fields, module=module, hlo_module=hlo_module)), accept="text/plain")
 
+    def transfer(self, body: Optional[Mapping[str, Any]] = None, /, **fields: Any) -> Result:
+        """POST /v1/transfer: a plan moving tensors from a source placement to target
+        placements (replicas) on one fabric; ``include=["schedule"]`` adds every rank's
+        schedule and a ``plan_id``."""
+        return self._request("POST", "/v1/transfer", _merge(body, fields))
+
+    def schedule(self, plan_id: str, rank: Optional[int] = None) -> Result:
+        """GET /v1/plans/{plan_id}/schedule: the per-rank schedule of a memoized plan
+        asked with ``include=["schedule"]``, or rank ``rank``'s alone (its ``schedule``
+        member is what :func:`shardplan.run` takes). ShardplanError 404 when the plan is
+        not cached, has no schedule, or the rank has none."""
+        path = "/v1/plans/" + urllib.parse.quote(plan_id, safe="") + "/schedule"
+        if rank is not None:
+            if isinstance(rank, bool) or not isinstance(rank, int):
+                raise TypeError("rank must be an int, not %s" % type(rank).__name__)
+            path += "?rank=%d" % rank
+        return self._request("GET", path)
+
     def cost_models(self) -> Result:
         """GET /v1/cost-models: the built-in bandwidth profiles and the default one."""
         return self._request("GET", "/v1/cost-models")

@@ -11,6 +11,7 @@ import socket
 import threading
 import unittest
 
+import shardplan
 from shardplan import (
     placements_json,
     to_partition_spec,
@@ -131,6 +132,40 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ShardplanError) as cm:
             self.c.plan("0" * 64)
         self.assertEqual(cm.exception.status, 404)
+
+    def test_schedule_by_plan_id(self):
+        r = self.c.reshard(EXAMPLE, include=["schedule"])
+        sched = r["schedule"]
+        self.assertEqual(sched["kind"], "reshard")
+        self.assertEqual(sched["phases"], len(r["steps"]))
+        mine = self.c.schedule(r["plan_id"], rank=3)["schedule"]["ranks"]
+        self.assertEqual(len(mine), 1)
+        self.assertEqual(mine[0]["rank"], 3)
+        self.assertEqual(mine[0], shardplan.rank_schedule(sched, 3))
+        self.assertEqual([p["collective"] for p in mine[0]["phases"]], [s["op"] for s in r["steps"]])
+        with self.assertRaises(ShardplanError) as cm:
+            self.c.schedule(self.c.reshard(EXAMPLE)["plan_id"])
+        self.assertEqual(cm.exception.status, 404)
+        with self.assertRaises(TypeError):
+            self.c.schedule(r["plan_id"], rank="3")
+
+    def test_transfer(self):
+        body = {"cost_model": "h100", "fabric_devices": 8,
+                "source": {"mesh": "fsdp=2,tp=2", "first_device": 0},
+                "targets": [{"mesh": "tp=2", "first_device": 4}, {"mesh": "tp=2", "first_device": 6}],
+                "tensors": [{"name": "w{i}", "shape": [64, 32], "dtype": "bf16", "source": [["fsdp", "tp"], None],
+                             "target": ["tp", None], "repeat": 3}]}
+        t = self.c.transfer(body)
+        self.assertEqual(t["summary"]["tensors"], 3)
+        self.assertNotIn("schedule", t)
+        s = self.c.transfer(body, include=["schedule"])
+        self.assertEqual(len(s["plan_id"]), 64)
+        self.assertEqual(len(s["schedule"]["tensors"]), 3)
+        rank5 = self.c.schedule(s["plan_id"], rank=5)["schedule"]["ranks"][0]
+        self.assertTrue(any(op["op"] == "recv" for ph in rank5["phases"] for op in ph["ops"]))
+        with self.assertRaises(ShardplanError) as cm:
+            self.c.transfer(body, include=["nothing"])
+        self.assertEqual(cm.exception.status, 400)
 
     def test_reshard_diagram(self):
         d = self.c.reshard_diagram(dict(EXAMPLE, shape=[8, 8]))
