@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/shardplan/shardplan/internal/cost"
@@ -25,8 +25,8 @@ type TransferRequest struct {
 	// gpus_per_node consecutive ids.
 	FabricDevices int                 `json:"fabric_devices" validate:"required,gte=1" example:"384"`
 	Source        TransferPlacement   `json:"source" validate:"required"`
-	Targets       []TransferPlacement `json:"targets" validate:"required,min=1"`
-	Tensors       []TransferTensor    `json:"tensors" validate:"required,min=1"`
+	Targets       []TransferPlacement `json:"targets" validate:"required,min=1,dive"`
+	Tensors       []TransferTensor    `json:"tensors" validate:"required,min=1,dive"`
 	// MemoryBudgetBytesPerDevice bounds what any device holds at any time (its tiles
 	// plus two buckets of what it sends and receives); 0: none.
 	MemoryBudgetBytesPerDevice int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"gte=0"`
@@ -45,8 +45,8 @@ type TransferPlacement struct {
 	FirstDevice *int            `json:"first_device,omitempty" validate:"omitempty,gte=0"`
 } // @name TransferPlacement
 
-// TransferTensor is one tensor, or repeat tensors of the same shape and shardings
-// ("{i}" in name becomes 0..repeat-1).
+// TransferTensor is one tensor, or repeat (times repeat_j) tensors of the same shape
+// and shardings ("{i}" in name becomes 0..repeat-1, "{j}" 0..repeat_j-1).
 type TransferTensor struct {
 	Name         string          `json:"name" validate:"required" example:"layers.{i}.mlp.up"`
 	Shape        []int64         `json:"shape,omitempty"`
@@ -56,11 +56,12 @@ type TransferTensor struct {
 	TargetShape  []int64         `json:"target_shape,omitempty"`
 	Source       json.RawMessage `json:"source" validate:"required" swaggertype:"object"`
 	Target       json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
-	Repeat       int             `json:"repeat,omitempty" validate:"gte=0"`
+	// Repeat is how many tensors the entry stands for ({i} takes 0..repeat-1); at least 1.
+	Repeat *int `json:"repeat,omitempty" validate:"omitempty,gte=1" example:"32"`
+	// RepeatJ repeats the entry again inside each {i} ({j} takes 0..repeat_j-1): layers x
+	// experts is repeat = layers, repeat_j = experts; at least 1.
+	RepeatJ *int `json:"repeat_j,omitempty" validate:"omitempty,gte=1" example:"8"`
 } // @name TransferTensor
-
-// maxTransferTensors bounds the tensors a request stands for (repeats counted).
-const maxTransferTensors = 1 << 20
 
 // transferProblem reads req into the planner's problem; every error names its field.
 func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error) {
@@ -93,7 +94,12 @@ func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error
 	if len(req.Tensors) > s.limits.MaxGraphTensors && s.limits.MaxGraphTensors > 0 {
 		return nil, limitExceeded("tensors", "has %d entries; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS): give repeated layers once with repeat", len(req.Tensors), s.limits.MaxGraphTensors)
 	}
-	count := 0
+	// Sizes first, from the request alone: how many tensors the repeats stand for and
+	// the bytes their names take in the answer, before anything is made of them.
+	names, err := s.transferNames(req)
+	if err != nil {
+		return nil, err
+	}
 	for i := range req.Tensors {
 		t, err := s.transferTensor(&req.Tensors[i], fmt.Sprintf("tensors[%d]", i), p)
 		if err != nil {
@@ -103,13 +109,86 @@ func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error
 			}
 			return nil, err
 		}
-		if count += t.Count; count > maxTransferTensors {
-			return nil, limitExceeded("tensors", "stands for more than %d tensors", maxTransferTensors)
-		}
+		t.Names, t.Count = names[i], names[i].Count()
 		p.Tensors = append(p.Tensors, t)
 	}
+	p.MaxMoves = s.limits.MaxTransferMoves
 	return p, fes.Err()
 }
+
+// transferNames reads every entry's name and repeats, checks how many tensors they
+// stand for against SHARDPLAN_MAX_TRANSFER_TENSORS and the answer their names make
+// against SHARDPLAN_MAX_ANSWER_BYTES, all before a name is generated.
+func (s *Server) transferNames(req *TransferRequest) ([]transfer.Names, error) {
+	most := int64(s.limits.MaxTransferTensors)
+	if most <= 0 {
+		most = int64(DefaultLimits().MaxTransferTensors)
+	}
+	out := make([]transfer.Names, len(req.Tensors))
+	var fes fielderr.Errors
+	count, nameBytes := int64(0), int64(0)
+	largest, largestBytes := 0, int64(-1)
+	for i := range req.Tensors {
+		tj := &req.Tensors[i]
+		field := fmt.Sprintf("tensors[%d]", i)
+		ri, rj := 0, 0
+		for _, r := range []struct {
+			v     *int
+			name  string
+			value *int
+		}{{tj.Repeat, ".repeat", &ri}, {tj.RepeatJ, ".repeat_j", &rj}} {
+			if r.v == nil {
+				continue
+			}
+			if int64(*r.v) > most {
+				return nil, limitExceeded(field+r.name, "is %d; a request stands for at most %d tensors (SHARDPLAN_MAX_TRANSFER_TENSORS): split the model over several requests", *r.v, most)
+			}
+			*r.value = *r.v
+		}
+		n, err := transfer.NewNames(tj.Name, ri, rj, field+".name")
+		if err != nil {
+			es, _ := fielderr.As(err)
+			fes = append(fes, es...)
+			continue
+		}
+		if count += int64(n.Count()); count > most {
+			return nil, limitExceeded(field, "takes the request past %d tensors, repeats counted (SHARDPLAN_MAX_TRANSFER_TENSORS): split the model over several requests", most)
+		}
+		b := n.JSONBytes() + int64(n.Count())
+		if nameBytes += b; b > largestBytes {
+			largest, largestBytes = i, b
+		}
+		out[i] = n
+	}
+	if err := fes.Err(); err != nil {
+		return nil, err
+	}
+	// The answer lists every name in its group, and once more with "tensors" included,
+	// each in an entry of its figures: a lower bound of its size, known now. Past the
+	// limit it is refused before planning; the rest of the answer (a group's figures per
+	// entry) is bounded by the entries and checked when the answer is written.
+	size := nameBytes
+	withTensors := size
+	if slices.Contains(req.Include, "tensors") {
+		withTensors += nameBytes + count*transferTensorEntryBytes
+	}
+	if limit := s.limits.MaxAnswerBytes; limit > 0 && withTensors > limit {
+		field, fix := fmt.Sprintf("tensors[%d]", largest), "split the model over several requests"
+		if size <= limit {
+			field, fix = "include", `leave "tensors" out of include`
+		}
+		p := Invalid(slugResponseTooLarge, "Response too large", sharding.Fieldf(field,
+			"the answer would take more than %s listing %d tensor names (tensors[%d] the most, %s), over the answer limit of %s (SHARDPLAN_MAX_ANSWER_BYTES); %s",
+			mib(withTensors), count, largest, mib(largestBytes), mib(limit), fix))
+		p.Status = http.StatusUnprocessableEntity
+		return nil, p
+	}
+	return out, nil
+}
+
+// transferTensorEntryBytes is the least an entry of the answer's "tensors" takes beside
+// its name: {"name":,"group":0,"bytes":0,"time_us":0,"time_lower_bound_us":0},
+const transferTensorEntryBytes = 66
 
 // transferFieldProblem classifies a transfer request's field errors: a mesh is
 // invalid-mesh, a tensor's source or target invalid-sharding, the rest (placements'
@@ -210,17 +289,6 @@ func (s *Server) transferTensor(tj *TransferTensor, field string, p *transfer.Pr
 	for k, sh := range []sharding.Sharding{t.Source, t.Target} {
 		if len(sh.Unreduced) > 0 {
 			return t, sharding.Fieldf(field+[]string{".source", ".target"}[k], "has unreduced axes: a transfer moves reduced values; reduce on the source first")
-		}
-	}
-	if tj.Repeat > 0 {
-		t.Count = tj.Repeat
-		t.Names = make([]string, tj.Repeat)
-		for i := range t.Names {
-			if strings.Contains(tj.Name, "{i}") {
-				t.Names[i] = strings.ReplaceAll(tj.Name, "{i}", strconv.Itoa(i))
-			} else {
-				t.Names[i] = tj.Name + "." + strconv.Itoa(i)
-			}
 		}
 	}
 	return t, nil
@@ -425,6 +493,10 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 			pr.MinBudget = be.MinBudget
 			return nil, nil, pr
 		}
+		var le *transfer.LimitError
+		if errors.As(err, &le) {
+			return nil, nil, limitExceeded(le.Field, "%s", le.Msg)
+		}
 		return nil, nil, err
 	}
 	include := map[string]bool{}
@@ -469,15 +541,16 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 		g := TransferGroup{Count: c.Count, Shape: t0.Shape, ElementBits: t0.ElemBits, Bytes: c.Bytes,
 			Source: t0.Source.Text(p.Source.Mesh.Name), Target: t0.Target.Text(p.Targets[0].Mesh.Name), Strategy: c.Strategy,
 			TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS), Cells: c.Cells, Moves: len(c.Moves)}
+		g.Tensors = make([]string, 0, c.Count)
 		for _, ti := range c.Tensors {
 			t := &p.Tensors[ti]
-			names := t.Names
-			if names == nil {
-				names = []string{t.Name}
-			}
-			g.Tensors = append(g.Tensors, names...)
-			if include["tensors"] {
-				for _, n := range names {
+			for k := range t.Count {
+				if k&1023 == 1023 && ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				n := t.NameAt(k)
+				g.Tensors = append(g.Tensors, n)
+				if include["tensors"] {
 					out.Tensors = append(out.Tensors, TransferTensorOut{Name: n, Group: gi, Bytes: c.Bytes, TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS)})
 				}
 			}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/shardplan/shardplan/internal/fielderr"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -36,6 +35,14 @@ type cell struct {
 // maxCellsPerClass bounds one class's cells (a request over it is a limit error).
 const maxCellsPerClass = 1 << 20
 
+// maxCells is the cells every class together may have.
+func (p *Problem) maxCells() int {
+	if p.MaxCells > 0 {
+		return p.MaxCells
+	}
+	return DefaultMaxCells
+}
+
 // bytesOf is the size of n elements of the class's dtype.
 func (c *class) bytesOf(n int64) float64 { return float64(n) * float64(c.elemBits) / 8 }
 
@@ -58,8 +65,9 @@ func (p *Problem) classes() []*class {
 	return out
 }
 
-// build computes c's cells on p's placements.
-func (c *class) build(ctx context.Context, p *Problem, field string) error {
+// build computes c's cells on p's placements, counted before they are made and charged
+// to budget (the cells every class may still have).
+func (c *class) build(ctx context.Context, p *Problem, field string, budget *int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -86,9 +94,13 @@ func (c *class) build(ctx context.Context, p *Problem, field string) error {
 		cuts[d] = pts
 		n *= int64(max(len(pts)-1, 1))
 		if n > maxCellsPerClass {
-			return fielderr.New(field, "the source and target tilings cut this tensor into more than %d boxes; plan fewer shards per dim", maxCellsPerClass)
+			return limitErrorf(field, "the source and target tilings cut this tensor into more than %d boxes; plan fewer shards per dim", maxCellsPerClass)
 		}
 	}
+	if *budget -= int(n); *budget < 0 {
+		return limitErrorf("tensors", "the tensor groups are cut into more than %d boxes together; move fewer distinct tensors (shape, dtype, shardings) per request", p.maxCells())
+	}
+	c.cells = make([]cell, 0, n)
 	// Shard index tuples -> devices.
 	holders := shardDevices(src, p.Source.Devices, nil)
 	needers := map[string][]int32{}

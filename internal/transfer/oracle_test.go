@@ -121,7 +121,7 @@ func TestOracleAgrees(t *testing.T) {
 		counts := make([]int, len(classes))
 		total := 0.0
 		for ci, c := range classes {
-			if err := c.build(ctx, p, "t"); err != nil {
+			if err := c.build(ctx, p, "t", new(int(DefaultMaxCells))); err != nil {
 				t.Fatal(err)
 			}
 			counts[ci] = c.count
@@ -130,7 +130,7 @@ func TestOracleAgrees(t *testing.T) {
 		// Every option of every class (direct, fanout, chain, tree), in every
 		// combination, for each relay order of the replicas (chain and tree each
 		// with their own).
-		pl := &planner{p: p, classes: classes}
+		pl := &planner{p: p, classes: classes, moveBudget: DefaultMaxMoves}
 		orders := [][]int{nil}
 		if len(p.Targets) > 1 {
 			orders = permutations(len(p.Targets))

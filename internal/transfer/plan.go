@@ -173,8 +173,9 @@ func (p *Problem) globalNode(n int) int {
 // plan is Plan on a compacted problem.
 func plan(ctx context.Context, p *Problem) (*Result, error) {
 	classes := p.classes()
+	cellBudget := p.maxCells()
 	for _, c := range classes {
-		if err := c.build(ctx, p, p.Tensors[c.tensors[0]].Field); err != nil {
+		if err := c.build(ctx, p, p.Tensors[c.tensors[0]].Field, &cellBudget); err != nil {
 			return nil, err
 		}
 	}
@@ -199,13 +200,15 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 	for _, v := range resident {
 		res.ResidentBytes = max(res.ResidentBytes, int64(v+0.5))
 	}
-	if p.MemoryBudget > 0 && res.ResidentBytes > p.MemoryBudget {
-		return nil, &BudgetError{Budget: p.MemoryBudget, MinBudget: res.ResidentBytes, Resident: res.ResidentBytes}
-	}
+	// A budget below the tiles is planned on: every candidate then fails to fit, and the
+	// error names the least peak any of them reaches (tiles and staging buckets), a
+	// budget that admits a plan.
 	// The bound.
 	bl := newBoundLoads(p)
 	for _, c := range classes {
-		bl.add(p.Fabric, c, float64(c.count))
+		if err := bl.add(ctx, p.Fabric, c, float64(c.count)); err != nil {
+			return nil, err
+		}
 	}
 	res.Bound = bl.bound(p)
 
@@ -345,7 +348,9 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 		pr := priceOne(p.Fabric, summarize(p.Fabric, c, mv, opOf(choice[i])), 1, c.bytesOf(elements(c.shape)), maxB)
 		cr.TimeUS = pr.timeUS
 		b1 := newBoundLoads(p)
-		b1.add(p.Fabric, c, 1)
+		if err := b1.add(ctx, p.Fabric, c, 1); err != nil {
+			return nil, err
+		}
 		cr.Bound = b1.bound(p)
 		cr.Moves = make([]Move, len(mv))
 		for k, m := range mv {
@@ -408,13 +413,16 @@ func (pl *planner) bestOrder(ctx context.Context, s string) ([]int, error) {
 		if n > maxOrderMoves {
 			return greedy, nil
 		}
-		pr, _, _, err := pl.priceAssign(ctx, perClass, picks)
+		pr, fits, _, err := pl.priceAssign(ctx, perClass, picks)
 		if err != nil {
 			return nil, err
 		}
-		if pr.bestUS < bestT-1e-9 {
+		if fits && pr.bestUS < bestT-1e-9 {
 			best, bestT = o, pr.bestUS
 		}
+	}
+	if best == nil {
+		return greedy, nil // no order fits the budget: the candidate says so
 	}
 	return best, nil
 }
@@ -445,6 +453,9 @@ func (pl *planner) priceAssign(ctx context.Context, perClass []map[string][]move
 	}
 	l.peers = pl.peers
 	for i, c := range pl.classes {
+		if i&15 == 15 && ctx.Err() != nil {
+			return priced{}, false, nil, ctx.Err()
+		}
 		l.addSummary(pl.summary(perClass, i, picks[i]), float64(c.count))
 	}
 	pr, fits := price(pl.p.Fabric, l, pl.resident, pl.total, pl.p.MemoryBudget, pl.maxBuckets)
@@ -530,13 +541,24 @@ func (pl *planner) movesIn(ctx context.Context, c *class, s string, order []int)
 		return nil, err
 	}
 	if pl.moveBudget -= len(mv); pl.moveBudget < 0 {
-		return nil, fielderr.New("tensors", "the plan needs more than %d moves; move fewer tensors or devices per request", max(pl.p.MaxMoves, DefaultMaxMoves))
+		return nil, pl.movesOver()
 	}
 	return mv, nil
 }
 
+// movesOver is the error of a plan over its move budget.
+func (pl *planner) movesOver() error {
+	most := pl.p.MaxMoves
+	if most <= 0 {
+		most = DefaultMaxMoves
+	}
+	return limitErrorf("tensors", "the plan needs more than %d moves (the boxes each target device pulls, over every distinct tensor and strategy); move fewer distinct tensors or devices per request", most)
+}
+
 func (pl *planner) moves(ctx context.Context, c *class, s string) ([]move, error) {
 	b := newBuilder(pl.p, c)
+	// A list past the moves left in the budget is cut there: the builder stops.
+	b.limit = max(pl.moveBudget, 0)
 	var err error
 	switch s {
 	case "direct":
@@ -552,6 +574,9 @@ func (pl *planner) moves(ctx context.Context, c *class, s string) ([]move, error
 			b.rank[r] = i
 		}
 		err = b.relay(ctx, s == "tree")
+	}
+	if err == nil && b.over {
+		err = pl.movesOver()
 	}
 	return b.moves, err
 }
