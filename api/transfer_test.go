@@ -315,3 +315,30 @@ func TestTransferResponseLimit(t *testing.T) {
 	rec = postTransfer(t, s, []byte(smallTransfer), "")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 }
+
+// TestTransferNestedRepeats: repeat x repeat_j tensors, named i-major with {i} and {j}
+// (or .i and .j appended), one group, counted in the summary.
+func TestTransferNestedRepeats(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, tc := range []struct {
+		name  string
+		names []string
+	}{
+		{`"layers.{i}.experts.{j}.w"`, []string{"layers.0.experts.0.w", "layers.0.experts.1.w", "layers.0.experts.2.w", "layers.1.experts.0.w", "layers.1.experts.1.w", "layers.1.experts.2.w"}},
+		{`"e{j}.l{i}"`, []string{"e0.l0", "e1.l0", "e2.l0", "e0.l1", "e1.l1", "e2.l1"}},
+		{`"w"`, []string{"w.0.0", "w.0.1", "w.0.2", "w.1.0", "w.1.1", "w.1.2"}},
+	} {
+		body := strings.Replace(smallTransfer, `"layers.{i}.w"`, tc.name, 1)
+		body = strings.Replace(body, `"repeat": 4`, `"repeat": 2, "repeat_j": 3`, 1)
+		body = strings.Replace(body, `"cost_model"`, `"include": ["tensors"], "cost_model"`, 1)
+		rec := postTransfer(t, s, []byte(body), "")
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		var resp TransferResponse
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
+		assert.Equal(t, 7, resp.Summary.Tensors)
+		assert.Equal(t, tc.names, resp.Groups[0].Tensors)
+		assert.Equal(t, 6, resp.Groups[0].Count)
+		require.Len(t, resp.Tensors, 7)
+		assert.Equal(t, tc.names[4], resp.Tensors[4].Name)
+	}
+}
