@@ -354,6 +354,8 @@ type TransferSummary struct {
 	Moves           int                 `json:"moves"`
 	ReplicaOrder    []int               `json:"replica_order,omitempty"`
 	Candidates      []TransferCandidate `json:"candidates"`
+	// Excluded are the strategies not among the candidates, each with its reason.
+	Excluded []TransferExcluded `json:"excluded,omitempty"`
 } // @name TransferSummary
 
 // TransferBound is the fabric's lower bound and its terms.
@@ -377,9 +379,19 @@ type TransferCandidate struct {
 	FastestUS    float64 `json:"fastest_us"`
 	NetworkBytes int64   `json:"network_bytes"`
 	Buckets      int     `json:"buckets"`
-	Chosen       bool    `json:"chosen"`
-	Note         string  `json:"note,omitempty"`
+	// Messages are the sends the plan makes: its moves over every tensor times its
+	// buckets. The chosen plan has the fewest within 1% of the fastest candidate.
+	Messages int64 `json:"messages"`
+	Chosen   bool  `json:"chosen"`
 } // @name TransferCandidate
+
+// TransferExcluded is a strategy left out of the candidates, with why: it cannot run on
+// the request (chain and tree need two or more replicas), was not priced (a limit), or
+// needs more than the memory budget.
+type TransferExcluded struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+} // @name TransferExcluded
 
 // TransferPhase is one pipeline stage of the plan over every tensor.
 type TransferPhase struct {
@@ -529,7 +541,10 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 		sm.ReplicaOrder = res.Order
 	}
 	for _, c := range res.Candidates {
-		sm.Candidates = append(sm.Candidates, TransferCandidate{Name: c.Name, TimeUS: round2(c.TimeUS), FastestUS: round2(c.FastestUS), NetworkBytes: c.NetworkBytes, Buckets: c.Buckets, Chosen: c.Chosen, Note: c.Note})
+		sm.Candidates = append(sm.Candidates, TransferCandidate{Name: c.Name, TimeUS: round2(c.TimeUS), FastestUS: round2(c.FastestUS), NetworkBytes: c.NetworkBytes, Buckets: c.Buckets, Messages: c.Messages, Chosen: c.Chosen})
+	}
+	for _, e := range res.Excluded {
+		sm.Excluded = append(sm.Excluded, TransferExcluded(e))
 	}
 	for j, ph := range res.Phases {
 		out.Phases = append(out.Phases, TransferPhase{Phase: j, Ops: ph.Ops, Link: ph.Link, NetworkBytes: ph.NetworkBytes, NVLinkBytes: ph.NVLinkBytes,
