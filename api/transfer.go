@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/shardplan/shardplan/internal/cost"
@@ -57,11 +58,28 @@ type TransferTensor struct {
 	Source       json.RawMessage `json:"source" validate:"required" swaggertype:"object"`
 	Target       json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
 	// Repeat is how many tensors the entry stands for ({i} takes 0..repeat-1); at least 1.
-	Repeat *int `json:"repeat,omitempty" validate:"omitempty,gte=1" example:"32"`
+	// TargetDType casts the tensor to a (quantized) dtype on the way: the target holds
+	// it in this dtype, with Scales when given.
+	TargetDType string `json:"target_dtype,omitempty" example:"f8e4m3fn"`
+	// Scales are a quantized target's scale tensors.
+	Scales *TransferScales `json:"scales,omitempty"`
+	// Cast says where the cast happens: auto (default: before the send when the
+	// sender's tile holds whole scale groups), before_send or after_receive.
+	Cast   string `json:"cast,omitempty" validate:"omitempty,oneof=auto before_send after_receive" enums:"auto,before_send,after_receive"`
+	Repeat *int   `json:"repeat,omitempty" validate:"omitempty,gte=1" example:"32"`
 	// RepeatJ repeats the entry again inside each {i} ({j} takes 0..repeat_j-1): layers x
 	// experts is repeat = layers, repeat_j = experts; at least 1.
 	RepeatJ *int `json:"repeat_j,omitempty" validate:"omitempty,gte=1" example:"8"`
 } // @name TransferTensor
+
+// TransferScales are a quantized target's scales: one per block of block_size elements
+// along the last dim ("block"), or one per row, over the whole last dim ("channel").
+type TransferScales struct {
+	Granularity string `json:"granularity" validate:"required,oneof=block channel" enums:"block,channel"`
+	BlockSize   int    `json:"block_size,omitempty" validate:"omitempty,gte=1,lte=1048576" example:"128"`
+	// DType is the scales' dtype (default f32).
+	DType string `json:"dtype,omitempty" example:"f32"`
+} // @name TransferScales
 
 // transferProblem reads req into the planner's problem; every error names its field.
 func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error) {
@@ -291,7 +309,67 @@ func (s *Server) transferTensor(tj *TransferTensor, field string, p *transfer.Pr
 			return t, sharding.Fieldf(field+[]string{".source", ".target"}[k], "has unreduced axes: a transfer moves reduced values; reduce on the source first")
 		}
 	}
+	if err := castOf(tj, &t, p, field); err != nil {
+		return t, err
+	}
 	return t, nil
+}
+
+// castOf reads a quantized target: its dtype, scales and where the cast happens. The
+// sender can cast when its tile holds whole scale groups (per block: its tile along the
+// last dim is a multiple of block_size or the whole dim; per channel: the source does
+// not cut the last dim); else the receiver casts (auto), and before_send is a 400.
+func castOf(tj *TransferTensor, t *transfer.Tensor, p *transfer.Problem, field string) error {
+	if tj.TargetDType == "" {
+		switch {
+		case tj.Scales != nil:
+			return sharding.Fieldf(field+".scales", "scales come with target_dtype (the quantized dtype the target holds)")
+		case tj.Cast != "" && tj.Cast != "auto":
+			return sharding.Fieldf(field+".cast", "is %q without target_dtype: there is no cast", tj.Cast)
+		}
+		return nil
+	}
+	bits, ok := sharding.DTypeBits(tj.TargetDType)
+	if !ok {
+		return sharding.Fieldf(field+".target_dtype", "unknown dtype %q; known dtypes: %s", tj.TargetDType, sharding.KnownDTypes())
+	}
+	t.TargetBits = bits
+	last := len(t.Shape) - 1
+	whole := true // the sender's tile holds whole scale groups
+	src := sharding.NewLayout(p.Source.Mesh, t.Shape, t.Source)
+	if sc := tj.Scales; sc != nil {
+		sbits := 32
+		if sc.DType != "" {
+			if sbits, ok = sharding.DTypeBits(sc.DType); !ok {
+				return sharding.Fieldf(field+".scales.dtype", "unknown dtype %q; known dtypes: %s", sc.DType, sharding.KnownDTypes())
+			}
+		}
+		switch sc.Granularity {
+		case "block":
+			if sc.BlockSize == 0 {
+				return sharding.Fieldf(field+".scales.block_size", "is required with granularity block: the elements of the last dim each scale covers (e.g. 128)")
+			}
+			t.ScaleBits = float64(sbits) / float64(sc.BlockSize)
+			whole = src.Counts[last] == 1 || src.Tile[last]%int64(sc.BlockSize) == 0
+		case "channel":
+			if sc.BlockSize != 0 {
+				return sharding.Fieldf(field+".scales.block_size", "is for granularity block; a channel's scale covers the whole last dim")
+			}
+			t.ScaleBits = float64(sbits) / float64(t.Shape[last])
+			whole = src.Counts[last] == 1
+		}
+	}
+	switch tj.Cast {
+	case "after_receive":
+		t.CastAfter = true
+	case "before_send":
+		if !whole {
+			return sharding.Fieldf(field+".cast", "before_send needs each sender to hold whole scale groups, but the source cuts the last dim into tiles of %d elements; give after_receive or auto", src.Tile[last])
+		}
+	default:
+		t.CastAfter = !whole
+	}
+	return nil
 }
 
 func equalShape(a, b []int64) bool {
@@ -408,20 +486,29 @@ type TransferPhase struct {
 
 // TransferGroup is the tensors of one shape, dtype and sharding pair.
 type TransferGroup struct {
-	Tensors          []string          `json:"tensors"`
-	Count            int               `json:"count"`
-	Shape            []int64           `json:"shape"`
-	ElementBits      int               `json:"element_bits"`
-	Bytes            int64             `json:"bytes"`
-	Source           string            `json:"source"`
-	Target           string            `json:"target"`
-	Strategy         string            `json:"strategy"`
-	TimeUS           float64           `json:"time_us"`
-	TimeLowerBoundUS float64           `json:"time_lower_bound_us"`
-	Cells            int               `json:"cells"`
-	Moves            int               `json:"moves"`
-	Transfers        []TransferMove    `json:"transfers,omitempty"`
-	TransferRuns     []TransferMoveRun `json:"transfer_runs,omitempty"`
+	Tensors     []string `json:"tensors"`
+	Count       int      `json:"count"`
+	Shape       []int64  `json:"shape"`
+	ElementBits int      `json:"element_bits"`
+	Bytes       int64    `json:"bytes"`
+	// TargetDType, Cast and ScaleBytes describe a quantized target: the dtype the
+	// target holds, where the cast happens (before_send: moves carry the target's bytes
+	// and scales; after_receive: the source's, staged at its width on the receiver) and
+	// one tensor's scale bytes.
+	TargetDType         string            `json:"target_dtype,omitempty"`
+	Cast                string            `json:"cast,omitempty"`
+	TargetBytes         int64             `json:"target_bytes,omitempty"`
+	ScaleBytes          int64             `json:"scale_bytes,omitempty"`
+	MovedBitsPerElement float64           `json:"moved_bits_per_element,omitempty"`
+	Source              string            `json:"source"`
+	Target              string            `json:"target"`
+	Strategy            string            `json:"strategy"`
+	TimeUS              float64           `json:"time_us"`
+	TimeLowerBoundUS    float64           `json:"time_lower_bound_us"`
+	Cells               int               `json:"cells"`
+	Moves               int               `json:"moves"`
+	Transfers           []TransferMove    `json:"transfers,omitempty"`
+	TransferRuns        []TransferMoveRun `json:"transfer_runs,omitempty"`
 } // @name TransferGroup
 
 // TransferMove is one move of one tensor of a group: global ids, global ranges.
@@ -553,9 +640,20 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 	budget := s.limits.MaxResponseBytes
 	for gi, c := range res.Classes {
 		t0 := &p.Tensors[c.Tensors[0]]
-		g := TransferGroup{Count: c.Count, Shape: t0.Shape, ElementBits: t0.ElemBits, Bytes: c.Bytes,
+		g := TransferGroup{Count: c.Count, Shape: t0.Shape, ElementBits: t0.ElemBits, Bytes: int64(float64(transferElems(t0.Shape))*float64(t0.ElemBits)/8 + 0.5),
 			Source: t0.Source.Text(p.Source.Mesh.Name), Target: t0.Target.Text(p.Targets[0].Mesh.Name), Strategy: c.Strategy,
 			TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS), Cells: c.Cells, Moves: len(c.Moves)}
+		if t0.TargetBits > 0 {
+			tj := &req.Tensors[tensorIndex(t0.Field)]
+			g.TargetDType, g.Cast = tj.TargetDType, "before_send"
+			if t0.CastAfter {
+				g.Cast = "after_receive"
+			}
+			elems := float64(transferElems(t0.Shape))
+			g.TargetBytes = int64(math.Ceil(elems * c.TargetBits / 8))
+			g.ScaleBytes = int64(math.Ceil(elems * t0.ScaleBits / 8))
+			g.MovedBitsPerElement = c.MoveBits
+		}
 		g.Tensors = make([]string, 0, c.Count)
 		for _, ti := range c.Tensors {
 			t := &p.Tensors[ti]
@@ -566,7 +664,7 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 				n := t.NameAt(k)
 				g.Tensors = append(g.Tensors, n)
 				if include["tensors"] {
-					out.Tensors = append(out.Tensors, TransferTensorOut{Name: n, Group: gi, Bytes: c.Bytes, TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS)})
+					out.Tensors = append(out.Tensors, TransferTensorOut{Name: n, Group: gi, Bytes: g.Bytes, TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS)})
 				}
 			}
 		}
@@ -592,6 +690,20 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 		out.Groups = append(out.Groups, g)
 	}
 	return out, res, nil
+}
+
+func transferElems(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// tensorIndex reads k off a tensor's field "tensors[k]".
+func tensorIndex(field string) int {
+	k, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(field, "tensors["), "]"))
+	return k
 }
 
 // moveRuns compresses moves (in their order) into runs of a constant step.

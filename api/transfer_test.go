@@ -342,3 +342,66 @@ func TestTransferNestedRepeats(t *testing.T) {
 		assert.Equal(t, tc.names[4], resp.Tensors[4].Name)
 	}
 }
+
+// TestTransferQuantizedTarget: a bf16 tensor cast to fp8 with f32 scales per block of
+// 128: cast before the send when every sender holds whole blocks (the network carries
+// 8.25 bits an element, not 16), after the receive when the source cuts blocks (the
+// network carries bf16 and the receivers stage it); scale bytes counted.
+func TestTransferQuantizedTarget(t *testing.T) {
+	s := newTestServer(t, nil)
+	plain := postTransfer(t, s, []byte(smallTransfer), "")
+	require.Equal(t, http.StatusOK, plain.Code, plain.Body.String())
+	var base TransferResponse
+	require.NoError(t, json.Unmarshal(plain.Body.Bytes(), &base))
+	quant := func(source, scales, cast string) string {
+		b := strings.Replace(smallTransfer, `"source": [["x", "y"], null]`, `"source": `+source, 1)
+		extra := `"target_dtype": "f8e4m3fn", "scales": ` + scales
+		if cast != "" {
+			extra += `, "cast": "` + cast + `"`
+		}
+		return strings.Replace(b, `"repeat": 4`, `"repeat": 4, `+extra, 1)
+	}
+	block := `{"granularity": "block", "block_size": 128}`
+	for _, tc := range []struct {
+		name, source, scales, cast string
+		want                       string
+		bits                       float64
+	}{
+		{"whole blocks: before the send", `[["x", "y"], null]`, block, "", "before_send", 8 + 32.0/128},
+		{"tiles of 512 hold whole blocks of 128", `[null, ["x", "y"]]`, block, "", "before_send", 8 + 32.0/128},
+		{"tiles of 512 cut blocks of 1024", `[null, ["x", "y"]]`, `{"granularity": "block", "block_size": 1024}`, "", "after_receive", 16},
+		{"asked after", `[["x", "y"], null]`, block, "after_receive", "after_receive", 16},
+		{"per channel, rows whole", `[["x", "y"], null]`, `{"granularity": "channel"}`, "", "before_send", 8 + 32.0/4096},
+		{"per channel, rows cut", `[null, ["x", "y"]]`, `{"granularity": "channel"}`, "", "after_receive", 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := postTransfer(t, s, []byte(quant(tc.source, tc.scales, tc.cast)), "")
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			var resp TransferResponse
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
+			g := resp.Groups[0]
+			assert.Equal(t, tc.want, g.Cast)
+			assert.Equal(t, "f8e4m3fn", g.TargetDType)
+			assert.Equal(t, int64(1024*4096*2), g.Bytes, "the source's bytes")
+			assert.InDelta(t, tc.bits, g.MovedBitsPerElement, 1e-9)
+			assert.Equal(t, int64(1024*4096), g.TargetBytes-g.ScaleBytes, "fp8: a byte an element")
+			if strings.Contains(tc.scales, "block") && tc.bits != 16 {
+				assert.Equal(t, int64(1024*4096/128*4), g.ScaleBytes)
+			}
+			if tc.want == "before_send" {
+				assert.Less(t, resp.Summary.NetworkBytes, base.Summary.NetworkBytes*6/10, "the cast halves the network bytes")
+			} else {
+				assert.Greater(t, resp.Summary.NetworkBytes, base.Summary.NetworkBytes*9/10, "the network carries bf16")
+			}
+		})
+	}
+	bad := quant(`[null, ["x", "y"]]`, `{"granularity": "block", "block_size": 1024}`, "before_send")
+	p := requireProblem(t, do(t, s, http.MethodPost, "/v1/transfer", "application/json", bad), http.StatusBadRequest, slugInvalidRequest)
+	assert.Contains(t, fields(p), "tensors[0].cast", p.Detail)
+	bad = strings.Replace(smallTransfer, `"repeat": 4`, `"repeat": 4, "scales": {"granularity": "channel"}`, 1)
+	p = requireProblem(t, do(t, s, http.MethodPost, "/v1/transfer", "application/json", bad), http.StatusBadRequest, slugInvalidRequest)
+	assert.Contains(t, fields(p), "tensors[0].scales", p.Detail)
+	bad = quant(`[["x", "y"], null]`, `{"granularity": "block"}`, "")
+	p = requireProblem(t, do(t, s, http.MethodPost, "/v1/transfer", "application/json", bad), http.StatusBadRequest, slugInvalidRequest)
+	assert.Contains(t, fields(p), "tensors[0].scales.block_size", p.Detail)
+}

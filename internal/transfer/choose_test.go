@@ -95,3 +95,43 @@ func TestSimplestNearFastest(t *testing.T) {
 	}
 	t.Logf("%d of 80 plans chose a simpler plan than the fastest", simpler)
 }
+
+// TestQuantizedReplay: tensors cast to 8 bits with a quarter bit of scales an element,
+// before the send or after the receive: the plans still replay (every target device
+// ends with its tile), moves carry the moved width, target tiles hold the target's.
+func TestQuantizedReplay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 39))
+	for i := range 40 {
+		p := randomProblem(t, rng, 4, 64)
+		after := i%2 == 1
+		for k := range p.Tensors {
+			p.Tensors[k].TargetBits, p.Tensors[k].ScaleBits, p.Tensors[k].CastAfter = 8, 0.25, after
+		}
+		res, err := Plan(context.Background(), p)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if err := replay(p, res); err != nil {
+			t.Fatalf("case %d (after %v): %v", i, after, err)
+		}
+		for _, c := range res.Classes {
+			t0 := &p.Tensors[c.Tensors[0]]
+			want := 8.25
+			if after {
+				want = float64(t0.ElemBits)
+			}
+			if c.MoveBits != want || c.TargetBits != 8.25 {
+				t.Fatalf("case %d: moved %v bits, held %v; want %v and 8.25", i, c.MoveBits, c.TargetBits, want)
+			}
+			for _, m := range c.Moves {
+				n := int64(1)
+				for _, r := range m.Ranges {
+					n *= r[1] - r[0]
+				}
+				if got := int64(float64(n)*want/8 + 0.5); m.Bytes != got {
+					t.Fatalf("case %d: a move of %d elements carries %d bytes, want %d", i, n, m.Bytes, got)
+				}
+			}
+		}
+	}
+}

@@ -85,6 +85,9 @@ type ClassResult struct {
 	Bound  Bound
 	Moves  []Move // the chosen strategy's moves for one tensor
 	Cells  int
+	// MoveBits and TargetBits are the bits per element moved and held by a target
+	// (scales included when the tensor is cast to a quantized target).
+	MoveBits, TargetBits float64
 }
 
 // Error of a memory budget no plan fits.
@@ -384,7 +387,7 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 	for i, c := range classes {
 		mv := perClass[i][choice[i]]
 		res.MoveCount += len(mv) * c.count
-		cr := ClassResult{Tensors: c.tensors, Count: c.count, Bytes: int64(c.bytesOf(elements(c.shape)) + 0.5), Strategy: choice[i], Cells: len(c.cells)}
+		cr := ClassResult{Tensors: c.tensors, Count: c.count, Bytes: int64(c.bytesOf(elements(c.shape)) + 0.5), Strategy: choice[i], Cells: len(c.cells), MoveBits: c.moveBits, TargetBits: c.dstBits}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -27,6 +27,14 @@ type Tensor struct {
 	ElemBits int
 	Source   sharding.Sharding
 	Target   sharding.Sharding
+	// TargetBits is the target's element width when the tensor is cast on the way (a
+	// quantized target, 0: ElemBits); ScaleBits are the bits of scale tensors per
+	// element of the target (a scale of s bits per block of b elements: s/b). CastAfter
+	// casts on the receiver: moves carry ElemBits; else the sender casts its slice and
+	// moves carry TargetBits plus the scales.
+	TargetBits int
+	ScaleBits  float64
+	CastAfter  bool
 	// Count is how many tensors this entry stands for (a repeated layer); Names names
 	// each of them on demand (Names.Count() == Count; zero: the one tensor Name).
 	Count int
