@@ -18,6 +18,8 @@ func fuzzServer(f *testing.F) *Server {
 	lim.MaxGraphTensors = 128
 	lim.MaxBodyBytes = 1 << 16
 	lim.MaxGraphBodyBytes = 1 << 16
+	lim.MaxTransferTensors = 4096
+	lim.MaxTransferMoves = 1 << 16
 	// A budget against a hang, not a speed test: generous, so a loaded machine passes.
 	lim.RequestTimeout = time.Minute
 	s, err := New(Deps{Limits: lim})

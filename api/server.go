@@ -64,6 +64,12 @@ type Limits struct {
 	// MaxElements bounds the elements of any one tensor on every path (tiles, reshard,
 	// graph tensors, module values); at most 2^55, so byte sizes stay inside int64.
 	MaxElements int64 // SHARDPLAN_MAX_ELEMENTS
+	// MaxTransferTensors bounds the tensors one /v1/transfer request stands for, repeats
+	// counted (each repeat and repeat_j too); checked before any name is generated.
+	MaxTransferTensors int // SHARDPLAN_MAX_TRANSFER_TENSORS
+	// MaxTransferMoves bounds the moves a transfer plan makes for one tensor of every
+	// group under every strategy priced; the builders stop at it.
+	MaxTransferMoves int // SHARDPLAN_MAX_TRANSFER_MOVES
 }
 
 // DefaultLimits are the limits of a service started with no configuration.
@@ -87,9 +93,12 @@ func DefaultLimits() Limits {
 		MaxGraphBodyBytes: 32 << 20,
 		MaxGraphOps:       100000,
 		MaxGraphTensors:   200000,
-		MaxModuleDepth:    64,
-		MaxJSONDepth:      256,
-		MaxElements:       1 << 55,
+
+		MaxTransferTensors: 1 << 20,
+		MaxTransferMoves:   1 << 22,
+		MaxModuleDepth:     64,
+		MaxJSONDepth:       256,
+		MaxElements:        1 << 55,
 	}
 }
 

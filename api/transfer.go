@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,8 +27,8 @@ type TransferRequest struct {
 	// gpus_per_node consecutive ids.
 	FabricDevices int                 `json:"fabric_devices" validate:"required,gte=1" example:"384"`
 	Source        TransferPlacement   `json:"source" validate:"required"`
-	Targets       []TransferPlacement `json:"targets" validate:"required,min=1"`
-	Tensors       []TransferTensor    `json:"tensors" validate:"required,min=1"`
+	Targets       []TransferPlacement `json:"targets" validate:"required,min=1,dive"`
+	Tensors       []TransferTensor    `json:"tensors" validate:"required,min=1,dive"`
 	// MemoryBudgetBytesPerDevice bounds what any device holds at any time (its tiles
 	// plus two buckets of what it sends and receives); 0: none.
 	MemoryBudgetBytesPerDevice int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"gte=0"`
@@ -48,8 +49,8 @@ type TransferPlacement struct {
 	FirstDevice *int            `json:"first_device,omitempty" validate:"omitempty,gte=0"`
 } // @name TransferPlacement
 
-// TransferTensor is one tensor, or repeat tensors of the same shape and shardings
-// ("{i}" in name becomes 0..repeat-1).
+// TransferTensor is one tensor, or repeat (times repeat_j) tensors of the same shape
+// and shardings ("{i}" in name becomes 0..repeat-1, "{j}" 0..repeat_j-1).
 type TransferTensor struct {
 	Name         string          `json:"name" validate:"required" example:"layers.{i}.mlp.up"`
 	Shape        []int64         `json:"shape,omitempty"`
@@ -59,11 +60,29 @@ type TransferTensor struct {
 	TargetShape  []int64         `json:"target_shape,omitempty"`
 	Source       json.RawMessage `json:"source" validate:"required" swaggertype:"object"`
 	Target       json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
-	Repeat       int             `json:"repeat,omitempty" validate:"gte=0"`
+	// Repeat is how many tensors the entry stands for ({i} takes 0..repeat-1); at least 1.
+	// TargetDType casts the tensor to a (quantized) dtype on the way: the target holds
+	// it in this dtype, with Scales when given.
+	TargetDType string `json:"target_dtype,omitempty" example:"f8e4m3fn"`
+	// Scales are a quantized target's scale tensors.
+	Scales *TransferScales `json:"scales,omitempty"`
+	// Cast says where the cast happens: auto (default: before the send when the
+	// sender's tile holds whole scale groups), before_send or after_receive.
+	Cast   string `json:"cast,omitempty" validate:"omitempty,oneof=auto before_send after_receive" enums:"auto,before_send,after_receive"`
+	Repeat *int   `json:"repeat,omitempty" validate:"omitempty,gte=1" example:"32"`
+	// RepeatJ repeats the entry again inside each {i} ({j} takes 0..repeat_j-1): layers x
+	// experts is repeat = layers, repeat_j = experts; at least 1.
+	RepeatJ *int `json:"repeat_j,omitempty" validate:"omitempty,gte=1" example:"8"`
 } // @name TransferTensor
 
-// maxTransferTensors bounds the tensors a request stands for (repeats counted).
-const maxTransferTensors = 1 << 20
+// TransferScales are a quantized target's scales: one per block of block_size elements
+// along the last dim ("block"), or one per row, over the whole last dim ("channel").
+type TransferScales struct {
+	Granularity string `json:"granularity" validate:"required,oneof=block channel" enums:"block,channel"`
+	BlockSize   int    `json:"block_size,omitempty" validate:"omitempty,gte=1,lte=1048576" example:"128"`
+	// DType is the scales' dtype (default f32).
+	DType string `json:"dtype,omitempty" example:"f32"`
+} // @name TransferScales
 
 // transferProblem reads req into the planner's problem; every error names its field.
 func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error) {
@@ -96,7 +115,12 @@ func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error
 	if len(req.Tensors) > s.limits.MaxGraphTensors && s.limits.MaxGraphTensors > 0 {
 		return nil, limitExceeded("tensors", "has %d entries; the limit is %d (SHARDPLAN_MAX_GRAPH_TENSORS): give repeated layers once with repeat", len(req.Tensors), s.limits.MaxGraphTensors)
 	}
-	count := 0
+	// Sizes first, from the request alone: how many tensors the repeats stand for and
+	// the bytes their names take in the answer, before anything is made of them.
+	names, err := s.transferNames(req)
+	if err != nil {
+		return nil, err
+	}
 	for i := range req.Tensors {
 		t, err := s.transferTensor(&req.Tensors[i], fmt.Sprintf("tensors[%d]", i), p)
 		if err != nil {
@@ -106,13 +130,86 @@ func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error
 			}
 			return nil, err
 		}
-		if count += t.Count; count > maxTransferTensors {
-			return nil, limitExceeded("tensors", "stands for more than %d tensors", maxTransferTensors)
-		}
+		t.Names, t.Count = names[i], names[i].Count()
 		p.Tensors = append(p.Tensors, t)
 	}
+	p.MaxMoves = s.limits.MaxTransferMoves
 	return p, fes.Err()
 }
+
+// transferNames reads every entry's name and repeats, checks how many tensors they
+// stand for against SHARDPLAN_MAX_TRANSFER_TENSORS and the answer their names make
+// against SHARDPLAN_MAX_ANSWER_BYTES, all before a name is generated.
+func (s *Server) transferNames(req *TransferRequest) ([]transfer.Names, error) {
+	most := int64(s.limits.MaxTransferTensors)
+	if most <= 0 {
+		most = int64(DefaultLimits().MaxTransferTensors)
+	}
+	out := make([]transfer.Names, len(req.Tensors))
+	var fes fielderr.Errors
+	count, nameBytes := int64(0), int64(0)
+	largest, largestBytes := 0, int64(-1)
+	for i := range req.Tensors {
+		tj := &req.Tensors[i]
+		field := fmt.Sprintf("tensors[%d]", i)
+		ri, rj := 0, 0
+		for _, r := range []struct {
+			v     *int
+			name  string
+			value *int
+		}{{tj.Repeat, ".repeat", &ri}, {tj.RepeatJ, ".repeat_j", &rj}} {
+			if r.v == nil {
+				continue
+			}
+			if int64(*r.v) > most {
+				return nil, limitExceeded(field+r.name, "is %d; a request stands for at most %d tensors (SHARDPLAN_MAX_TRANSFER_TENSORS): split the model over several requests", *r.v, most)
+			}
+			*r.value = *r.v
+		}
+		n, err := transfer.NewNames(tj.Name, ri, rj, field+".name")
+		if err != nil {
+			es, _ := fielderr.As(err)
+			fes = append(fes, es...)
+			continue
+		}
+		if count += int64(n.Count()); count > most {
+			return nil, limitExceeded(field, "takes the request past %d tensors, repeats counted (SHARDPLAN_MAX_TRANSFER_TENSORS): split the model over several requests", most)
+		}
+		b := n.JSONBytes() + int64(n.Count())
+		if nameBytes += b; b > largestBytes {
+			largest, largestBytes = i, b
+		}
+		out[i] = n
+	}
+	if err := fes.Err(); err != nil {
+		return nil, err
+	}
+	// The answer lists every name in its group, and once more with "tensors" included,
+	// each in an entry of its figures: a lower bound of its size, known now. Past the
+	// limit it is refused before planning; the rest of the answer (a group's figures per
+	// entry) is bounded by the entries and checked when the answer is written.
+	size := nameBytes
+	withTensors := size
+	if slices.Contains(req.Include, "tensors") {
+		withTensors += nameBytes + count*transferTensorEntryBytes
+	}
+	if limit := s.limits.MaxAnswerBytes; limit > 0 && withTensors > limit {
+		field, fix := fmt.Sprintf("tensors[%d]", largest), "split the model over several requests"
+		if size <= limit {
+			field, fix = "include", `leave "tensors" out of include`
+		}
+		p := Invalid(slugResponseTooLarge, "Response too large", sharding.Fieldf(field,
+			"the answer would take more than %s listing %d tensor names (tensors[%d] the most, %s), over the answer limit of %s (SHARDPLAN_MAX_ANSWER_BYTES); %s",
+			mib(withTensors), count, largest, mib(largestBytes), mib(limit), fix))
+		p.Status = http.StatusUnprocessableEntity
+		return nil, p
+	}
+	return out, nil
+}
+
+// transferTensorEntryBytes is the least an entry of the answer's "tensors" takes beside
+// its name: {"name":,"group":0,"bytes":0,"time_us":0,"time_lower_bound_us":0},
+const transferTensorEntryBytes = 66
 
 // transferFieldProblem classifies a transfer request's field errors: a mesh is
 // invalid-mesh, a tensor's source or target invalid-sharding, the rest (placements'
@@ -215,18 +312,67 @@ func (s *Server) transferTensor(tj *TransferTensor, field string, p *transfer.Pr
 			return t, sharding.Fieldf(field+[]string{".source", ".target"}[k], "has unreduced axes: a transfer moves reduced values; reduce on the source first")
 		}
 	}
-	if tj.Repeat > 0 {
-		t.Count = tj.Repeat
-		t.Names = make([]string, tj.Repeat)
-		for i := range t.Names {
-			if strings.Contains(tj.Name, "{i}") {
-				t.Names[i] = strings.ReplaceAll(tj.Name, "{i}", strconv.Itoa(i))
-			} else {
-				t.Names[i] = tj.Name + "." + strconv.Itoa(i)
-			}
-		}
+	if err := castOf(tj, &t, p, field); err != nil {
+		return t, err
 	}
 	return t, nil
+}
+
+// castOf reads a quantized target: its dtype, scales and where the cast happens. The
+// sender can cast when its tile holds whole scale groups (per block: its tile along the
+// last dim is a multiple of block_size or the whole dim; per channel: the source does
+// not cut the last dim); else the receiver casts (auto), and before_send is a 400.
+func castOf(tj *TransferTensor, t *transfer.Tensor, p *transfer.Problem, field string) error {
+	if tj.TargetDType == "" {
+		switch {
+		case tj.Scales != nil:
+			return sharding.Fieldf(field+".scales", "scales come with target_dtype (the quantized dtype the target holds)")
+		case tj.Cast != "" && tj.Cast != "auto":
+			return sharding.Fieldf(field+".cast", "is %q without target_dtype: there is no cast", tj.Cast)
+		}
+		return nil
+	}
+	bits, ok := sharding.DTypeBits(tj.TargetDType)
+	if !ok {
+		return sharding.Fieldf(field+".target_dtype", "unknown dtype %q; known dtypes: %s", tj.TargetDType, sharding.KnownDTypes())
+	}
+	t.TargetBits = bits
+	last := len(t.Shape) - 1
+	whole := true // the sender's tile holds whole scale groups
+	src := sharding.NewLayout(p.Source.Mesh, t.Shape, t.Source)
+	if sc := tj.Scales; sc != nil {
+		sbits := 32
+		if sc.DType != "" {
+			if sbits, ok = sharding.DTypeBits(sc.DType); !ok {
+				return sharding.Fieldf(field+".scales.dtype", "unknown dtype %q; known dtypes: %s", sc.DType, sharding.KnownDTypes())
+			}
+		}
+		switch sc.Granularity {
+		case "block":
+			if sc.BlockSize == 0 {
+				return sharding.Fieldf(field+".scales.block_size", "is required with granularity block: the elements of the last dim each scale covers (e.g. 128)")
+			}
+			t.ScaleBits = float64(sbits) / float64(sc.BlockSize)
+			whole = src.Counts[last] == 1 || src.Tile[last]%int64(sc.BlockSize) == 0
+		case "channel":
+			if sc.BlockSize != 0 {
+				return sharding.Fieldf(field+".scales.block_size", "is for granularity block; a channel's scale covers the whole last dim")
+			}
+			t.ScaleBits = float64(sbits) / float64(t.Shape[last])
+			whole = src.Counts[last] == 1
+		}
+	}
+	switch tj.Cast {
+	case "after_receive":
+		t.CastAfter = true
+	case "before_send":
+		if !whole {
+			return sharding.Fieldf(field+".cast", "before_send needs each sender to hold whole scale groups, but the source cuts the last dim into tiles of %d elements; give after_receive or auto", src.Tile[last])
+		}
+	default:
+		t.CastAfter = !whole
+	}
+	return nil
 }
 
 func equalShape(a, b []int64) bool {
@@ -295,6 +441,8 @@ type TransferSummary struct {
 	Moves           int                 `json:"moves"`
 	ReplicaOrder    []int               `json:"replica_order,omitempty"`
 	Candidates      []TransferCandidate `json:"candidates"`
+	// Excluded are the strategies not among the candidates, each with its reason.
+	Excluded []TransferExcluded `json:"excluded,omitempty"`
 } // @name TransferSummary
 
 // TransferBound is the fabric's lower bound and its terms.
@@ -318,9 +466,19 @@ type TransferCandidate struct {
 	FastestUS    float64 `json:"fastest_us"`
 	NetworkBytes int64   `json:"network_bytes"`
 	Buckets      int     `json:"buckets"`
-	Chosen       bool    `json:"chosen"`
-	Note         string  `json:"note,omitempty"`
+	// Messages are the sends the plan makes: its moves over every tensor times its
+	// buckets. The chosen plan has the fewest within 1% of the fastest candidate.
+	Messages int64 `json:"messages"`
+	Chosen   bool  `json:"chosen"`
 } // @name TransferCandidate
+
+// TransferExcluded is a strategy left out of the candidates, with why: it cannot run on
+// the request (chain and tree need two or more replicas), was not priced (a limit), or
+// needs more than the memory budget.
+type TransferExcluded struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+} // @name TransferExcluded
 
 // TransferPhase is one pipeline stage of the plan over every tensor.
 type TransferPhase struct {
@@ -337,20 +495,29 @@ type TransferPhase struct {
 
 // TransferGroup is the tensors of one shape, dtype and sharding pair.
 type TransferGroup struct {
-	Tensors          []string          `json:"tensors"`
-	Count            int               `json:"count"`
-	Shape            []int64           `json:"shape"`
-	ElementBits      int               `json:"element_bits"`
-	Bytes            int64             `json:"bytes"`
-	Source           string            `json:"source"`
-	Target           string            `json:"target"`
-	Strategy         string            `json:"strategy"`
-	TimeUS           float64           `json:"time_us"`
-	TimeLowerBoundUS float64           `json:"time_lower_bound_us"`
-	Cells            int               `json:"cells"`
-	Moves            int               `json:"moves"`
-	Transfers        []TransferMove    `json:"transfers,omitempty"`
-	TransferRuns     []TransferMoveRun `json:"transfer_runs,omitempty"`
+	Tensors     []string `json:"tensors"`
+	Count       int      `json:"count"`
+	Shape       []int64  `json:"shape"`
+	ElementBits int      `json:"element_bits"`
+	Bytes       int64    `json:"bytes"`
+	// TargetDType, Cast and ScaleBytes describe a quantized target: the dtype the
+	// target holds, where the cast happens (before_send: moves carry the target's bytes
+	// and scales; after_receive: the source's, staged at its width on the receiver) and
+	// one tensor's scale bytes.
+	TargetDType         string            `json:"target_dtype,omitempty"`
+	Cast                string            `json:"cast,omitempty"`
+	TargetBytes         int64             `json:"target_bytes,omitempty"`
+	ScaleBytes          int64             `json:"scale_bytes,omitempty"`
+	MovedBitsPerElement float64           `json:"moved_bits_per_element,omitempty"`
+	Source              string            `json:"source"`
+	Target              string            `json:"target"`
+	Strategy            string            `json:"strategy"`
+	TimeUS              float64           `json:"time_us"`
+	TimeLowerBoundUS    float64           `json:"time_lower_bound_us"`
+	Cells               int               `json:"cells"`
+	Moves               int               `json:"moves"`
+	Transfers           []TransferMove    `json:"transfers,omitempty"`
+	TransferRuns        []TransferMoveRun `json:"transfer_runs,omitempty"`
 } // @name TransferGroup
 
 // TransferMove is one move of one tensor of a group: global ids, global ranges.
@@ -437,6 +604,10 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 			pr.MinBudget = be.MinBudget
 			return nil, nil, pr
 		}
+		var le *transfer.LimitError
+		if errors.As(err, &le) {
+			return nil, nil, limitExceeded(le.Field, "%s", le.Msg)
+		}
 		return nil, nil, err
 	}
 	include := map[string]bool{}
@@ -469,7 +640,10 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 		sm.ReplicaOrder = res.Order
 	}
 	for _, c := range res.Candidates {
-		sm.Candidates = append(sm.Candidates, TransferCandidate{Name: c.Name, TimeUS: round2(c.TimeUS), FastestUS: round2(c.FastestUS), NetworkBytes: c.NetworkBytes, Buckets: c.Buckets, Chosen: c.Chosen, Note: c.Note})
+		sm.Candidates = append(sm.Candidates, TransferCandidate{Name: c.Name, TimeUS: round2(c.TimeUS), FastestUS: round2(c.FastestUS), NetworkBytes: c.NetworkBytes, Buckets: c.Buckets, Messages: c.Messages, Chosen: c.Chosen})
+	}
+	for _, e := range res.Excluded {
+		sm.Excluded = append(sm.Excluded, TransferExcluded(e))
 	}
 	for j, ph := range res.Phases {
 		out.Phases = append(out.Phases, TransferPhase{Phase: j, Ops: ph.Ops, Link: ph.Link, NetworkBytes: ph.NetworkBytes, NVLinkBytes: ph.NVLinkBytes,
@@ -478,19 +652,31 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 	budget := s.limits.MaxResponseBytes
 	for gi, c := range res.Classes {
 		t0 := &p.Tensors[c.Tensors[0]]
-		g := TransferGroup{Count: c.Count, Shape: t0.Shape, ElementBits: t0.ElemBits, Bytes: c.Bytes,
+		g := TransferGroup{Count: c.Count, Shape: t0.Shape, ElementBits: t0.ElemBits, Bytes: int64(float64(transferElems(t0.Shape))*float64(t0.ElemBits)/8 + 0.5),
 			Source: t0.Source.Text(p.Source.Mesh.Name), Target: t0.Target.Text(p.Targets[0].Mesh.Name), Strategy: c.Strategy,
 			TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS), Cells: c.Cells, Moves: len(c.Moves)}
+		if t0.TargetBits > 0 {
+			tj := &req.Tensors[tensorIndex(t0.Field)]
+			g.TargetDType, g.Cast = tj.TargetDType, "before_send"
+			if t0.CastAfter {
+				g.Cast = "after_receive"
+			}
+			elems := float64(transferElems(t0.Shape))
+			g.TargetBytes = int64(math.Ceil(elems * c.TargetBits / 8))
+			g.ScaleBytes = int64(math.Ceil(elems * t0.ScaleBits / 8))
+			g.MovedBitsPerElement = c.MoveBits
+		}
+		g.Tensors = make([]string, 0, c.Count)
 		for _, ti := range c.Tensors {
 			t := &p.Tensors[ti]
-			names := t.Names
-			if names == nil {
-				names = []string{t.Name}
-			}
-			g.Tensors = append(g.Tensors, names...)
-			if include["tensors"] {
-				for _, n := range names {
-					out.Tensors = append(out.Tensors, TransferTensorOut{Name: n, Group: gi, Bytes: c.Bytes, TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS)})
+			for k := range t.Count {
+				if k&1023 == 1023 && ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				n := t.NameAt(k)
+				g.Tensors = append(g.Tensors, n)
+				if include["tensors"] {
+					out.Tensors = append(out.Tensors, TransferTensorOut{Name: n, Group: gi, Bytes: g.Bytes, TimeUS: round2(c.TimeUS), TimeLowerBoundUS: round2(c.Bound.TimeUS)})
 				}
 			}
 		}
@@ -530,6 +716,20 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 		out.PlanID = transferKey(req)
 	}
 	return out, res, nil
+}
+
+func transferElems(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// tensorIndex reads k off a tensor's field "tensors[k]".
+func tensorIndex(field string) int {
+	k, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(field, "tensors["), "]"))
+	return k
 }
 
 // moveRuns compresses moves (in their order) into runs of a constant step.

@@ -90,8 +90,32 @@ func TestTransferBadInput(t *testing.T) {
 		{"unknown include", edit(`"cost_model"`, `"include": ["moves"], "cost_model"`), 400, slugInvalidRequest, "include[0]"},
 		{"unknown strategy", edit(`"cost_model"`, `"strategy": "ring", "cost_model"`), 400, slugInvalidRequest, "strategy"},
 		{"over the budget", edit(`"cost_model"`, `"memory_budget_bytes_per_device": 100000, "cost_model"`), 422, slugBudgetExceeded, "memory_budget_bytes_per_device"},
+		// Sizes from the request alone, before anything is made of them.
+		{"repeat 2^31", edit(`"repeat": 4`, `"repeat": 2147483648`), 400, slugLimitExceeded, "tensors[0].repeat"},
+		{"repeat 2^63-1", edit(`"repeat": 4`, `"repeat": 9223372036854775807`), 400, slugLimitExceeded, "tensors[0].repeat"},
+		{"repeat 2^24", edit(`"repeat": 4`, `"repeat": 16777216`), 400, slugLimitExceeded, "tensors[0].repeat"},
+		{"repeat_j past the limit", edit(`"repeat": 4`, `"repeat": 4, "repeat_j": 16777216`), 400, slugLimitExceeded, "tensors[0].repeat_j"},
+		{"repeats past the request's tensors", edit(`"repeat": 4`, `"repeat": 1024, "repeat_j": 1025`), 400, slugLimitExceeded, "tensors[0]"},
+		{"names past the answer limit", edit(`"layers.{i}.w"`, `"`+strings.Repeat("{i}.", 200)+`w"`), 0, "", ""},
+		{"repeat -1", edit(`"repeat": 4`, `"repeat": -1`), 400, slugInvalidRequest, "tensors[0].repeat"},
+		{"repeat 0", edit(`"repeat": 4`, `"repeat": 0`), 400, slugInvalidRequest, "tensors[0].repeat"},
+		{"repeat_j 0", edit(`"repeat": 4`, `"repeat": 4, "repeat_j": 0`), 400, slugInvalidRequest, "tensors[0].repeat_j"},
+		{"element_bytes -1", edit(`"tensor": "bf16[4096]"`, `"shape": [4096], "element_bytes": -1`), 400, slugInvalidRequest, "tensors[1].element_bytes"},
+		{"element_bytes 0", edit(`"tensor": "bf16[4096]"`, `"shape": [4096], "element_bytes": 0`), 400, slugInvalidRequest, "tensors[1].element_bytes"},
+		{"element_bytes 17", edit(`"tensor": "bf16[4096]"`, `"shape": [4096], "element_bytes": 17`), 400, slugInvalidRequest, "tensors[1].element_bytes"},
+		{"element_bytes 2^31", edit(`"tensor": "bf16[4096]"`, `"shape": [4096], "element_bytes": 2147483648`), 400, slugInvalidRequest, "tensors[1].element_bytes"},
+		{"no name", edit(`"name": "norm", `, ``), 400, slugInvalidRequest, "tensors[1].name"},
+		{"unknown placeholder", edit(`"layers.{i}.w"`, `"layers.{layer}.w"`), 400, slugInvalidRequest, "tensors[0].name"},
+		{"{j} without repeat_j", edit(`"layers.{i}.w"`, `"layers.{i}.experts.{j}.w"`), 400, slugInvalidRequest, "tensors[0].name"},
+		{"{i} without repeat", edit(`"norm"`, `"norm.{i}"`), 400, slugInvalidRequest, "tensors[1].name"},
+		{"target without mesh", edit(`{"mesh": "tp=4", "first_device": 12}`, `{"first_device": 12}`), 400, slugInvalidRequest, "targets[1].mesh"},
+		{"negative first_device", edit(`"first_device": 12`, `"first_device": -3`), 400, slugInvalidRequest, "targets[1].first_device"},
 	}
 	for _, c := range cases {
+		if c.status == 0 { // 2^20 names of 200 placeholders each: gigabytes of answer
+			c.body = strings.Replace(c.body, `"repeat": 4`, `"repeat": 1048575`, 1)
+			c.status, c.slug, c.field = 422, slugResponseTooLarge, "tensors[0]"
+		}
 		t.Run(c.name, func(t *testing.T) {
 			rec := do(t, s, http.MethodPost, "/v1/transfer", "application/json", c.body)
 			p := requireProblem(t, rec, c.status, c.slug)
@@ -117,17 +141,63 @@ func TestTransferBudget(t *testing.T) {
 	assert.LessOrEqual(t, tight.Summary.PeakBytes, budget)
 	assert.Greater(t, tight.Summary.Buckets, free.Summary.Buckets)
 
-	body = strings.Replace(smallTransfer, `"cost_model"`, `"memory_budget_bytes_per_device": `+itoa(int(free.Summary.ResidentBytes+1))+`, "cost_model"`, 1)
-	rec = postTransfer(t, s, []byte(body), "")
-	p := requireProblem(t, rec, http.StatusUnprocessableEntity, slugBudgetExceeded)
-	var ext struct {
-		MinBudget int64 `json:"min_budget_bytes_per_device"`
+	// Below the staging buckets' least, and below the tiles alone: the 422 names the
+	// least budget that plans (tiles and staging), the same for both, which then plans.
+	for _, b := range []int64{free.Summary.ResidentBytes + 1, free.Summary.ResidentBytes / 2, 1} {
+		body = strings.Replace(smallTransfer, `"cost_model"`, `"memory_budget_bytes_per_device": `+itoa(int(b))+`, "cost_model"`, 1)
+		rec = postTransfer(t, s, []byte(body), "")
+		p := requireProblem(t, rec, http.StatusUnprocessableEntity, slugBudgetExceeded)
+		var ext struct {
+			MinBudget int64 `json:"min_budget_bytes_per_device"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &ext), p.Detail)
+		require.Greater(t, ext.MinBudget, free.Summary.ResidentBytes, "budget %d: %s", b, p.Detail)
+		body = strings.Replace(smallTransfer, `"cost_model"`, `"memory_budget_bytes_per_device": `+itoa(int(ext.MinBudget))+`, "cost_model"`, 1)
+		rec = postTransfer(t, s, []byte(body), "")
+		require.Equal(t, http.StatusOK, rec.Code, "budget %d: %s", ext.MinBudget, rec.Body.String())
+		if rec = postTransfer(t, s, []byte(strings.Replace(body, itoa(int(ext.MinBudget)), itoa(int(ext.MinBudget-1)), 1)), ""); rec.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("budget %d, one below the minimum: %d, want 422", ext.MinBudget-1, rec.Code)
+		}
 	}
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &ext), p.Detail)
-	require.Greater(t, ext.MinBudget, free.Summary.ResidentBytes+1)
-	body = strings.Replace(smallTransfer, `"cost_model"`, `"memory_budget_bytes_per_device": `+itoa(int(ext.MinBudget))+`, "cost_model"`, 1)
-	rec = postTransfer(t, s, []byte(body), "")
+}
+
+// TestTransferMovesLimit: a plan past SHARDPLAN_MAX_TRANSFER_MOVES is a 400
+// limit-exceeded naming tensors; under it, the same request plans.
+func TestTransferMovesLimit(t *testing.T) {
+	s := newTestServer(t, func(d *Deps) { d.Limits.MaxTransferMoves = 10 })
+	rec := postTransfer(t, s, []byte(smallTransfer), "")
+	p := requireProblem(t, rec, http.StatusBadRequest, slugLimitExceeded)
+	assert.Contains(t, fields(p), "tensors", p.Detail)
+	assert.Contains(t, p.Detail, "10 moves")
+	s = newTestServer(t, nil)
+	rec = postTransfer(t, s, []byte(smallTransfer), "")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+}
+
+// TestTransferAnswerSizeKnown: the answer's size is computed from the request before
+// it is built: a limit just under the real answer refuses it (naming include when
+// leaving "tensors" out fits), and the estimate is never below the answer.
+func TestTransferAnswerSizeKnown(t *testing.T) {
+	body := strings.Replace(smallTransfer, `"repeat": 4`, `"repeat": 3000`, 1)
+	body = strings.Replace(body, `"cost_model"`, `"include": ["tensors"], "cost_model"`, 1)
+	s := newTestServer(t, nil)
+	rec := postTransfer(t, s, []byte(body), "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	size := int64(rec.Body.Len())
+	// Just under the answer: refused (from the names' size before planning, or when
+	// written), naming include; at half of it, from the names before planning.
+	for _, limit := range []int64{size - 1, size / 2} {
+		s = newTestServer(t, func(d *Deps) { d.Limits.MaxAnswerBytes = limit })
+		rec = postTransfer(t, s, []byte(body), "")
+		p := requireProblem(t, rec, http.StatusUnprocessableEntity, slugResponseTooLarge)
+		assert.Contains(t, fields(p), "include", p.Detail)
+		if limit == size/2 {
+			assert.Contains(t, p.Detail, "listing 3001 tensor names")
+		}
+		// Without the tensors list the names are listed once: it fits.
+		rec = postTransfer(t, s, []byte(strings.Replace(body, `"include": ["tensors"], `, ``, 1)), "")
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	}
 }
 
 // TestTransferAnswer: the small transfer's answer in JSON (with transfers and tensors)
@@ -185,6 +255,8 @@ func FuzzTransferBody(f *testing.F) {
 	  "targets": [{"mesh": "Mesh('t': 2)", "device_ids": [0, 2]}, {"mesh": "t=2", "first_device": 4}],
 	  "tensors": [{"name": "w", "shape": [7, 3], "dtype": "s4", "source": "[{\"x\"}, {}]", "target": "P(None, 't')", "repeat": 3}],
 	  "strategy": "tree", "include": ["transfers"]}`)
+	f.Add(strings.Replace(smallTransfer, `"layers.{i}.w"`, `"l.{i}.e.{j}.w", "repeat_j": 3`, 1))
+	f.Add(strings.Replace(smallTransfer, `"repeat": 4`, `"repeat": -1, "element_bytes": 0`, 1))
 	f.Fuzz(func(t *testing.T, body string) { fuzzEndpoint(t, s, "/v1/transfer", body) })
 }
 
@@ -242,4 +314,94 @@ func TestTransferResponseLimit(t *testing.T) {
 	// Without the moves the same request is answered.
 	rec = postTransfer(t, s, []byte(smallTransfer), "")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+}
+
+// TestTransferNestedRepeats: repeat x repeat_j tensors, named i-major with {i} and {j}
+// (or .i and .j appended), one group, counted in the summary.
+func TestTransferNestedRepeats(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, tc := range []struct {
+		name  string
+		names []string
+	}{
+		{`"layers.{i}.experts.{j}.w"`, []string{"layers.0.experts.0.w", "layers.0.experts.1.w", "layers.0.experts.2.w", "layers.1.experts.0.w", "layers.1.experts.1.w", "layers.1.experts.2.w"}},
+		{`"e{j}.l{i}"`, []string{"e0.l0", "e1.l0", "e2.l0", "e0.l1", "e1.l1", "e2.l1"}},
+		{`"w"`, []string{"w.0.0", "w.0.1", "w.0.2", "w.1.0", "w.1.1", "w.1.2"}},
+	} {
+		body := strings.Replace(smallTransfer, `"layers.{i}.w"`, tc.name, 1)
+		body = strings.Replace(body, `"repeat": 4`, `"repeat": 2, "repeat_j": 3`, 1)
+		body = strings.Replace(body, `"cost_model"`, `"include": ["tensors"], "cost_model"`, 1)
+		rec := postTransfer(t, s, []byte(body), "")
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		var resp TransferResponse
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
+		assert.Equal(t, 7, resp.Summary.Tensors)
+		assert.Equal(t, tc.names, resp.Groups[0].Tensors)
+		assert.Equal(t, 6, resp.Groups[0].Count)
+		require.Len(t, resp.Tensors, 7)
+		assert.Equal(t, tc.names[4], resp.Tensors[4].Name)
+	}
+}
+
+// TestTransferQuantizedTarget: a bf16 tensor cast to fp8 with f32 scales per block of
+// 128: cast before the send when every sender holds whole blocks (the network carries
+// 8.25 bits an element, not 16), after the receive when the source cuts blocks (the
+// network carries bf16 and the receivers stage it); scale bytes counted.
+func TestTransferQuantizedTarget(t *testing.T) {
+	s := newTestServer(t, nil)
+	plain := postTransfer(t, s, []byte(smallTransfer), "")
+	require.Equal(t, http.StatusOK, plain.Code, plain.Body.String())
+	var base TransferResponse
+	require.NoError(t, json.Unmarshal(plain.Body.Bytes(), &base))
+	quant := func(source, scales, cast string) string {
+		b := strings.Replace(smallTransfer, `"source": [["x", "y"], null]`, `"source": `+source, 1)
+		extra := `"target_dtype": "f8e4m3fn", "scales": ` + scales
+		if cast != "" {
+			extra += `, "cast": "` + cast + `"`
+		}
+		return strings.Replace(b, `"repeat": 4`, `"repeat": 4, `+extra, 1)
+	}
+	block := `{"granularity": "block", "block_size": 128}`
+	for _, tc := range []struct {
+		name, source, scales, cast string
+		want                       string
+		bits                       float64
+	}{
+		{"whole blocks: before the send", `[["x", "y"], null]`, block, "", "before_send", 8 + 32.0/128},
+		{"tiles of 512 hold whole blocks of 128", `[null, ["x", "y"]]`, block, "", "before_send", 8 + 32.0/128},
+		{"tiles of 512 cut blocks of 1024", `[null, ["x", "y"]]`, `{"granularity": "block", "block_size": 1024}`, "", "after_receive", 16},
+		{"asked after", `[["x", "y"], null]`, block, "after_receive", "after_receive", 16},
+		{"per channel, rows whole", `[["x", "y"], null]`, `{"granularity": "channel"}`, "", "before_send", 8 + 32.0/4096},
+		{"per channel, rows cut", `[null, ["x", "y"]]`, `{"granularity": "channel"}`, "", "after_receive", 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := postTransfer(t, s, []byte(quant(tc.source, tc.scales, tc.cast)), "")
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			var resp TransferResponse
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
+			g := resp.Groups[0]
+			assert.Equal(t, tc.want, g.Cast)
+			assert.Equal(t, "f8e4m3fn", g.TargetDType)
+			assert.Equal(t, int64(1024*4096*2), g.Bytes, "the source's bytes")
+			assert.InDelta(t, tc.bits, g.MovedBitsPerElement, 1e-9)
+			assert.Equal(t, int64(1024*4096), g.TargetBytes-g.ScaleBytes, "fp8: a byte an element")
+			if strings.Contains(tc.scales, "block") && tc.bits != 16 {
+				assert.Equal(t, int64(1024*4096/128*4), g.ScaleBytes)
+			}
+			if tc.want == "before_send" {
+				assert.Less(t, resp.Summary.NetworkBytes, base.Summary.NetworkBytes*6/10, "the cast halves the network bytes")
+			} else {
+				assert.Greater(t, resp.Summary.NetworkBytes, base.Summary.NetworkBytes*9/10, "the network carries bf16")
+			}
+		})
+	}
+	bad := quant(`[null, ["x", "y"]]`, `{"granularity": "block", "block_size": 1024}`, "before_send")
+	p := requireProblem(t, do(t, s, http.MethodPost, "/v1/transfer", "application/json", bad), http.StatusBadRequest, slugInvalidRequest)
+	assert.Contains(t, fields(p), "tensors[0].cast", p.Detail)
+	bad = strings.Replace(smallTransfer, `"repeat": 4`, `"repeat": 4, "scales": {"granularity": "channel"}`, 1)
+	p = requireProblem(t, do(t, s, http.MethodPost, "/v1/transfer", "application/json", bad), http.StatusBadRequest, slugInvalidRequest)
+	assert.Contains(t, fields(p), "tensors[0].scales", p.Detail)
+	bad = quant(`[["x", "y"], null]`, `{"granularity": "block"}`, "")
+	p = requireProblem(t, do(t, s, http.MethodPost, "/v1/transfer", "application/json", bad), http.StatusBadRequest, slugInvalidRequest)
+	assert.Contains(t, fields(p), "tensors[0].scales.block_size", p.Detail)
 }

@@ -20,11 +20,10 @@ func TransferText(t *TransferResponse) string {
 		if c.Chosen {
 			mark = "*"
 		}
-		if c.Note != "" {
-			fmt.Fprintf(&b, " %s %-7s %s\n", mark, c.Name, c.Note)
-			continue
-		}
-		fmt.Fprintf(&b, " %s %-7s %12.1f us  network %s  %d buckets\n", mark, c.Name, c.TimeUS, humanBytes(c.NetworkBytes), c.Buckets)
+		fmt.Fprintf(&b, " %s %-7s %12.1f us  network %s  %d buckets  %d messages\n", mark, c.Name, c.TimeUS, humanBytes(c.NetworkBytes), c.Buckets, c.Messages)
+	}
+	for _, e := range s.Excluded {
+		fmt.Fprintf(&b, "   %-7s left out: %s\n", e.Name, e.Reason)
 	}
 	fmt.Fprintf(&b, "\nphases (every bucket runs through them in order):\n")
 	for _, ph := range t.Phases {

@@ -20,34 +20,36 @@ import (
 // config is everything the service reads at start: defaults, overridden by environment
 // variables, overridden by flags. Validate checks it in one place.
 type config struct {
-	Addr            string
-	RedisURL        string
-	LogLevel        string
-	LogFormat       string
-	MaxBodyBytes    int64
-	MaxDevices      int
-	MaxRank         int
-	MaxMeshAxes     int
-	ListDeviceLimit int
-	RequestTimeout  time.Duration
-	ShutdownTimeout time.Duration
-	DrainDelay      time.Duration
-	MaxInflight     int
-	MaxCompute      int
-	BodyReadTimeout time.Duration
-	RateLimit       float64
-	RateBurst       int
-	MaxResponse     int64
-	MaxAnswer       int64
-	MaxGraphDepth   int
-	MaxGraphBytes   int64
-	MaxGraphOps     int
-	MaxGraphTensors int
-	MaxModuleDepth  int
-	MaxJSONDepth    int
-	MaxElements     int64
-	CacheTTL        time.Duration
-	CacheMaxBytes   int64
+	Addr               string
+	RedisURL           string
+	LogLevel           string
+	LogFormat          string
+	MaxBodyBytes       int64
+	MaxDevices         int
+	MaxRank            int
+	MaxMeshAxes        int
+	ListDeviceLimit    int
+	RequestTimeout     time.Duration
+	ShutdownTimeout    time.Duration
+	DrainDelay         time.Duration
+	MaxInflight        int
+	MaxCompute         int
+	BodyReadTimeout    time.Duration
+	RateLimit          float64
+	RateBurst          int
+	MaxResponse        int64
+	MaxAnswer          int64
+	MaxGraphDepth      int
+	MaxGraphBytes      int64
+	MaxGraphOps        int
+	MaxGraphTensors    int
+	MaxModuleDepth     int
+	MaxJSONDepth       int
+	MaxElements        int64
+	MaxTransferTensors int
+	MaxTransferMoves   int
+	CacheTTL           time.Duration
+	CacheMaxBytes      int64
 	// Garbage collector (gc.go): applied at start unless GOGC / GOMEMLIMIT are set.
 	GCPercent   int
 	MemoryLimit int64 // bytes; 0: autoMemoryLimit
@@ -74,32 +76,34 @@ type config struct {
 func defaultConfig() config {
 	l := api.DefaultLimits()
 	return config{
-		Addr:            ":8080",
-		LogLevel:        "info",
-		LogFormat:       "text",
-		MaxBodyBytes:    l.MaxBodyBytes,
-		MaxDevices:      l.MaxDevices,
-		MaxRank:         l.MaxRank,
-		MaxMeshAxes:     l.MaxMeshAxes,
-		ListDeviceLimit: l.ListDeviceLimit,
-		RequestTimeout:  l.RequestTimeout,
-		ShutdownTimeout: 15 * time.Second,
-		MaxInflight:     l.MaxInflight,
-		MaxCompute:      l.MaxCompute,
-		BodyReadTimeout: l.BodyReadTimeout,
-		RateBurst:       l.RateBurst,
-		MaxResponse:     l.MaxResponseBytes,
-		MaxAnswer:       l.MaxAnswerBytes,
-		MaxGraphDepth:   l.MaxGraphDepth,
-		MaxGraphBytes:   l.MaxGraphBodyBytes,
-		MaxGraphOps:     l.MaxGraphOps,
-		MaxGraphTensors: l.MaxGraphTensors,
-		MaxModuleDepth:  l.MaxModuleDepth,
-		MaxJSONDepth:    l.MaxJSONDepth,
-		MaxElements:     l.MaxElements,
-		CacheTTL:        time.Hour,
-		CacheMaxBytes:   64 << 20,
-		GCPercent:       defaultGCPercent,
+		Addr:               ":8080",
+		LogLevel:           "info",
+		LogFormat:          "text",
+		MaxBodyBytes:       l.MaxBodyBytes,
+		MaxDevices:         l.MaxDevices,
+		MaxRank:            l.MaxRank,
+		MaxMeshAxes:        l.MaxMeshAxes,
+		ListDeviceLimit:    l.ListDeviceLimit,
+		RequestTimeout:     l.RequestTimeout,
+		ShutdownTimeout:    15 * time.Second,
+		MaxInflight:        l.MaxInflight,
+		MaxCompute:         l.MaxCompute,
+		BodyReadTimeout:    l.BodyReadTimeout,
+		RateBurst:          l.RateBurst,
+		MaxResponse:        l.MaxResponseBytes,
+		MaxAnswer:          l.MaxAnswerBytes,
+		MaxGraphDepth:      l.MaxGraphDepth,
+		MaxGraphBytes:      l.MaxGraphBodyBytes,
+		MaxGraphOps:        l.MaxGraphOps,
+		MaxGraphTensors:    l.MaxGraphTensors,
+		MaxModuleDepth:     l.MaxModuleDepth,
+		MaxJSONDepth:       l.MaxJSONDepth,
+		MaxElements:        l.MaxElements,
+		MaxTransferTensors: l.MaxTransferTensors,
+		MaxTransferMoves:   l.MaxTransferMoves,
+		CacheTTL:           time.Hour,
+		CacheMaxBytes:      64 << 20,
+		GCPercent:          defaultGCPercent,
 
 		RedisDialTimeout:  cache.DefaultDialTimeout,
 		RedisReadTimeout:  cache.DefaultReadTimeout,
@@ -143,6 +147,8 @@ func (c *config) settings() []setting {
 		{"SHARDPLAN_MAX_MODULE_DEPTH", "max-module-depth", "deepest nesting of a StableHLO module on /v1/graph (regions, attribute brackets, inlined calls)", &c.MaxModuleDepth},
 		{"SHARDPLAN_MAX_JSON_DEPTH", "max-json-depth", "deepest nesting of arrays and objects in a JSON request body (400 above, checked before decoding)", &c.MaxJSONDepth},
 		{"SHARDPLAN_MAX_ELEMENTS", "max-elements", "most elements of any one tensor, on every path (400 above; at most 2^55)", &c.MaxElements},
+		{"SHARDPLAN_MAX_TRANSFER_TENSORS", "max-transfer-tensors", "most tensors one POST /v1/transfer request stands for, repeats counted (400 limit-exceeded above, checked before any name is made)", &c.MaxTransferTensors},
+		{"SHARDPLAN_MAX_TRANSFER_MOVES", "max-transfer-moves", "most moves a POST /v1/transfer plan makes for one tensor of every group under every strategy (400 limit-exceeded above)", &c.MaxTransferMoves},
 		{"SHARDPLAN_CACHE_TTL", "cache-ttl", "how long a memoized plan is kept", &c.CacheTTL},
 		{"SHARDPLAN_CACHE_MAX_BYTES", "cache-max-bytes", "size of the in-process plan cache in bytes (with Redis: the near cache in front of it)", &c.CacheMaxBytes},
 		{"SHARDPLAN_CACHE_TIMEOUT", "cache-timeout", "deadline of one cache call (a slower Redis is a miss)", &c.CacheTimeout},
@@ -312,6 +318,8 @@ func (c config) validate() error {
 		{"SHARDPLAN_MAX_MODULE_DEPTH", int64(c.MaxModuleDepth)},
 		{"SHARDPLAN_MAX_JSON_DEPTH", int64(c.MaxJSONDepth)},
 		{"SHARDPLAN_MAX_ELEMENTS", c.MaxElements},
+		{"SHARDPLAN_MAX_TRANSFER_TENSORS", int64(c.MaxTransferTensors)},
+		{"SHARDPLAN_MAX_TRANSFER_MOVES", int64(c.MaxTransferMoves)},
 		{"SHARDPLAN_CACHE_TTL", int64(c.CacheTTL)},
 		{"SHARDPLAN_CACHE_TIMEOUT", int64(c.CacheTimeout)},
 		{"SHARDPLAN_REDIS_DIAL_TIMEOUT", int64(c.RedisDialTimeout)},
@@ -353,6 +361,12 @@ func (c config) validate() error {
 	}
 	if c.MaxElements > 1<<55 {
 		bad("SHARDPLAN_MAX_ELEMENTS", "%d is above the hard ceiling of 2^55 (byte sizes must fit int64)", c.MaxElements)
+	}
+	if c.MaxTransferTensors > 1<<30 {
+		bad("SHARDPLAN_MAX_TRANSFER_TENSORS", "%d is above the hard ceiling of 2^30", c.MaxTransferTensors)
+	}
+	if c.MaxTransferMoves > 1<<30 {
+		bad("SHARDPLAN_MAX_TRANSFER_MOVES", "%d is above the hard ceiling of 2^30", c.MaxTransferMoves)
 	}
 	if c.MaxMeshAxes > 64 {
 		bad("SHARDPLAN_MAX_MESH_AXES", "%d is above the hard ceiling of 64", c.MaxMeshAxes)
@@ -403,6 +417,9 @@ func (c config) limits() api.Limits {
 		MaxModuleDepth:    c.MaxModuleDepth,
 		MaxJSONDepth:      c.MaxJSONDepth,
 		MaxElements:       c.MaxElements,
+
+		MaxTransferTensors: c.MaxTransferTensors,
+		MaxTransferMoves:   c.MaxTransferMoves,
 	}
 }
 

@@ -1,6 +1,9 @@
 package transfer
 
-import "strconv"
+import (
+	"context"
+	"strconv"
+)
 
 // boundLoads are the bytes that must move, whatever the schedule: per target device
 // what it needs and does not hold, per node what its devices need that no device in it
@@ -19,10 +22,15 @@ func newBoundLoads(p *Problem) *boundLoads {
 		nodeIn: make([]float64, nodes), nodeOut: make([]float64, nodes)}
 }
 
-// add charges c's cells, weight times.
-func (b *boundLoads) add(f *Fabric, c *class, weight float64) {
+// add charges c's cells, weight times. It stops when ctx ends.
+func (b *boundLoads) add(ctx context.Context, f *Fabric, c *class, weight float64) error {
 	inNode := map[int]bool{}
+	needNodes := map[int]bool{}
+	held := map[int32]bool{}
 	for ci := range c.cells {
+		if ci&63 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		cl := &c.cells[ci]
 		w := c.bytesOf(cl.elems) * weight
 		clear(inNode)
@@ -36,17 +44,14 @@ func (b *boundLoads) add(f *Fabric, c *class, weight float64) {
 				holderNode = -2
 			}
 		}
-		needNodes := map[int]bool{}
+		clear(needNodes)
+		clear(held)
+		for _, h := range cl.holders {
+			held[h] = true
+		}
 		otherThanHolder := false
 		for _, d := range cl.needers {
-			held := false
-			for _, h := range cl.holders {
-				if h == d {
-					held = true
-					break
-				}
-			}
-			if !held {
+			if !held[d] {
 				b.devNeed[d] += w
 				b.moved = true
 			}
@@ -72,6 +77,7 @@ func (b *boundLoads) add(f *Fabric, c *class, weight float64) {
 			b.holderOut[cl.holders[0]] += w
 		}
 	}
+	return nil
 }
 
 // Bound is the fabric's lower bound on a transfer's time, with what binds it.

@@ -3,10 +3,10 @@ package transfer
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
-	"github.com/shardplan/shardplan/internal/fielderr"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -16,11 +16,14 @@ type class struct {
 	key      string
 	shape    []int64
 	elemBits int
-	source   sharding.Sharding
-	target   sharding.Sharding
-	tensors  []int // indices into Problem.Tensors
-	count    int   // tensors it stands for
-	cells    []cell
+	// moveBits are the bits a moved element takes (the source's, or the target's with
+	// its scales when the sender casts); dstBits a target tile's element.
+	moveBits, dstBits float64
+	source            sharding.Sharding
+	target            sharding.Sharding
+	tensors           []int // indices into Problem.Tensors
+	count             int   // tensors it stands for
+	cells             []cell
 	// srcTile and dstTile are one device's padded tile bytes under each sharding.
 	srcTile, dstTile int64
 }
@@ -36,8 +39,16 @@ type cell struct {
 // maxCellsPerClass bounds one class's cells (a request over it is a limit error).
 const maxCellsPerClass = 1 << 20
 
+// maxCells is the cells every class together may have.
+func (p *Problem) maxCells() int {
+	if p.MaxCells > 0 {
+		return p.MaxCells
+	}
+	return DefaultMaxCells
+}
+
 // bytesOf is the size of n elements of the class's dtype.
-func (c *class) bytesOf(n int64) float64 { return float64(n) * float64(c.elemBits) / 8 }
+func (c *class) bytesOf(n int64) float64 { return float64(n) * c.moveBits / 8 }
 
 // classes groups p's tensors by shape, width and shardings.
 func (p *Problem) classes() []*class {
@@ -45,10 +56,17 @@ func (p *Problem) classes() []*class {
 	var out []*class
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
-		key := fmt.Sprint(t.Shape, t.ElemBits, "|", t.Source.Body(), "|", t.Target.Body())
+		key := fmt.Sprint(t.Shape, t.ElemBits, "|", t.Source.Body(), "|", t.Target.Body(), "|", t.TargetBits, t.ScaleBits, t.CastAfter)
 		c := byKey[key]
 		if c == nil {
-			c = &class{key: key, shape: t.Shape, elemBits: t.ElemBits, source: t.Source, target: t.Target}
+			c = &class{key: key, shape: t.Shape, elemBits: t.ElemBits, source: t.Source, target: t.Target,
+				moveBits: float64(t.ElemBits), dstBits: float64(t.ElemBits)}
+			if t.TargetBits > 0 {
+				c.dstBits = float64(t.TargetBits) + t.ScaleBits
+				if !t.CastAfter {
+					c.moveBits = c.dstBits
+				}
+			}
 			byKey[key] = c
 			out = append(out, c)
 		}
@@ -58,15 +76,16 @@ func (p *Problem) classes() []*class {
 	return out
 }
 
-// build computes c's cells on p's placements.
-func (c *class) build(ctx context.Context, p *Problem, field string) error {
+// build computes c's cells on p's placements, counted before they are made and charged
+// to budget (the cells every class may still have).
+func (c *class) build(ctx context.Context, p *Problem, field string, budget *int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	src := sharding.NewLayout(p.Source.Mesh, c.shape, c.source)
 	dst := sharding.NewLayout(p.Targets[0].Mesh, c.shape, c.target)
 	c.srcTile = sharding.BufferBytes(src.TileElements(), c.elemBits)
-	c.dstTile = sharding.BufferBytes(dst.TileElements(), c.elemBits)
+	c.dstTile = int64(math.Ceil(float64(dst.TileElements()) * c.dstBits / 8))
 	rank := len(c.shape)
 	// Per dim, the cut points of both tilings.
 	cuts := make([][]int64, rank)
@@ -86,9 +105,13 @@ func (c *class) build(ctx context.Context, p *Problem, field string) error {
 		cuts[d] = pts
 		n *= int64(max(len(pts)-1, 1))
 		if n > maxCellsPerClass {
-			return fielderr.New(field, "the source and target tilings cut this tensor into more than %d boxes; plan fewer shards per dim", maxCellsPerClass)
+			return limitErrorf(field, "the source and target tilings cut this tensor into more than %d boxes; plan fewer shards per dim", maxCellsPerClass)
 		}
 	}
+	if *budget -= int(n); *budget < 0 {
+		return limitErrorf("tensors", "the tensor groups are cut into more than %d boxes together; move fewer distinct tensors (shape, dtype, shardings) per request", p.maxCells())
+	}
+	c.cells = make([]cell, 0, n)
 	// Shard index tuples -> devices.
 	holders := shardDevices(src, p.Source.Devices, nil)
 	needers := map[string][]int32{}

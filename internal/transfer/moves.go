@@ -77,13 +77,29 @@ type builder struct {
 	replica, position    []int32 // target replica and mesh position of each device (-1)
 	order                []int   // replicas in chain order (chain, tree)
 	rank                 []int   // replica -> index in order
+	// limit bounds len(moves): a move past it is dropped and over set (the planner
+	// refuses the plan); the loops stop at the next cell.
+	limit int
+	over  bool
+}
+
+// stop reports why a builder loop ends before cell ci: its deadline, or its moves over
+// the limit (nil: go on).
+func (b *builder) stop(ctx context.Context, ci int) (bool, error) {
+	if b.over {
+		return true, nil
+	}
+	if ci&255 == 0 && ctx.Err() != nil {
+		return true, ctx.Err()
+	}
+	return false, nil
 }
 
 func newBuilder(p *Problem, c *class) *builder {
 	n := p.Devices
 	b := &builder{p: p, f: p.Fabric, c: c,
 		nvOut: make([]float64, n), nicOut: make([]float64, n), nicIn: make([]float64, n),
-		replica: make([]int32, n), position: make([]int32, n)}
+		replica: make([]int32, n), position: make([]int32, n), limit: DefaultMaxMoves}
 	for i := range b.replica {
 		b.replica[i], b.position[i] = -1, -1
 	}
@@ -96,6 +112,10 @@ func newBuilder(p *Problem, c *class) *builder {
 }
 
 func (b *builder) add(m move) {
+	if len(b.moves) >= b.limit {
+		b.over = true
+		return
+	}
 	w := b.c.bytesOf(b.c.moveElems(m))
 	if b.f.Node(int(m.from)) == b.f.Node(int(m.to)) {
 		b.nvOut[m.from] += w
@@ -131,8 +151,8 @@ func (b *builder) holder(cl *cell, d int32) int32 {
 // direct: every needer pulls every cell it lacks in phase 0.
 func (b *builder) direct(ctx context.Context) error {
 	for ci := range b.c.cells {
-		if ci&255 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+		if stop, err := b.stop(ctx, ci); stop {
+			return err
 		}
 		cl := &b.c.cells[ci]
 		for _, d := range cl.needers {
@@ -150,8 +170,8 @@ func (b *builder) direct(ctx context.Context) error {
 func (b *builder) fanout(ctx context.Context) error {
 	var group []int32
 	for ci := range b.c.cells {
-		if ci&255 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+		if stop, err := b.stop(ctx, ci); stop {
+			return err
 		}
 		cl := &b.c.cells[ci]
 		needers := slices.Clone(cl.needers)
@@ -210,8 +230,8 @@ func (b *builder) fanout(ctx context.Context) error {
 func (b *builder) spread(ctx context.Context) error {
 	have := map[int32]bool{}
 	for ci := range b.c.cells {
-		if ci&255 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+		if stop, err := b.stop(ctx, ci); stop {
+			return err
 		}
 		cl := &b.c.cells[ci]
 		clear(have)
@@ -266,8 +286,8 @@ func (b *builder) heldInNode(cl *cell, node int) bool {
 // (tree), in phase i (chain) or its depth (tree).
 func (b *builder) relay(ctx context.Context, tree bool) error {
 	for ci := range b.c.cells {
-		if ci&255 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+		if stop, err := b.stop(ctx, ci); stop {
+			return err
 		}
 		cl := &b.c.cells[ci]
 		for _, d := range cl.needers {

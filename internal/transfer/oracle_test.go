@@ -121,7 +121,7 @@ func TestOracleAgrees(t *testing.T) {
 		counts := make([]int, len(classes))
 		total := 0.0
 		for ci, c := range classes {
-			if err := c.build(ctx, p, "t"); err != nil {
+			if err := c.build(ctx, p, "t", new(int(DefaultMaxCells))); err != nil {
 				t.Fatal(err)
 			}
 			counts[ci] = c.count
@@ -130,7 +130,7 @@ func TestOracleAgrees(t *testing.T) {
 		// Every option of every class (direct, fanout, chain, tree), in every
 		// combination, for each relay order of the replicas (chain and tree each
 		// with their own).
-		pl := &planner{p: p, classes: classes}
+		pl := &planner{p: p, classes: classes, moveBudget: DefaultMaxMoves}
 		orders := [][]int{nil}
 		if len(p.Targets) > 1 {
 			orders = permutations(len(p.Targets))
@@ -177,11 +177,13 @@ func TestOracleAgrees(t *testing.T) {
 		if best < res.Bound.TimeUS*(1-1e-9) {
 			t.Fatalf("case %d: the oracle's %.3f us is below the bound %.3f us", i, best, res.Bound.TimeUS)
 		}
-		if res.TimeUS > best*(1+bucketSlack)+1e-6 {
+		// The plan takes up to bucketSlack for fewer staging bytes and simplerSlack for
+		// fewer messages.
+		if res.TimeUS > best*(1+bucketSlack)*(1+simplerSlack)+1e-6 {
 			off++
 			t.Logf("case %d: planned %.3f us (%s, order %v), the oracle finds %.3f us", i, res.TimeUS, res.Strategy, res.Order, best)
 		}
-		if res.TimeUS > best*(1+bucketSlack)*oracleGap+1e-6 {
+		if res.TimeUS > best*(1+bucketSlack)*(1+simplerSlack)*oracleGap+1e-6 {
 			t.Errorf("case %d: planned %.3f us (%s, order %v), over %.2fx the oracle's %.3f us", i, res.TimeUS, res.Strategy, res.Order, oracleGap, best)
 		}
 	}

@@ -26,12 +26,17 @@ type Result struct {
 	PeakDevice         int
 	ResidentBytes      int64 // the most any device holds of source and target tiles
 	Candidates         []Candidate
-	Phases             []Phase
-	Classes            []ClassResult
-	TensorCount        int
-	TensorBytes        int64
-	MoveCount          int
-	Order              []int // replicas in relay order (chain, tree)
+	// Excluded are the strategies not among the candidates, with why.
+	Excluded []Excluded
+	// Fastest is the candidate of the least time; Strategy may be a simpler one within
+	// simplerSlack of it.
+	Fastest     string
+	Phases      []Phase
+	Classes     []ClassResult
+	TensorCount int
+	TensorBytes int64
+	MoveCount   int
+	Order       []int // replicas in relay order (chain, tree)
 }
 
 // Candidate is one strategy priced over the whole request.
@@ -43,8 +48,18 @@ type Candidate struct {
 	FastestUS    float64
 	NetworkBytes int64
 	Buckets      int
-	Chosen       bool
-	Note         string // why it was not priced, when it was not
+	// Messages are the sends the plan makes: its moves over every tensor times its
+	// buckets.
+	Messages int64
+	Chosen   bool
+}
+
+// Excluded is a strategy left out of the candidates: it cannot run on this request
+// (chain and tree with one replica), was not priced (a limit), or does not fit the
+// memory budget.
+type Excluded struct {
+	Name   string
+	Reason string
 }
 
 // Phase is one pipeline stage of the chosen plan, over every tensor.
@@ -70,6 +85,9 @@ type ClassResult struct {
 	Bound  Bound
 	Moves  []Move // the chosen strategy's moves for one tensor
 	Cells  int
+	// MoveBits and TargetBits are the bits per element moved and held by a target
+	// (scales included when the tensor is cast to a quantized target).
+	MoveBits, TargetBits float64
 }
 
 // Error of a memory budget no plan fits.
@@ -173,8 +191,9 @@ func (p *Problem) globalNode(n int) int {
 // plan is Plan on a compacted problem.
 func plan(ctx context.Context, p *Problem) (*Result, error) {
 	classes := p.classes()
+	cellBudget := p.maxCells()
 	for _, c := range classes {
-		if err := c.build(ctx, p, p.Tensors[c.tensors[0]].Field); err != nil {
+		if err := c.build(ctx, p, p.Tensors[c.tensors[0]].Field, &cellBudget); err != nil {
 			return nil, err
 		}
 	}
@@ -199,13 +218,15 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 	for _, v := range resident {
 		res.ResidentBytes = max(res.ResidentBytes, int64(v+0.5))
 	}
-	if p.MemoryBudget > 0 && res.ResidentBytes > p.MemoryBudget {
-		return nil, &BudgetError{Budget: p.MemoryBudget, MinBudget: res.ResidentBytes, Resident: res.ResidentBytes}
-	}
+	// A budget below the tiles is planned on: every candidate then fails to fit, and the
+	// error names the least peak any of them reaches (tiles and staging buckets), a
+	// budget that admits a plan.
 	// The bound.
 	bl := newBoundLoads(p)
 	for _, c := range classes {
-		bl.add(p.Fabric, c, float64(c.count))
+		if err := bl.add(ctx, p.Fabric, c, float64(c.count)); err != nil {
+			return nil, err
+		}
 	}
 	res.Bound = bl.bound(p)
 
@@ -250,27 +271,39 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 			perClass[i][s] = mv
 		}
 	}
-	// Candidates over the whole request: each strategy for every class, then mixed.
-	var best *priced
-	var bestLoads *loads
-	bestName := ""
-	choice := make([]string, len(classes))
+	// Candidates over the whole request: each strategy for every class, then mixed. A
+	// strategy that cannot run here, or does not fit the budget, is excluded with its
+	// reason, not listed at time 0.
+	type fit struct {
+		name    string
+		pr      priced
+		picks   []string
+		message float64 // messages sent: moves times buckets
+	}
+	var fits []fit
+	var fastest *fit
 	minPeak := math.Inf(1)
 	consider := func(name string, picks []string) error {
-		pr, fits, l, err := pl.priceAssign(ctx, perClass, picks)
+		pr, ok, _, err := pl.priceAssign(ctx, perClass, picks)
 		if err != nil {
 			return err
 		}
 		minPeak = min(minPeak, pr.minPeak)
-		cand := Candidate{Name: name, TimeUS: pr.timeUS, FastestUS: pr.bestUS, NetworkBytes: int64(pr.netBytes + 0.5), Buckets: pr.buckets}
-		if !fits {
-			cand.Note = fmt.Sprintf("needs %d bytes per device at its smallest bucket", int64(pr.minPeak+0.5))
-			cand.TimeUS, cand.FastestUS = 0, 0
+		if !ok {
+			res.Excluded = append(res.Excluded, Excluded{Name: name, Reason: fmt.Sprintf("needs %d bytes per device at its smallest bucket, over the budget", int64(pr.minPeak+0.5))})
+			return nil
 		}
-		res.Candidates = append(res.Candidates, cand)
-		if fits && (best == nil || pr.bestUS < best.bestUS-1e-9) {
-			best, bestName, bestLoads = &pr, name, l
-			copy(choice, picks)
+		moves := 0.0
+		for i, c := range pl.classes {
+			moves += float64(len(perClass[i][picks[i]]) * c.count)
+		}
+		res.Candidates = append(res.Candidates, Candidate{Name: name, TimeUS: pr.timeUS, FastestUS: pr.bestUS, NetworkBytes: int64(pr.netBytes + 0.5), Buckets: pr.buckets,
+			Messages: int64(moves*float64(pr.buckets) + 0.5)})
+		fits = append(fits, fit{name: name, pr: pr, picks: slices.Clone(picks), message: moves * float64(pr.buckets)})
+		if fastest == nil || pr.bestUS < fastest.pr.bestUS-1e-9 {
+			fastest = &fits[len(fits)-1]
+			f := *fastest
+			fastest = &f
 		}
 		return nil
 	}
@@ -279,11 +312,11 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 			continue
 		}
 		if _, ok := perClass[0][s]; !ok {
-			note := "needs two or more target replicas"
+			reason := "needs two or more target replicas (one replica has no replica to relay from)"
 			if len(p.Targets) >= 2 {
-				note = fmt.Sprintf("not priced: a chain of %d replicas on %d devices has more than %d phase loads (use tree)", len(p.Targets), p.Devices, maxChainLoads)
+				reason = fmt.Sprintf("not priced: a chain of %d replicas on %d devices has more than %d phase loads (use tree)", len(p.Targets), p.Devices, maxChainLoads)
 			}
-			res.Candidates = append(res.Candidates, Candidate{Name: s, Note: note})
+			res.Excluded = append(res.Excluded, Excluded{Name: s, Reason: reason})
 			continue
 		}
 		if err := consider(s, slices.Repeat([]string{s}, len(classes))); err != nil {
@@ -291,9 +324,9 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 		}
 	}
 	if slices.Contains(strategies, "mixed") && len(classes) > maxMixClasses {
-		res.Candidates = append(res.Candidates, Candidate{Name: "mixed", Note: fmt.Sprintf("not priced: more than %d tensor groups", maxMixClasses)})
-	} else if slices.Contains(strategies, "mixed") && len(classes) > 1 && best != nil {
-		picks, err := pl.mix(ctx, perClass, choice)
+		res.Excluded = append(res.Excluded, Excluded{Name: "mixed", Reason: fmt.Sprintf("not priced: more than %d tensor groups", maxMixClasses)})
+	} else if slices.Contains(strategies, "mixed") && len(classes) > 1 && fastest != nil {
+		picks, err := pl.mix(ctx, perClass, fastest.picks)
 		if err != nil {
 			return nil, err
 		}
@@ -301,11 +334,27 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 			return nil, err
 		}
 	}
-	if best == nil {
+	if fastest == nil {
 		if p.MemoryBudget > 0 {
 			return nil, &BudgetError{Budget: p.MemoryBudget, MinBudget: int64(math.Ceil(minPeak)), Resident: res.ResidentBytes}
 		}
 		return nil, fielderr.New("strategy", "strategy %q needs two or more target replicas", p.Strategy)
+	}
+	// The simplest plan near the fastest: the fewest messages among the candidates
+	// within simplerSlack of the fastest time (a plan of many more buckets or moves must
+	// gain more than that to be chosen).
+	chosen := *fastest
+	for _, f := range fits {
+		if f.pr.bestUS <= fastest.pr.bestUS*(1+simplerSlack) && f.message < chosen.message*(1-1e-9) {
+			chosen = f
+		}
+	}
+	res.Fastest = fastest.name
+	best, bestName := &chosen.pr, chosen.name
+	choice := chosen.picks
+	_, _, bestLoads, err := pl.priceAssign(ctx, perClass, choice)
+	if err != nil {
+		return nil, err
 	}
 	for _, c := range choice {
 		if o, ok := orders[c]; ok {
@@ -338,14 +387,16 @@ func plan(ctx context.Context, p *Problem) (*Result, error) {
 	for i, c := range classes {
 		mv := perClass[i][choice[i]]
 		res.MoveCount += len(mv) * c.count
-		cr := ClassResult{Tensors: c.tensors, Count: c.count, Bytes: int64(c.bytesOf(elements(c.shape)) + 0.5), Strategy: choice[i], Cells: len(c.cells)}
+		cr := ClassResult{Tensors: c.tensors, Count: c.count, Bytes: int64(c.bytesOf(elements(c.shape)) + 0.5), Strategy: choice[i], Cells: len(c.cells), MoveBits: c.moveBits, TargetBits: c.dstBits}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		pr := priceOne(p.Fabric, summarize(p.Fabric, c, mv, opOf(choice[i])), 1, c.bytesOf(elements(c.shape)), maxB)
 		cr.TimeUS = pr.timeUS
 		b1 := newBoundLoads(p)
-		b1.add(p.Fabric, c, 1)
+		if err := b1.add(ctx, p.Fabric, c, 1); err != nil {
+			return nil, err
+		}
 		cr.Bound = b1.bound(p)
 		cr.Moves = make([]Move, len(mv))
 		for k, m := range mv {
@@ -408,13 +459,16 @@ func (pl *planner) bestOrder(ctx context.Context, s string) ([]int, error) {
 		if n > maxOrderMoves {
 			return greedy, nil
 		}
-		pr, _, _, err := pl.priceAssign(ctx, perClass, picks)
+		pr, fits, _, err := pl.priceAssign(ctx, perClass, picks)
 		if err != nil {
 			return nil, err
 		}
-		if pr.bestUS < bestT-1e-9 {
+		if fits && pr.bestUS < bestT-1e-9 {
 			best, bestT = o, pr.bestUS
 		}
+	}
+	if best == nil {
+		return greedy, nil // no order fits the budget: the candidate says so
 	}
 	return best, nil
 }
@@ -445,6 +499,9 @@ func (pl *planner) priceAssign(ctx context.Context, perClass []map[string][]move
 	}
 	l.peers = pl.peers
 	for i, c := range pl.classes {
+		if i&15 == 15 && ctx.Err() != nil {
+			return priced{}, false, nil, ctx.Err()
+		}
 		l.addSummary(pl.summary(perClass, i, picks[i]), float64(c.count))
 	}
 	pr, fits := price(pl.p.Fabric, l, pl.resident, pl.total, pl.p.MemoryBudget, pl.maxBuckets)
@@ -485,6 +542,10 @@ const (
 	maxMixPasses  = 4
 	maxMixClasses = 64
 )
+
+// simplerSlack is the share of time a plan with more messages (moves times buckets)
+// must gain over a simpler candidate to be chosen.
+const simplerSlack = 0.01
 
 // mix improves the assignment from by moving one class at a time to another
 // strategy while the whole plan gets faster (a local search).
@@ -530,13 +591,24 @@ func (pl *planner) movesIn(ctx context.Context, c *class, s string, order []int)
 		return nil, err
 	}
 	if pl.moveBudget -= len(mv); pl.moveBudget < 0 {
-		return nil, fielderr.New("tensors", "the plan needs more than %d moves; move fewer tensors or devices per request", max(pl.p.MaxMoves, DefaultMaxMoves))
+		return nil, pl.movesOver()
 	}
 	return mv, nil
 }
 
+// movesOver is the error of a plan over its move budget.
+func (pl *planner) movesOver() error {
+	most := pl.p.MaxMoves
+	if most <= 0 {
+		most = DefaultMaxMoves
+	}
+	return limitErrorf("tensors", "the plan needs more than %d moves (the boxes each target device pulls, over every distinct tensor and strategy); move fewer distinct tensors or devices per request", most)
+}
+
 func (pl *planner) moves(ctx context.Context, c *class, s string) ([]move, error) {
 	b := newBuilder(pl.p, c)
+	// A list past the moves left in the budget is cut there: the builder stops.
+	b.limit = max(pl.moveBudget, 0)
 	var err error
 	switch s {
 	case "direct":
@@ -552,6 +624,9 @@ func (pl *planner) moves(ctx context.Context, c *class, s string) ([]move, error
 			b.rank[r] = i
 		}
 		err = b.relay(ctx, s == "tree")
+	}
+	if err == nil && b.over {
+		err = pl.movesOver()
 	}
 	return b.moves, err
 }
@@ -624,20 +699,33 @@ func elements(shape []int64) int64 {
 
 // why says why the chosen strategy won.
 func (pl *planner) why(r *Result) string {
-	var chosen, next *Candidate
+	var chosen, fastest, next *Candidate
 	for i := range r.Candidates {
 		c := &r.Candidates[i]
 		switch {
 		case c.Chosen:
 			chosen = c
-		case c.TimeUS == 0 || c.Name == "mixed":
+		case c.Name == "mixed":
 		case next == nil || c.FastestUS < next.FastestUS:
 			next = c
 		}
+		if c.Name == r.Fastest {
+			fastest = c
+		}
 	}
-	s := fmt.Sprintf("%s is the fastest priced strategy: %.1f us at its fastest bucket count; %.1f us in %d buckets, the most within %.0f%% of that", r.Strategy, chosen.FastestUS, r.TimeUS, r.Buckets, 100*bucketSlack)
-	if next != nil && next.Name != r.Strategy {
+	var s string
+	if r.Fastest == r.Strategy {
+		s = fmt.Sprintf("%s is the fastest priced strategy: %.1f us at its fastest bucket count", r.Strategy, chosen.FastestUS)
+	} else {
+		s = fmt.Sprintf("%s is the simplest plan within %.0f%% of the fastest: %.1f us at its fastest bucket count and %d messages, against %s's %.1f us and %d messages (a plan with more messages must gain more than %.0f%%)",
+			r.Strategy, 100*simplerSlack, chosen.FastestUS, chosen.Messages, fastest.Name, fastest.FastestUS, fastest.Messages, 100*simplerSlack)
+	}
+	s += fmt.Sprintf("; %.1f us in %d buckets, the most within %.0f%% of that", r.TimeUS, r.Buckets, 100*bucketSlack)
+	if next != nil && next.Name != r.Strategy && next.Name != r.Fastest {
 		s += fmt.Sprintf("; next %s at %.1f us", next.Name, next.FastestUS)
+	}
+	for _, e := range r.Excluded {
+		s += fmt.Sprintf("; %s left out: %s", e.Name, e.Reason)
 	}
 	if r.Bound.TimeUS > 0 {
 		s += fmt.Sprintf("; the fabric's bound is %.1f us, set by %s", r.Bound.TimeUS, r.Bound.Binding)

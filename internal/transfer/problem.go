@@ -27,10 +27,26 @@ type Tensor struct {
 	ElemBits int
 	Source   sharding.Sharding
 	Target   sharding.Sharding
-	// Count is how many tensors this entry stands for (a repeated layer); Names, when
-	// set, names each of them (len Count).
+	// TargetBits is the target's element width when the tensor is cast on the way (a
+	// quantized target, 0: ElemBits); ScaleBits are the bits of scale tensors per
+	// element of the target (a scale of s bits per block of b elements: s/b). CastAfter
+	// casts on the receiver: moves carry ElemBits; else the sender casts its slice and
+	// moves carry TargetBits plus the scales.
+	TargetBits int
+	ScaleBits  float64
+	CastAfter  bool
+	// Count is how many tensors this entry stands for (a repeated layer); Names names
+	// each of them on demand (Names.Count() == Count; zero: the one tensor Name).
 	Count int
-	Names []string
+	Names Names
+}
+
+// NameAt is the name of the k-th tensor the entry stands for.
+func (t *Tensor) NameAt(k int) string {
+	if t.Names.I == 0 {
+		return t.Name
+	}
+	return t.Names.At(k)
 }
 
 // Problem is a validated transfer request.
@@ -48,6 +64,8 @@ type Problem struct {
 	MaxBuckets int
 	// MaxMoves bounds the moves the plan may make over all classes (0: DefaultMaxMoves).
 	MaxMoves int
+	// MaxCells bounds the cells of all classes together (0: DefaultMaxCells).
+	MaxCells int
 
 	// nodeMap maps a compacted problem's nodes to the fabric's (nil: not compacted).
 	nodeMap []int
@@ -57,7 +75,21 @@ type Problem struct {
 const (
 	DefaultMaxBuckets = 1 << 14
 	DefaultMaxMoves   = 1 << 22
+	DefaultMaxCells   = 1 << 22
 )
+
+// LimitError is a request over one of the planner's limits (moves, cells): Field names
+// the request field that shrinks it.
+type LimitError struct {
+	Field string
+	Msg   string
+}
+
+func (e *LimitError) Error() string { return e.Field + ": " + e.Msg }
+
+func limitErrorf(field, format string, args ...any) *LimitError {
+	return &LimitError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
 
 // Strategies are the strategy names, in the order candidates are listed.
 var Strategies = []string{"direct", "fanout", "spread", "chain", "tree", "mixed"}
