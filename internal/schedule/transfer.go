@@ -42,8 +42,8 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 		for k := range max(1, t.Count) {
 			name := t.Name
 			switch {
-			case len(t.Names) == t.Count && t.Count > 0:
-				name = t.Names[k]
+			case t.Names.Count() == t.Count && t.Count > 0:
+				name = t.Names.At(k)
 			case t.Count > 1:
 				name = fmt.Sprintf("%s[%d]", t.Name, k)
 			}
