@@ -36,10 +36,15 @@ type AuditRequest struct {
 	HLOModule string `json:"hlo_module,omitempty" example:"HloModule jit_f, num_partitions=8 ..."`
 	// MemoryBudgetBytesPerDevice flags the ops where the memory timeline exceeds it.
 	MemoryBudgetBytesPerDevice *int64 `json:"memory_budget_bytes_per_device,omitempty" validate:"omitempty,gte=1" minimum:"1" example:"17179869184"`
+	// Profile (hlo_module only) is the text of XLA's profile-guided latency estimator's
+	// profile (a ProfiledInstructionsProto: costs { name: "all-gather-start.1" cost_us:
+	// 7040.5 } ...): its measured costs replace the modelled prices of the
+	// instructions they name in the schedule, and each site reports both.
+	Profile string `json:"profile,omitempty" example:"costs { name: \"all-gather-start.1\" cost_us: 7040.5 }"`
 } // @name AuditRequest
 
 // hloAuditFields are the fields of a compiled module's audit.
-var hloAuditFields = []string{"hlo_module", "mesh", "cost_model", "memory_budget_bytes_per_device"}
+var hloAuditFields = []string{"hlo_module", "mesh", "cost_model", "memory_budget_bytes_per_device", "profile"}
 
 // hloAuditRequest is a compiled-module audit.
 type hloAuditRequest struct {
@@ -47,6 +52,7 @@ type hloAuditRequest struct {
 	Mesh                       json.RawMessage
 	CostModel                  json.RawMessage
 	MemoryBudgetBytesPerDevice *int64
+	Profile                    string
 }
 
 // AuditResponse is a program's or a compiled module's audit.
@@ -85,7 +91,33 @@ type AuditResponse struct {
 	// each with its line and why. The CLI's audit fails its gate on any unless told
 	// --allow-unmodeled.
 	Unmodeled []HLOUnmodeled `json:"unmodeled,omitempty"`
+	// Roofline (compiled) is the compute roof the schedule prices compute ops with:
+	// the cost model's peak bf16 FLOP rate and HBM bandwidth, with their sources.
+	Roofline *AuditRoofline `json:"roofline,omitempty"`
+	// ScheduleNotes (compiled) say what the schedule's figures leave out.
+	ScheduleNotes []string `json:"schedule_notes,omitempty"`
+	// ProfileUnmatched (compiled, with a profile) are the profile's names no
+	// instruction of the module bears (the first 100).
+	ProfileUnmatched []string `json:"profile_unmatched,omitempty"`
 } // @name AuditResponse
+
+// AuditRoofline is one device's compute roof.
+type AuditRoofline struct {
+	PeakBF16TFLOPS float64           `json:"peak_bf16_tflops" example:"459"`
+	HBMGBps        float64           `json:"hbm_gbps" example:"2765"`
+	Sources        map[string]string `json:"sources,omitempty"`
+} // @name AuditRoofline
+
+// AuditExposed is one site in the ranking by exposed time.
+type AuditExposed struct {
+	Rank int    `json:"rank" example:"1"`
+	Op   string `json:"op" example:"all-gather-start.1"`
+	// Site is the site's rank in sites (by price).
+	Site         int     `json:"site" example:"3"`
+	ExposedUS    float64 `json:"exposed_us"`
+	OverlappedUS float64 `json:"overlapped_us"`
+	TimeUS       float64 `json:"time_us"`
+} // @name AuditExposed
 
 // HLOUnmodeled is an instruction that communicates but is not priced.
 type HLOUnmodeled struct {
@@ -150,6 +182,14 @@ type AuditSite struct {
 	// Note (compiled) says why the site's groups match no axes of the mesh; it is then
 	// priced on its device groups as they are.
 	Note string `json:"note,omitempty"`
+	// ExposedUS and OverlappedUS (compiled) split the site's time over the step's
+	// schedule: what the step waits on, and what runs behind the compute scheduled
+	// between its start and done (every run; measured where the profile names it).
+	ExposedUS    *float64 `json:"exposed_us,omitempty"`
+	OverlappedUS *float64 `json:"overlapped_us,omitempty"`
+	// MeasuredUS (compiled, with a profile) is the profile's cost of the site over
+	// every run, beside the model's TimeUS.
+	MeasuredUS *float64 `json:"measured_us,omitempty"`
 } // @name AuditSite
 
 // AuditMemory is the per-device memory timeline over the program's op order.
@@ -194,6 +234,18 @@ type AuditTotals struct {
 	XLARemats []AuditRemat `json:"xla_remats"`
 	// Unmodeled (compiled) counts the instructions that communicate but are not priced.
 	Unmodeled int `json:"unmodeled,omitempty"`
+	// StepUS (compiled) is the step's estimated time over its schedule: ComputeUS (the
+	// compute ops at the roofline, or as measured) plus ExposedUS (the communication
+	// the step waits on); OverlappedUS is the communication hidden behind compute.
+	StepUS       *float64 `json:"step_us,omitempty"`
+	ComputeUS    *float64 `json:"compute_us,omitempty"`
+	ExposedUS    *float64 `json:"exposed_us,omitempty"`
+	OverlappedUS *float64 `json:"overlapped_us,omitempty"`
+	// ByExposed (compiled) ranks the sites the step waits on, most exposed first (the
+	// first 10 with any exposed time).
+	ByExposed []AuditExposed `json:"by_exposed,omitempty"`
+	// Measured (compiled, with a profile) counts the instructions priced from it.
+	Measured int `json:"measured,omitempty"`
 } // @name AuditTotals
 
 // AuditRemat is one site XLA would fully rematerialize, and its fix.
@@ -247,6 +299,11 @@ type HLOCollective struct {
 	TripCount      int64  `json:"trip_count" example:"1"`
 	TripCountKnown bool   `json:"trip_count_known"`
 	TripCountNote  string `json:"trip_count_note,omitempty"`
+	// ExposedUS and OverlappedUS split its time over the step's schedule (every run).
+	ExposedUS    float64 `json:"exposed_us"`
+	OverlappedUS float64 `json:"overlapped_us"`
+	// MeasuredUS is the profile's cost over every run, when the profile names it.
+	MeasuredUS *float64 `json:"measured_us,omitempty"`
 } // @name HLOCollective
 
 // HLOParameter is an entry parameter of a compiled module.
@@ -400,6 +457,8 @@ func readAuditJSON(body []byte) (*auditInput, error) {
 		module    *string  // hlo_module, when given and not null
 		moduleErr *Problem // hlo_module of the wrong type
 		budget    json.RawMessage
+		profile   string
+		profErr   *Problem
 	)
 	req, top, err := readGraphBody(body, func(r *wireReader, key string) bool {
 		keys = append(keys, key)
@@ -413,6 +472,8 @@ func readAuditJSON(body []byte) (*auditInput, error) {
 			}
 		case foldEq(key, "memory_budget_bytes_per_device"):
 			budget = r.raw()
+		case foldEq(key, "profile"):
+			profErr = r.topString(&profile, key)
 		default:
 			return false
 		}
@@ -425,6 +486,9 @@ func readAuditJSON(body []byte) (*auditInput, error) {
 	if module == nil {
 		if err != nil {
 			return nil, err
+		}
+		if slices.ContainsFunc(keys, func(k string) bool { return foldEq(k, "profile") }) {
+			return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("profile", "a measured profile prices a compiled module's instructions: send it with hlo_module"))
 		}
 		if top != nil {
 			return nil, top
@@ -442,12 +506,14 @@ func readAuditJSON(body []byte) (*auditInput, error) {
 		return nil, Invalid(slugInvalidRequest, "Invalid request", fes...)
 	case moduleErr != nil:
 		return nil, moduleErr
+	case profErr != nil:
+		return nil, profErr
 	case top != nil:
 		return nil, top
 	case err != nil:
 		return nil, err
 	}
-	return &auditInput{compiled: &hloAuditRequest{HLOModule: *module, Mesh: req.Mesh, CostModel: req.CostModel, MemoryBudgetBytesPerDevice: n}}, nil
+	return &auditInput{compiled: &hloAuditRequest{HLOModule: *module, Mesh: req.Mesh, CostModel: req.CostModel, MemoryBudgetBytesPerDevice: n, Profile: profile}}, nil
 }
 
 // readBudget reads memory_budget_bytes_per_device from its JSON value (nil: absent).
@@ -576,6 +642,12 @@ func (s *Server) auditCompiled(ctx context.Context, req *hloAuditRequest) (*Audi
 	if err != nil {
 		fes = appendFieldErrors(fes, err)
 	}
+	var measured map[string]float64
+	if strings.TrimSpace(req.Profile) != "" {
+		if measured, err = hlo.ParseProfile(req.Profile); err != nil {
+			fes = appendFieldErrors(fes, err)
+		}
+	}
 	if len(fes) > 0 {
 		return nil, fes
 	}
@@ -599,6 +671,9 @@ func (s *Server) auditCompiled(ctx context.Context, req *hloAuditRequest) (*Audi
 	}
 	unfinished := err != nil
 	resp := compiledResponse(a, model)
+	if err := scheduleResponse(ctx, resp, a, model, measured); err != nil {
+		return nil, err
+	}
 	resp.MeshSource, resp.MeshNote, resp.Devices, resp.DevicesNote = a.MeshSource, a.MeshNote, a.Devices, a.DevicesNote
 	for _, u := range a.Unmodeled {
 		resp.Unmodeled = append(resp.Unmodeled, HLOUnmodeled{Computation: u.Computation, Name: u.Name, Opcode: u.Opcode, Line: u.Line, Column: u.Column, Reason: u.Reason})
@@ -755,4 +830,58 @@ func compiledResponse(a *hlo.Analysis, model cost.Model) *AuditResponse {
 		resp.Remats = append(resp.Remats, hr)
 	}
 	return resp
+}
+
+// scheduleResponse walks the module's schedule and fills the sites' exposed and
+// overlapped times, the step's totals and the ranking by exposed time.
+func scheduleResponse(ctx context.Context, resp *AuditResponse, a *hlo.Analysis, model cost.Model, measured map[string]float64) error {
+	opts := hlo.ScheduleOptions{Measured: measured}
+	if r, ok := cost.RooflineOf(model.Name()); ok {
+		opts.Roofline = &r
+		resp.Roofline = &AuditRoofline{PeakBF16TFLOPS: r.PeakBF16TFLOPS, HBMGBps: r.HBMGBps, Sources: r.Sources}
+	}
+	sch, err := a.Schedule(ctx, opts)
+	if err != nil {
+		return err
+	}
+	for i := range resp.Collectives {
+		e := sch.Sites[i]
+		hc := &resp.Collectives[i]
+		hc.ExposedUS, hc.OverlappedUS = e.ExposedUS, e.OverlappedUS
+		if e.Measured {
+			m := e.MeasuredUS
+			hc.MeasuredUS = &m
+		}
+	}
+	order := make([]int, 0, len(resp.Sites))
+	for k := range resp.Sites {
+		site := &resp.Sites[k]
+		hc := &resp.Collectives[*site.Collective]
+		x, o := hc.ExposedUS, hc.OverlappedUS
+		site.ExposedUS, site.OverlappedUS, site.MeasuredUS = &x, &o, hc.MeasuredUS
+		if x > 0 {
+			order = append(order, k)
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		ex, ey := *resp.Sites[x].ExposedUS, *resp.Sites[y].ExposedUS
+		switch {
+		case ex > ey:
+			return -1
+		case ex < ey:
+			return 1
+		}
+		return 0
+	})
+	t := &resp.Totals
+	for r, k := range order[:min(len(order), 10)] {
+		site := &resp.Sites[k]
+		t.ByExposed = append(t.ByExposed, AuditExposed{Rank: r + 1, Op: site.Op, Site: site.Rank, ExposedUS: *site.ExposedUS, OverlappedUS: *site.OverlappedUS, TimeUS: site.TimeUS})
+	}
+	step, compute, exposed, overlapped := sch.StepUS, sch.ComputeUS, sch.ExposedUS, sch.OverlappedUS
+	t.StepUS, t.ComputeUS, t.ExposedUS, t.OverlappedUS = &step, &compute, &exposed, &overlapped
+	t.Measured = sch.MeasuredInstructions
+	resp.ScheduleNotes = sch.Notes
+	resp.ProfileUnmatched = sch.UnmatchedProfile[:min(len(sch.UnmatchedProfile), 100)]
+	return nil
 }

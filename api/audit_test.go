@@ -281,7 +281,7 @@ func TestAuditErrors(t *testing.T) {
 		{"unknown query", "/v1/audit?strategy=xla", hloMediaType, hloText, 400, slugInvalidRequest, "strategy", "unknown query parameter"},
 		{"bad budget", "/v1/audit?memory_budget_bytes_per_device=0", hloMediaType, hloText, 400, slugInvalidRequest, "memory_budget_bytes_per_device", "positive integer"},
 		{"bad budget json", "/v1/audit", "application/json", `{"module": "x", "memory_budget_bytes_per_device": "lots"}`, 400, slugInvalidRequest, "memory_budget_bytes_per_device", "positive integer"},
-		{"unknown field", "/v1/audit", "application/json", `{"hlo_module": "HloModule m", "tensors": {}}`, 400, slugInvalidRequest, "tensors", "takes hlo_module, mesh, cost_model, memory_budget_bytes_per_device only"},
+		{"unknown field", "/v1/audit", "application/json", `{"hlo_module": "HloModule m", "tensors": {}}`, 400, slugInvalidRequest, "tensors", "takes hlo_module, mesh, cost_model, memory_budget_bytes_per_device, profile only"},
 		{"empty hlo", "/v1/audit", hloMediaType, " ", 400, slugInvalidModule, "hlo_module", "empty"},
 		{"hlo not a string", "/v1/audit", "application/json", `{"hlo_module": 5}`, 400, slugInvalidJSON, "", "hlo_module"},
 		{"hlo budget json", "/v1/audit", "application/json", `{"hlo_module": "HloModule m", "memory_budget_bytes_per_device": 0}`, 400, slugInvalidRequest, "memory_budget_bytes_per_device", "positive integer"},

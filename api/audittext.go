@@ -26,6 +26,33 @@ func AuditText(a *AuditResponse) string {
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "communication: %s over %s, %s per device; top 10 sites: %s (%.0f%%)\n",
 		us(t.TimeUS), Count(t.Sites, "site"), byteSize(t.BytesPerDevice), us(t.Top10TimeUS), 100*t.Top10Share)
+	if t.StepUS != nil {
+		fmt.Fprintf(&b, "step: %s estimated over the schedule: compute %s, communication exposed %s (hidden behind compute %s)\n",
+			us(*t.StepUS), us(deref(t.ComputeUS)), us(deref(t.ExposedUS)), us(deref(t.OverlappedUS)))
+		if a.Roofline != nil {
+			fmt.Fprintf(&b, "compute roofline: %g TFLOP/s bf16, %g GB/s HBM\n", a.Roofline.PeakBF16TFLOPS, a.Roofline.HBMGBps)
+		}
+		if t.Measured > 0 {
+			fmt.Fprintf(&b, "measured: %s priced from the profile\n", Count(t.Measured, "instruction"))
+		}
+		for _, n := range a.ScheduleNotes {
+			fmt.Fprintf(&b, "note: %s\n", n)
+		}
+		if len(a.ProfileUnmatched) > 0 {
+			fmt.Fprintf(&b, "note: the profile names %s the module lacks, first %s\n", Count(len(a.ProfileUnmatched), "instruction"), a.ProfileUnmatched[0])
+		}
+	}
+	if len(t.ByExposed) > 0 {
+		b.WriteString("\nthe step waits on:\n")
+		fmt.Fprintf(&b, "  %4s  %12s  %12s  %5s  %s\n", "rank", "exposed", "hidden", "site", "what")
+		for _, e := range t.ByExposed {
+			what := "%" + e.Op
+			if s := a.Sites[e.Site-1]; s.MeasuredUS != nil {
+				what += fmt.Sprintf(" (measured %s, model %s)", us(*s.MeasuredUS), us(s.TimeUS))
+			}
+			fmt.Fprintf(&b, "  %4d  %12s  %12s  %5s  %s\n", e.Rank, us(e.ExposedUS), us(e.OverlappedUS), fmt.Sprintf("#%d", e.Site), what)
+		}
+	}
 	if len(a.Sites) > 0 {
 		b.WriteString("\ntop sites:\n")
 		fmt.Fprintf(&b, "  %4s  %12s  %12s  %-34s  %s\n", "rank", "time", "bytes/device", "where", "what")
@@ -224,6 +251,13 @@ func prefixAll(ss []string, p string) []string {
 }
 
 func us(t float64) string { return fmt.Sprintf("%.2f us", t) }
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
 
 // byteSize prints n bytes with a binary unit.
 func byteSize(n int64) string {

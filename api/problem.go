@@ -298,7 +298,7 @@ func classifyFields(fes sharding.Errors) (slug, title string) {
 		switch root {
 		case "mesh":
 			kinds[slugInvalidMesh] = true
-		case "", "shape", "dtype", "element_bytes", "locate", "devices", "include", "cost_model", "strategy", "policy", "allowed_ops", "options", "memory_budget_bytes_per_device":
+		case "", "shape", "dtype", "element_bytes", "locate", "devices", "include", "cost_model", "strategy", "policy", "allowed_ops", "options", "memory_budget_bytes_per_device", "profile":
 			kinds[slugInvalidRequest] = true
 		case "ops", "inputs", "outputs":
 			kinds[slugInvalidGraph] = true

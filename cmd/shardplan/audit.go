@@ -18,6 +18,7 @@ type auditOptions struct {
 	failOnRemat                         bool
 	allowUnmodeled                      bool
 	maxTimeUS                           float64
+	maxExposedUS                        float64
 }
 
 // request builds the audit's body, Content-Type and query: a JSON graph request gets
@@ -107,6 +108,14 @@ func (o *auditOptions) report(stdout, stderr io.Writer, body []byte, asJSON bool
 	}
 	if o.maxTimeUS > 0 && a.Totals.TimeUS > o.maxTimeUS {
 		failed = append(failed, fmt.Sprintf("communication time %.2f us exceeds --max-time-us %g", a.Totals.TimeUS, o.maxTimeUS))
+	}
+	if o.maxExposedUS > 0 {
+		switch e := a.Totals.ExposedUS; {
+		case e == nil:
+			failed = append(failed, "--max-exposed-us gates a compiled module's schedule; this audit has none (send the compiled HLO module)")
+		case *e > o.maxExposedUS:
+			failed = append(failed, fmt.Sprintf("exposed communication %.2f us exceeds --max-exposed-us %g", *e, o.maxExposedUS))
+		}
 	}
 	return gate(stderr, "audit", failed)
 }

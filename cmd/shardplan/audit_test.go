@@ -55,6 +55,9 @@ func TestCLIAudit(t *testing.T) {
 		{"loop over the time threshold", []string{"audit", corpusHLO("xla/permute_decomposer_pipeline1.hlo"), "--max-time-us", "0.001"}, exitViolation, nil, []string{"exceeds --max-time-us 0.001"}, false},
 		{"mesh in another order", []string{"audit", seedHLO("4"), "--mesh", "C=1,D=2,X=4,Y=8,T=4"}, exitBadInput, nil, []string{"400 Invalid mesh", "a mesh that fits: axis_0=2,axis_1=8,axis_2=4,axis_3=4"}, false},
 		{"mesh inferred", []string{"audit", seedHLO("4")}, exitOK, []string{"mesh: inferred from the iota reshape [2,8,4,4]", "communication: 149.35 us"}, nil, false},
+		{"exposed over the threshold", []string{"audit", corpusHLO("xla/lhs_all_gather_async_simple.hlo"), "--max-exposed-us", "0.001"}, exitViolation, []string{"the step waits on:", "%ag-start"}, []string{"exceeds --max-exposed-us 0.001"}, false},
+		{"exposed within the threshold", []string{"audit", corpusHLO("xla/lhs_all_gather_async_simple.hlo"), "--max-exposed-us", "100000"}, exitOK, []string{"step: "}, nil, false},
+		{"exposed threshold on a program", []string{"audit", mlp, "--max-exposed-us", "1"}, exitViolation, nil, []string{"--max-exposed-us gates a compiled module's schedule"}, false},
 	}
 	cases = append(cases, budgetCases(t)...)
 	for _, tc := range cases {

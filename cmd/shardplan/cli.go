@@ -43,9 +43,10 @@ module (HloModule text) and prints the audit report: the dearest collective site
 their source lines, the memory peak, the remats and their fixes. Its gates make the exit
 status 1: --fail-on-remat (a site XLA would fully rematerialize, or a remat in a compiled
 module), --memory-budget (the memory peak over it; without the flag, over the request
-file's memory_budget_bytes_per_device), --max-time-us (the communication
-time over it); and a compiled module with instructions that communicate without a price
-(listed as UNMODELED) fails unless --allow-unmodeled.
+file's memory_budget_bytes_per_device), --max-time-us (the communication time over
+it), --max-exposed-us (the communication a compiled module's schedule exposes, over
+it); and a compiled module with instructions that communicate without a price (listed
+as UNMODELED) fails unless --allow-unmodeled.
 
 transfer takes a transfer request (JSON) and prints its report: the plan's time against
 the fabric's bound, the strategies priced, the phases and the tensor groups. Its gates
@@ -73,6 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.Int64Var(&ao.budget, "memory-budget", 0, "audit: per-device memory budget in bytes; exit 1 when the memory peak exceeds it (0: none)")
 	fs.BoolVar(&ao.failOnRemat, "fail-on-remat", false, "audit: exit 1 when XLA would fully rematerialize some site (or a compiled module does)")
 	fs.BoolVar(&ao.allowUnmodeled, "allow-unmodeled", false, "audit: do not fail when a compiled module has instructions that communicate without a price")
+	fs.Float64Var(&ao.maxExposedUS, "max-exposed-us", 0, "audit of a compiled module: exit 1 when the communication its schedule exposes (the step waits on) exceeds this many microseconds (0: none)")
 	fs.Float64Var(&ao.maxTimeUS, "max-time-us", 0, "audit, transfer: exit 1 when the total communication time exceeds this many microseconds (0: none)")
 	minEff := fs.Float64("min-efficiency", 0, "transfer: exit 1 when the plan's time_efficiency (bound / time) is below this (0: none)")
 	fs.Usage = func() {

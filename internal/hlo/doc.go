@@ -9,6 +9,12 @@
 // It knows nothing of HTTP.
 //
 //	HLO text ──ParseContext──▶ Module ──Analyze(mesh, cost model)──▶ Analysis{Collectives, Remats, Unmodeled}
+//	Analysis ──Schedule(roofline, measured costs)──▶ Schedule{step, compute, exposed and overlapped time per collective}
+//
+// Schedule walks the entry computation in its printed order, compute priced by a
+// roofline and collectives by the cost model (or a profile's measured costs, read by
+// ParseProfile), each async collective's done waiting for what the compute since its
+// start has not hidden.
 //
 // The mesh is the request's, checked against the module's device count and its
 // parameters' shardings, or inferred (InferMesh). Device ids in replica_groups and

@@ -25,6 +25,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("HloModule m, num_partitions=4\nENTRY %e (p: f32[8]) -> f32[32] {\n  %p = f32[8]{0} parameter(0), sharding={devices=[4]<=[4]}\n  ROOT %ag = f32[32]{0} all-gather(%p), channel_id=1, replica_groups=[1,4]<=[4], dimensions={0}\n}\n")
 	f.Add("HloModule m, num_partitions=2\nENTRY %e {\n  %p = (f32[2], s32[]) parameter(0)\n  ROOT %x = f32[2]{0} all-reduce(f32[2] %p), replica_groups={{0,1}}, to_apply=%add\n}\n")
 	model, _ := cost.Profile("tpu-v5p")
+	roof, _ := cost.RooflineOf("tpu-v5p")
 	f.Fuzz(func(t *testing.T, src string) {
 		m, err := Parse(src, Limits{MaxInstructions: 2000, MaxDevices: 4096})
 		if err != nil {
@@ -49,6 +50,48 @@ func FuzzParse(f *testing.F) {
 		}
 		if d := sum - a.TimeUS; d > 1e-6*max(1, sum) || d < -1e-6*max(1, sum) {
 			t.Fatalf("total %v != sum %v", a.TimeUS, sum)
+		}
+		// The schedule's step is its compute and its exposed communication; each site
+		// splits its price into exposed and overlapped time.
+		s, err := a.Schedule(context.Background(), ScheduleOptions{Roofline: &roof})
+		if err != nil {
+			t.Fatalf("schedule: %v", err)
+		}
+		var exposed float64
+		for i, e := range s.Sites {
+			if e.ExposedUS < -1e-9 || e.OverlappedUS < -1e-9 {
+				t.Fatalf("negative exposure of %s: %+v", a.Collectives[i].Name, e)
+			}
+			exposed += e.ExposedUS
+		}
+		if tol := 1e-6 * max(1, s.StepUS); absf(s.StepUS-s.ComputeUS-s.ExposedUS) > tol || absf(exposed-s.ExposedUS) > tol {
+			t.Fatalf("step %v != compute %v + exposed %v (sites %v)", s.StepUS, s.ComputeUS, s.ExposedUS, exposed)
+		}
+	})
+}
+
+func absf(x float64) float64 { return max(x, -x) }
+
+// FuzzParseProfile: any text reads as a profile or fails with a field error naming a
+// line and column; every cost read is a non-negative number.
+func FuzzParseProfile(f *testing.F) {
+	if b, err := os.ReadFile(filepath.Join("testdata", "profiles", "pgle_sample.pbtxt")); err == nil {
+		f.Add(string(b))
+	}
+	f.Add("costs { name: 'a' cost_us: 1 extra { x: [1, 2] } }\nlatencies < source: \"a\" >")
+	f.Add("costs { name: \"a\\\"b\" cost_us: 1e300 }")
+	f.Fuzz(func(t *testing.T, text string) {
+		p, err := ParseProfile(text)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), ProfileField+": line ") {
+				t.Fatalf("error without a position: %v", err)
+			}
+			return
+		}
+		for name, v := range p {
+			if !(v >= 0) {
+				t.Fatalf("cost %v of %q", v, name)
+			}
 		}
 	})
 }
