@@ -86,8 +86,8 @@ func TestAuditProfileErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, field, detail string
 	}{
-		{"bad profile", `{"hlo_module": ` + quote(scheduledModule) + `, "profile": "costs { name: \"x\" cost_us: -2 }"}`, "profile", "line 1, column 28: cost_us must be a non-negative number"},
-		{"profile not a string", `{"hlo_module": ` + quote(scheduledModule) + `, "profile": 5}`, "", "profile"},
+		{"bad profile", `{"hlo_module": ` + jsonString(scheduledModule) + `, "profile": "costs { name: \"x\" cost_us: -2 }"}`, "profile", "line 1, column 28: cost_us must be a non-negative number"},
+		{"profile not a string", `{"hlo_module": ` + jsonString(scheduledModule) + `, "profile": 5}`, "", "profile"},
 		{"profile with a program", `{"module": "x", "profile": "costs { name: \"x\" cost_us: 2 }"}`, "profile", "send it with hlo_module"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestAuditProfileErrors(t *testing.T) {
 	}
 }
 
-func quote(s string) string {
+func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
