@@ -49,7 +49,7 @@ func TestLinkAssignment(t *testing.T) {
 	}{
 		{"minor axis in a node", h100, m2x8, group(t, m2x8, "gpu"), "nvlink"},
 		{"major axis across nodes", h100, m2x8, group(t, m2x8, "node"), "ib"},
-		{"both levels: NVLink carries the most time", h100, m2x8, group(t, m2x8, "node", "gpu"), "nvlink"},
+		{"both levels: the node's NICs bound the ring", h100, m2x8, group(t, m2x8, "node", "gpu"), "ib"},
 		{"an axis larger than a node", h100, m16, group(t, m16, "gpu"), "ib"},
 		{"minor sub-axis inside a node", h100, m16, []sharding.AxisRef{sub(m16, "gpu", 2, 8)}, "nvlink"},
 		{"major sub-axis, stride 8", h100, m16, []sharding.AxisRef{sub(m16, "gpu", 1, 2)}, "ib"},
@@ -139,7 +139,7 @@ func TestProfiles(t *testing.T) {
 	for _, p := range ps {
 		names = append(names, p.Name)
 	}
-	assert.Equal(t, []string{"b200", "gb200-nvl72", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"}, names)
+	assert.Equal(t, []string{"a100", "b200", "gb200-nvl72", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"}, names)
 	for _, p := range ps {
 		t.Run(p.Name, func(t *testing.T) {
 			assert.NotEmpty(t, p.Description)
@@ -157,6 +157,23 @@ func TestProfiles(t *testing.T) {
 					assert.NotEmpty(t, l.Sources["links_per_chip"], "%s links per chip", class)
 				}
 			}
+			if c := p.Collectives; c != nil {
+				assert.NotEmpty(t, c.Sources["nvls"])
+				for name, a := range c.Algorithms {
+					for _, fig := range []string{"nvlink_efficiency", "net_efficiency", "half_bytes", "base_latency_us", "net_half_bytes", "net_latency_us"} {
+						assert.NotEmpty(t, a.Sources[fig], "%s %s", name, fig)
+					}
+					if a.CurveExponent != 0 {
+						assert.NotEmpty(t, a.Sources["curve_exponent"], "%s curve_exponent", name)
+					}
+				}
+				if q := c.P2P; q != nil {
+					assert.NotEmpty(t, q.Sources["net_efficiency"])
+					assert.NotEmpty(t, q.Sources["message_overhead_us"])
+				}
+			} else {
+				assert.Zero(t, p.GPUsPerNode, "every built-in GPU profile prices collectives as NCCL runs them")
+			}
 		})
 	}
 	// the figures
@@ -167,6 +184,7 @@ func TestProfiles(t *testing.T) {
 	}{
 		"tpu-v4": {"ici", 45, 0}, "tpu-v5e": {"ici", 45, 0}, "tpu-v5p": {"ici", 90, 0}, "tpu-v6e": {"ici", 90, 0},
 		"h100": {"nvlink", 450, 8}, "h200": {"nvlink", 450, 8}, "b200": {"nvlink", 900, 8}, "gb200-nvl72": {"nvlink", 900, 72},
+		"a100": {"nvlink", 300, 8},
 	} {
 		p, ok := Lookup(name)
 		require.True(t, ok, name)
@@ -181,10 +199,12 @@ func TestProfiles(t *testing.T) {
 	assert.False(t, ok)
 
 	// results are copies
-	ps[0].Links["nvlink"] = LinkInfo{}
-	ps[0].Sources["gpus_per_node"] = "changed"
-	again, _ := Lookup(ps[0].Name)
+	ps[1].Links["nvlink"] = LinkInfo{}
+	ps[1].Sources["gpus_per_node"] = "changed"
+	ps[1].Collectives.Algorithms["ring"] = AlgorithmInfo{}
+	again, _ := Lookup(ps[1].Name)
 	assert.Equal(t, 900.0, again.Links["nvlink"].BandwidthGBps)
+	assert.NotZero(t, again.Collectives.Algorithms["ring"].NVLinkEfficiency)
 	assert.NotEqual(t, "changed", again.Sources["gpus_per_node"])
 }
 
