@@ -36,6 +36,23 @@ var datasetFiles = []struct {
 	{"gcp-a4-b200-2x1-allgather.txt", AllGather, 2, 2, 1, 28, 0, 1073741824, 2, true},
 	{"gcp-a4-b200-2x8-allgather.txt", AllGather, 16, 2, 8, 24, 1024, 8589934592, 2, true},
 	{"liplus-a100-1x8-sendrecv.txt", SendRecv, 8, 1, 8, 4, 134217728, 1073741824, 0, true},
+	{"xxrjun-c00-h100-2x1-sendrecv.txt", SendRecv, 2, 2, 1, 10, 33554432, 17179869184, 2, true},
+	{"xxrjun-c00-h100-2x8-alltoall.txt", AllToAll, 16, 2, 8, 10, 33554432, 17179869184, 2, true},
+	{"xxrjun-h100-10x1-allgather.txt", AllGather, 10, 10, 1, 10, 33554400, 17179869120, 10, true},
+	{"xxrjun-h100-10x1-allreduce.txt", AllReduce, 10, 10, 1, 10, 33554432, 17179869184, 10, true},
+	{"xxrjun-h100-10x1-alltoall.txt", AllToAll, 10, 10, 1, 10, 33554400, 17179869120, 10, true},
+	{"xxrjun-h100-10x1-reducescatter.txt", ReduceScatter, 10, 10, 1, 10, 33554400, 17179869120, 10, true},
+	{"xxrjun-h100-10x1-sendrecv.txt", SendRecv, 10, 10, 1, 10, 33554432, 17179869184, 10, true},
+	{"xxrjun-h100-10x8-allgather.txt", AllGather, 80, 10, 8, 10, 33553920, 17179868160, 10, true},
+	{"xxrjun-h100-10x8-allreduce.txt", AllReduce, 80, 10, 8, 10, 33554432, 17179869184, 10, true},
+	{"xxrjun-h100-10x8-alltoall.txt", AllToAll, 80, 10, 8, 10, 33553920, 17179868160, 10, true},
+	{"xxrjun-h100-10x8-reducescatter.txt", ReduceScatter, 80, 10, 8, 10, 33553920, 17179868160, 10, true},
+	{"xxrjun-h100-10x8-sendrecv.txt", SendRecv, 80, 10, 8, 10, 33554432, 17179869184, 10, true},
+	{"xxrjun-h100-1x8-allgather.txt", AllGather, 8, 1, 8, 10, 33554432, 17179869184, 1, true},
+	{"xxrjun-h100-1x8-allreduce.txt", AllReduce, 8, 1, 8, 10, 33554432, 17179869184, 1, true},
+	{"xxrjun-h100-1x8-alltoall.txt", AllToAll, 8, 1, 8, 10, 33554432, 17179869184, 1, true},
+	{"xxrjun-h100-1x8-reducescatter.txt", ReduceScatter, 8, 1, 8, 10, 33554432, 17179869184, 1, true},
+	{"xxrjun-h100-1x8-sendrecv.txt", SendRecv, 8, 1, 8, 10, 33554432, 17179869184, 1, true},
 }
 
 // requiredKeys are the provenance keys every dataset file carries.
