@@ -97,8 +97,8 @@ func (f *Fabric) setCollectives(p *ProfileInfo, cf string) *fielderr.FieldError 
 		fig.algos[i] = algo{defined: true, effNV: a.NVLinkEfficiency, effNet: a.NetEfficiency, half: a.HalfBytes, base: a.BaseLatencyUS,
 			netHalf: a.NetHalfBytes, netLat: a.NetLatencyUS, gamma: 1}
 		if a.CurveExponent != 0 {
-			if !(a.CurveExponent >= 0.05 && a.CurveExponent <= 4) {
-				return fielderr.New(join(f2, "curve_exponent"), "is %v; give the efficiency curve's exponent in [0.05, 4] (1: busbw = plateau x S/(S + half))", a.CurveExponent)
+			if !(a.CurveExponent >= 0.05 && a.CurveExponent <= 1) {
+				return fielderr.New(join(f2, "curve_exponent"), "is %v; give the efficiency curve's exponent in [0.05, 1] (1: busbw = plateau x S/(S + half); above 1 a time would fall as bytes grow)", a.CurveExponent)
 			}
 			fig.algos[i].gamma = a.CurveExponent
 		}

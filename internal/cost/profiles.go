@@ -85,7 +85,7 @@ type AlgorithmInfo struct {
 	NetHalfBytes  float64 `json:"net_half_bytes"`
 	NetLatencyUS  float64 `json:"net_latency_us"`
 	// CurveExponent γ shapes the curve: the bus bandwidth at size S is the plateau
-	// times (S/(S + half))^γ; 0 means 1. Below 1 the ramp is slower.
+	// times (S/(S + half))^γ, γ in (0, 1]; 0 means 1. Below 1 the ramp is slower.
 	CurveExponent float64 `json:"curve_exponent,omitempty"`
 	// Sources cite each figure, keyed by its JSON name.
 	Sources map[string]string `json:"sources,omitempty"`
