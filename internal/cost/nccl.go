@@ -287,9 +287,11 @@ func (f *Fabric) algoEstimate(al algo, multi bool, tNV, tNet, size, stepLat floa
 	if tNet > tNV {
 		bw, e.Link = tNet, "ib"
 	}
-	half, lat := al.half, al.base+stepLat
+	// The links' base latency (a launch) is paid as by every collective: the floor
+	// the planner's bounds count on (LatencyFloors).
+	half, lat := al.half, f.links[linkNVLink].base+al.base+stepLat
 	if multi {
-		half, lat = al.netHalf, lat+al.netLat
+		half, lat = al.netHalf, max(f.links[linkNVLink].base, f.links[linkIB].base)+al.base+al.netLat+stepLat
 	}
 	if size > 0 && half > 0 {
 		if al.gamma == 1 {

@@ -70,9 +70,9 @@ type CollectivesInfo struct {
 
 // AlgorithmInfo are one algorithm's figures. Its bus bandwidth at size S (nccl-tests'
 // size column) is the peak of the links it crosses times their efficiency times
-// S/(S + half_bytes); its latency is base_latency_us plus its steps at the links'
-// latency_us. A group that spans nodes uses net_half_bytes for half_bytes and adds
-// net_latency_us.
+// S/(S + half_bytes); its latency is the links' base_latency_us plus base_latency_us
+// plus its steps at the links' latency_us. A group that spans nodes uses
+// net_half_bytes for half_bytes and adds net_latency_us.
 type AlgorithmInfo struct {
 	// NVLinkEfficiency is the fraction of the NVLink figure reached inside a node, in
 	// (0, 1]; NetEfficiency the fraction of the NICs' figure (every NIC of the node the
