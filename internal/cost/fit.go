@@ -317,7 +317,7 @@ func Fit(ms []Measurement, base ProfileInfo) (ProfileInfo, []PointError, error) 
 				break
 			}
 		}
-		best = nelderMead(ev, &p, params, prior, best)
+		nelderMead(ev, &p, params, prior, best)
 		src := "fitted by cost.Fit to nccl-tests measurements >= 1 MiB: " + strings.Join(slices.Sorted(mapsKeys(files)), ", ")
 		for i, fp := range params {
 			if fp.get(&p) != prior[i] {
@@ -502,7 +502,7 @@ func (fp fitParam) fromUnit(u float64) float64 {
 
 // nelderMead refines p's params jointly (Nelder-Mead on the unit cube, a fixed
 // number of evaluations: deterministic), keeping p's values when it finds nothing
-// better than best. It returns the objective of p's final values.
+// better than best (their objective). It returns the objective of p's final values.
 func nelderMead(ev *evaluator, p *ProfileInfo, params []fitParam, prior []float64, best float64) float64 {
 	k := len(params)
 	if k == 0 {
