@@ -313,7 +313,10 @@ func collectivesOf(c *cost.CollectivesInfo) *CostModelCollectives {
 	if c == nil {
 		return nil
 	}
-	algos := make(map[string]CostModelAlgorithm, len(c.Algorithms))
+	var algos map[string]CostModelAlgorithm
+	if c.Algorithms != nil {
+		algos = make(map[string]CostModelAlgorithm, len(c.Algorithms))
+	}
 	for k, a := range c.Algorithms {
 		algos[k] = CostModelAlgorithm(a)
 	}

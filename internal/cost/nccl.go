@@ -54,9 +54,6 @@ func (f *Fabric) setCollectives(p *ProfileInfo, cf string) *fielderr.FieldError 
 	if f.gpusPerNode == 0 {
 		return fielderr.New(cf, "applies to GPU models only; set gpus_per_node or remove collectives")
 	}
-	if f.links[linkNVLink].topo != switched || f.links[linkIB].topo != switched {
-		return fielderr.New(cf, "needs links.nvlink and links.ib with topology \"switch\"; remove collectives or make both switches")
-	}
 	fig := &ncclFigures{nvls: c.NVLS, collnet: c.CollNet}
 	af := join(cf, "algorithms")
 	for name, a := range c.Algorithms {
@@ -132,7 +129,11 @@ func (f *Fabric) setCollectives(p *ProfileInfo, cf string) *fielderr.FieldError 
 		}
 		f.p2pOverhead = q.MessageOverheadUS
 	}
-	f.coll = fig
+	// NCCL's algorithms run on switched NVLink and NICs; a model that makes either
+	// link another shape keeps the figures but is priced by B.1-B.4.
+	if f.links[linkNVLink].topo == switched && f.links[linkIB].topo == switched {
+		f.coll = fig
+	}
 	return nil
 }
 

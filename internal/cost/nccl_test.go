@@ -120,4 +120,9 @@ func TestCollectivesOverrides(t *testing.T) {
 		require.Error(t, err, tc.raw)
 		assert.Contains(t, err.Error(), tc.field, tc.raw)
 	}
+	// An NVLink made a line keeps the figures but prices by the formulas.
+	line, err := Resolve(json.RawMessage(`{"base":"h100","links":{"nvlink":{"topology":"line"}}}`), "cost_model")
+	require.NoError(t, err)
+	assert.Nil(t, line.(*Fabric).coll)
+	assert.NotNil(t, line.(*Fabric).Info().Collectives)
 }
