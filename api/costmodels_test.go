@@ -31,7 +31,7 @@ func TestCostModelsListing(t *testing.T) {
 		}
 	}
 	// COSTMODEL.md's profiles, each listed once.
-	assert.ElementsMatch(t, []string{"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "h100", "h200", "b200", "gb200-nvl72"}, names)
+	assert.ElementsMatch(t, []string{"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "a100", "h100", "h200", "b200", "gb200-nvl72"}, names)
 }
 
 func TestCostModelByName(t *testing.T) {
@@ -49,6 +49,17 @@ func TestCostModelByName(t *testing.T) {
 	assert.Contains(t, h100.Links, "nvlink")
 	assert.Contains(t, h100.Links, "ib")
 	assert.Greater(t, h100.Links["nvlink"].BandwidthGBps, h100.Links["ib"].BandwidthGBps)
+	// The document carries the collectives figures, and is itself a valid cost_model
+	// that prices as the profile does.
+	want, _ := cost.Lookup("h100")
+	require.NotNil(t, h100.Collectives)
+	assert.Equal(t, want.Collectives.Algorithms["ring"], h100.Collectives.Algorithms["ring"])
+	assert.Equal(t, want.Collectives.P2P, h100.Collectives.P2P)
+	doc, err := json.Marshal(h100)
+	require.NoError(t, err)
+	m, err := cost.Resolve(doc, "cost_model")
+	require.NoError(t, err)
+	assert.Equal(t, "h100", m.Name())
 
 	rec := do(t, s, http.MethodGet, "/v1/cost-models/abacus", "", "")
 	p := requireProblem(t, rec, http.StatusNotFound, slugNotFound)

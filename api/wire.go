@@ -145,9 +145,64 @@ type CostModel struct {
 	AxisLinks map[string]string `json:"axis_links,omitempty"`
 	// Links are the figures per link class ("ici", "nvlink", "ib", "dcn").
 	Links map[string]CostModelLink `json:"links"`
+	// Collectives, on a GPU model, prices all_gather, reduce_scatter, all_reduce and
+	// all_to_all as NCCL runs them and gives the transport of point-to-point moves
+	// (COSTMODEL.md B.5); absent, the formulas of B.1-B.4 price them.
+	Collectives *CostModelCollectives `json:"collectives,omitempty"`
 	// Sources cite the model-level figures (gpus_per_node).
 	Sources map[string]string `json:"sources,omitempty"`
 } // @name CostModel
+
+// CostModelCollectives are the figures of NCCL's algorithms on a GPU model.
+type CostModelCollectives struct {
+	// NVLS: the NVSwitch reduces (H100 and later): the nvls and nvls_tree all_reduce.
+	NVLS bool `json:"nvls,omitempty"`
+	// CollNet: the network reduces in its switches (InfiniBand SHARP).
+	CollNet bool `json:"collnet,omitempty"`
+	// Algorithms are the figures per algorithm: ring, tree, nvls, nvls_tree, collnet,
+	// alltoall (ring and alltoall required).
+	Algorithms map[string]CostModelAlgorithm `json:"algorithms"`
+	// P2P is the transport of point-to-point moves between nodes.
+	P2P *CostModelP2P `json:"p2p,omitempty"`
+	// Sources cite nvls and collnet.
+	Sources map[string]string `json:"sources,omitempty"`
+} // @name CostModelCollectives
+
+// CostModelAlgorithm is one algorithm's figures: its bus bandwidth at nccl-tests size S
+// is the link figures times its efficiencies times (S/(S + half))^curve_exponent; its
+// latency the links' base latency plus base_latency_us plus its steps.
+type CostModelAlgorithm struct {
+	// NVLinkEfficiency is the fraction of the NVLink figure reached, in (0, 1].
+	NVLinkEfficiency float64 `json:"nvlink_efficiency" example:"0.77"`
+	// NetEfficiency is the fraction of the group's NICs in a node together, in (0, 1].
+	NetEfficiency float64 `json:"net_efficiency" example:"0.9"`
+	// HalfBytes is the size at which the bus bandwidth is half its plateau (one node).
+	HalfBytes float64 `json:"half_bytes" example:"6291456"`
+	// BaseLatencyUS is added to the links' base latency, in µs.
+	BaseLatencyUS float64 `json:"base_latency_us" example:"15"`
+	// NetHalfBytes replaces half_bytes for a group across nodes.
+	NetHalfBytes float64 `json:"net_half_bytes" example:"8388608"`
+	// NetLatencyUS is added for a group across nodes, in µs.
+	NetLatencyUS float64 `json:"net_latency_us" example:"20"`
+	// CurveExponent shapes the efficiency curve, in (0, 1]; absent: 1.
+	CurveExponent float64 `json:"curve_exponent,omitempty" example:"1"`
+	// Sources cite each figure, keyed by its JSON name.
+	Sources map[string]string `json:"sources,omitempty"`
+} // @name CostModelAlgorithm
+
+// CostModelP2P is the transport of point-to-point moves between nodes.
+type CostModelP2P struct {
+	// Transport is "nccl" (send/recv) or "rdma" (one-sided writes).
+	Transport string `json:"transport" enums:"nccl,rdma" example:"nccl"`
+	// NetEfficiency is the fraction of a NIC's figure one pair reaches, in (0, 1].
+	NetEfficiency float64 `json:"net_efficiency" example:"0.35"`
+	// NVLinkEfficiency is the fraction of the NVLink figure inside a node (absent: 1).
+	NVLinkEfficiency float64 `json:"nvlink_efficiency,omitempty" example:"0.8"`
+	// MessageOverheadUS is added to a move between nodes, in µs.
+	MessageOverheadUS float64 `json:"message_overhead_us" example:"5"`
+	// Sources cite each figure, keyed by its JSON name.
+	Sources map[string]string `json:"sources,omitempty"`
+} // @name CostModelP2P
 
 // CostModelLink is one link class's figures. Bandwidth is per link per direction (for
 // a switch: the device's egress into it), in GB/s (1e9 B/s).
@@ -250,5 +305,25 @@ func costModelOf(p cost.ProfileInfo) CostModel {
 		links = nil
 	}
 	return CostModel{Name: p.Name, Aliases: p.Aliases, Description: p.Description, Mode: p.Mode, Hierarchy: p.Hierarchy,
-		Efficiency: p.Efficiency, GPUsPerNode: p.GPUsPerNode, AxisLinks: p.AxisLinks, Links: links, Sources: p.Sources}
+		Efficiency: p.Efficiency, GPUsPerNode: p.GPUsPerNode, AxisLinks: p.AxisLinks, Links: links,
+		Collectives: collectivesOf(p.Collectives), Sources: p.Sources}
+}
+
+func collectivesOf(c *cost.CollectivesInfo) *CostModelCollectives {
+	if c == nil {
+		return nil
+	}
+	var algos map[string]CostModelAlgorithm
+	if c.Algorithms != nil {
+		algos = make(map[string]CostModelAlgorithm, len(c.Algorithms))
+	}
+	for k, a := range c.Algorithms {
+		algos[k] = CostModelAlgorithm(a)
+	}
+	out := &CostModelCollectives{NVLS: c.NVLS, CollNet: c.CollNet, Algorithms: algos, Sources: c.Sources}
+	if c.P2P != nil {
+		q := CostModelP2P(*c.P2P)
+		out.P2P = &q
+	}
+	return out
 }

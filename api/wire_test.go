@@ -34,6 +34,9 @@ func randomOf(rng *rand.Rand, t reflect.Type) reflect.Value {
 		for i := range n {
 			v.Index(i).Set(randomOf(rng, t.Elem()))
 		}
+	case reflect.Pointer:
+		v.Set(reflect.New(t.Elem()))
+		v.Elem().Set(randomOf(rng, t.Elem()))
 	case reflect.Array:
 		for i := range t.Len() {
 			v.Index(i).Set(randomOf(rng, t.Elem()))

@@ -61,8 +61,27 @@ func (f *Fabric) LowerBound(c Collective) Estimate {
 		diam = p2p // the farthest transfer travels its distance on some level
 	default: // AllReduce, and unknown kinds as Estimate prices them
 		e.BandwidthUS = 2 * (fn - 1) / fn * v / inj
+		if f.reducesInNetwork(lv) {
+			// A switch that reduces lets a device send its array once and receive
+			// the sum once: what it lacks is the others' share.
+			e.BandwidthUS = (fn - 1) / fn * v / inj
+		}
 	}
 	e.LatencyUS = diam
 	e.TimeUS = max(e.LatencyUS, e.BandwidthUS)
 	return e
+}
+
+// reducesInNetwork reports whether a switch of the group's levels can reduce (NVLS on
+// an nvlink level, CollNet on an ib level).
+func (f *Fabric) reducesInNetwork(lv []level) bool {
+	if f.coll == nil {
+		return false
+	}
+	for _, l := range lv {
+		if l.class == linkNVLink && f.coll.nvls || l.class == linkIB && f.coll.collnet {
+			return true
+		}
+	}
+	return false
 }

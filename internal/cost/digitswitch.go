@@ -444,7 +444,7 @@ func (r *Router) priceSwitched(l switchLoads, p DigitPermutation, kind Kind, mov
 		if l.portIn >= l.portOut {
 			dir = 1
 		}
-		w = worstRes{time: load / nv.bw, load: load, class: linkNVLink, kind: resPort, dir: dir, x: -1}
+		w = worstRes{time: load / f.p2pNV, load: load, class: linkNVLink, kind: resPort, dir: dir, x: -1}
 	}
 	if nic := max(l.nicIn, l.nicOut); nic > 0 {
 		load := float64(nic) * b
@@ -452,7 +452,7 @@ func (r *Router) priceSwitched(l switchLoads, p DigitPermutation, kind Kind, mov
 		if l.nicIn >= l.nicOut {
 			dir = 1
 		}
-		if tm := load / (ib.bw * float64(f.gpusPerNode)); tm > w.time {
+		if tm := load / (f.p2pNIC * float64(f.gpusPerNode)); tm > w.time {
 			w = worstRes{time: tm, load: load, class: linkIB, kind: resNode, dir: dir, x: -1}
 		}
 	}
@@ -460,9 +460,10 @@ func (r *Router) priceSwitched(l switchLoads, p DigitPermutation, kind Kind, mov
 	for _, c := range []struct {
 		used bool
 		l    *link
-	}{{l.portIn > 0, nv}, {l.nicIn > 0, ib}} {
+		over float64
+	}{{l.portIn > 0, nv, 0}, {l.nicIn > 0, ib, f.p2pOverhead}} {
 		if c.used {
-			base, lat, alpha = max(base, c.l.base), max(lat, c.l.lat), min(alpha, c.l.lat)
+			base, lat, alpha = max(base, c.l.base), max(lat, c.l.lat+c.over), min(alpha, c.l.lat)
 		}
 	}
 	if kind == AllToAllV && maxPeers > 1 {

@@ -107,6 +107,13 @@ type Fabric struct {
 	gpusPerNode int
 	maxMode     bool
 	overlapped  bool
+	// coll prices GPU collectives as NCCL runs them (nil: B.1-B.4's formulas).
+	coll *ncclFigures
+	// p2pNIC is a NIC's bytes per µs for one point-to-point pair between nodes, and
+	// p2pOverhead the µs each such message adds (the transport's figures).
+	p2pNIC, p2pOverhead float64
+	// p2pNV is a GPU's NVLink bytes per µs for point-to-point moves inside a node.
+	p2pNV float64
 
 	keyOnce sync.Once // poolKey's fabric part, computed once
 	key     string
@@ -148,6 +155,10 @@ func build(p ProfileInfo, field string) (*Fabric, *fielderr.FieldError) {
 		return nil, err
 	}
 	if err := f.setAxisLinks(p, join(field, "axis_links")); err != nil {
+		return nil, err
+	}
+	f.p2pNIC, f.p2pNV = f.links[linkIB].bw, f.links[linkNVLink].bw
+	if err := f.setCollectives(&p, join(field, "collectives")); err != nil {
 		return nil, err
 	}
 	f.info = p
@@ -319,6 +330,13 @@ func (f *Fabric) parts(c *Collective, dst []part) []part {
 			of = next
 		}
 		class := f.classOf(c.Mesh, r.Name, minor, r.Size)
+		if inner := f.nodeSplit(c.Mesh, r.Name, minor, r.Size, class); inner > 1 {
+			// The sub-axis spans whole runs of a node's GPUs: inside each node they
+			// talk over NVLink, and the node's NICs carry what crosses nodes together.
+			dst = append(dst, part{class: linkNVLink, topo: switched, n: inner, bw: f.links[linkNVLink].bw, hop: 1},
+				part{class: linkIB, topo: switched, n: r.Size / inner, bw: f.links[linkIB].bw, hop: 1})
+			continue
+		}
 		l := &f.links[class]
 		p := part{class: class, topo: l.topo, n: r.Size, bw: l.bw, hop: 1}
 		if p.topo == torus {
@@ -340,8 +358,8 @@ func (f *Fabric) parts(c *Collective, dst []part) []part {
 }
 
 // classOf is the link class of (a sub-axis of) mesh axis name: axis_links first; then,
-// on a GPU model, nvlink when the group's span in row-major positions (stride * size)
-// divides gpus_per_node, ib otherwise; else ici.
+// on a GPU model, nvlink when the mesh fits in one node or the group's span in
+// row-major positions (stride * size) divides gpus_per_node, ib otherwise; else ici.
 func (f *Fabric) classOf(m *sharding.Mesh, name string, minor, size int) linkClass {
 	if c, ok := f.axisLinks[name]; ok {
 		return c
@@ -352,12 +370,41 @@ func (f *Fabric) classOf(m *sharding.Mesh, name string, minor, size int) linkCla
 	stride := 1
 	if m != nil {
 		stride = max(m.Stride(name), 1)
+		if m.NumDevices() <= f.gpusPerNode {
+			return linkNVLink // the whole mesh is one node
+		}
 	}
 	span := mulSat(mulSat(stride, minor), size)
 	if span <= f.gpusPerNode && f.gpusPerNode%span == 0 {
 		return linkNVLink
 	}
 	return linkIB
+}
+
+// nodeSplit is, for a (sub-)axis that classOf puts on ib on a GPU model whose nvlink
+// and ib links are switches, how many of its devices share each node: its step in
+// row-major positions (stride × minor) divides gpus_per_node and its size is a multiple
+// of the devices it has in a node. 0 when it does not split so (or has one per node).
+func (f *Fabric) nodeSplit(m *sharding.Mesh, name string, minor, size int, class linkClass) int {
+	if class != linkIB || f.gpusPerNode == 0 || f.links[linkNVLink].topo != switched || f.links[linkIB].topo != switched {
+		return 0
+	}
+	if _, ok := f.axisLinks[name]; ok {
+		return 0
+	}
+	stride := 1
+	if m != nil {
+		stride = max(m.Stride(name), 1)
+	}
+	step := mulSat(stride, minor)
+	if step >= f.gpusPerNode || f.gpusPerNode%step != 0 {
+		return 0
+	}
+	inner := f.gpusPerNode / step
+	if size <= inner || size%inner != 0 {
+		return 0
+	}
+	return inner
 }
 
 // wraps applies the wrap rule to an axis of full size of on link class.
@@ -451,6 +498,11 @@ func (f *Fabric) Estimate(c Collective) Estimate {
 		n = mulSat(n, l.n)
 	}
 	v := float64(c.Bytes)
+	if f.coll != nil {
+		if ne, ok := f.ncclEstimate(c.Kind, nested, v); ok {
+			return ne
+		}
+	}
 	var lat, bw, base, worst float64
 	bound := lv[len(lv)-1].class
 	note := func(l level, t float64) {

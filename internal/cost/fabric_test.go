@@ -34,7 +34,10 @@ func TestLinkAssignment(t *testing.T) {
 	sub := func(m *sharding.Mesh, name string, pre, size int) sharding.AxisRef {
 		return sharding.FullAxis(m.Axes[m.AxisIndex(name)]).Sub(pre, size)
 	}
-	h100, _ := Profile("h100")
+	// The formulas' link classes (the NCCL prices' bounding side depends on fitted
+	// efficiencies).
+	h100x, _ := Profile("h100")
+	h100 := formulas(t, h100x)
 	nvl72, _ := Profile("gb200-nvl72")
 	v5p, _ := Profile("tpu-v5p")
 	m2x8 := testMesh(t, "node=2,gpu=8")
@@ -50,7 +53,8 @@ func TestLinkAssignment(t *testing.T) {
 		{"minor axis in a node", h100, m2x8, group(t, m2x8, "gpu"), "nvlink"},
 		{"major axis across nodes", h100, m2x8, group(t, m2x8, "node"), "ib"},
 		{"both levels: NVLink carries the most time", h100, m2x8, group(t, m2x8, "node", "gpu"), "nvlink"},
-		{"an axis larger than a node", h100, m16, group(t, m16, "gpu"), "ib"},
+		{"an axis larger than a node: NVLink in each node, the node's NICs between", h100, m16, group(t, m16, "gpu"), "nvlink"},
+		{"a 64-device mesh inside a 72-GPU domain", nvl72, testMesh(t, "gpu=64"), nil, "nvlink"},
 		{"minor sub-axis inside a node", h100, m16, []sharding.AxisRef{sub(m16, "gpu", 2, 8)}, "nvlink"},
 		{"major sub-axis, stride 8", h100, m16, []sharding.AxisRef{sub(m16, "gpu", 1, 2)}, "ib"},
 		{"72 GPUs in one NVLink domain", nvl72, testMesh(t, "rack=2,gpu=72"), nil, "nvlink"},
@@ -139,7 +143,7 @@ func TestProfiles(t *testing.T) {
 	for _, p := range ps {
 		names = append(names, p.Name)
 	}
-	assert.Equal(t, []string{"b200", "gb200-nvl72", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"}, names)
+	assert.Equal(t, []string{"a100", "b200", "gb200-nvl72", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"}, names)
 	for _, p := range ps {
 		t.Run(p.Name, func(t *testing.T) {
 			assert.NotEmpty(t, p.Description)
@@ -157,6 +161,23 @@ func TestProfiles(t *testing.T) {
 					assert.NotEmpty(t, l.Sources["links_per_chip"], "%s links per chip", class)
 				}
 			}
+			if c := p.Collectives; c != nil {
+				assert.NotEmpty(t, c.Sources["nvls"])
+				for name, a := range c.Algorithms {
+					for _, fig := range []string{"nvlink_efficiency", "net_efficiency", "half_bytes", "base_latency_us", "net_half_bytes", "net_latency_us"} {
+						assert.NotEmpty(t, a.Sources[fig], "%s %s", name, fig)
+					}
+					if a.CurveExponent != 0 {
+						assert.NotEmpty(t, a.Sources["curve_exponent"], "%s curve_exponent", name)
+					}
+				}
+				if q := c.P2P; q != nil {
+					assert.NotEmpty(t, q.Sources["net_efficiency"])
+					assert.NotEmpty(t, q.Sources["message_overhead_us"])
+				}
+			} else {
+				assert.Zero(t, p.GPUsPerNode, "every built-in GPU profile prices collectives as NCCL runs them")
+			}
 		})
 	}
 	// the figures
@@ -167,6 +188,7 @@ func TestProfiles(t *testing.T) {
 	}{
 		"tpu-v4": {"ici", 45, 0}, "tpu-v5e": {"ici", 45, 0}, "tpu-v5p": {"ici", 90, 0}, "tpu-v6e": {"ici", 90, 0},
 		"h100": {"nvlink", 450, 8}, "h200": {"nvlink", 450, 8}, "b200": {"nvlink", 900, 8}, "gb200-nvl72": {"nvlink", 900, 72},
+		"a100": {"nvlink", 300, 8},
 	} {
 		p, ok := Lookup(name)
 		require.True(t, ok, name)
@@ -181,10 +203,12 @@ func TestProfiles(t *testing.T) {
 	assert.False(t, ok)
 
 	// results are copies
-	ps[0].Links["nvlink"] = LinkInfo{}
-	ps[0].Sources["gpus_per_node"] = "changed"
-	again, _ := Lookup(ps[0].Name)
+	ps[1].Links["nvlink"] = LinkInfo{}
+	ps[1].Sources["gpus_per_node"] = "changed"
+	ps[1].Collectives.Algorithms["ring"] = AlgorithmInfo{}
+	again, _ := Lookup(ps[1].Name)
 	assert.Equal(t, 900.0, again.Links["nvlink"].BandwidthGBps)
+	assert.NotZero(t, again.Collectives.Algorithms["ring"].NVLinkEfficiency)
 	assert.NotEqual(t, "changed", again.Sources["gpus_per_node"])
 }
 

@@ -38,7 +38,8 @@ func (f *Fabric) Fingerprint() string {
 			GPUsPerNode int                    `json:"gpus_per_node"`
 			AxisLinks   map[string]string      `json:"axis_links"`
 			Links       map[string]linkFigures `json:"links"`
-		}{i.Name, i.Mode, i.Hierarchy, i.Efficiency, i.GPUsPerNode, i.AxisLinks, links})
+			Collectives string                 `json:"collectives,omitempty"`
+		}{i.Name, i.Mode, i.Hierarchy, i.Efficiency, i.GPUsPerNode, i.AxisLinks, links, collectivesKey(i.Collectives)})
 		if err != nil {
 			panic("cost: fingerprint of validated figures: " + err.Error()) // finite figures always encode
 		}

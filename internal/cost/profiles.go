@@ -39,8 +39,88 @@ type ProfileInfo struct {
 	AxisLinks map[string]string `json:"axis_links,omitempty"`
 	// Links are the figures per link class ("ici", "nvlink", "ib", "dcn").
 	Links map[string]LinkInfo `json:"links"`
+	// Collectives, on a GPU model, prices all_gather, reduce_scatter, all_reduce and
+	// all_to_all as NCCL runs them (COSTMODEL.md B.5) and point-to-point moves across
+	// nodes by their transport; absent, the formulas of B.1-B.4 price them.
+	Collectives *CollectivesInfo `json:"collectives,omitempty"`
 	// Sources cite the model-level figures (gpus_per_node).
 	Sources map[string]string `json:"sources,omitempty"`
+}
+
+// CollectivesInfo are the figures of NCCL's algorithms on a GPU model: which the
+// fabric offers, and per algorithm the fraction of the link figures it reaches, its
+// efficiency curve over message size and its latency.
+type CollectivesInfo struct {
+	// NVLS: the NVLink domain reduces in the switch (NVSwitch SHARP: H100, H200, B200,
+	// GB200), enabling the nvls and nvls_tree all_reduce algorithms.
+	NVLS bool `json:"nvls,omitempty"`
+	// CollNet: the network reduces in its switches (InfiniBand SHARP), enabling the
+	// collnet all_reduce across nodes.
+	CollNet bool `json:"collnet,omitempty"`
+	// Algorithms are the figures per algorithm: "ring" (all_gather, reduce_scatter,
+	// all_reduce), "tree" (all_reduce across nodes), "nvls", "nvls_tree", "collnet"
+	// (all_reduce) and "alltoall" (all_to_all). An algorithm without figures is not
+	// used; ring and alltoall are required.
+	Algorithms map[string]AlgorithmInfo `json:"algorithms"`
+	// P2P prices point-to-point moves (collective_permute, all_to_all_v, transfers).
+	P2P *P2PInfo `json:"p2p,omitempty"`
+	// Sources cite nvls and collnet.
+	Sources map[string]string `json:"sources,omitempty"`
+}
+
+// AlgorithmInfo are one algorithm's figures. Its bus bandwidth at size S (nccl-tests'
+// size column) is the peak of the links it crosses times their efficiency times
+// S/(S + half_bytes); its latency is the links' base_latency_us plus base_latency_us
+// plus its steps at the links' latency_us. A group that spans nodes uses
+// net_half_bytes for half_bytes and adds net_latency_us.
+type AlgorithmInfo struct {
+	// NVLinkEfficiency is the fraction of the NVLink figure reached inside a node, in
+	// (0, 1]; NetEfficiency the fraction of the NICs' figure (every NIC of the node the
+	// group uses together) reached between nodes.
+	NVLinkEfficiency float64 `json:"nvlink_efficiency"`
+	NetEfficiency    float64 `json:"net_efficiency"`
+	// HalfBytes is the size at which the bus bandwidth is half its plateau (>= 0).
+	HalfBytes     float64 `json:"half_bytes"`
+	BaseLatencyUS float64 `json:"base_latency_us"`
+	NetHalfBytes  float64 `json:"net_half_bytes"`
+	NetLatencyUS  float64 `json:"net_latency_us"`
+	// CurveExponent γ shapes the curve: the bus bandwidth at size S is the plateau
+	// times (S/(S + half))^γ, γ in (0, 1]; 0 means 1. Below 1 the ramp is slower.
+	CurveExponent float64 `json:"curve_exponent,omitempty"`
+	// Sources cite each figure, keyed by its JSON name.
+	Sources map[string]string `json:"sources,omitempty"`
+}
+
+// P2PInfo is the transport of point-to-point moves between nodes: "nccl" (send/recv
+// through NCCL's proxy) or "rdma" (one-sided RDMA writes), the fraction of a NIC's
+// figure one pair reaches, and a fixed overhead per message.
+type P2PInfo struct {
+	Transport     string  `json:"transport"`
+	NetEfficiency float64 `json:"net_efficiency"`
+	// NVLinkEfficiency is the fraction of the NVLink figure one pair reaches inside a
+	// node (0: 1).
+	NVLinkEfficiency  float64           `json:"nvlink_efficiency,omitempty"`
+	MessageOverheadUS float64           `json:"message_overhead_us"`
+	Sources           map[string]string `json:"sources,omitempty"`
+}
+
+func (c *CollectivesInfo) clone() *CollectivesInfo {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Sources = maps.Clone(c.Sources)
+	out.Algorithms = make(map[string]AlgorithmInfo, len(c.Algorithms))
+	for k, a := range c.Algorithms {
+		a.Sources = maps.Clone(a.Sources)
+		out.Algorithms[k] = a
+	}
+	if c.P2P != nil {
+		p := *c.P2P
+		p.Sources = maps.Clone(p.Sources)
+		out.P2P = &p
+	}
+	return &out
 }
 
 // LinkInfo is one link class's figures. Bandwidth is per link per direction (for a
@@ -171,5 +251,6 @@ func (p ProfileInfo) clone() ProfileInfo {
 		links[k] = l
 	}
 	p.Links = links
+	p.Collectives = p.Collectives.clone()
 	return p
 }

@@ -63,7 +63,7 @@ func resolve(raw json.RawMessage, field string) (*Fabric, *fielderr.FieldError) 
 }
 
 var (
-	modelFields = []string{"aliases", "axis_links", "base", "description", "efficiency", "gpus_per_node", "hierarchy", "links", "mode", "name", "sources"}
+	modelFields = []string{"aliases", "axis_links", "base", "collectives", "description", "efficiency", "gpus_per_node", "hierarchy", "links", "mode", "name", "sources"}
 	linkFields  = []string{"bandwidth_gbps", "base_latency_us", "latency_us", "links_per_chip", "sources", "topology", "wrap"}
 )
 
@@ -123,6 +123,8 @@ func resolveObject(raw json.RawMessage, field string) (*Fabric, *fielderr.FieldE
 			p.Sources, err = mergeStrings(p.Sources, v, f)
 		case "links":
 			p.Links, err = mergeLinks(p.Links, v, f)
+		case "collectives":
+			p.Collectives, err = mergeCollectives(p.Collectives, v, f)
 		}
 		if err != nil {
 			return nil, err
@@ -154,7 +156,8 @@ func resolveObject(raw json.RawMessage, field string) (*Fabric, *fielderr.FieldE
 // sameFigures reports whether a and b price every collective alike.
 func sameFigures(a, b ProfileInfo) bool {
 	if a.Mode != b.Mode || a.Hierarchy != b.Hierarchy || a.Efficiency != b.Efficiency ||
-		a.GPUsPerNode != b.GPUsPerNode || !maps.Equal(a.AxisLinks, b.AxisLinks) || len(a.Links) != len(b.Links) {
+		a.GPUsPerNode != b.GPUsPerNode || !maps.Equal(a.AxisLinks, b.AxisLinks) || len(a.Links) != len(b.Links) ||
+		collectivesKey(a.Collectives) != collectivesKey(b.Collectives) {
 		return false
 	}
 	for k, la := range a.Links {

@@ -27,9 +27,9 @@ func TestResolveGood(t *testing.T) {
 		{"custom", `{"links":{"ici":{"bandwidth_gbps":50,"latency_us":1,"topology":"ring_bidi"}}}`, "custom"},
 		{"custom named", `{"name":"lab-1","mode":"max","links":{"ici":{"bandwidth_gbps":50,"topology":"torus","wrap":"size16"}}}`, "lab-1"},
 		{"custom gpu", `{"gpus_per_node":4,"links":{"nvlink":{"bandwidth_gbps":300,"topology":"switch"},"ib":{"bandwidth_gbps":25,"topology":"switch"}}}`, "custom"},
-		{"builtin name with equal figures", `{"name":"h100","gpus_per_node":8,"links":{
-			"nvlink":{"bandwidth_gbps":450,"latency_us":0.6,"base_latency_us":6.6,"topology":"switch"},
-			"ib":{"bandwidth_gbps":50,"latency_us":2.7,"base_latency_us":6.6,"topology":"switch"}}}`, "h100"},
+		{"builtin name with equal figures", `{"name":"tpu-v6e","links":{"ici":{"bandwidth_gbps":90,"latency_us":1,"topology":"torus","wrap":"size16"},
+			"dcn":{"bandwidth_gbps":12.5,"latency_us":10,"topology":"switch"}}}`, "tpu-v6e"},
+		{"builtin document", builtinDoc(t, "h100"), "h100"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestResolveBad(t *testing.T) {
 	}{
 		{"number", `42`, "cost_model", "must be a profile name"},
 		{"array", `["h100"]`, "cost_model", "not an array"},
-		{"unknown profile", `"h101"`, "cost_model", `unknown cost model "h101"; use one of b200, gb200-nvl72, h100`},
+		{"unknown profile", `"h101"`, "cost_model", `unknown cost model "h101"; use one of a100, b200, gb200-nvl72, h100`},
 		{"unknown base", `{"base":"v5p"}`, "cost_model.base", "unknown profile"},
 		{"base not a string", `{"base":5}`, "cost_model.base", "must be a string, not the number 5"},
 		{"unknown field", `{"base":"h100","bandwidth":3}`, "cost_model.bandwidth", "unknown field; allowed fields are aliases, axis_links"},
@@ -177,4 +177,13 @@ func FuzzResolve(f *testing.F) {
 			}
 		}
 	})
+}
+
+// builtinDoc is GET /v1/cost-models/{name}'s document of a built-in profile.
+func builtinDoc(t testing.TB, name string) string {
+	p, ok := Lookup(name)
+	require.True(t, ok)
+	data, err := json.Marshal(p)
+	require.NoError(t, err)
+	return string(data)
 }

@@ -121,7 +121,7 @@ func (f *Fabric) poolKey(m *sharding.Mesh) string {
 	}
 	f.keyOnce.Do(func() {
 		i := f.info
-		f.key = fmt.Sprintf("%s|%s|%g|%d|%v|%v", i.Mode, i.Hierarchy, i.Efficiency, i.GPUsPerNode, i.AxisLinks, i.Links)
+		f.key = fmt.Sprintf("%s|%s|%g|%d|%v|%v|%s", i.Mode, i.Hierarchy, i.Efficiency, i.GPUsPerNode, i.AxisLinks, i.Links, collectivesKey(i.Collectives))
 	})
 	key := f.key + "|" + m.String()
 	f.lastKey.Store(&meshKey{m, key})

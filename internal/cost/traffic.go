@@ -467,7 +467,7 @@ func (r *Router) routeSwitched(t *Traffic, offsets [][]int, out *TrafficEstimate
 			r.cnt[1][dst]++
 			if sn, dn := src/g, dst/g; sn != dn {
 				used[linkIB] = true
-				lat = max(lat, ib)
+				lat = max(lat, ib+f.p2pOverhead)
 				r.node[0][sn] += w
 				r.node[1][dn] += w
 				continue
@@ -524,7 +524,11 @@ func (r *Router) worstPort(w *worstRes) {
 		for c := range numLinks {
 			for d := range 2 {
 				if l := dv.port[c][d]; l > 0 {
-					if tm := l / r.f.links[c].bw; tm > w.time {
+					bw := r.f.links[c].bw
+					if c == linkNVLink && r.f.gpusPerNode > 0 {
+						bw = r.f.p2pNV
+					}
+					if tm := l / bw; tm > w.time {
 						*w = worstRes{time: tm, load: l, class: c, kind: resPort, dir: d, x: int(dv.pos)}
 					}
 				}
@@ -539,7 +543,7 @@ func (r *Router) worstNode(w *worstRes) {
 	for d := range 2 {
 		for nd, l := range r.node[d] {
 			nics := min(f.gpusPerNode, r.n-nd*f.gpusPerNode) // one NIC per GPU
-			if tm := l / (f.links[linkIB].bw * float64(nics)); tm > w.time {
+			if tm := l / (f.p2pNIC * float64(nics)); tm > w.time {
 				*w = worstRes{time: tm, load: l, class: linkIB, kind: resNode, dir: d, x: nd}
 			}
 		}
@@ -589,6 +593,9 @@ func (r *Router) add(from, to []int, w float64, out *TrafficEstimate, used *[num
 			if !ports[class] {
 				ports[class] = true
 				lat += f.links[class].lat
+				if class == linkIB && f.gpusPerNode > 0 {
+					lat += f.p2pOverhead
+				}
 				hops++
 			}
 			continue

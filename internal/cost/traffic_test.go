@@ -130,22 +130,30 @@ func TestRouterNodes(t *testing.T) {
 	f, _ := Profile("h100")
 	m := testMesh(t, "node=2,gpu=8")
 	r := f.NewRouter(m)
-	// One GPU sends 1 GB to a GPU of the other node: all 8 NICs of the node carry it.
+	// One GPU sends 1 GB to a GPU of the other node: all 8 NICs of the node carry it,
+	// each at the rate the transport reaches (collectives.p2p).
+	eff := f.Info().Collectives.P2P.NetEfficiency
+	require.Less(t, eff, 1.0)
 	one := r.Price(listTraffic(m, CollectivePermute, []flow{{0, 8, 1e9}}))
 	assert.Equal(t, "ib", one.Link)
-	assert.InDelta(t, 1e9/(8*50e3), one.BandwidthUS, 1e-6)
+	assert.InDelta(t, 1e9/(8*50e3*eff), one.BandwidthUS, 1e-6)
+	assert.InDelta(t, 6.6+2.7+f.Info().Collectives.P2P.MessageOverheadUS, one.LatencyUS, 1e-9)
 	// Every GPU sends 1 GB across: 8 GB over 8 NICs.
 	var all []flow
 	for i := range 8 {
 		all = append(all, flow{i, 8 + i, 1e9}, flow{8 + i, i, 1e9})
 	}
 	every := r.Price(listTraffic(m, CollectivePermute, all))
-	assert.InDelta(t, 1e9/50e3, every.BandwidthUS, 1e-6)
+	assert.InDelta(t, 1e9/(50e3*eff), every.BandwidthUS, 1e-6)
 	assert.Contains(t, every.Resource(), "ib egress of node")
 	// Inside the node: the NVLink port.
 	in := r.Price(listTraffic(m, CollectivePermute, []flow{{0, 1, 1e9}, {1, 0, 1e9}}))
 	assert.Equal(t, "nvlink", in.Link)
-	assert.InDelta(t, 1e9/450e3, in.BandwidthUS, 1e-6)
+	nvEff := f.Info().Collectives.P2P.NVLinkEfficiency
+	if nvEff == 0 {
+		nvEff = 1
+	}
+	assert.InDelta(t, 1e9/(450e3*nvEff), in.BandwidthUS, 1e-6)
 	assert.InDelta(t, 6.6+0.6, in.LatencyUS, 1e-9)
 }
 

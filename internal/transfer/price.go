@@ -230,7 +230,7 @@ func price(f *Fabric, l *loads, resident []float64, total float64, budget int64,
 		if pc.nvBytes+pc.netBytes > 0 {
 			pc.lat = f.Base + f.NVLinkLat
 			if ph.network {
-				pc.lat = f.Base + f.NICLat
+				pc.lat = f.Base + f.NICLat + f.NICOverhead
 			}
 			pc.lat += alphaMin * float64(max(pc.peers-1, 0))
 		}
@@ -332,7 +332,7 @@ func priceOne(f *Fabric, s *summary, weight, total float64, maxBuckets int) pric
 		if pc.nvBytes+pc.netBytes > 0 {
 			pc.lat = f.Base + f.NVLinkLat
 			if ps.network {
-				pc.lat = f.Base + f.NICLat
+				pc.lat = f.Base + f.NICLat + f.NICOverhead
 			}
 			pc.lat += alphaMin * float64(max(pc.peers-1, 0))
 		}

@@ -100,9 +100,14 @@ var Strategies = []string{"direct", "fanout", "spread", "chain", "tree", "mixed"
 type Fabric struct {
 	Name        string
 	GPUsPerNode int
-	NVLinkBW    float64
-	NICBW       float64
-	NVLinkLat   float64 // per step
+	// NVLinkBW and NICBW are one pair's rates on the model's transport
+	// (collectives.p2p: a fraction of the links' figures): what prices and bounds
+	// every schedule of moves.
+	NVLinkBW  float64
+	NICBW     float64
+	NVLinkLat float64 // per step
+	// NICOverhead is the µs a message between nodes adds (collectives.p2p).
+	NICOverhead float64
 	NICLat      float64 // per step
 	Base        float64 // per phase (launch)
 	Additive    bool
@@ -128,9 +133,18 @@ func FabricOf(m cost.Model, field string) (*Fabric, error) {
 	if eff == 0 {
 		eff = 1
 	}
+	line := ib.BandwidthGBps * eff * 1e3
+	nvBW := nv.BandwidthGBps * eff * 1e3
+	pair, over := line, 0.0
+	if c := info.Collectives; c != nil && c.P2P != nil {
+		pair, over = line*c.P2P.NetEfficiency, c.P2P.MessageOverheadUS
+		if c.P2P.NVLinkEfficiency > 0 {
+			nvBW *= c.P2P.NVLinkEfficiency
+		}
+	}
 	return &Fabric{
 		Name: info.Name, GPUsPerNode: info.GPUsPerNode,
-		NVLinkBW: nv.BandwidthGBps * eff * 1e3, NICBW: ib.BandwidthGBps * eff * 1e3,
+		NVLinkBW: nvBW, NICBW: pair, NICOverhead: over,
 		NVLinkLat: nv.LatencyUS, NICLat: ib.LatencyUS, Base: max(nv.BaseLatencyUS, ib.BaseLatencyUS),
 		Additive: info.Mode != "max",
 	}, nil
