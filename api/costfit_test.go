@@ -104,8 +104,8 @@ func TestFitCostModelBadInput(t *testing.T) {
 		{"tpu base", with(func(r *FitRequest) { r.Base = json.RawMessage(`"tpu-v5p"`) }), "base", "GPU profile"},
 		{"unknown base", with(func(r *FitRequest) { r.Base = json.RawMessage(`"abacus"`) }), "base", ""},
 		{"garbage line", with(func(r *FitRequest) {
-			r.Outputs[0].Text = strings.Replace(r.Outputs[0].Text, "\n", "\n  this is not a table row\n", 40)
-		}), "outputs[0].text", "line"},
+			r.Outputs[0].Text = strings.Replace(r.Outputs[0].Text, "182.87", "18x.87", 1)
+		}), "outputs[0].text", "line 32"},
 		{"no rows", with(func(r *FitRequest) { r.Outputs[0].Text = "# nothing here\n" }), "outputs[0].text", ""},
 		{"unknown collective", with(func(r *FitRequest) { r.Outputs[0].Collective = "broadcast_twice" }), "outputs[0].collective", "unknown collective"},
 		{"more nodes than ranks", with(func(r *FitRequest) { r.Outputs[0].Ranks, r.Outputs[0].Nodes = 4, 8 }), "outputs[0].nodes", ""},
