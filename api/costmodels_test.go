@@ -31,7 +31,7 @@ func TestCostModelsListing(t *testing.T) {
 		}
 	}
 	// COSTMODEL.md's profiles, each listed once.
-	assert.ElementsMatch(t, []string{"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "h100", "h200", "b200", "gb200-nvl72"}, names)
+	assert.ElementsMatch(t, []string{"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "a100", "h100", "h200", "b200", "gb200-nvl72"}, names)
 }
 
 func TestCostModelByName(t *testing.T) {

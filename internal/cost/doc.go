@@ -89,6 +89,20 @@
 // peer rounds NCCL schedules, as in COSTMODEL.md's worked example 10 (its B.1 table
 // says 1).
 //
+// # GPU collectives as NCCL runs them
+//
+// A GPU model with a collectives block (every built-in GPU profile) prices
+// all_gather, reduce_scatter, all_reduce and all_to_all over a group of D GPUs in each
+// of M nodes as the least time over NCCL's algorithms (nccl.go, COSTMODEL.md B.5): ring
+// (the node's NICs carry its channels together), tree and, where the NVSwitch reduces,
+// nvls and nvls_tree all_reduce, collnet where the network reduces, direct all_to_all;
+// each with fitted efficiencies of the NVLink and NIC figures, an efficiency curve over
+// nccl-tests' size and a latency. An axis larger than a node is split into its GPUs in
+// each node and the nodes (parts). collectives.p2p sets the transport of point-to-point
+// moves between nodes (its per-pair rate and per-message overhead). Fit (fit.go) fits
+// the figures to nccl-tests measurements (MeasurementsOf reads package nccltests'
+// output) and reports each point's error.
+//
 // # Combining latency and bandwidth
 //
 // The default "additive" mode prices T = L + B, as NCCL's tuner, PyTorch DTensor and
@@ -98,7 +112,7 @@
 //
 // # Profiles and custom models
 //
-// The built-in profiles (tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e, h100, h200, b200,
+// The built-in profiles (tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e, a100, h100, h200, b200,
 // gb200-nvl72) are embedded JSON under profiles/, every figure with its source; they
 // are listed by Profiles and Lookup and built by Profile. Resolve reads a request's
 // cost_model (a profile name, or an object: a base profile plus overrides, or a whole

@@ -358,8 +358,8 @@ func (f *Fabric) parts(c *Collective, dst []part) []part {
 }
 
 // classOf is the link class of (a sub-axis of) mesh axis name: axis_links first; then,
-// on a GPU model, nvlink when the group's span in row-major positions (stride * size)
-// divides gpus_per_node, ib otherwise; else ici.
+// on a GPU model, nvlink when the mesh fits in one node or the group's span in
+// row-major positions (stride * size) divides gpus_per_node, ib otherwise; else ici.
 func (f *Fabric) classOf(m *sharding.Mesh, name string, minor, size int) linkClass {
 	if c, ok := f.axisLinks[name]; ok {
 		return c
@@ -370,6 +370,9 @@ func (f *Fabric) classOf(m *sharding.Mesh, name string, minor, size int) linkCla
 	stride := 1
 	if m != nil {
 		stride = max(m.Stride(name), 1)
+		if m.NumDevices() <= f.gpusPerNode {
+			return linkNVLink // the whole mesh is one node
+		}
 	}
 	span := mulSat(mulSat(stride, minor), size)
 	if span <= f.gpusPerNode && f.gpusPerNode%span == 0 {

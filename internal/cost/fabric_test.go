@@ -34,7 +34,10 @@ func TestLinkAssignment(t *testing.T) {
 	sub := func(m *sharding.Mesh, name string, pre, size int) sharding.AxisRef {
 		return sharding.FullAxis(m.Axes[m.AxisIndex(name)]).Sub(pre, size)
 	}
-	h100, _ := Profile("h100")
+	// The formulas' link classes (the NCCL prices' bounding side depends on fitted
+	// efficiencies).
+	h100x, _ := Profile("h100")
+	h100 := formulas(t, h100x)
 	nvl72, _ := Profile("gb200-nvl72")
 	v5p, _ := Profile("tpu-v5p")
 	m2x8 := testMesh(t, "node=2,gpu=8")
@@ -49,8 +52,9 @@ func TestLinkAssignment(t *testing.T) {
 	}{
 		{"minor axis in a node", h100, m2x8, group(t, m2x8, "gpu"), "nvlink"},
 		{"major axis across nodes", h100, m2x8, group(t, m2x8, "node"), "ib"},
-		{"both levels: the node's NICs bound the ring", h100, m2x8, group(t, m2x8, "node", "gpu"), "ib"},
-		{"an axis larger than a node", h100, m16, group(t, m16, "gpu"), "ib"},
+		{"both levels: NVLink carries the most time", h100, m2x8, group(t, m2x8, "node", "gpu"), "nvlink"},
+		{"an axis larger than a node: NVLink in each node, the node's NICs between", h100, m16, group(t, m16, "gpu"), "nvlink"},
+		{"a 64-device mesh inside a 72-GPU domain", nvl72, testMesh(t, "gpu=64"), nil, "nvlink"},
 		{"minor sub-axis inside a node", h100, m16, []sharding.AxisRef{sub(m16, "gpu", 2, 8)}, "nvlink"},
 		{"major sub-axis, stride 8", h100, m16, []sharding.AxisRef{sub(m16, "gpu", 1, 2)}, "ib"},
 		{"72 GPUs in one NVLink domain", nvl72, testMesh(t, "rack=2,gpu=72"), nil, "nvlink"},

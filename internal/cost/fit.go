@@ -6,8 +6,10 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/shardplan/shardplan/internal/nccltests"
 	"github.com/shardplan/shardplan/internal/sharding"
 )
 
@@ -315,7 +317,7 @@ func Fit(ms []Measurement, base ProfileInfo) (ProfileInfo, []PointError, error) 
 				break
 			}
 		}
-		best = nelderMead(ev, &p, params, prior, best)
+		nelderMead(ev, &p, params, prior, best)
 		src := "fitted by cost.Fit to nccl-tests measurements >= 1 MiB: " + strings.Join(slices.Sorted(mapsKeys(files)), ", ")
 		for i, fp := range params {
 			if fp.get(&p) != prior[i] {
@@ -391,7 +393,7 @@ func fitParams(c *CollectivesInfo, ms []Measurement) []fitParam {
 				fitParam{algo: algo, name: "net_latency_us", lo: 0, hi: 2000, log: true})
 		}
 		if u.node || u.nodes || u.gpn {
-			out = append(out, fitParam{algo: algo, name: "curve_exponent", lo: 0.2, hi: 1.5})
+			out = append(out, fitParam{algo: algo, name: "curve_exponent", lo: 0.2, hi: 1})
 		}
 		if u.node {
 			out = append(out, fitParam{algo: algo, name: "half_bytes", lo: 0, hi: 1 << 30, log: true},
@@ -500,7 +502,7 @@ func (fp fitParam) fromUnit(u float64) float64 {
 
 // nelderMead refines p's params jointly (Nelder-Mead on the unit cube, a fixed
 // number of evaluations: deterministic), keeping p's values when it finds nothing
-// better than best. It returns the objective of p's final values.
+// better than best (their objective). It returns the objective of p's final values.
 func nelderMead(ev *evaluator, p *ProfileInfo, params []fitParam, prior []float64, best float64) float64 {
 	k := len(params)
 	if k == 0 {
@@ -615,4 +617,56 @@ func envelope(ms []Measurement) []Measurement {
 		}
 	}
 	return out
+}
+
+// MeasurementsOf reads a parsed nccl-tests output as measurements, one per table row
+// with a positive size and time (the out-of-place column), named source:line. The
+// groups are res's ranks over its nodes; a header "nvlink_domain" (GPUs per NVLink
+// domain, when a domain spans hosts as on a GB200 NVL72) counts a domain as one node,
+// and a header "nic_gbps" gives the cluster's NIC rate per GPU.
+func MeasurementsOf(res *nccltests.Result, source string) ([]Measurement, error) {
+	kind, ok := nccltestsKinds[res.Collective]
+	if !ok {
+		return nil, fmt.Errorf("%s: collective %q cannot be priced; give all_gather, reduce_scatter, all_reduce, alltoall or sendrecv output", source, res.Collective)
+	}
+	ranks, nodes := res.Ranks, res.Nodes
+	if ranks < 2 || nodes < 1 {
+		return nil, fmt.Errorf("%s: the output does not say its ranks and nodes; add \"# ranks: N\" and \"# nodes: M\" header lines", source)
+	}
+	if d, err := headerFloat(res, "nvlink_domain"); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	} else if d > 0 {
+		domain := min(int(d), ranks)
+		nodes = max((ranks+domain-1)/domain, 1)
+	}
+	nic, err := headerFloat(res, "nic_gbps")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	var out []Measurement
+	for _, p := range res.Points {
+		if p.Bytes <= 0 || !(p.OutOfPlace.TimeUS > 0) {
+			continue
+		}
+		out = append(out, Measurement{Source: fmt.Sprintf("%s:%d", source, p.Line), Kind: kind, Ranks: ranks, Nodes: nodes,
+			Bytes: p.Bytes, TimeUS: p.OutOfPlace.TimeUS, NICGBps: nic})
+	}
+	return out, nil
+}
+
+var nccltestsKinds = map[nccltests.Collective]Kind{
+	nccltests.AllGather: AllGather, nccltests.ReduceScatter: ReduceScatter, nccltests.AllReduce: AllReduce,
+	nccltests.AllToAll: AllToAll, nccltests.SendRecv: CollectivePermute,
+}
+
+func headerFloat(res *nccltests.Result, key string) (float64, error) {
+	s, ok := res.Header[key]
+	if !ok {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(strings.Fields(s + " x")[0], 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("header %q is %q; give a positive number", key, s)
+	}
+	return v, nil
 }

@@ -97,8 +97,8 @@ func (f *Fabric) setCollectives(p *ProfileInfo, cf string) *fielderr.FieldError 
 		fig.algos[i] = algo{defined: true, effNV: a.NVLinkEfficiency, effNet: a.NetEfficiency, half: a.HalfBytes, base: a.BaseLatencyUS,
 			netHalf: a.NetHalfBytes, netLat: a.NetLatencyUS, gamma: 1}
 		if a.CurveExponent != 0 {
-			if !(a.CurveExponent >= 0.05 && a.CurveExponent <= 4) {
-				return fielderr.New(join(f2, "curve_exponent"), "is %v; give the efficiency curve's exponent in [0.05, 4] (1: busbw = plateau x S/(S + half))", a.CurveExponent)
+			if !(a.CurveExponent >= 0.05 && a.CurveExponent <= 1) {
+				return fielderr.New(join(f2, "curve_exponent"), "is %v; give the efficiency curve's exponent in [0.05, 1] (1: busbw = plateau x S/(S + half); above 1 a time would fall as bytes grow)", a.CurveExponent)
 			}
 			fig.algos[i].gamma = a.CurveExponent
 		}
@@ -287,9 +287,11 @@ func (f *Fabric) algoEstimate(al algo, multi bool, tNV, tNet, size, stepLat floa
 	if tNet > tNV {
 		bw, e.Link = tNet, "ib"
 	}
-	half, lat := al.half, al.base+stepLat
+	// The links' base latency (a launch) is paid as by every collective: the floor
+	// the planner's bounds count on (LatencyFloors).
+	half, lat := al.half, f.links[linkNVLink].base+al.base+stepLat
 	if multi {
-		half, lat = al.netHalf, lat+al.netLat
+		half, lat = al.netHalf, max(f.links[linkNVLink].base, f.links[linkIB].base)+al.base+al.netLat+stepLat
 	}
 	if size > 0 && half > 0 {
 		if al.gamma == 1 {

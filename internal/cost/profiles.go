@@ -70,9 +70,9 @@ type CollectivesInfo struct {
 
 // AlgorithmInfo are one algorithm's figures. Its bus bandwidth at size S (nccl-tests'
 // size column) is the peak of the links it crosses times their efficiency times
-// S/(S + half_bytes); its latency is base_latency_us plus its steps at the links'
-// latency_us. A group that spans nodes uses net_half_bytes for half_bytes and adds
-// net_latency_us.
+// S/(S + half_bytes); its latency is the links' base_latency_us plus base_latency_us
+// plus its steps at the links' latency_us. A group that spans nodes uses
+// net_half_bytes for half_bytes and adds net_latency_us.
 type AlgorithmInfo struct {
 	// NVLinkEfficiency is the fraction of the NVLink figure reached inside a node, in
 	// (0, 1]; NetEfficiency the fraction of the NICs' figure (every NIC of the node the
@@ -85,7 +85,7 @@ type AlgorithmInfo struct {
 	NetHalfBytes  float64 `json:"net_half_bytes"`
 	NetLatencyUS  float64 `json:"net_latency_us"`
 	// CurveExponent γ shapes the curve: the bus bandwidth at size S is the plateau
-	// times (S/(S + half))^γ; 0 means 1. Below 1 the ramp is slower.
+	// times (S/(S + half))^γ, γ in (0, 1]; 0 means 1. Below 1 the ramp is slower.
 	CurveExponent float64 `json:"curve_exponent,omitempty"`
 	// Sources cite each figure, keyed by its JSON name.
 	Sources map[string]string `json:"sources,omitempty"`

@@ -108,7 +108,7 @@ func TestCompletePassStopsAtItsDeadline(t *testing.T) {
 // pass chains exchanges through several states one structured step from the target: an
 // all-to-all over 8 devices, then exchanges over 256 and 16, 56.7 µs.
 func TestLargeMeshChainedExchanges(t *testing.T) {
-	h100, _ := cost.Profile("h100")
+	h100 := formulaModel(t, "h100")
 	m := mustMesh(t, "d=4096")
 	shape := []int64{4096, 4096}
 	r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: mustSharding(t, m, shape, `["d",null]`), Target: mustSharding(t, m, shape, `[null,"d"]`), Model: h100}

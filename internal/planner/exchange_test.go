@@ -359,7 +359,7 @@ func TestLateExchangeAvoidsFullRematerialization(t *testing.T) {
 	require.Greater(t, newPattern(sp, b, a, false, 0).transfersAtMost(), maxDirectTransfers, "the side work leaves it out")
 	require.Equal(t, int64(11904), TransferCount(m, shape, src, tgt))
 	for _, name := range []string{"tpu-v5p", "h100"} {
-		f, _ := cost.Profile(name)
+		f := formulaModel(t, name)
 		r := &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f}
 		p, err := Reshard(context.Background(), r)
 		require.NoError(t, err)
@@ -558,6 +558,23 @@ func TestMiddleExchangeHybrids(t *testing.T) {
 	}
 }
 
+// formulaModel is the built-in profile prof priced by COSTMODEL.md B.1-B.4's formulas
+// (without its NCCL collectives figures): the prices the cases below were found on.
+func formulaModel(t testing.TB, prof string) *cost.Fabric {
+	t.Helper()
+	info, ok := cost.Lookup(prof)
+	require.True(t, ok, prof)
+	if info.Collectives == nil {
+		f, _ := cost.Profile(prof)
+		return f
+	}
+	info.Collectives = nil
+	info.Name += "-formulas"
+	f, err := cost.New(info)
+	require.NoError(t, err)
+	return f
+}
+
 // TestHybridsSliceWhereNothingMoves: where a hybrid's exchange would move nothing (every
 // device holds its tile already after the kept steps), the hybrid slices instead. An
 // all_to_all_v of no transfers was priced 0 µs, yet a front-end would launch it. Random-set
@@ -577,7 +594,7 @@ func TestHybridsSliceWhereNothingMoves(t *testing.T) {
 		{"tpu-v5p", 80, "gather_then_slice+slice", []Op{OpAllGather, OpSlice}, 4.32},
 		{"h100", 236, "slice+search", []Op{OpSlice, OpCollectivePermute}, 9.96},
 	} {
-		f, _ := cost.Profile(tc.prof)
+		f := formulaModel(t, tc.prof)
 		pb := randomSet(t)[tc.i]
 		p, err := Reshard(context.Background(), &Request{Mesh: pb.mesh, Shape: pb.shape, ElemBits: 16, Source: pb.src, Target: pb.tgt, Model: f})
 		require.NoError(t, err)

@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/shardplan/shardplan/internal/cost"
 )
 
 // TestModelChangesThePlan: the same reshard on the same mesh gets a different schedule
@@ -17,15 +15,15 @@ import (
 // block), so the planner keeps to all-to-alls. On a DGX H100 cluster the node axis
 // crosses InfiniBand, 9x slower than NVLink, so the planner keeps the traffic inside
 // the node: an all_to_all over gpu that moves 3.5x the bytes on NVLink, then a local
-// slice over node (the direct exchange, from the nearest replicas, ties with it).
+// slice over node (the direct exchange, from the nearest replicas, ties with it). The
+// profiles are priced by the formulas (COSTMODEL.md B.1-B.4) the exhibit was found on.
 func TestModelChangesThePlan(t *testing.T) {
 	m := mustMesh(t, "node=4,gpu=8")
 	shape := []int64{4096, 4096}
 	src := mustSharding(t, m, shape, `["gpu", null]`)
 	tgt := mustSharding(t, m, shape, `["node", "gpu"]`)
 	plan := func(profile string) *Plan {
-		f, ok := cost.Profile(profile)
-		require.True(t, ok, profile)
+		f := formulaModel(t, profile) // the prices the exhibit was found on
 		p, err := Reshard(context.Background(), &Request{Mesh: m, Shape: shape, ElemBits: 16, Source: src, Target: tgt, Model: f})
 		require.NoError(t, err)
 		replay(t, p)
