@@ -129,7 +129,10 @@ func (s *Server) fitCostModel(w http.ResponseWriter, r *http.Request) error {
 	if err := r.Context().Err(); err != nil {
 		return err
 	}
-	fitted, pe, err := cost.Fit(ms, base)
+	fitted, pe, err := cost.FitContext(r.Context(), ms, base)
+	if cerr := r.Context().Err(); cerr != nil {
+		return cerr
+	}
 	if err != nil {
 		return Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("outputs", "%v", err))
 	}
