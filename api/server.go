@@ -266,6 +266,7 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAPIKey, s.rateLimit, s.requireJSON, s.limitBody(s.limits.MaxBodyBytes), s.bufferBody, s.timeout, s.boundAnswers)
 		r.With(s.offers("application/json", svgMediaType), s.throttle).Post("/v1/tiles", s.handle(s.tiles))
+		r.With(jsonOnly, s.throttle).Post("/v1/cost-models/fit", s.handle(s.fitCostModel))
 		// A drawing is made from the JSON answer; the exact-request memo answers a body it
 		// has answered before; reshard decodes and keys the rest for the plan memo.
 		r.With(s.offers("application/json", textMediaType, svgMediaType)).Post("/v1/reshard", s.handle(s.drawnReshard(s.exact("reshard", textMediaType, s.reshard))))

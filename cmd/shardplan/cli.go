@@ -31,6 +31,7 @@ const (
 const maxInput = 256 << 20
 
 const usage = `usage: shardplan [flags] reshard|graph|tiles|audit|transfer FILE|-
+       shardplan [flags] calibrate FILE...
 
 Posts FILE (- for standard input) to POST /v1/<command> and prints the answer: the plan
 summary, policy violations and suggested constraints, or the raw response with --json.
@@ -52,6 +53,13 @@ transfer takes a transfer request (JSON) and prints its report: the plan's time 
 the fabric's bound, the strategies priced, the phases and the tensor groups. Its gates
 make the exit status 1: --max-time-us (the plan's time over it), --min-efficiency (its
 time_efficiency, the bound over the time, under it).
+
+calibrate takes nccl-tests outputs as printed (all_gather_perf, reduce_scatter_perf,
+all_reduce_perf, alltoall_perf, sendrecv_perf; one run a file) and posts them to POST
+/v1/cost-models/fit on top of --base: it writes the fitted cost model (JSON that any
+request's cost_model accepts) to --out, or to standard output, and prints each
+collective's error per scope, before and after, and the outliers (to standard error when
+the model goes to standard output). --ranks and --nodes say what a run's output does not.
 
 Exit status: 0 success, 1 policy violation (HTTP 422) or a failed audit or transfer gate, 2 bad
 input or usage, 3 server or transport error.
@@ -77,6 +85,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.Float64Var(&ao.maxExposedUS, "max-exposed-us", 0, "audit of a compiled module: exit 1 when the communication its schedule exposes (the step waits on) exceeds this many microseconds (0: none)")
 	fs.Float64Var(&ao.maxTimeUS, "max-time-us", 0, "audit, transfer: exit 1 when the total communication time exceeds this many microseconds (0: none)")
 	minEff := fs.Float64("min-efficiency", 0, "transfer: exit 1 when the plan's time_efficiency (bound / time) is below this (0: none)")
+	var co calibrateOptions
+	fs.StringVar(&co.base, "base", "h100", "calibrate: the GPU profile the fit starts from (h100, h200, b200, gb200-nvl72, a100)")
+	fs.StringVar(&co.name, "name", "", "calibrate: the fitted model's name (default: the base's name with -fitted)")
+	fs.StringVar(&co.out, "out", "", "calibrate: write the fitted cost model to this file (default: standard output)")
+	fs.IntVar(&co.ranks, "ranks", 0, "calibrate: the ranks of every run, where its output does not list its devices")
+	fs.IntVar(&co.nodes, "nodes", 0, "calibrate: the nodes of every run, where its output does not list its hosts")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -95,20 +109,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		pos, rest = append(pos, rest[0]), rest[1:]
 	}
-	if len(pos) != 2 || (pos[0] != "reshard" && pos[0] != "graph" && pos[0] != "tiles" && pos[0] != "audit" && pos[0] != "transfer") {
-		fmt.Fprintf(stderr, "shardplan: want a command (reshard, graph, tiles, audit or transfer) and a FILE or -, got %q\n\n", pos)
+	calibrating := len(pos) >= 2 && pos[0] == "calibrate"
+	if !calibrating && (len(pos) != 2 || (pos[0] != "reshard" && pos[0] != "graph" && pos[0] != "tiles" && pos[0] != "audit" && pos[0] != "transfer")) {
+		fmt.Fprintf(stderr, "shardplan: want a command (reshard, graph, tiles, audit or transfer) and a FILE or -, or calibrate and its FILEs, got %q\n\n", pos)
 		fs.Usage()
 		return exitBadInput
 	}
 	cmd, file := pos[0], pos[1]
 
-	body, err := readInput(file, stdin)
+	var body []byte
+	var err error
+	if calibrating {
+		body, err = co.request(pos[1:], stdin)
+	} else {
+		body, err = readInput(file, stdin)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "shardplan: %v\n", err)
 		return exitBadInput
 	}
-	contentType, query := "application/json", ""
+	contentType, query, path := "application/json", "", "/v1/"+cmd
 	switch cmd {
+	case "calibrate":
+		path = "/v1/cost-models/fit"
 	case "graph":
 		body = graphBody(body, *function)
 	case "audit":
@@ -126,7 +149,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/"+cmd+query, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path+query, bytes.NewReader(body))
 	if err != nil {
 		fmt.Fprintf(stderr, "shardplan: %v\n", err)
 		return exitBadInput
@@ -151,6 +174,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	code := exitCode(resp.StatusCode, out)
 	if cmd == "audit" && code == exitOK {
 		return ao.report(stdout, stderr, out, *asJSON)
+	}
+	if cmd == "calibrate" && code == exitOK {
+		return co.report(stdout, stderr, out, *asJSON)
 	}
 	if cmd == "transfer" && code == exitOK {
 		return transferReport(stdout, stderr, out, *asJSON, ao.maxTimeUS, *minEff)

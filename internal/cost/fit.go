@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -203,7 +204,8 @@ func setKey(m map[string]string, k, v string) map[string]string {
 
 // evaluator prices measurements, building one model per machine variant.
 type evaluator struct {
-	ms []Measurement
+	ms   []Measurement
+	done <-chan struct{} // when closed, every objective is +Inf and the search ends
 }
 
 func newEvaluator(ms []Measurement) (*evaluator, error) {
@@ -240,6 +242,11 @@ func (ev *evaluator) errors(p ProfileInfo) ([]PointError, error) {
 // objective is the mean squared log error, plus a weak pull of every figure towards
 // the base profile's (so figures no point depends on keep their value).
 func (ev *evaluator) objective(p ProfileInfo, params []fitParam, prior []float64) float64 {
+	select {
+	case <-ev.done:
+		return math.Inf(1)
+	default:
+	}
 	pe, err := ev.errors(p)
 	if err != nil {
 		return math.Inf(1)
@@ -273,6 +280,12 @@ const FitMinBytes = 1 << 20
 // measurement (of any size) priced on the result. Deterministic: the same points and
 // base give the same figures.
 func Fit(ms []Measurement, base ProfileInfo) (ProfileInfo, []PointError, error) {
+	return FitContext(context.Background(), ms, base)
+}
+
+// FitContext is Fit that stops when ctx is done, answering ctx's error: no step of
+// the search starts after that.
+func FitContext(ctx context.Context, ms []Measurement, base ProfileInfo) (ProfileInfo, []PointError, error) {
 	if base.Collectives == nil {
 		return ProfileInfo{}, nil, errors.New("the base profile has no collectives figures to fit; start from a GPU profile such as h100")
 	}
@@ -296,7 +309,7 @@ func Fit(ms []Measurement, base ProfileInfo) (ProfileInfo, []PointError, error) 
 	if p.Collectives.P2P == nil {
 		p.Collectives.P2P = &P2PInfo{Transport: "nccl", NetEfficiency: 1}
 	}
-	ev := &evaluator{ms: fitted}
+	ev := &evaluator{ms: fitted, done: ctx.Done()}
 	params := fitParams(p.Collectives, fitted)
 	prior := make([]float64, len(params))
 	for i, fp := range params {
@@ -318,6 +331,9 @@ func Fit(ms []Measurement, base ProfileInfo) (ProfileInfo, []PointError, error) 
 			}
 		}
 		nelderMead(ev, &p, params, prior, best)
+		if err := ctx.Err(); err != nil {
+			return ProfileInfo{}, nil, err
+		}
 		src := "fitted by cost.Fit to nccl-tests measurements >= 1 MiB: " + strings.Join(slices.Sorted(mapsKeys(files)), ", ")
 		for i, fp := range params {
 			if fp.get(&p) != prior[i] {

@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -148,4 +149,22 @@ func TestDevFit(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".json"), data, 0o644))
 	}
+}
+
+// FitContext stops at its context: a cancelled fit answers the context's error.
+func TestFitContextStops(t *testing.T) {
+	files := readMeasured(t)
+	var ms []Measurement
+	for _, f := range files {
+		if f.profile == "h100" {
+			ms = append(ms, f.points...)
+		}
+	}
+	require.NotEmpty(t, ms)
+	base, ok := Lookup("h100")
+	require.True(t, ok)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := FitContext(ctx, ms, base)
+	require.ErrorIs(t, err, context.Canceled)
 }
