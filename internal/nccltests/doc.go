@@ -21,6 +21,8 @@
 //     the output itself does not show, and must agree with it when it does.
 //   - Log prefixes in front of any line: Open MPI's "[1,0]<stdout>:", srun's "0: ",
 //     and ISO timestamps, alone or stacked.
+//   - Output pasted into Markdown pages that dropped the leading "#" of the comment
+//     lines (the run header, the device list, "Avg bus bandwidth").
 //
 // Every other line (NCCL INFO logs, launcher messages, blank lines, comments) is
 // skipped. A line whose first two fields are integers is a table row and must read

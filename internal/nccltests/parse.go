@@ -137,9 +137,9 @@ var (
 	headerKeyRe = regexp.MustCompile(`^#\s*([a-z][a-z0-9_]*):\s?(.*)$`)
 	rankRe      = regexp.MustCompile(`^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+(?:on\s+(\S+)\s+)?device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
 	perfNameRe  = regexp.MustCompile(`\b([a-z_]+)_perf(?:_mpi)?\b`)
-	avgRe       = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
-	startRe     = regexp.MustCompile(`^#\s*Collective test starting:\s*(\S+)`)
-	testsVerRe  = regexp.MustCompile(`^#\s*nccl-tests version\s+(\S+)`)
+	avgRe       = regexp.MustCompile(`^#?\s*Avg bus bandwidth\s*:\s*(\S+)`)
+	startRe     = regexp.MustCompile(`^#?\s*Collective test starting:\s*(\S+)`)
+	testsVerRe  = regexp.MustCompile(`^#?\s*nccl-tests version\s+(\S+)`)
 	ncclVerRe   = regexp.MustCompile(`^NCCL version\s+(\S+)`)
 	nThreadRe   = regexp.MustCompile(`^#?\s*nThread\s`)
 	wordRe      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
@@ -208,24 +208,25 @@ func (p *parser) line(n int, raw string) error {
 			p.headerLine[m[1]] = n
 			return nil
 		}
-		if m := avgRe.FindStringSubmatch(t); m != nil {
-			v, err := strconv.ParseFloat(m[1], 64)
-			if err != nil {
-				return &LineError{Line: n, Msg: fmt.Sprintf("average bus bandwidth %q is not a number", m[1])}
-			}
-			res.AvgBusBW, res.HasAvgBusBW = v, true
-			return nil
+	}
+	// Markdown renderers drop the leading "#"; these lines read the same with or without it.
+	if m := avgRe.FindStringSubmatch(t); m != nil {
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return &LineError{Line: n, Msg: fmt.Sprintf("average bus bandwidth %q is not a number", m[1])}
 		}
-		if m := startRe.FindStringSubmatch(t); m != nil {
-			if len(res.Points) > 0 {
-				return p.secondRun(n)
-			}
-			return p.nameCollective(n, m[1])
+		res.AvgBusBW, res.HasAvgBusBW = v, true
+		return nil
+	}
+	if m := startRe.FindStringSubmatch(t); m != nil {
+		if len(res.Points) > 0 {
+			return p.secondRun(n)
 		}
-		if m := testsVerRe.FindStringSubmatch(t); m != nil {
-			res.TestsVersion = m[1]
-			return nil
-		}
+		return p.nameCollective(n, m[1])
+	}
+	if m := testsVerRe.FindStringSubmatch(t); m != nil {
+		res.TestsVersion = m[1]
+		return nil
 	}
 	if nThreadRe.MatchString(t) {
 		if len(res.Points) > 0 {

@@ -39,6 +39,11 @@ var datasetFiles = []struct {
 	{"oci-gb200-1x4-alltoall.txt", AllToAll, 4, 1, 4, 2, 4294967296, 8589934592, 0, true},
 	{"oci-gb200-16x4-alltoall.txt", AllToAll, 64, 16, 4, 2, 4294967296, 8589934592, 0, true},
 	{"oci-gb200-32x4-alltoall.txt", AllToAll, 128, 32, 4, 2, 4294967296, 8589934592, 0, true},
+	{"dstack-crusoe-a100-2x8-allreduce.txt", AllReduce, 16, 2, 8, 29, 8, 2147483648, 0, true},
+	{"dstack-gcp-a3mega-h100-2x8-allgather.txt", AllGather, 16, 2, 8, 11, 8388608, 8589934592, 0, true},
+	{"dstack-gcp-a4-b200-2x8-allreduce.txt", AllReduce, 16, 2, 8, 11, 8388608, 8589934592, 0, true},
+	{"dstack-lambda-b200-2x8-allreduce.txt", AllReduce, 16, 2, 8, 29, 8, 2147483648, 0, true},
+	{"dstack-nebius-h100-2x8-allreduce.txt", AllReduce, 16, 2, 8, 31, 8, 8589934592, 0, true},
 	{"gcp-a3mega-h100-2x8-allreduce.txt", AllReduce, 16, 2, 8, 31, 8, 8589934592, 2, true},
 	{"gcp-a3ultra-h200-2x1-allgather.txt", AllGather, 2, 2, 1, 24, 1024, 8589934592, 2, true},
 	{"gcp-a3ultra-h200-2x1-allreduce.txt", AllReduce, 2, 2, 1, 24, 1024, 8589934592, 2, true},
@@ -255,6 +260,29 @@ func TestParseFullRun(t *testing.T) {
 	mm, err := r.CheckBusBW()
 	if err != nil || len(mm) != 0 {
 		t.Errorf("check: %v %v", mm, err)
+	}
+}
+
+// markdownRun is nccl-tests output as a Markdown page renders it: the leading "#" of
+// every comment line is gone.
+const markdownRun = `  nccl-tests version 2.17.6 nccl-headers=22602 nccl-library=22602
+  Collective test starting: all_reduce_perf
+  nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+        size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+         (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    36.50    0.00    0.00       0    36.16    0.00    0.00       0
+          16             4     float     sum      -1    35.55    0.00    0.00       0    35.49    0.00    0.00       0
+  Out of bounds values : 0 OK
+  Avg bus bandwidth    : 0.00123
+`
+
+func TestParseWithoutHashes(t *testing.T) {
+	r, err := Parse(strings.NewReader(markdownRun))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Collective != AllReduce || r.TestsVersion != "2.17.6" || r.NThread != 1 || r.MaxBytes != 16 || !r.HasAvgBusBW || r.AvgBusBW != 0.00123 || len(r.Points) != 2 || r.Points[1].Line != 7 {
+		t.Errorf("read %+v", r)
 	}
 }
 
