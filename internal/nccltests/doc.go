@@ -24,6 +24,9 @@
 //   - Output pasted into Markdown pages that dropped the leading "#" of the comment
 //     lines (the run header, the device list, "Avg bus bandwidth").
 //
+// ParseAll reads a log of several runs (one program after another) into one Result
+// each; Parse takes one run and names the line where a second would start.
+//
 // Every other line (NCCL INFO logs, launcher messages, blank lines, comments) is
 // skipped. A line whose first two fields are integers is a table row and must read
 // as one; if it does not, Parse fails with a *LineError naming the line. A file with
