@@ -132,6 +132,7 @@ func (e *LineError) Error() string {
 var (
 	prefixRes = []*regexp.Regexp{
 		regexp.MustCompile(`^\s*\[\d+,\d+\]<(?:stdout|stderr)>:`),
+		regexp.MustCompile(`^\s*\([\w.-]*(?:,? ?(?:rank|pid|ip|node)=[\w.:-]+)+\)\s`),
 		regexp.MustCompile(`^\s*\d+:\s`),
 		regexp.MustCompile(`^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?(?:\s|$)`),
 	}

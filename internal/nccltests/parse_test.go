@@ -51,6 +51,7 @@ var datasetFiles = []struct {
 	{"gcp-a4-b200-2x1-allgather.txt", AllGather, 2, 2, 1, 28, 0, 1073741824, 2, true},
 	{"gcp-a4-b200-2x8-allgather.txt", AllGather, 16, 2, 8, 24, 1024, 8589934592, 2, true},
 	{"liplus-a100-1x8-sendrecv.txt", SendRecv, 8, 1, 8, 4, 134217728, 1073741824, 0, true},
+	{"skypilot-gcp-a3ultra-h200-2x8-allgather.txt", AllGather, 16, 2, 8, 24, 1024, 8589934592, 2, true},
 	{"xxrjun-c00-h100-2x1-sendrecv.txt", SendRecv, 2, 2, 1, 10, 33554432, 17179869184, 2, true},
 	{"xxrjun-c00-h100-2x8-alltoall.txt", AllToAll, 16, 2, 8, 10, 33554432, 17179869184, 2, true},
 	{"xxrjun-h100-10x1-allgather.txt", AllGather, 10, 10, 1, 10, 33554400, 17179869120, 10, true},
@@ -186,6 +187,10 @@ func TestParseLayouts(t *testing.T) {
 			"none", true, true, "0", Measurement{TimeUS: 17.06, AlgBW: 0.48, BusBW: 0.24}},
 		{"bracketed timestamp, tag", "[2025-03-04 10:11:12] [1,3]<stdout>:           0             0     float    none      -1     0.06    0.00    0.00      0     0.06    0.00    0.00      0",
 			"none", true, true, "0", Measurement{TimeUS: 0.06}},
+		{"SkyPilot and Open MPI", "(head, rank=0, pid=3808) [1,0]<stdout>:  8589934592     134217728     float    none      -1    24724  347.44  325.72      0    24214  354.75  332.58      0",
+			"none", true, true, "0", Measurement{TimeUS: 24724, AlgBW: 347.44, BusBW: 325.72}},
+		{"Ray worker", "(RayTrainWorker pid=2890, ip=10.0.0.1)    1048576    262144  float  sum  -1  58.46  17.94  16.82  0  54.81  19.13  17.93  0",
+			"sum", true, true, "0", Measurement{TimeUS: 58.46, AlgBW: 17.94, BusBW: 16.82}},
 		{"bfloat16 and tabs", "\t16777216\t4194304\tbfloat16\tnone\t-1\t108.8\t154.20\t77.10\t0\t98.19\t170.86\t85.43\t0",
 			"none", true, true, "0", Measurement{TimeUS: 108.8, AlgBW: 154.20, BusBW: 77.10}},
 	}
