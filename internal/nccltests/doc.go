@@ -21,7 +21,7 @@
 //     the output itself does not show, and must agree with it when it does.
 //   - Log prefixes in front of any line: Open MPI's "[1,0]<stdout>:", srun's "0: ",
 //     SkyPilot's and Ray's "(head, rank=0, pid=3808) ", and ISO timestamps, alone or
-//     stacked.
+//     stacked; terminal colour codes are dropped first.
 //   - Output pasted into Markdown pages that dropped the leading "#" of the comment
 //     lines (the run header, the device list, "Avg bus bandwidth").
 //

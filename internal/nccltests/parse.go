@@ -147,8 +147,15 @@ var (
 	wordRe      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 )
 
-// stripPrefixes removes launcher and logger prefixes, stacked in any order.
+// ansiRe matches terminal colour codes, which some launchers wrap their prefixes in.
+var ansiRe = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// stripPrefixes removes terminal colour codes, then launcher and logger prefixes,
+// stacked in any order.
 func stripPrefixes(s string) string {
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = ansiRe.ReplaceAllString(s, "")
+	}
 	for {
 		done := true
 		for _, re := range prefixRes {

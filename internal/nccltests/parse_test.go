@@ -189,6 +189,8 @@ func TestParseLayouts(t *testing.T) {
 			"none", true, true, "0", Measurement{TimeUS: 0.06}},
 		{"SkyPilot and Open MPI", "(head, rank=0, pid=3808) [1,0]<stdout>:  8589934592     134217728     float    none      -1    24724  347.44  325.72      0    24214  354.75  332.58      0",
 			"none", true, true, "0", Measurement{TimeUS: 24724, AlgBW: 347.44, BusBW: 325.72}},
+		{"coloured SkyPilot worker prefix", "\x1b[36m(worker1, rank=1, ip=10.146.0.26, pid=13566)\x1b[0m     8388608       2097152     float     sum      -1    80.32  104.44  182.77      0    80.32  104.44  182.77      0",
+			"sum", true, true, "0", Measurement{TimeUS: 80.32, AlgBW: 104.44, BusBW: 182.77}},
 		{"Ray worker", "(RayTrainWorker pid=2890, ip=10.0.0.1)    1048576    262144  float  sum  -1  58.46  17.94  16.82  0  54.81  19.13  17.93  0",
 			"sum", true, true, "0", Measurement{TimeUS: 58.46, AlgBW: 17.94, BusBW: 16.82}},
 		{"bfloat16 and tabs", "\t16777216\t4194304\tbfloat16\tnone\t-1\t108.8\t154.20\t77.10\t0\t98.19\t170.86\t85.43\t0",
