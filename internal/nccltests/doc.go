@@ -20,7 +20,13 @@
 //     underscores). The keys collective, ranks, nodes and gpus_per_node supply what
 //     the output itself does not show, and must agree with it when it does.
 //   - Log prefixes in front of any line: Open MPI's "[1,0]<stdout>:", srun's "0: ",
-//     and ISO timestamps, alone or stacked.
+//     SkyPilot's and Ray's "(head, rank=0, pid=3808) ", and ISO timestamps, alone or
+//     stacked; terminal colour codes are dropped first.
+//   - Output pasted into Markdown pages that dropped the leading "#" of the comment
+//     lines (the run header, the device list, "Avg bus bandwidth").
+//
+// ParseAll reads a log of several runs (one program after another) into one Result
+// each; Parse takes one run and names the line where a second would start.
 //
 // Every other line (NCCL INFO logs, launcher messages, blank lines, comments) is
 // skipped. A line whose first two fields are integers is a table row and must read

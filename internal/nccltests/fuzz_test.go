@@ -28,6 +28,9 @@ func FuzzParse(f *testing.F) {
 	f.Add("       32768          4096   float    13.39    1.22    1.22  0e+00    11.85    1.38    1.38  0e+00\n")
 	f.Add("0:            8             2     float     sum      -1    164.3    0.00    0.00      0    163.3    0.00    0.00      0\n")
 	f.Add("# ranks: 0\n1 1 a b c d e f g h i j k\n")
+	if b, err := os.ReadFile("testdata/xxrjun-h100-10x1-five-runs.log"); err == nil {
+		f.Add(string(b))
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		lines := strings.Count(in, "\n") + 1
 		r, err := Parse(strings.NewReader(in))
@@ -50,6 +53,17 @@ func FuzzParse(f *testing.F) {
 			}
 			if r.Ranks < 0 || r.Nodes < 0 || r.GPUsPerNode < 0 {
 				t.Fatalf("negative counts %d %d %d", r.Ranks, r.Nodes, r.GPUsPerNode)
+			}
+		}
+		// ParseAll agrees with Parse on input holding one run.
+		if runs, errAll := ParseAll(strings.NewReader(in)); err == nil {
+			if errAll != nil || len(runs) != 1 || !reflect.DeepEqual(runs[0], r) {
+				t.Fatalf("ParseAll disagrees with Parse: %d runs, %v", len(runs), errAll)
+			}
+		} else if errAll == nil {
+			var le *LineError
+			if errors.As(err, &le) && !strings.Contains(le.Msg, "second run") {
+				t.Fatalf("ParseAll accepted what Parse refused with %v", err)
 			}
 		}
 		if len(in) > 1<<16 || strings.ContainsRune(in, '\r') {

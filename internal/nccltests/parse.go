@@ -2,6 +2,7 @@ package nccltests
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -131,22 +132,30 @@ func (e *LineError) Error() string {
 var (
 	prefixRes = []*regexp.Regexp{
 		regexp.MustCompile(`^\s*\[\d+,\d+\]<(?:stdout|stderr)>:`),
+		regexp.MustCompile(`^\s*\([\w.-]*(?:,? ?(?:rank|pid|ip|node)=[\w.:-]+)+\)\s`),
 		regexp.MustCompile(`^\s*\d+:\s`),
 		regexp.MustCompile(`^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?(?:\s|$)`),
 	}
 	headerKeyRe = regexp.MustCompile(`^#\s*([a-z][a-z0-9_]*):\s?(.*)$`)
 	rankRe      = regexp.MustCompile(`^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+(?:on\s+(\S+)\s+)?device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
 	perfNameRe  = regexp.MustCompile(`\b([a-z_]+)_perf(?:_mpi)?\b`)
-	avgRe       = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
-	startRe     = regexp.MustCompile(`^#\s*Collective test starting:\s*(\S+)`)
-	testsVerRe  = regexp.MustCompile(`^#\s*nccl-tests version\s+(\S+)`)
+	avgRe       = regexp.MustCompile(`^#?\s*Avg bus bandwidth\s*:\s*(\S+)`)
+	startRe     = regexp.MustCompile(`^#?\s*Collective test starting:\s*(\S+)`)
+	testsVerRe  = regexp.MustCompile(`^#?\s*nccl-tests version\s+(\S+)`)
 	ncclVerRe   = regexp.MustCompile(`^NCCL version\s+(\S+)`)
 	nThreadRe   = regexp.MustCompile(`^#?\s*nThread\s`)
 	wordRe      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 )
 
-// stripPrefixes removes launcher and logger prefixes, stacked in any order.
+// ansiRe matches terminal colour codes, which some launchers wrap their prefixes in.
+var ansiRe = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// stripPrefixes removes terminal colour codes, then launcher and logger prefixes,
+// stacked in any order.
 func stripPrefixes(s string) string {
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = ansiRe.ReplaceAllString(s, "")
+	}
 	for {
 		done := true
 		for _, re := range prefixRes {
@@ -162,14 +171,46 @@ func stripPrefixes(s string) string {
 }
 
 // Parse reads one nccl-tests run. See the package documentation for what it accepts.
+// Input holding more than one run is an error naming the line where the second starts;
+// ParseAll reads such input.
 func Parse(r io.Reader) (*Result, error) {
-	p := parser{res: &Result{}, headerLine: map[string]int{}, rankLine: map[int]int{}}
+	runs, err := parse(r, false)
+	if err != nil {
+		return nil, err
+	}
+	return runs[0], nil
+}
+
+// ParseAll reads every run in the input, in order: a log of several nccl-tests
+// programs run one after another (a run starts at its "nccl-tests version",
+// "Collective test starting" or "nThread" line once the previous run has rows).
+// Header keys at the top of the input, before any other non-blank line, apply to every
+// run; keys given later belong to the run they appear in.
+func ParseAll(r io.Reader) ([]*Result, error) {
+	return parse(r, true)
+}
+
+// errNewRun tells parse that the line starts another run.
+var errNewRun = errors.New("new run")
+
+func parse(r io.Reader, multi bool) ([]*Result, error) {
+	p := newParser(multi, nil, true)
+	var runs []*Result
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	n := 0
 	for sc.Scan() {
 		n++
-		if err := p.line(n, sc.Text()); err != nil {
+		err := p.line(n, sc.Text())
+		if errors.Is(err, errNewRun) {
+			if err := p.finish(); err != nil {
+				return nil, err
+			}
+			runs = append(runs, p.res)
+			p = newParser(multi, p.preamble, false)
+			err = p.line(n, sc.Text())
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -179,11 +220,36 @@ func Parse(r io.Reader) (*Result, error) {
 	if err := p.finish(); err != nil {
 		return nil, err
 	}
-	return p.res, nil
+	return append(runs, p.res), nil
+}
+
+// headerKey is a "# key: value" line.
+type headerKey struct {
+	key, value string
+	line       int
+}
+
+func newParser(multi bool, preamble []headerKey, first bool) *parser {
+	p := &parser{res: &Result{}, multi: multi, headerLine: map[string]int{}, rankLine: map[int]int{}, preamble: preamble, inPreamble: first}
+	for _, h := range preamble {
+		p.setHeader(h)
+	}
+	return p
+}
+
+func (p *parser) setHeader(h headerKey) {
+	if p.res.Header == nil {
+		p.res.Header = map[string]string{}
+	}
+	p.res.Header[h.key] = h.value
+	p.headerLine[h.key] = h.line
 }
 
 type parser struct {
 	res        *Result
+	multi      bool           // ParseAll: a second run starts a new Result
+	preamble   []headerKey    // header keys before the first run; every run inherits them
+	inPreamble bool           // only header keys and blank lines so far in the input
 	headerLine map[string]int // header key -> line
 	rankLine   map[int]int    // rank -> index in res.Devices
 	outColl    Collective     // collective the output itself names
@@ -201,31 +267,36 @@ func (p *parser) line(n int, raw string) error {
 			if _, dup := p.headerLine[m[1]]; dup {
 				return &LineError{Line: n, Msg: fmt.Sprintf("header key %q given twice (first on line %d)", m[1], p.headerLine[m[1]])}
 			}
-			if res.Header == nil {
-				res.Header = map[string]string{}
+			h := headerKey{key: m[1], value: strings.TrimSpace(m[2]), line: n}
+			p.setHeader(h)
+			if p.inPreamble {
+				p.preamble = append(p.preamble, h)
 			}
-			res.Header[m[1]] = strings.TrimSpace(m[2])
-			p.headerLine[m[1]] = n
 			return nil
 		}
-		if m := avgRe.FindStringSubmatch(t); m != nil {
-			v, err := strconv.ParseFloat(m[1], 64)
-			if err != nil {
-				return &LineError{Line: n, Msg: fmt.Sprintf("average bus bandwidth %q is not a number", m[1])}
-			}
-			res.AvgBusBW, res.HasAvgBusBW = v, true
-			return nil
+	}
+	p.inPreamble = false
+	// Markdown renderers drop the leading "#"; these lines read the same with or without it.
+	if m := avgRe.FindStringSubmatch(t); m != nil {
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return &LineError{Line: n, Msg: fmt.Sprintf("average bus bandwidth %q is not a number", m[1])}
 		}
-		if m := startRe.FindStringSubmatch(t); m != nil {
-			if len(res.Points) > 0 {
-				return p.secondRun(n)
-			}
-			return p.nameCollective(n, m[1])
+		res.AvgBusBW, res.HasAvgBusBW = v, true
+		return nil
+	}
+	if m := startRe.FindStringSubmatch(t); m != nil {
+		if len(res.Points) > 0 {
+			return p.secondRun(n)
 		}
-		if m := testsVerRe.FindStringSubmatch(t); m != nil {
-			res.TestsVersion = m[1]
-			return nil
+		return p.nameCollective(n, m[1])
+	}
+	if m := testsVerRe.FindStringSubmatch(t); m != nil {
+		if len(res.Points) > 0 {
+			return p.secondRun(n)
 		}
+		res.TestsVersion = m[1]
+		return nil
 	}
 	if nThreadRe.MatchString(t) {
 		if len(res.Points) > 0 {
@@ -263,6 +334,9 @@ func (p *parser) line(n int, raw string) error {
 }
 
 func (p *parser) secondRun(n int) error {
+	if p.multi {
+		return errNewRun
+	}
 	return &LineError{Line: n, Msg: fmt.Sprintf("a second run starts here after %d rows of the first; give one run per input", len(p.res.Points))}
 }
 

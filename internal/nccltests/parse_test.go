@@ -39,6 +39,11 @@ var datasetFiles = []struct {
 	{"oci-gb200-1x4-alltoall.txt", AllToAll, 4, 1, 4, 2, 4294967296, 8589934592, 0, true},
 	{"oci-gb200-16x4-alltoall.txt", AllToAll, 64, 16, 4, 2, 4294967296, 8589934592, 0, true},
 	{"oci-gb200-32x4-alltoall.txt", AllToAll, 128, 32, 4, 2, 4294967296, 8589934592, 0, true},
+	{"dstack-crusoe-a100-2x8-allreduce.txt", AllReduce, 16, 2, 8, 29, 8, 2147483648, 0, true},
+	{"dstack-gcp-a3mega-h100-2x8-allgather.txt", AllGather, 16, 2, 8, 11, 8388608, 8589934592, 0, true},
+	{"dstack-gcp-a4-b200-2x8-allreduce.txt", AllReduce, 16, 2, 8, 11, 8388608, 8589934592, 0, true},
+	{"dstack-lambda-b200-2x8-allreduce.txt", AllReduce, 16, 2, 8, 29, 8, 2147483648, 0, true},
+	{"dstack-nebius-h100-2x8-allreduce.txt", AllReduce, 16, 2, 8, 31, 8, 8589934592, 0, true},
 	{"gcp-a3mega-h100-2x8-allreduce.txt", AllReduce, 16, 2, 8, 31, 8, 8589934592, 2, true},
 	{"gcp-a3ultra-h200-2x1-allgather.txt", AllGather, 2, 2, 1, 24, 1024, 8589934592, 2, true},
 	{"gcp-a3ultra-h200-2x1-allreduce.txt", AllReduce, 2, 2, 1, 24, 1024, 8589934592, 2, true},
@@ -46,6 +51,7 @@ var datasetFiles = []struct {
 	{"gcp-a4-b200-2x1-allgather.txt", AllGather, 2, 2, 1, 28, 0, 1073741824, 2, true},
 	{"gcp-a4-b200-2x8-allgather.txt", AllGather, 16, 2, 8, 24, 1024, 8589934592, 2, true},
 	{"liplus-a100-1x8-sendrecv.txt", SendRecv, 8, 1, 8, 4, 134217728, 1073741824, 0, true},
+	{"skypilot-gcp-a3ultra-h200-2x8-allgather.txt", AllGather, 16, 2, 8, 24, 1024, 8589934592, 2, true},
 	{"xxrjun-c00-h100-2x1-sendrecv.txt", SendRecv, 2, 2, 1, 10, 33554432, 17179869184, 2, true},
 	{"xxrjun-c00-h100-2x8-alltoall.txt", AllToAll, 16, 2, 8, 10, 33554432, 17179869184, 2, true},
 	{"xxrjun-h100-10x1-allgather.txt", AllGather, 10, 10, 1, 10, 33554400, 17179869120, 10, true},
@@ -181,6 +187,12 @@ func TestParseLayouts(t *testing.T) {
 			"none", true, true, "0", Measurement{TimeUS: 17.06, AlgBW: 0.48, BusBW: 0.24}},
 		{"bracketed timestamp, tag", "[2025-03-04 10:11:12] [1,3]<stdout>:           0             0     float    none      -1     0.06    0.00    0.00      0     0.06    0.00    0.00      0",
 			"none", true, true, "0", Measurement{TimeUS: 0.06}},
+		{"SkyPilot and Open MPI", "(head, rank=0, pid=3808) [1,0]<stdout>:  8589934592     134217728     float    none      -1    24724  347.44  325.72      0    24214  354.75  332.58      0",
+			"none", true, true, "0", Measurement{TimeUS: 24724, AlgBW: 347.44, BusBW: 325.72}},
+		{"coloured SkyPilot worker prefix", "\x1b[36m(worker1, rank=1, ip=10.146.0.26, pid=13566)\x1b[0m     8388608       2097152     float     sum      -1    80.32  104.44  182.77      0    80.32  104.44  182.77      0",
+			"sum", true, true, "0", Measurement{TimeUS: 80.32, AlgBW: 104.44, BusBW: 182.77}},
+		{"Ray worker", "(RayTrainWorker pid=2890, ip=10.0.0.1)    1048576    262144  float  sum  -1  58.46  17.94  16.82  0  54.81  19.13  17.93  0",
+			"sum", true, true, "0", Measurement{TimeUS: 58.46, AlgBW: 17.94, BusBW: 16.82}},
 		{"bfloat16 and tabs", "\t16777216\t4194304\tbfloat16\tnone\t-1\t108.8\t154.20\t77.10\t0\t98.19\t170.86\t85.43\t0",
 			"none", true, true, "0", Measurement{TimeUS: 108.8, AlgBW: 154.20, BusBW: 77.10}},
 	}
@@ -255,6 +267,29 @@ func TestParseFullRun(t *testing.T) {
 	mm, err := r.CheckBusBW()
 	if err != nil || len(mm) != 0 {
 		t.Errorf("check: %v %v", mm, err)
+	}
+}
+
+// markdownRun is nccl-tests output as a Markdown page renders it: the leading "#" of
+// every comment line is gone.
+const markdownRun = `  nccl-tests version 2.17.6 nccl-headers=22602 nccl-library=22602
+  Collective test starting: all_reduce_perf
+  nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+        size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+         (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    36.50    0.00    0.00       0    36.16    0.00    0.00       0
+          16             4     float     sum      -1    35.55    0.00    0.00       0    35.49    0.00    0.00       0
+  Out of bounds values : 0 OK
+  Avg bus bandwidth    : 0.00123
+`
+
+func TestParseWithoutHashes(t *testing.T) {
+	r, err := Parse(strings.NewReader(markdownRun))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Collective != AllReduce || r.TestsVersion != "2.17.6" || r.NThread != 1 || r.MaxBytes != 16 || !r.HasAvgBusBW || r.AvgBusBW != 0.00123 || len(r.Points) != 2 || r.Points[1].Line != 7 {
+		t.Errorf("read %+v", r)
 	}
 }
 
