@@ -35,7 +35,7 @@ type FitRequest struct {
 	Outputs []FitOutput `json:"outputs" validate:"required,min=1,max=64,dive"`
 } // @name FitRequest
 
-// FitOutput is one nccl-tests run.
+// FitOutput is one nccl-tests run, or a log of several.
 type FitOutput struct {
 	// Name names the run in the answer's points (e.g. its file name).
 	Name string `json:"name,omitempty" validate:"omitempty,max=256" example:"all_reduce_2x8.txt"`
@@ -191,35 +191,19 @@ func fitMeasurements(outs []FitOutput) ([]cost.Measurement, error) {
 		if name == "" {
 			name = fmt.Sprintf("outputs[%d]", i)
 		}
-		res, err := nccltests.Parse(strings.NewReader(o.Text))
+		runs, err := nccltests.ParseAll(strings.NewReader(o.Text))
 		if err != nil {
 			fes = append(fes, sharding.Fieldf(field, "%v", err))
 			continue
 		}
-		if o.Collective != "" {
-			c, ok := nccltests.ParseCollective(o.Collective)
-			if !ok {
-				fes = append(fes, sharding.Fieldf(fmt.Sprintf("outputs[%d].collective", i), "unknown collective %q; use all_gather, reduce_scatter, all_reduce, alltoall or sendrecv", o.Collective))
-				continue
+		for _, res := range runs {
+			more, fe := fitRun(res, o, i, name)
+			if fe != nil {
+				fes = append(fes, fe)
+				break
 			}
-			res.Collective = c
+			ms = append(ms, more...)
 		}
-		if o.Ranks > 0 {
-			res.Ranks = o.Ranks
-		}
-		if o.Nodes > 0 {
-			res.Nodes = o.Nodes
-		}
-		if res.Nodes > res.Ranks && res.Ranks > 0 {
-			fes = append(fes, sharding.Fieldf(fmt.Sprintf("outputs[%d].nodes", i), "%d nodes for %d ranks; a node holds at least one rank", res.Nodes, res.Ranks))
-			continue
-		}
-		m, err := cost.MeasurementsOf(res, name)
-		if err != nil {
-			fes = append(fes, sharding.Fieldf(field, "%v", err))
-			continue
-		}
-		ms = append(ms, m...)
 		if len(ms) > maxFitPoints {
 			return nil, NewProblem(http.StatusBadRequest, slugLimitExceeded, "Limit exceeded",
 				"outputs: more than %d measured points; fit fewer runs or sizes at a time", maxFitPoints)
@@ -232,6 +216,33 @@ func fitMeasurements(outs []FitOutput) ([]cost.Measurement, error) {
 		return nil, Invalid(slugInvalidRequest, "Invalid request", sharding.Fieldf("outputs", "no measured point (a row with a positive size and time); give nccl-tests outputs with their tables"))
 	}
 	return ms, nil
+}
+
+// fitRun is the measurements of one run of output i (o), with o's overrides, or the
+// error naming the field.
+func fitRun(res *nccltests.Result, o FitOutput, i int, name string) ([]cost.Measurement, *sharding.FieldError) {
+	field := fmt.Sprintf("outputs[%d].text", i)
+	if o.Collective != "" {
+		c, ok := nccltests.ParseCollective(o.Collective)
+		if !ok {
+			return nil, sharding.Fieldf(fmt.Sprintf("outputs[%d].collective", i), "unknown collective %q; use all_gather, reduce_scatter, all_reduce, alltoall or sendrecv", o.Collective)
+		}
+		res.Collective = c
+	}
+	if o.Ranks > 0 {
+		res.Ranks = o.Ranks
+	}
+	if o.Nodes > 0 {
+		res.Nodes = o.Nodes
+	}
+	if res.Nodes > res.Ranks && res.Ranks > 0 {
+		return nil, sharding.Fieldf(fmt.Sprintf("outputs[%d].nodes", i), "%d nodes for %d ranks; a node holds at least one rank", res.Nodes, res.Ranks)
+	}
+	m, err := cost.MeasurementsOf(res, name)
+	if err != nil {
+		return nil, sharding.Fieldf(field, "%v", err)
+	}
+	return m, nil
 }
 
 // fitAnswer builds the answer from the fitted and base errors of the same points.

@@ -1,5 +1,7 @@
 package cost
 
+import "context"
+
 // The test helpers the external test package (cost_test) shares with the internal tests.
 var (
 	TestMesh     = testMesh
@@ -9,3 +11,8 @@ var (
 	RandomModels = randomModels
 	RandomCase   = randomCase
 )
+
+// Fit is FitContext without a deadline.
+func Fit(ms []Measurement, base ProfileInfo) (ProfileInfo, []PointError, error) {
+	return FitContext(context.Background(), ms, base)
+}

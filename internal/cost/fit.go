@@ -272,19 +272,14 @@ func (ev *evaluator) objective(p ProfileInfo, params []fitParam, prior []float64
 // bandwidth dominates.
 const FitMinBytes = 1 << 20
 
-// Fit fits base's collectives figures (per algorithm its NVLink and network
+// FitContext fits base's collectives figures (per algorithm its NVLink and network
 // efficiencies, efficiency-curve half size and base latency; the p2p transport's
 // efficiencies and overhead) to the measurements of FitMinBytes and more, minimising
 // the mean squared log error by coordinate search. The result keeps base's links and
 // cites every fitted figure to the measurements' sources. PointError gives every
 // measurement (of any size) priced on the result. Deterministic: the same points and
-// base give the same figures.
-func Fit(ms []Measurement, base ProfileInfo) (ProfileInfo, []PointError, error) {
-	return FitContext(context.Background(), ms, base)
-}
-
-// FitContext is Fit that stops when ctx is done, answering ctx's error: no step of
-// the search starts after that.
+// base give the same figures. When ctx is done the search ends and FitContext answers
+// ctx's error.
 func FitContext(ctx context.Context, ms []Measurement, base ProfileInfo) (ProfileInfo, []PointError, error) {
 	if base.Collectives == nil {
 		return ProfileInfo{}, nil, errors.New("the base profile has no collectives figures to fit; start from a GPU profile such as h100")

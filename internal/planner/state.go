@@ -129,20 +129,15 @@ func newSpace(m *sharding.Mesh, shape []int64, elemBits int, shardings ...shardi
 	return newSpaceCut(m, shape, elemBits, false, maxPrimeAtoms, nil, shardings...)
 }
 
-// newSpaceOf is newSpace over every mesh axis when allAxes (not only those the
-// shardings use), split into prime factors while the atom count stays at most maxPrime.
-func newSpaceOf(m *sharding.Mesh, shape []int64, elemBits int, allAxes bool, maxPrime int, shardings ...sharding.Sharding) (*space, bool) {
-	return newSpaceCut(m, shape, elemBits, allAxes, maxPrime, nil, shardings...)
-}
-
-// reqSpace is the space of r's two ends as planning builds it: newSpaceOf with the
+// reqSpace is the space of r's two ends as planning builds it: newSpaceCut with the
 // node boundaries of r's model (nodeCuts) among the sub-axis boundaries.
 func reqSpace(r *Request, allAxes bool, maxPrime int) (*space, bool) {
 	return newSpaceCut(r.Mesh, r.Shape, r.ElemBits, allAxes, maxPrime, nodeCuts(r.Mesh, r.Model), r.Source, r.Target)
 }
 
-// newSpaceCut is newSpaceOf with the boundaries cuts (per axis name, a Pre) among the
-// shardings' own, where splitting into primes would not already place them (never on
+// newSpaceCut splits m's axes as newSpace does, over every mesh axis when allAxes (not
+// only those the shardings use), split into prime factors while the atom count stays at
+// most maxPrime, with the boundaries cuts (per axis name, a Pre) among the shardings' own, where splitting into primes would not already place them (never on
 // an axis whose size is a power of two). A cut that fits no common factorisation with
 // the shardings' boundaries is left out.
 func newSpaceCut(m *sharding.Mesh, shape []int64, elemBits int, allAxes bool, maxPrime int, cuts map[string]int, shardings ...sharding.Sharding) (*space, bool) {
