@@ -13,7 +13,7 @@ import (
 )
 
 // Version identifies the planner's algorithm and prices; it is part of every cache key.
-const Version = "planner/21"
+const Version = "planner/22"
 
 // Effort is how long a reshard's search looks for a cheaper plan.
 type Effort string
