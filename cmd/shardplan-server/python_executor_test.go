@@ -63,6 +63,15 @@ func reshardCandidate(rng *rand.Rand, i int) (body map[string]any, mesh [][2]any
 		}
 		return map[string]any{"mesh": "x=2,y=2", "shape": []int64{6, 4}, "dtype": "f32", "source": a, "target": b, "strategy": "xla"}, m, nil, nil
 	}
+	if i == 2 {
+		// A reduce_scatter: partial sums over x=8 scattered along dim 0 (on the NCCL
+		// prices small random tensors rarely pick one).
+		m := [][2]any{{"x", 8}}
+		src = map[string]any{"dims": []map[string]any{{"axes": []string{}}, {"axes": []string{}}}, "unreduced": []string{"x"}}
+		tgt = map[string]any{"dims": []map[string]any{{"axes": []string{"x"}}, {"axes": []string{}}}}
+		return map[string]any{"mesh": "x=8", "shape": []int64{16, 8}, "dtype": "f32", "source": src, "target": tgt,
+			"cost_model": "h100", "allowed_ops": []string{"reduce_scatter"}}, m, src, tgt
+	}
 	meshes := [][][2]any{{{"x", 2}, {"y", 2}}, {{"x", 4}, {"y", 2}}, {{"x", 2}, {"y", 2}, {"z", 2}}, {{"x", 8}}, {{"x", 4}}}
 	mesh = meshes[rng.IntN(len(meshes))]
 	n := 1
@@ -238,11 +247,18 @@ func TestPythonExecutor(t *testing.T) {
 	// The transfer: a 2-layer Llama-like model, trainer fsdp=2,tp=2 on devices 0-3,
 	// two tp=2 replicas on 4-7.
 	tensors := []map[string]any{}
+	// rep 0: one tensor, without repeat.
+	withRepeat := func(t map[string]any, rep int) map[string]any {
+		if rep > 0 {
+			t["repeat"] = rep
+		}
+		return t
+	}
 	col := func(name string, out, in, rep int) {
-		tensors = append(tensors, map[string]any{"name": name, "shape": []int{out, in}, "dtype": "bf16", "source": []any{[]string{"fsdp", "tp"}, nil}, "target": []any{"tp", nil}, "repeat": rep})
+		tensors = append(tensors, withRepeat(map[string]any{"name": name, "shape": []int{out, in}, "dtype": "bf16", "source": []any{[]string{"fsdp", "tp"}, nil}, "target": []any{"tp", nil}}, rep))
 	}
 	row := func(name string, out, in, rep int) {
-		tensors = append(tensors, map[string]any{"name": name, "shape": []int{out, in}, "dtype": "bf16", "source": []any{"fsdp", "tp"}, "target": []any{nil, "tp"}, "repeat": rep})
+		tensors = append(tensors, withRepeat(map[string]any{"name": name, "shape": []int{out, in}, "dtype": "bf16", "source": []any{"fsdp", "tp"}, "target": []any{nil, "tp"}}, rep))
 	}
 	col("embed", 96, 16, 0)
 	for _, n := range []string{"q", "k", "v", "gate", "up"} {
