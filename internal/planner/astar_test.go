@@ -58,6 +58,7 @@ func randomProblems(t *testing.T, n int) []problem {
 // gives plans of equal cost, and A* never expands more states than the budget allows
 // Dijkstra.
 func TestAStarMatchesDijkstra(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	tpu, ok := cost.Profile("tpu-v5p")
 	require.True(t, ok)
 	h100, ok := cost.Profile("h100")

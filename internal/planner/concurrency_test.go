@@ -25,6 +25,7 @@ import (
 // request runs once cold and sequentially, then four times more, shuffled, from four
 // goroutines; every answer must equal the first.
 func TestPlansDoNotDependOnTimingOrHistory(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	set := randomSet(t)[:underRace(40, 16)]
 	f, ok := cost.Profile("tpu-v5p")
 	require.True(t, ok)

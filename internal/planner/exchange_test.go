@@ -418,6 +418,7 @@ func TestLateExchangeAvoidsFullRematerialization(t *testing.T) {
 // AllowFullRemat the fastest candidate wins: gather-then-slice on tpu-v5p, the
 // exchange on h100.
 func TestAllowFullRematPicksTheFastest(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	m := mustMesh(t, "a0=16,a1=16,a2=16,a3=16")
 	shape := []int64{30, 6, 31}
 	src := mustSharding(t, m, shape, `["a2:(1)4", ["a2:(4)4", "a1", "a0:(4)4"], "a3"]`)
@@ -627,6 +628,7 @@ func TestHybridsSliceWhereNothingMoves(t *testing.T) {
 // replays to the target, beats every other candidate, and they are not rare, either
 // way round (the exchange last, or first with the candidate's last steps after it).
 func TestHybridPlans(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	f, _ := cost.Profile("tpu-v5p")
 	m := mustMesh(t, randomSetMesh)
 	shape := []int64{1024, 96}
@@ -771,6 +773,7 @@ func exchangeCountsByEnumeration(devices int64, n int, digits []cost.Digit, src,
 // before, a free digit of its own; devices beyond the atoms), and on the paired
 // exchanges between the states of the random set's plans.
 func TestPairedExchangeCountsIsTheEnumeration(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	rng := rand.New(rand.NewPCG(11, 12))
 	for range underRace(4000, 1000) {
 		n := 1 + rng.IntN(6)
@@ -911,6 +914,7 @@ func TestTwoExchangePlans(t *testing.T) {
 // whole: an exchange doing its first step would end on that replicated state, which the
 // hybrid keeps (an exchange-first hybrid's first state is its exchange's end).
 func TestHybridsNeverReplicate(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	f, ok := cost.Profile("tpu-v5p")
 	require.True(t, ok)
 	checked := 0
@@ -943,6 +947,7 @@ func TestHybridsNeverReplicate(t *testing.T) {
 // costs (Transfers with the step's holders), so a step that asks the nearest holders
 // lists those; and the planner does choose them, on both kinds of fabric.
 func TestExchangeStepsPriceTheirListedTransfers(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	set := randomSet(t)[:80]
 	for _, prof := range []string{"tpu-v5p", "h100"} {
 		f, _ := cost.Profile(prof)

@@ -32,6 +32,7 @@ var goldenProfiles = []string{"tpu-v5p", "h100"}
 //
 // It takes about 5 s without the race detector (2 vCPUs).
 func TestGoldenPlans(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	t.Run("pricing_corpus", func(t *testing.T) {
 		raw, err := os.ReadFile("testdata/pricing_corpus.json")
 		require.NoError(t, err)

@@ -102,6 +102,7 @@ func TestOverlapMatchesDefinition(t *testing.T) {
 // heuristic could overestimate a path through it. The meshes mix wrapped tori
 // (tpu-v4's cube rule), lines, sub-axes and uneven dims.
 func TestPropertyCutBoundPerStep(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	rng := rand.New(rand.NewPCG(12, 2026))
 	models := map[string]cost.Model{}
 	for _, name := range []string{"tpu-v5p", "tpu-v4", "tpu-v5e"} {

@@ -23,6 +23,7 @@ func newTestMemos(tb testing.TB) *Memos {
 // within their limits, the shared ones serve the second round, and a request without
 // memos is left without.
 func TestMemosWhateverTheyHold(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	set := randomSet(t)[:underRace(24, 12)]
 	f, ok := cost.Profile("tpu-v5p")
 	require.True(t, ok)

@@ -396,6 +396,7 @@ func randomSmallSharding(rng *rand.Rand, m *sharding.Mesh, rank int, withUnreduc
 // plan time equal within 1e-9 relative, the same full-rematerialization verdict, the
 // budget honoured, every plan proven and replayed.
 func TestOracleEquality(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	tpu, _ := cost.Profile("tpu-v5p")
 	h100, _ := cost.Profile("h100")
 	models := []struct {

@@ -36,6 +36,7 @@ type corpusRecord struct {
 // of the data it moves. It logs, per profile, how many plans use all_to_all_v and the
 // median and worst time efficiency.
 func TestPricingCorpus(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	raw, err := os.ReadFile("testdata/pricing_corpus.json")
 	require.NoError(t, err)
 	var cases []corpusCase
@@ -104,6 +105,7 @@ func TestPricingCorpus(t *testing.T) {
 // handles (checkXLA replays them) or a note saying why there are none; and most get
 // suggestions (at least 7 in 8).
 func TestXLAFallbacksSuggestOrExplain(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	raw, err := os.ReadFile("testdata/pricing_corpus.json")
 	require.NoError(t, err)
 	var cases []corpusCase

@@ -216,6 +216,7 @@ func BenchmarkRandomSetMiddle(b *testing.B) {
 // the random set its plans replay to the target, its searches expand far fewer states,
 // and some plans differ from the thorough search's (the option reaches the search).
 func TestEffortFast(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	f, ok := cost.Profile("tpu-v5p")
 	require.True(t, ok)
 	var fastN, thoroughN, differ int

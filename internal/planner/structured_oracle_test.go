@@ -561,6 +561,7 @@ var structuredOpSets = [][]Op{
 // structuredOracleCases, graphs up to structuredOracleStates; -long: 2,000 cases, every
 // graph up to structuredStateLimit).
 func TestStructuredOracle(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	cases, want := structuredOracleCases, structuredOracleJudged
 	if *long {
 		cases, want = 2000, 1500
@@ -637,6 +638,7 @@ func TestStructuredOracle(t *testing.T) {
 // never replicates the tensor), so policy.forbid_full_rematerialization never answers
 // 422 where a clean plan exists there.
 func TestNoAvoidableRemat(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	rng := rand.New(rand.NewPCG(2, 37))
 	profiles := []string{"tpu-v5p", "h100"}
 	opSets := append([][]Op{nil}, structuredOpSets...)

@@ -93,6 +93,7 @@ func TestOptimalNotSlowerThanXLA(t *testing.T) {
 // race detector 8: chainJudgeCases), chains of two through 4 neighbours per
 // end (-long: 120 cases, chains of two and three through 8).
 func TestChainJudgeStructured(t *testing.T) {
+	t.Parallel()                  // a sweep of its own requests: it shares nothing the other tests set
 	const chainJudgeStates = 2000 // 4 units at rank 3, 5 at rank 2: it plans every neighbour of both ends
 	cases, opt := chainJudgeCases, chainOptions{neighbours: 4}
 	if *long {
@@ -170,6 +171,7 @@ func legsOnUnits(units []sharding.AxisRef, legs []*Plan) bool {
 // has passed the budget at the passes' first check answers the best plan found, not
 // proven; planning_budget_ms caps the default effort the same way.
 func TestExhaustiveBudget(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	m := mustMesh(t, "x=4,y=3,z=2")
 	shape := []int64{96, 1024, 24}
 	model, ok := cost.Profile("tpu-v5p")

@@ -19,6 +19,7 @@ import (
 // every such chain does. Meshes from 2 to 4,096 devices; on the larger ones few plans
 // are proven and the property is checked on those.
 func TestChainsNeverBeatProvenPlans(t *testing.T) {
+	t.Parallel() // a sweep of its own requests: it shares nothing the other tests set
 	tpu, _ := cost.Profile("tpu-v5p")
 	h100, _ := cost.Profile("h100")
 	models := []cost.Model{tpu, h100}
