@@ -826,17 +826,7 @@ func reshardSVG(resp *ReshardResponse) ([]byte, error) {
 // edgePoint is where the segment from the centre of the device cell at c towards
 // (tx, ty) leaves the cell, pushed out by pad.
 func edgePoint(c [2]float64, tx, ty, pad float64) (float64, float64) {
-	cx, cy := c[0]+svgCell/2, c[1]+svgCell/2
-	dx, dy := tx-cx, ty-cy
-	sx, sy := math.Inf(1), math.Inf(1)
-	if dx != 0 {
-		sx = (svgCell/2 + pad) / math.Abs(dx)
-	}
-	if dy != 0 {
-		sy = (svgCell/2 + pad) / math.Abs(dy)
-	}
-	s := math.Min(sx, sy)
-	return cx + dx*s, cy + dy*s
+	return boxEdge(c[0]+svgCell/2, c[1]+svgCell/2, svgCell/2, svgCell/2, tx, ty, pad)
 }
 
 // stepStripes draws a collective's groups over boxes of devices: under each box's label
