@@ -274,3 +274,43 @@ func parseSVGTree(t *testing.T, body []byte) []*svgNode {
 	}
 	return out
 }
+
+// TestReshardSVGGroupedShapes: tensors of rank 1 and 3, a prime axis longer than the
+// groups and a dim an axis does not divide are drawn by axis groups too: well-formed,
+// under 512 KB, each box labelled by axes and ranges (or "whole tensor" when nothing is
+// sharded), the boxes holding every shown tile once.
+func TestReshardSVGGroupedShapes(t *testing.T) {
+	s := newTestServer(t, nil)
+	cases := []struct {
+		name, body string
+		shown      [2]int // source, target: devices holding a tile at index 0 of the dims not drawn
+	}{
+		{"rank 1 prime axis", `{"mesh": "p=1031", "shape": [4096], "dtype": "f32", "source": ["p"], "target": [null]}`, [2]int{1031, 1031}},
+		{"rank 3", `{"mesh": "a=2,b=32,c=32", "tensor": "bf16[8,1024,1024]", "source": "P('a', 'b', 'c')", "target": "P(None, 'c', 'b')"}`, [2]int{1024, 2048}},
+		{"uneven", `{"mesh": "x=64,y=32", "shape": [1000, 999], "dtype": "f32", "source": ["x", "y"], "target": [["y", "x"], null]}`, [2]int{2048, 2048}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := postAccept(t, s, "/v1/reshard", "image/svg+xml", tc.body)
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			assert.Less(t, rec.Body.Len(), svgMaxBytes)
+			devices := map[string]int{}
+			for _, e := range parseSVG(t, rec.Body.Bytes()) {
+				if e.class != "tile-group" {
+					continue
+				}
+				n, _ := strconv.Atoi(e.attrs["data-devices"])
+				devices[e.role] += n
+				label := e.attrs["data-label"]
+				if label == "whole tensor" {
+					continue
+				}
+				for _, part := range strings.Split(label, ", ") {
+					assert.Regexp(t, `^([A-Za-z_]\w*(:\(\d+\)\d+)? \d+(\.\.\d+)? ?)+$`, part, "label %q", label)
+				}
+			}
+			assert.Equal(t, tc.shown[0], devices["source"], "source")
+			assert.Equal(t, tc.shown[1], devices["target"], "target")
+		})
+	}
+}
