@@ -26,15 +26,14 @@ import (
 const (
 	maxSVGDevices  = 65536
 	svgDeviceLimit = 64
-	// svgListedTiles: up to this many devices the tensor has one rectangle per device;
-	// above, one per distinct tile (its lowest owner's) with data-replicas.
-	svgListedTiles = 1024
-	// svgTileRects: more distinct tiles than this are drawn as a raster of
-	// svgRaster x svgRaster cells, each in the colour of the tile at its top left.
-	svgTileRects = 4096
-	svgRaster    = 64
-	svgFold      = 8 // a row (or column) of a mesh drawing holds up to this many cells
-	svgStripes   = 16
+	// svgGroupedDevices: up to this many devices the tensor has one rectangle per
+	// device; above, its tiles are grouped by axis, up to svgAxisGroups boxes per dim.
+	svgGroupedDevices = 1024
+	svgAxisGroups     = 8
+	svgFold           = 8 // a row (or column) of a mesh drawing holds up to this many cells
+	// svgMatrixTitles: a move matrix of up to this many runs has a title per run.
+	svgMatrixTitles = 512
+	svgStripes      = 16
 )
 
 const (
@@ -42,6 +41,9 @@ const (
 	svgBlockW   = 64.0
 	svgBlockH   = 42.0
 	svgTensorPx = 300.0
+	// svgGroupedPx is the size of a tensor drawn by axis groups, so that a box is wide
+	// enough for its label.
+	svgGroupedPx = 480.0
 )
 
 // meshDrawing places the cells of a mesh drawing (devices, or boxes of devices) as
@@ -305,11 +307,13 @@ func coordText(m *sharding.Mesh, coords []int) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
-// tensor draws the tiles of a tensor of shape, one rectangle per device (replicas of a
-// tile drawn over one another), coloured by device. It shows dims rows x cols (rank 1:
-// one row); a tensor of rank 3 or more is drawn over its last two dims, with the tiles
-// that hold index 0 of its other dims.
-func (d *svgDoc) tensor(shape []int64, tiles []DeviceTile, role string) {
+// tensor draws the tiles of a tensor laid out by l, one rectangle per device of tiles
+// (replicas of a tile drawn over one another), coloured by device. It shows dims rows x
+// cols (rank 1: one row); a tensor of rank 3 or more is drawn over its last two dims, with
+// the tiles that hold index 0 of its other dims. Above svgGroupedDevices devices the tiles
+// are drawn grouped by axis (groupedTensor).
+func (d *svgDoc) tensor(l *sharding.Layout, tiles []DeviceTile, role string) {
+	shape := l.Shape
 	rank := len(shape)
 	rowsDim, colsDim := -1, 0
 	if rank >= 2 {
@@ -320,15 +324,30 @@ func (d *svgDoc) tensor(shape []int64, tiles []DeviceTile, role string) {
 		rows = shape[rowsDim]
 	}
 	cols := shape[colsDim]
-	scale := svgTensorPx / float64(max(rows, cols))
+	grouped := l.Mesh.NumDevices() > svgGroupedDevices
+	px := svgTensorPx
+	if grouped {
+		px = svgGroupedPx
+	}
+	scale := px / float64(max(rows, cols, 1))
 	// A very long or very wide tensor is drawn at least a quarter as wide as long, so
 	// that its tiles stay visible.
-	w, h := math.Max(svgTensorPx/4, float64(cols)*scale), math.Max(svgTensorPx/4, float64(rows)*scale)
+	w, h := math.Max(px/4, float64(cols)*scale), math.Max(px/4, float64(rows)*scale)
 	if rowsDim < 0 {
 		h = 24
+		if grouped {
+			h = 48
+		}
 	}
 	d.printf(`<g class="tensor" data-role="%s" data-shape="%s" transform="translate(4 %s)">`+"\n", role, esc(jsonText(shape)), num(d.y))
 	d.printf(`<rect x="0" y="0" width="%s" height="%s" fill="#eee"/>`+"\n", num(w), num(h))
+	if grouped {
+		d.groupedTensor(l, tiles, rowsDim, colsDim, w, h)
+		d.printf("</g>\n")
+		d.y += h + 6
+		d.w = math.Max(d.w, w+8)
+		return
+	}
 	// Replicas of a tile are drawn over one another, the lowest id last (on top, as the
 	// explorer colours a tile by its lowest owner), and labelled once.
 	order := make([]int, len(tiles))
@@ -338,16 +357,9 @@ func (d *svgDoc) tensor(shape []int64, tiles []DeviceTile, role string) {
 	sort.SliceStable(order, func(a, b int) bool { return tiles[order[a]].Device > tiles[order[b]].Device })
 	labels := map[string]*tileLabel{}
 	var labelOrder []string
-	merged := len(tiles) > svgListedTiles
 	for _, i := range order {
 		t := tiles[i]
-		shown := true
-		for dim, r := range t.Ranges {
-			if dim != rowsDim && dim != colsDim && r[0] != 0 {
-				shown = false
-			}
-		}
-		if !shown {
+		if !shownTile(t.Ranges, rowsDim, colsDim) {
 			continue
 		}
 		rr := [2]int64{0, 1}
@@ -366,21 +378,7 @@ func (d *svgDoc) tensor(shape []int64, tiles []DeviceTile, role string) {
 			labels[key] = l
 			labelOrder = append(labelOrder, key)
 		}
-		if merged {
-			continue // drawn once below, by its lowest owner
-		}
-		d.tile(t.Device, 0, t.Ranges, x, y, tw, th)
-	}
-	switch {
-	case merged && len(labelOrder) > svgTileRects:
-		d.tileRaster(labels, labelOrder, w, h)
-	case merged:
-		for _, k := range labelOrder {
-			l := labels[k]
-			var ranges [][2]int64
-			_ = json.Unmarshal([]byte(k), &ranges)
-			d.tile(l.owner, l.n, ranges, l.x, l.y, l.w, l.h)
-		}
+		d.tile(t.Device, t.Ranges, x, y, tw, th)
 	}
 	for _, k := range labelOrder {
 		l := labels[k]
@@ -395,6 +393,16 @@ func (d *svgDoc) tensor(shape []int64, tiles []DeviceTile, role string) {
 	d.w = math.Max(d.w, w+8)
 }
 
+// shownTile reports whether a tile holds index 0 of every dim but rowsDim and colsDim.
+func shownTile(ranges [][2]int64, rowsDim, colsDim int) bool {
+	for dim, r := range ranges {
+		if dim != rowsDim && dim != colsDim && r[0] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // tileLabel is a distinct tile of a drawing: its place, its lowest owner and how many
 // devices hold it.
 type tileLabel struct {
@@ -402,62 +410,199 @@ type tileLabel struct {
 	owner, n   int
 }
 
-// tileRaster draws tiles too many to draw one by one (more than svgTileRects) as a
-// raster of svgRaster x svgRaster cells of a w x h tensor, each cell in the colour of the
-// owner of the tile at its top left, with data-tiles counting the tiles it covers.
-func (d *svgDoc) tileRaster(labels map[string]*tileLabel, order []string, w, h float64) {
-	cw, ch := w/svgRaster, h/svgRaster
-	type cell struct {
-		x, y  float64
-		owner int
-		tiles int
+// axisGroup is a run of shards along one tensor dim, [lo, hi) in shard index, named by
+// the coordinates of the dim's axes it covers ("x 8..15", "a 1 b 0..7"; "" for a dim
+// that is not sharded).
+type axisGroup struct {
+	lo, hi int
+	label  string
+}
+
+// axisGroups splits the shards of a dim sharded by axes (major to minor) into at most
+// svgAxisGroups groups along its axes: whole major axes while they fit, then the next
+// axis in equal runs of its coordinates. A dim that does not split (no axes, or a prime
+// axis longer than the limit first) is one group over all its axes' coordinates.
+func axisGroups(axes []sharding.AxisRef) []axisGroup {
+	count := sharding.Product(axes)
+	type digit struct {
+		name        string
+		size, width int // coordinates: size runs of width each
 	}
-	cells := map[[2]int]*cell{}
-	for _, k := range order {
-		l := labels[k]
-		key := [2]int{min(int(l.x/cw), svgRaster-1), min(int(l.y/ch), svgRaster-1)}
-		c := cells[key]
-		if c == nil {
-			c = &cell{x: l.x, y: l.y, owner: l.owner}
-			cells[key] = c
+	var digits []digit
+	prod := 1
+	for _, a := range axes {
+		if prod*a.Size <= svgAxisGroups {
+			digits = append(digits, digit{a.String(), a.Size, 1})
+			prod *= a.Size
+			continue
 		}
-		c.tiles++
-		if l.y < c.y || (l.y == c.y && l.x < c.x) {
-			c.x, c.y, c.owner = l.x, l.y, l.owner
+		k := svgAxisGroups / prod
+		for k > 1 && a.Size%k != 0 {
+			k--
+		}
+		if k > 1 {
+			digits = append(digits, digit{a.String(), k, a.Size / k})
+			prod *= k
+		}
+		break
+	}
+	if prod == 1 {
+		if len(axes) == 0 {
+			return []axisGroup{{0, 1, ""}}
+		}
+		names := make([]string, len(axes))
+		for i, a := range axes {
+			names[i] = a.String()
+		}
+		return []axisGroup{{0, count, fmt.Sprintf("%s 0..%d", strings.Join(names, ","), count-1)}}
+	}
+	per := count / prod
+	out := make([]axisGroup, prod)
+	for j := range out {
+		parts := make([]string, len(digits))
+		rest := j
+		for i := len(digits) - 1; i >= 0; i-- {
+			g := digits[i]
+			c := rest % g.size
+			rest /= g.size
+			if g.width == 1 {
+				parts[i] = fmt.Sprintf("%s %d", g.name, c)
+			} else {
+				parts[i] = fmt.Sprintf("%s %d..%d", g.name, c*g.width, c*g.width+g.width-1)
+			}
+		}
+		out[j] = axisGroup{j * per, (j + 1) * per, strings.Join(parts, " ")}
+	}
+	return out
+}
+
+// groupedTensor draws a w x h tensor's tiles grouped by axis: one box per pair of a
+// row group and a column group (axisGroups), coloured by the lowest device holding a
+// tile in it and labelled by the axes' coordinates it covers, with data-tiles (distinct
+// tiles) and data-devices (devices of tiles) counting what it stands for.
+func (d *svgDoc) groupedTensor(l *sharding.Layout, tiles []DeviceTile, rowsDim, colsDim int, w, h float64) {
+	var rowGroups []axisGroup
+	rows := int64(1)
+	if rowsDim >= 0 {
+		rowGroups = axisGroups(l.Sharding.Dims[rowsDim].Axes)
+		rows = l.Shape[rowsDim]
+	} else {
+		rowGroups = []axisGroup{{0, 1, ""}}
+	}
+	colGroups := axisGroups(l.Sharding.Dims[colsDim].Axes)
+	cols := l.Shape[colsDim]
+	groupOf := func(gs []axisGroup, idx int) int {
+		return sort.Search(len(gs), func(i int) bool { return gs[i].hi > idx }) // gs cover [0, count)
+	}
+	type box struct {
+		owner, devices int
+		tiles          map[[2]int]bool
+	}
+	boxes := make([]box, len(rowGroups)*len(colGroups))
+	for i := range boxes {
+		boxes[i].owner = -1
+	}
+	for _, t := range tiles {
+		if !shownTile(t.Ranges, rowsDim, colsDim) {
+			continue
+		}
+		ri := 0
+		if rowsDim >= 0 {
+			ri = l.ShardIndex(rowsDim, t.Coords)
+		}
+		ci := l.ShardIndex(colsDim, t.Coords)
+		b := &boxes[groupOf(rowGroups, ri)*len(colGroups)+groupOf(colGroups, ci)]
+		if b.tiles == nil {
+			b.tiles = map[[2]int]bool{}
+		}
+		b.tiles[[2]int{ri, ci}] = true
+		b.devices++
+		if b.owner < 0 || t.Device < b.owner {
+			b.owner = t.Device
 		}
 	}
-	keys := make([][2]int, 0, len(cells))
-	for k := range cells {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(a, b int) bool {
-		if keys[a][1] != keys[b][1] {
-			return keys[a][1] < keys[b][1]
+	span := func(dim int, g axisGroup, length int64, px float64) (float64, float64) {
+		if dim < 0 {
+			return 0, px
 		}
-		return keys[a][0] < keys[b][0]
-	})
-	d.printf(`<g class="tile-raster" data-tiles="%d">`+"\n", len(order))
-	for _, k := range keys {
-		c := cells[k]
-		d.printf(`<rect class="tile-cell" data-owner="%d" data-tiles="%d" x="%s" y="%s" width="%s" height="%s" fill="%s"/>`+"\n",
-			c.owner, c.tiles, num(float64(k[0])*cw), num(float64(k[1])*ch), num(cw), num(ch), deviceColor(c.owner))
+		a, _ := l.Range(dim, g.lo)
+		_, b := l.Range(dim, g.hi-1)
+		return float64(a) * px / float64(length), float64(b) * px / float64(length)
+	}
+	d.printf(`<g class="tile-groups" data-rows="%d" data-cols="%d">`+"\n", len(rowGroups), len(colGroups))
+	for r, rg := range rowGroups {
+		y0, y1 := span(rowsDim, rg, rows, h)
+		for c, cg := range colGroups {
+			b := boxes[r*len(colGroups)+c]
+			if b.owner < 0 {
+				continue // no listed device holds a tile of this box
+			}
+			x0, x1 := span(colsDim, cg, cols, w)
+			bw, bh := math.Max(x1-x0, 0.5), math.Max(y1-y0, 0.5)
+			var lines []string
+			for _, s := range []string{rg.label, cg.label} {
+				if s != "" {
+					lines = append(lines, s)
+				}
+			}
+			name := strings.Join(lines, ", ")
+			if name == "" {
+				name = "whole tensor"
+			}
+			d.printf(`<g class="tile-group" data-label="%s" data-owner="%d" data-tiles="%d" data-devices="%d"><rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#fff"/>`,
+				esc(name), b.owner, len(b.tiles), b.devices, num(x0), num(y0), num(bw), num(bh), deviceColor(b.owner))
+			d.boxLabel(lines, x0, y0, bw, bh)
+			d.printf("<title>%s: %s on %s from device %d</title></g>\n", esc(name), Count(len(b.tiles), "tile"), Count(b.devices, "device"), b.owner)
+		}
 	}
 	d.printf("</g>\n")
 }
 
-// tile draws one tile; replicas > 0 marks a tile drawn once for that many devices. A
-// tile too thin for a border has none, so that many narrow tiles read as colour.
-func (d *svgDoc) tile(device, replicas int, ranges [][2]int64, x, y, w, h float64) {
+// groupedCaption says, above a tensor drawn by axis groups, what a box stands for.
+func (d *svgDoc) groupedCaption(l *sharding.Layout) {
+	if l.Mesh.NumDevices() <= svgGroupedDevices {
+		return
+	}
+	tiles := 1
+	for _, c := range l.Counts {
+		tiles *= c
+	}
+	d.heading(fmt.Sprintf("%s on %s, drawn by axis: one box per axis group, coloured by its lowest device", Count(tiles, "tile"), Count(l.Mesh.NumDevices(), "device")))
+}
+
+// boxLabel writes lines of text centred in a box, across when they fit its width, else
+// down when they fit its height, else not at all.
+func (d *svgDoc) boxLabel(lines []string, x, y, w, h float64) {
+	if len(lines) == 0 {
+		return
+	}
+	long := 0.0
+	for _, s := range lines {
+		long = math.Max(long, textWidth(s, 10))
+	}
+	tall := 12 * float64(len(lines))
+	cx, cy := x+w/2, y+h/2
+	switch {
+	case long+4 <= w && tall+2 <= h:
+		for i, s := range lines {
+			d.printf(`<text x="%s" y="%s" text-anchor="middle" font-size="10">%s</text>`, num(cx), num(cy-tall/2+12*float64(i)+9), esc(s))
+		}
+	case long+4 <= h && tall+2 <= w:
+		for i, s := range lines {
+			d.printf(`<text x="%s" y="%s" text-anchor="middle" font-size="10" transform="rotate(-90 %s %s)">%s</text>`, num(cx), num(cy-tall/2+12*float64(i)+9), num(cx), num(cy), esc(s))
+		}
+	}
+}
+
+// tile draws one tile. A tile too thin for a border has none, so that many narrow
+// tiles read as colour.
+func (d *svgDoc) tile(device int, ranges [][2]int64, x, y, w, h float64) {
 	stroke := ` stroke="#fff"`
 	if w < 6 || h < 6 {
 		stroke = ""
 	}
-	rep := ""
-	if replicas > 0 {
-		rep = fmt.Sprintf(` data-replicas="%d"`, replicas)
-	}
-	d.printf(`<rect class="tile" data-device="%d"%s data-ranges="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"%s><title>device %d: %s</title></rect>`+"\n",
-		device, rep, esc(jsonText(ranges)), num(x), num(y), num(math.Max(w, 0.5)), num(math.Max(h, 0.5)), deviceColor(device), stroke, device, esc(rangesText(ranges)))
+	d.printf(`<rect class="tile" data-device="%d" data-ranges="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"%s><title>device %d: %s</title></rect>`+"\n",
+		device, esc(jsonText(ranges)), num(x), num(y), num(math.Max(w, 0.5)), num(math.Max(h, 0.5)), deviceColor(device), stroke, device, esc(rangesText(ranges)))
 }
 
 // replicaText is the one notation for a tile and its replicas, in the SVG as on
@@ -502,8 +647,14 @@ func tilesSVG(m *sharding.Mesh, shape []int64, resp *TilesResponse) ([]byte, err
 	var d svgDoc
 	d.heading(fmt.Sprintf("mesh %s, %d devices", m.String(), m.NumDevices()))
 	d.mesh(m, layoutMesh(m), "mesh", "", nil)
+	sh, err := sharding.ParseText(resp.Sharding.Text, m, shape, "sharding")
+	if err != nil {
+		return nil, err
+	}
+	l := sharding.NewLayout(m, shape, sh)
 	d.heading(fmt.Sprintf("tensor %s sharded %s", jsonText(shape), resp.Sharding.Text))
-	d.tensor(shape, resp.Devices, "tiles")
+	d.groupedCaption(l)
+	d.tensor(l, resp.Devices, "tiles")
 	return d.bytes("shardplan tiles: " + resp.Sharding.Text), nil
 }
 
@@ -536,22 +687,25 @@ func stepMoves(st StepJSON) []svgMove {
 		idx[k] = len(out)
 		out = append(out, svgMove{from, to, b})
 	}
-	transfers := st.Transfers
-	for _, r := range st.TransferRuns {
-		transfers = append(transfers, r.Expand()...)
-	}
-	if len(transfers) > 0 {
-		for _, t := range transfers {
+	// Runs are expanded one at a time, not into one list of every move.
+	if len(st.Transfers) > 0 || len(st.TransferRuns) > 0 {
+		for _, t := range st.Transfers {
 			add(t.From, t.To, t.Bytes)
+		}
+		for _, r := range st.TransferRuns {
+			for _, t := range r.Expand() {
+				add(t.From, t.To, t.Bytes)
+			}
 		}
 		return out
 	}
-	pairs := st.Pairs
-	for _, r := range st.PairRuns {
-		pairs = append(pairs, r.Expand()...)
-	}
-	for _, p := range pairs {
+	for _, p := range st.Pairs {
 		add(p[0], p[1], st.BytesPerDevice)
+	}
+	for _, r := range st.PairRuns {
+		for _, p := range r.Expand() {
+			add(p[0], p[1], st.BytesPerDevice)
+		}
 	}
 	return out
 }
@@ -611,12 +765,13 @@ func reshardSVG(resp *ReshardResponse) ([]byte, error) {
 	if err := svgDrawable(m); err != nil {
 		return nil, err
 	}
-	tilesOf := func(sh ShardingJSON) ([]DeviceTile, error) {
+	tilesOf := func(sh ShardingJSON) (*sharding.Layout, []DeviceTile, error) {
 		s, err := sharding.ParseText(sh.Text, m, resp.Shape, "sharding")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return deviceTilesOf(sharding.NewLayout(m, resp.Shape, s).Tiles(nil)), nil
+		l := sharding.NewLayout(m, resp.Shape, s)
+		return l, deviceTilesOf(l.Tiles(nil)), nil
 	}
 	lay := layoutMesh(m)
 	var d svgDoc
@@ -625,12 +780,13 @@ func reshardSVG(resp *ReshardResponse) ([]byte, error) {
 		name string
 		sh   ShardingJSON
 	}{{"source", resp.Source}, {"target", resp.Target}} {
-		tiles, err := tilesOf(role.sh)
+		l, tiles, err := tilesOf(role.sh)
 		if err != nil {
 			return nil, err
 		}
 		d.heading(role.name + " " + role.sh.Text)
-		d.tensor(resp.Shape, tiles, role.name)
+		d.groupedCaption(l)
+		d.tensor(l, tiles, role.name)
 	}
 	for i, st := range resp.Steps {
 		moves, groups := stepMoves(st), stepGroups(m, st)
@@ -670,17 +826,7 @@ func reshardSVG(resp *ReshardResponse) ([]byte, error) {
 // edgePoint is where the segment from the centre of the device cell at c towards
 // (tx, ty) leaves the cell, pushed out by pad.
 func edgePoint(c [2]float64, tx, ty, pad float64) (float64, float64) {
-	cx, cy := c[0]+svgCell/2, c[1]+svgCell/2
-	dx, dy := tx-cx, ty-cy
-	sx, sy := math.Inf(1), math.Inf(1)
-	if dx != 0 {
-		sx = (svgCell/2 + pad) / math.Abs(dx)
-	}
-	if dy != 0 {
-		sy = (svgCell/2 + pad) / math.Abs(dy)
-	}
-	s := math.Min(sx, sy)
-	return cx + dx*s, cy + dy*s
+	return boxEdge(c[0]+svgCell/2, c[1]+svgCell/2, svgCell/2, svgCell/2, tx, ty, pad)
 }
 
 // stepStripes draws a collective's groups over boxes of devices: under each box's label
@@ -758,11 +904,37 @@ func stepMatrix(d *svgDoc, m *sharding.Mesh, lay meshDrawing, moves []svgMove) f
 		}
 		return keys[a][1] < keys[b][1]
 	})
+	// A row's run of cells with the same moves and bytes is one rectangle (data-to-block
+	// to data-to-last), so that an even all-to-all of 64 boxes is 64 rectangles, not 4,096.
+	type run struct {
+		from, to, last int
+		c              *cell
+	}
+	var runs []run
 	for _, k := range keys {
 		c := cells[k]
+		if n := len(runs); n > 0 {
+			r := &runs[n-1]
+			if r.from == k[0] && r.last+1 == k[1] && *r.c == *c {
+				r.last = k[1]
+				continue
+			}
+		}
+		runs = append(runs, run{k[0], k[1], k[1], c})
+	}
+	for _, r := range runs {
+		c := r.c
 		shade := 0.25 + 0.75*float64(c.bytes)/float64(max(most, 1))
-		d.printf(`<rect class="move-cell" data-from-block="%d" data-to-block="%d" data-moves="%d" x="%s" y="%s" width="%s" height="%s" fill="#c2185b" fill-opacity="%s"><title>box %d → box %d: %d moves, %d bytes</title></rect>`+"\n",
-			k[0], k[1], c.moves, num(left+float64(k[1])*px), num(top+float64(k[0])*px), num(px), num(px), num(shade), k[0], k[1], c.moves, c.bytes)
+		d.printf(`<rect class="move-cell" data-from-block="%d" data-to-block="%d" data-to-last="%d" data-moves="%d" x="%s" y="%s" width="%s" height="%s" fill="#c2185b" fill-opacity="%s">`,
+			r.from, r.to, r.last, c.moves, num(left+float64(r.to)*px), num(top+float64(r.from)*px), num(px*float64(r.last-r.to+1)), num(px), num(shade))
+		if len(runs) <= svgMatrixTitles {
+			to := strconv.Itoa(r.to)
+			if r.last > r.to {
+				to += "…" + strconv.Itoa(r.last)
+			}
+			d.printf("<title>box %d → box %s: %d moves, %d bytes each</title>", r.from, to, c.moves, c.bytes)
+		}
+		d.printf("</rect>\n")
 	}
 	d.printf("</g>\n")
 	d.extraH = top + size + 8

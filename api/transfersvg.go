@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"sort"
@@ -59,11 +60,17 @@ func transferSVG(p *transfer.Problem, res *transfer.Result) ([]byte, error) {
 	centre := func(n int) (float64, float64) {
 		return 8 + float64(n%cols)*(nodeW+gap) + nodeW/2, top + float64(n/cols)*(nodeH+gap) + nodeH/2
 	}
+	// The flows bend inside the area of the nodes, so that no curve leaves the drawing
+	// (a quadratic curve stays inside the hull of its end and control points).
+	rows := (nodes + cols - 1) / cols
+	areaX0, areaY0 := 4.0, top-6
+	areaX1, areaY1 := 8+float64(cols)*(nodeW+gap)-gap+4, top+float64(rows)*(nodeH+gap)-gap+6
+	var labels bytes.Buffer
 	for n := range nodes {
 		x, y := centre(n)
 		x0, y0 := x-nodeW/2, y-nodeH/2
 		d.printf(`<g class="node" data-node="%d"><rect x="%s" y="%s" width="%s" height="%s" fill="#fafafa" stroke="#888"/>`, n, num(x0), num(y0), num(nodeW), num(nodeH))
-		d.printf(`<text x="%s" y="%s">node %d</text>`, num(x0+3), num(y0+11), n)
+		fmt.Fprintf(&labels, `<text class="node-label" data-node="%d" x="%s" y="%s">node %d</text>`+"\n", n, num(x0+3), num(y0+11), n)
 		for k := range g {
 			id := n*g + k
 			if id >= p.Devices {
@@ -105,12 +112,37 @@ func transferSVG(p *transfer.Problem, res *transfer.Result) ([]byte, error) {
 		x2, y2 := centre(k.to)
 		// Bend to the left of the direction, so both ways show.
 		mx, my := (x1+x2)/2-(y2-y1)*0.15, (y1+y2)/2+(x2-x1)*0.15
+		mx, my = math.Min(math.Max(mx, areaX0), areaX1), math.Min(math.Max(my, areaY0), areaY1)
+		// From node edge to node edge, the head outside the receiving node.
+		sx, sy := boxEdge(x1, y1, nodeW/2, nodeH/2, mx, my, 1)
+		ex, ey := boxEdge(x2, y2, nodeW/2, nodeH/2, mx, my, 3)
 		w := 0.8 + 4*flows[k]/most
-		d.printf(`<path class="flow" data-from-node="%d" data-to-node="%d" data-bytes="%d" d="M %s %s Q %s %s %s %s" fill="none" stroke="#c2185b" stroke-opacity="0.45" stroke-width="%s" marker-end="url(#head)"/>`+"\n",
-			k.from, k.to, int64(flows[k]), num(x1), num(y1), num(mx), num(my), num(x2), num(y2), num(w))
+		d.printf(`<path class="flow" data-from-node="%d" data-to-node="%d" data-bytes="%d" d="M %s %s Q %s %s %s %s" fill="none" stroke="#c2185b" stroke-opacity="0.45" stroke-width="%s" marker-end="url(#head)"><title>node %d → node %d: %s</title></path>`+"\n",
+			k.from, k.to, int64(flows[k]), num(sx), num(sy), num(mx), num(my), num(ex), num(ey), num(w), k.from, k.to, humanBytes(int64(flows[k])))
 	}
-	rows := (nodes + cols - 1) / cols
-	d.y = top + float64(rows)*(nodeH+gap)
-	d.w = math.Max(d.w, 8+float64(cols)*(nodeW+gap))
+	// The node labels are drawn last, over the flows, each on a white halo.
+	d.printf(`<g class="labels" stroke="#fff" stroke-width="3" paint-order="stroke" stroke-linejoin="round">` + "\n")
+	d.b.Write(labels.Bytes())
+	d.printf("</g>\n")
+	d.y = areaY1 + 4
+	d.w = math.Max(d.w, areaX1)
 	return d.bytes("shardplan transfer"), nil
+}
+
+// boxEdge is where the segment from the centre (cx, cy) of a box of half sizes hw, hh
+// towards (tx, ty) leaves the box, pushed out by pad.
+func boxEdge(cx, cy, hw, hh, tx, ty, pad float64) (float64, float64) {
+	dx, dy := tx-cx, ty-cy
+	sx, sy := math.Inf(1), math.Inf(1)
+	if dx != 0 {
+		sx = (hw + pad) / math.Abs(dx)
+	}
+	if dy != 0 {
+		sy = (hh + pad) / math.Abs(dy)
+	}
+	s := math.Min(sx, sy)
+	if math.IsInf(s, 1) {
+		return cx, cy
+	}
+	return cx + dx*s, cy + dy*s
 }
