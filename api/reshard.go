@@ -231,7 +231,7 @@ func reshardKey(in *reshardInput) string {
 // reshard godoc
 //
 //	@Summary		Plan a reshard
-//	@Description	Finds the cheapest collective schedule (slice, all_gather, all_to_all, collective_permute, all_to_all_v, reduce_scatter, all_reduce) that moves a tensor from `source` to `target` sharding, priced by `cost_model`, with the communication lower bound and efficiency beside it. `strategy: xla` predicts XLA's SPMD partitioner, flags its involuntary full rematerialization and suggests constraints that avoid it. With `Accept: text/plain` the answer is the mesh-contents diagram. `policy.forbid_full_rematerialization` turns a plan that rematerializes into a 422 carrying the plan.
+//	@Description	Finds the cheapest collective schedule (slice, all_gather, all_to_all, collective_permute, all_to_all_v, reduce_scatter, all_reduce) that moves a tensor from `source` to `target` sharding, priced by `cost_model`, with the communication lower bound and efficiency beside it. `strategy: xla` predicts XLA's SPMD partitioner, flags its involuntary full rematerialization and suggests constraints that avoid it. With `Accept: text/plain` the answer is the mesh-contents diagram, then the totals, XLA's price beside the plan (when an `xla` candidate was priced) and the optimality against the time bound. `policy.forbid_full_rematerialization` turns a plan that rematerializes into a 422 carrying the plan.
 //	@Tags			reshard
 //	@Accept			json
 //	@Produce		json
