@@ -231,7 +231,7 @@ func reshardKey(in *reshardInput) string {
 // reshard godoc
 //
 //	@Summary		Plan a reshard
-//	@Description	Finds the cheapest collective schedule (slice, all_gather, all_to_all, collective_permute, all_to_all_v, reduce_scatter, all_reduce) that moves a tensor from `source` to `target` sharding, priced by `cost_model`, with the communication lower bound and efficiency beside it. `strategy: xla` predicts XLA's SPMD partitioner, flags its involuntary full rematerialization and suggests constraints that avoid it. With `Accept: text/plain` the answer is the mesh-contents diagram. `policy.forbid_full_rematerialization` turns a plan that rematerializes into a 422 carrying the plan.
+//	@Description	Finds the cheapest collective schedule (slice, all_gather, all_to_all, collective_permute, all_to_all_v, reduce_scatter, all_reduce) that moves a tensor from `source` to `target` sharding, priced by `cost_model`, with the communication lower bound and efficiency beside it. `strategy: xla` predicts XLA's SPMD partitioner, flags its involuntary full rematerialization and suggests constraints that avoid it. With `Accept: text/plain` the answer is the mesh-contents diagram, then the totals, XLA's price beside the plan (when an `xla` candidate was priced) and the optimality against the time bound. `policy.forbid_full_rematerialization` turns a plan that rematerializes into a 422 carrying the plan.
 //	@Tags			reshard
 //	@Accept			json
 //	@Produce		json
@@ -308,7 +308,7 @@ func (s *Server) drawnReshard(answerOf answerFunc) handlerFunc {
 
 // reshardView is what a reshard answer's verdict reads of it.
 type reshardView struct {
-	Summary              remat           `json:"summary"`
+	Summary              SummaryJSON     `json:"summary"`
 	XLAWarning           string          `json:"xla_warning"`
 	SuggestedConstraints json.RawMessage `json:"suggested_constraints"`
 	SuggestionNote       string          `json:"suggestion_note"`
@@ -331,7 +331,7 @@ func (r *ReshardResponse) verdict() (*verdict, error) {
 		return nil, err
 	}
 	v := reshardView{
-		Summary:    remat{FullRematerialization: r.Summary.FullRematerialization, XLAFallback: r.Summary.XLAFallback},
+		Summary:    r.Summary,
 		XLAWarning: r.XLAWarning, SuggestedConstraints: sc, SuggestionNote: r.SuggestionNote, Diagram: r.Diagram,
 	}
 	return v.verdict(), nil
@@ -340,8 +340,11 @@ func (r *ReshardResponse) verdict() (*verdict, error) {
 // verdict: a plan that rematerializes (or takes XLA's fallback) breaks
 // forbid_full_rematerialization; the problem carries its suggested constraints.
 func (v *reshardView) verdict() *verdict {
-	out := &verdict{Diagram: v.Diagram}
-	if !v.Summary.any() {
+	out := &verdict{}
+	if v.Diagram != "" {
+		out.Diagram = v.Diagram + "\n" + ReshardTextSummary(v.Summary)
+	}
+	if !(remat{FullRematerialization: v.Summary.FullRematerialization, XLAFallback: v.Summary.XLAFallback}).any() {
 		return out
 	}
 	detail := "the plan goes through an involuntary full rematerialization (every device holds the whole tensor)"

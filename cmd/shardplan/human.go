@@ -191,26 +191,11 @@ func printSummary(w io.Writer, indent string, s api.SummaryJSON) {
 	if line := fallbackLine(s.XLAFallback, s.FullRematerialization); line != "" {
 		fmt.Fprintf(w, "%s%s\n", indent, line)
 	}
-	if line := optimalityLine(s); line != "" {
-		fmt.Fprintf(w, "%s%s\n", indent, line)
+	for _, line := range []string{api.XLALine(s), api.OptimalityLine(s)} {
+		if line != "" {
+			fmt.Fprintf(w, "%s%s\n", indent, line)
+		}
 	}
-}
-
-// optimalityLine explains a summary's certificate beside the time bound: "proven" holds
-// under the allowed ops and the cost model, while the bound counts any schedule, so a
-// proven plan may sit well above it.
-func optimalityLine(s api.SummaryJSON) string {
-	switch {
-	case s.Optimality == "proven" && s.TimeLowerBoundUS > 0 && s.TimeUS > s.TimeLowerBoundUS*(1+1e-9):
-		return fmt.Sprintf("optimality: proven (no plan of these ops is cheaper on this cost model); %.2f us above the time bound, which counts any schedule", s.TimeUS-s.TimeLowerBoundUS)
-	case s.Optimality == "proven":
-		return "optimality: proven (no plan of these ops is cheaper on this cost model)"
-	case s.Optimality == "best_found" && s.TimeLowerBoundUS > 0:
-		return fmt.Sprintf("optimality: best found (the search's budget ended); %.2f us above the time bound", s.OptimalityGapUS)
-	case s.Optimality == "best_found":
-		return "optimality: best found (the search's budget ended)"
-	}
-	return ""
 }
 
 // yesNo is a flag as the summaries print it: YES stands out, no does not.

@@ -25,6 +25,7 @@ func TestHumanGolden(t *testing.T) {
 		stdin  string
 	}{
 		{"reshard-xla-pairs.txt", []string{"reshard", example("reshard-seed003-case1-xla-pairs.json")}, exitOK, ""},
+		{"reshard-cheaper-than-xla.txt", []string{"reshard", example("reshard-seed003-case1.json")}, exitOK, ""},
 		{"reshard-allow-remat.txt", []string{"reshard", example("reshard-allow-remat.json")}, exitOK, ""},
 		{"reshard-violation.txt", []string{"reshard", example("ci-gate-xla-case4.json")}, exitViolation, ""},
 		{"graph-mlp.txt", []string{"graph", example("graph-mlp.json")}, exitOK, ""},
@@ -58,6 +59,40 @@ func TestHumanGolden(t *testing.T) {
 			want, err := os.ReadFile(path)
 			require.NoError(t, err, "run with -update to create it")
 			assert.Equal(t, string(want), r.stdout)
+		})
+	}
+}
+
+// TestHumanXLAAndOptimality: a reshard's summary gives XLA's price beside the plan (or
+// says XLA already does this) and explains its optimality against the bound; a plan of
+// strategy xla has no XLA line.
+func TestHumanXLAAndOptimality(t *testing.T) {
+	cases := []struct {
+		name, stdin string
+		want        []string
+		absent      []string
+	}{
+		{"cheaper than XLA", `{"mesh": "X=2,Y=4", "shape": [2048, 2048], "dtype": "f32", "source": ["X", null], "target": ["Y", "X"], "cost_model": "tpu-v5p"}`,
+			[]string{"\nXLA (strategy xla): 26.30 us; this plan 24.30 us, 1.08x faster\n",
+				"\noptimality: proven optimal under the allowed ops; the bound (12.65 us, 52% of the plan's time) counts any schedule, so a gap does not mean a cheaper plan exists\n"},
+			[]string{"XLA already"}},
+		{"equal to XLA", `{"mesh": "X=2,Y=4", "shape": [2048, 2048], "dtype": "f32", "source": ["X", null], "target": ["Y", "X"], "cost_model": "tpu-v5p", "allowed_ops": ["slice", "all_gather", "all_to_all", "collective_permute"]}`,
+			[]string{"\nXLA already does this (same steps, 26.30 us)\n", "\noptimality: proven optimal under the allowed ops; the bound (12.65 us, 48% of the plan's time)"},
+			[]string{"XLA (strategy xla)"}},
+		{"strategy xla", `{"mesh": "X=2,Y=4", "shape": [2048, 2048], "dtype": "f32", "source": ["X", null], "target": ["Y", "X"], "cost_model": "tpu-v5p", "strategy": "xla"}`,
+			[]string{"strategy xla, cost model tpu-v5p"},
+			[]string{"XLA (strategy xla)", "XLA already", "optimality:"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, nil, tc.stdin, "reshard", "-")
+			require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			for _, w := range tc.want {
+				assert.Contains(t, r.stdout, w)
+			}
+			for _, bad := range tc.absent {
+				assert.NotContains(t, r.stdout, bad)
+			}
 		})
 	}
 }
