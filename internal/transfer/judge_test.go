@@ -123,7 +123,11 @@ func replay(p *Problem, res *Result) error {
 		}
 		for r, tp := range p.Targets {
 			for pos, d := range tp.Devices {
-				want := tileBox(tp.Mesh, t.Shape, t.Target, pos)
+				lo, hi := t.targetBox(tp.Mesh, pos)
+				want := make(box, len(lo))
+				for d := range lo {
+					want[d] = [2]int64{lo[d], hi[d]}
+				}
 				if want.empty() {
 					continue
 				}
