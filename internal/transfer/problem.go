@@ -53,29 +53,6 @@ type FusedPart struct {
 	Offset int64
 }
 
-// targetBox is the box of t (in t's own index space) that the target tile at mesh
-// position pos covers: the tile itself, or for a fused part the fused tile's overlap
-// with the part, shifted to the part's indices (empty: lo >= hi on some dim).
-func (t *Tensor) targetBox(m *sharding.Mesh, pos int) (lo, hi []int64) {
-	if t.Fused == nil {
-		r := sharding.NewLayout(m, t.Shape, t.Target).TileOf(pos).Ranges
-		lo, hi = make([]int64, len(r)), make([]int64, len(r))
-		for d := range r {
-			lo[d], hi[d] = r[d][0], r[d][1]
-		}
-		return lo, hi
-	}
-	f := t.Fused
-	r := sharding.NewLayout(m, f.Shape, t.Target).TileOf(pos).Ranges
-	lo, hi = make([]int64, len(r)), make([]int64, len(r))
-	for d := range r {
-		lo[d], hi[d] = r[d][0], r[d][1]
-	}
-	lo[f.Dim] = min(max(lo[f.Dim]-f.Offset, 0), t.Shape[f.Dim])
-	hi[f.Dim] = min(max(hi[f.Dim]-f.Offset, 0), t.Shape[f.Dim])
-	return lo, hi
-}
-
 // NameAt is the name of the k-th tensor the entry stands for.
 func (t *Tensor) NameAt(k int) string {
 	if t.Names.I == 0 {
