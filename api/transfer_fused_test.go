@@ -92,6 +92,16 @@ func TestTransferFused(t *testing.T) {
 	}
 }
 
+// TestTransferFusedReports: the text report and the drawing take fused targets.
+func TestTransferFusedReports(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, accept := range []string{"text/plain", "image/svg+xml"} {
+		rec := postTransfer(t, s, []byte(fusedTransfer), accept)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		assert.Contains(t, rec.Header().Get("Content-Type"), strings.Split(accept, "/")[1])
+	}
+}
+
 func TestTransferFusedBadInput(t *testing.T) {
 	s := newTestServer(t, nil)
 	edit := func(old, new string) string {
