@@ -243,3 +243,43 @@ func TestFusedReplayRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedOnePartIsPlain: a fused target of one part (a rename) plans exactly the
+// moves of the plain tensor with the same target, under every strategy.
+func TestFusedOnePartIsPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 46))
+	for i := range 100 {
+		p := randomProblem(t, rng, 3, 1)
+		q := *p
+		q.Tensors = slices.Clone(p.Tensors)
+		for k := range q.Tensors {
+			tk := &q.Tensors[k]
+			tk.Fused = &FusedPart{Shape: tk.Shape, Dim: rng.IntN(len(tk.Shape))}
+		}
+		for _, s := range Strategies {
+			if (s == "chain" || s == "tree") && len(p.Targets) < 2 {
+				continue
+			}
+			p.Strategy, q.Strategy = s, s
+			want, err := Plan(context.Background(), p)
+			if err != nil {
+				t.Fatalf("case %d %s: %v", i, s, err)
+			}
+			got, err := Plan(context.Background(), &q)
+			if err != nil {
+				t.Fatalf("case %d %s fused: %v", i, s, err)
+			}
+			if len(got.Classes) != len(want.Classes) || got.TimeUS != want.TimeUS || got.NetworkBytes != want.NetworkBytes {
+				t.Fatalf("case %d %s: fused %d classes %.2f us %d B, plain %d classes %.2f us %d B", i, s,
+					len(got.Classes), got.TimeUS, got.NetworkBytes, len(want.Classes), want.TimeUS, want.NetworkBytes)
+			}
+			for c := range want.Classes {
+				if !slices.EqualFunc(got.Classes[c].Moves, want.Classes[c].Moves, func(a, b Move) bool {
+					return a.Phase == b.Phase && a.From == b.From && a.To == b.To && a.Bytes == b.Bytes && slices.Equal(a.Ranges, b.Ranges)
+				}) {
+					t.Fatalf("case %d %s class %d: fused moves differ from the plain tensor's", i, s, c)
+				}
+			}
+		}
+	}
+}
