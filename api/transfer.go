@@ -38,7 +38,21 @@ type TransferRequest struct {
 	// "schedule" (every rank's ordered operations, API.md "Schedules"; the answer then
 	// carries a plan_id).
 	Include []string `json:"include,omitempty" validate:"dive,oneof=tensors transfers schedule"`
+	// Fused are target tensors built from several source tensors concatenated along one
+	// dim (qkv_proj from q_proj, k_proj, v_proj): each part, an entry of tensors named
+	// exactly as in parts, goes to the devices whose tile of the fused tensor covers it.
+	Fused []TransferFused `json:"fused,omitempty" validate:"dive"`
 } // @name TransferRequest
+
+// TransferFused is a fused target tensor: parts (names of tensors entries, as written
+// there) concatenated along dim, held by every target under target (a sharding of the
+// fused shape). The parts share their repeats; name takes the same {i} and {j}.
+type TransferFused struct {
+	Name   string          `json:"name" validate:"required" example:"layers.{i}.self_attn.qkv_proj.weight"`
+	Dim    int             `json:"dim" validate:"gte=0" example:"0"`
+	Parts  []string        `json:"parts" validate:"required,min=1"`
+	Target json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
+} // @name TransferFused
 
 // TransferPlacement is a mesh on the fabric: device_ids are global ids (row-major
 // positions of the mesh), or first_device starts consecutive ids.
@@ -59,7 +73,9 @@ type TransferTensor struct {
 	Tensor       string          `json:"tensor,omitempty"`
 	TargetShape  []int64         `json:"target_shape,omitempty"`
 	Source       json.RawMessage `json:"source" validate:"required" swaggertype:"object"`
-	Target       json.RawMessage `json:"target" validate:"required" swaggertype:"object"`
+	// Target is the target sharding; a part of a fused tensor leaves it out (its
+	// target is the fused tensor's).
+	Target json.RawMessage `json:"target,omitempty" swaggertype:"object"`
 	// Repeat is how many tensors the entry stands for ({i} takes 0..repeat-1); at least 1.
 	// TargetDType casts the tensor to a (quantized) dtype on the way: the target holds
 	// it in this dtype, with Scales when given.
@@ -121,8 +137,13 @@ func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error
 	if err != nil {
 		return nil, err
 	}
+	partOf, err := fusedParts(req)
+	if err != nil {
+		return nil, err
+	}
 	for i := range req.Tensors {
-		t, err := s.transferTensor(&req.Tensors[i], fmt.Sprintf("tensors[%d]", i), p)
+		_, isPart := partOf[i]
+		t, err := s.transferTensor(&req.Tensors[i], fmt.Sprintf("tensors[%d]", i), p, isPart)
 		if err != nil {
 			if es, ok := fielderr.As(err); ok {
 				fes = append(fes, es...)
@@ -134,7 +155,140 @@ func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error
 		p.Tensors = append(p.Tensors, t)
 	}
 	p.MaxMoves = s.limits.MaxTransferMoves
-	return p, fes.Err()
+	if err := fes.Err(); err != nil {
+		return p, err
+	}
+	if len(req.Fused) > 0 && slices.Contains(req.Include, "schedule") {
+		return p, sharding.Fieldf("include", "schedules are not written for fused targets yet; leave \"schedule\" out of include or drop fused")
+	}
+	return p, s.fuseTargets(req, p)
+}
+
+// fusedParts maps each tensors entry that is a part of a fused target to its fused
+// entry; a part name no entry has, or a part listed twice, is a 400 naming it.
+func fusedParts(req *TransferRequest) (map[int]int, error) {
+	if len(req.Fused) == 0 {
+		return nil, nil
+	}
+	byName := map[string]int{}
+	for i := range req.Tensors {
+		if _, dup := byName[req.Tensors[i].Name]; !dup {
+			byName[req.Tensors[i].Name] = i
+		}
+	}
+	partOf := map[int]int{}
+	var fes fielderr.Errors
+	for k := range req.Fused {
+		for m, name := range req.Fused[k].Parts {
+			field := fmt.Sprintf("fused[%d].parts[%d]", k, m)
+			i, ok := byName[name]
+			switch {
+			case !ok:
+				fes = append(fes, fielderr.New(field, "names no entry of tensors (%q); give a tensors entry's name exactly as written there, placeholders included", clip(name)))
+			case partOf[i] != 0:
+				fes = append(fes, fielderr.New(field, "tensors[%d] is already a part of fused[%d]: a source tensor goes into one fused target", i, partOf[i]-1))
+			default:
+				partOf[i] = k + 1
+			}
+		}
+	}
+	if err := fes.Err(); err != nil {
+		return nil, err
+	}
+	return partOf, nil
+}
+
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}
+
+// fuseTargets checks every fused entry against its parts (same rank, dims and dtype
+// except on the fused dim, same repeats), reads its target sharding on the fused shape
+// and places each part at its offset.
+func (s *Server) fuseTargets(req *TransferRequest, p *transfer.Problem) error {
+	var fes fielderr.Errors
+	for k := range req.Fused {
+		fj := &req.Fused[k]
+		field := fmt.Sprintf("fused[%d]", k)
+		idx := make([]int, len(fj.Parts))
+		for m, name := range fj.Parts {
+			for i := range req.Tensors {
+				if req.Tensors[i].Name == name {
+					idx[m] = i
+					break
+				}
+			}
+		}
+		first := &p.Tensors[idx[0]]
+		if fj.Dim >= len(first.Shape) {
+			fes = append(fes, fielderr.New(field+".dim", "is %d but the parts have rank %d: give a dim in 0..%d", fj.Dim, len(first.Shape), len(first.Shape)-1))
+			continue
+		}
+		shape := slices.Clone(first.Shape)
+		shape[fj.Dim] = 0
+		ok := true
+		for m, i := range idx {
+			t, pf := &p.Tensors[i], fmt.Sprintf("%s.parts[%d]", field, m)
+			tj, fj0 := &req.Tensors[i], &req.Tensors[idx[0]]
+			switch {
+			case len(t.Shape) != len(first.Shape):
+				fes = append(fes, fielderr.New(pf, "tensors[%d] has shape %v but %s has %v: parts have the same rank", i, t.Shape, fj.Parts[0], first.Shape))
+				ok = false
+				continue
+			case t.ElemBits != first.ElemBits:
+				fes = append(fes, fielderr.New(pf, "tensors[%d] has %d-bit elements but %s has %d: parts have the same dtype", i, t.ElemBits, fj.Parts[0], first.ElemBits))
+				ok = false
+				continue
+			case t.Names.I != first.Names.I || t.Names.J != first.Names.J || (tj.Repeat == nil) != (fj0.Repeat == nil) || (tj.RepeatJ == nil) != (fj0.RepeatJ == nil):
+				fes = append(fes, fielderr.New(pf, "tensors[%d] repeats %dx%d but %s %dx%d: parts have the same repeat and repeat_j", i, t.Names.I, t.Names.J, fj.Parts[0], first.Names.I, first.Names.J))
+				ok = false
+				continue
+			}
+			for d := range shape {
+				if d != fj.Dim && t.Shape[d] != first.Shape[d] {
+					fes = append(fes, fielderr.New(pf, "tensors[%d] has shape %v but %s has %v: parts agree on every dim but dim %d", i, t.Shape, fj.Parts[0], first.Shape, fj.Dim))
+					ok = false
+					break
+				}
+			}
+			shape[fj.Dim] += t.Shape[fj.Dim]
+		}
+		if !ok {
+			continue
+		}
+		ri, rj := 0, 0
+		if r := req.Tensors[idx[0]].Repeat; r != nil {
+			ri = *r
+		}
+		if r := req.Tensors[idx[0]].RepeatJ; r != nil {
+			rj = *r
+		}
+		if _, err := transfer.NewNames(fj.Name, ri, rj, field+".name"); err != nil {
+			es, _ := fielderr.As(err)
+			fes = append(fes, es...)
+			continue
+		}
+		if err := checkShape(shape, field+".parts", s.limits); err != nil {
+			return err
+		}
+		target, err := sharding.Parse(fj.Target, p.Targets[0].Mesh, shape, field+".target")
+		if err != nil {
+			return err
+		}
+		if len(target.Unreduced) > 0 {
+			return sharding.Fieldf(field+".target", "has unreduced axes: a transfer moves reduced values")
+		}
+		off := int64(0)
+		for _, i := range idx {
+			t := &p.Tensors[i]
+			t.Target, t.Fused = target, &transfer.FusedPart{Shape: shape, Dim: fj.Dim, Offset: off}
+			off += t.Shape[fj.Dim]
+		}
+	}
+	return fes.Err()
 }
 
 // transferNames reads every entry's name and repeats, checks how many tensors they
@@ -281,7 +435,7 @@ func (s *Server) placement(pj *TransferPlacement, field string) (transfer.Placem
 }
 
 // transferTensor reads one tensor entry.
-func (s *Server) transferTensor(tj *TransferTensor, field string, p *transfer.Problem) (transfer.Tensor, error) {
+func (s *Server) transferTensor(tj *TransferTensor, field string, p *transfer.Problem, isPart bool) (transfer.Tensor, error) {
 	t := transfer.Tensor{Name: tj.Name, Field: field, Count: 1}
 	shape, dtype := tj.Shape, tj.DType
 	if err := tensorType(tj.Tensor, &shape, &dtype, tj.ElementBytes); err != nil {
@@ -304,8 +458,19 @@ func (s *Server) transferTensor(tj *TransferTensor, field string, p *transfer.Pr
 	if t.Source, err = sharding.Parse(tj.Source, p.Source.Mesh, shape, field+".source"); err != nil {
 		return t, err
 	}
-	if t.Target, err = sharding.Parse(tj.Target, p.Targets[0].Mesh, shape, field+".target"); err != nil {
-		return t, err
+	switch {
+	case isPart && len(tj.Target) > 0:
+		return t, sharding.Fieldf(field+".target", "is given but this tensor is a part of a fused target: its target is the fused entry's; leave it out")
+	case isPart && (tj.TargetDType != "" || tj.TargetShape != nil):
+		return t, sharding.Fieldf(field+".target_dtype", "a part of a fused target takes the fused tensor's dtype and shape; leave target_dtype and target_shape out")
+	case isPart:
+		t.Target = t.Source // replaced by the fused target's sharding
+	case len(tj.Target) == 0:
+		return t, sharding.Fieldf(field+".target", "is required: the sharding the targets hold (unless the tensor is a part of a fused entry)")
+	default:
+		if t.Target, err = sharding.Parse(tj.Target, p.Targets[0].Mesh, shape, field+".target"); err != nil {
+			return t, err
+		}
 	}
 	for k, sh := range []sharding.Sharding{t.Source, t.Target} {
 		if len(sh.Unreduced) > 0 {
@@ -408,6 +573,8 @@ type TransferResponse struct {
 	Phases        []TransferPhase     `json:"phases"`
 	Groups        []TransferGroup     `json:"groups"`
 	Tensors       []TransferTensorOut `json:"tensors,omitempty"`
+	// Fused lists the request's fused targets with their parts' groups and offsets.
+	Fused []TransferFusedOut `json:"fused,omitempty"`
 	// PlanID (include "schedule") names the answer in the plan cache: GET
 	// /v1/plans/{plan_id} returns it, /v1/plans/{plan_id}/schedule?rank=N one rank's
 	// schedule.
@@ -518,7 +685,40 @@ type TransferGroup struct {
 	Moves               int               `json:"moves"`
 	Transfers           []TransferMove    `json:"transfers,omitempty"`
 	TransferRuns        []TransferMoveRun `json:"transfer_runs,omitempty"`
+	// Fused places the group's tensors inside a fused target tensor: target is the
+	// fused tensor's sharding, and the moves' ranges are the part's own indices (the
+	// receiver writes them at offset along dim).
+	Fused *TransferGroupFused `json:"fused,omitempty"`
 } // @name TransferGroup
+
+// TransferGroupFused is where a group's tensors sit in their fused target tensor.
+type TransferGroupFused struct {
+	Shape  []int64 `json:"shape"`
+	Dim    int     `json:"dim"`
+	Offset int64   `json:"offset"`
+} // @name TransferGroupFused
+
+// TransferFusedOut is one fused entry of the request: count fused tensors, named by
+// name as its parts are by theirs, each its parts concatenated along dim.
+type TransferFusedOut struct {
+	Name        string                 `json:"name"`
+	Count       int                    `json:"count"`
+	Shape       []int64                `json:"shape"`
+	Dim         int                    `json:"dim"`
+	ElementBits int                    `json:"element_bits"`
+	Bytes       int64                  `json:"bytes"`
+	Target      string                 `json:"target"`
+	Parts       []TransferFusedPartOut `json:"parts"`
+} // @name TransferFusedOut
+
+// TransferFusedPartOut is one part of a fused tensor: the tensors entry, its group and
+// its range [offset, offset+size) along the fused dim.
+type TransferFusedPartOut struct {
+	Name   string `json:"name"`
+	Group  int    `json:"group"`
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+} // @name TransferFusedPartOut
 
 // TransferMove is one move of one tensor of a group: global ids, global ranges.
 type TransferMove struct {
@@ -666,6 +866,9 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 			g.ScaleBytes = int64(math.Ceil(elems * t0.ScaleBits / 8))
 			g.MovedBitsPerElement = c.MoveBits
 		}
+		if f := t0.Fused; f != nil {
+			g.Fused = &TransferGroupFused{Shape: f.Shape, Dim: f.Dim, Offset: f.Offset}
+		}
 		g.Tensors = make([]string, 0, c.Count)
 		for _, ti := range c.Tensors {
 			t := &p.Tensors[ti]
@@ -701,6 +904,7 @@ func (s *Server) planTransfer(ctx context.Context, req *TransferRequest, p *tran
 		}
 		out.Groups = append(out.Groups, g)
 	}
+	out.Fused = fusedOut(req, p, res)
 	if include["schedule"] {
 		sc, err := schedule.Transfer(ctx, p, res)
 		if err != nil {
@@ -774,3 +978,43 @@ func moveRuns(ms []transfer.Move) []TransferMoveRun {
 
 // round2 rounds a time to 0.01 µs for the answer.
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// fusedOut reports the request's fused entries: shape, target and each part's group and
+// offset.
+func fusedOut(req *TransferRequest, p *transfer.Problem, res *transfer.Result) []TransferFusedOut {
+	if len(req.Fused) == 0 {
+		return nil
+	}
+	groupOf := map[int]int{}
+	for gi, c := range res.Classes {
+		for _, ti := range c.Tensors {
+			groupOf[ti] = gi
+		}
+	}
+	byField := map[string]int{}
+	for ti := range p.Tensors {
+		byField[p.Tensors[ti].Field] = ti
+	}
+	var out []TransferFusedOut
+	for k := range req.Fused {
+		fj := &req.Fused[k]
+		var f TransferFusedOut
+		for m, name := range fj.Parts {
+			ti := -1
+			for i := range req.Tensors {
+				if req.Tensors[i].Name == name {
+					ti = byField[fmt.Sprintf("tensors[%d]", i)]
+					break
+				}
+			}
+			t := &p.Tensors[ti]
+			if m == 0 {
+				f = TransferFusedOut{Name: fj.Name, Count: t.Count, Shape: t.Fused.Shape, Dim: t.Fused.Dim, ElementBits: t.ElemBits,
+					Bytes: int64(float64(transferElems(t.Fused.Shape))*float64(t.ElemBits)/8 + 0.5), Target: t.Target.Text(p.Targets[0].Mesh.Name)}
+			}
+			f.Parts = append(f.Parts, TransferFusedPartOut{Name: name, Group: groupOf[ti], Offset: t.Fused.Offset, Size: t.Shape[t.Fused.Dim]})
+		}
+		out = append(out, f)
+	}
+	return out
+}

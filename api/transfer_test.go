@@ -257,6 +257,8 @@ func FuzzTransferBody(f *testing.F) {
 	  "strategy": "tree", "include": ["transfers"]}`)
 	f.Add(strings.Replace(smallTransfer, `"layers.{i}.w"`, `"l.{i}.e.{j}.w", "repeat_j": 3`, 1))
 	f.Add(strings.Replace(smallTransfer, `"repeat": 4`, `"repeat": -1, "element_bytes": 0`, 1))
+	f.Add(fusedTransfer)
+	f.Add(strings.Replace(fusedTransfer, `"dim": 0`, `"dim": 1`, 1))
 	f.Fuzz(func(t *testing.T, body string) { fuzzEndpoint(t, s, "/v1/transfer", body) })
 }
 

@@ -26,6 +26,8 @@ type class struct {
 	cells             []cell
 	// srcTile and dstTile are one device's padded tile bytes under each sharding.
 	srcTile, dstTile int64
+	// fused places the class's tensors inside a fused target tensor (nil: none).
+	fused *FusedPart
 }
 
 // cell is a box of the tensor inside one source tile and one target tile.
@@ -57,10 +59,13 @@ func (p *Problem) classes() []*class {
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		key := fmt.Sprint(t.Shape, t.ElemBits, "|", t.Source.Body(), "|", t.Target.Body(), "|", t.TargetBits, t.ScaleBits, t.CastAfter)
+		if f := t.Fused; f != nil {
+			key += fmt.Sprint("|fused", f.Shape, f.Dim, f.Offset)
+		}
 		c := byKey[key]
 		if c == nil {
 			c = &class{key: key, shape: t.Shape, elemBits: t.ElemBits, source: t.Source, target: t.Target,
-				moveBits: float64(t.ElemBits), dstBits: float64(t.ElemBits)}
+				moveBits: float64(t.ElemBits), dstBits: float64(t.ElemBits), fused: t.Fused}
 			if t.TargetBits > 0 {
 				c.dstBits = float64(t.TargetBits) + t.ScaleBits
 				if !t.CastAfter {
@@ -83,9 +88,21 @@ func (c *class) build(ctx context.Context, p *Problem, field string, budget *int
 		return err
 	}
 	src := sharding.NewLayout(p.Source.Mesh, c.shape, c.source)
-	dst := sharding.NewLayout(p.Targets[0].Mesh, c.shape, c.target)
+	// A fused part's target tiling is the fused tensor's, seen from the part: target
+	// index x of the part is fused index x+off[d].
+	dstShape, off := c.shape, make([]int64, len(c.shape))
+	if f := c.fused; f != nil {
+		dstShape = f.Shape
+		off[f.Dim] = f.Offset
+	}
+	dst := sharding.NewLayout(p.Targets[0].Mesh, dstShape, c.target)
 	c.srcTile = sharding.BufferBytes(src.TileElements(), c.elemBits)
-	c.dstTile = int64(math.Ceil(float64(dst.TileElements()) * c.dstBits / 8))
+	dstElems := float64(dst.TileElements())
+	if f := c.fused; f != nil {
+		// The part's share of the fused tile.
+		dstElems = dstElems * float64(c.shape[f.Dim]) / float64(f.Shape[f.Dim])
+	}
+	c.dstTile = int64(math.Ceil(dstElems * c.dstBits / 8))
 	rank := len(c.shape)
 	// Per dim, the cut points of both tilings.
 	cuts := make([][]int64, rank)
@@ -98,7 +115,7 @@ func (c *class) build(ctx context.Context, p *Problem, field string, budget *int
 		}
 		for i := range dst.Counts[d] {
 			s, _ := dst.Range(d, i)
-			pts = append(pts, s)
+			pts = append(pts, min(max(s-off[d], 0), c.shape[d]))
 		}
 		slices.Sort(pts)
 		pts = slices.Compact(pts)
@@ -131,7 +148,7 @@ func (c *class) build(ctx context.Context, p *Problem, field string, budget *int
 			lo[d], hi[d] = cuts[d][idx[d]], cuts[d][idx[d]+1]
 			elems *= hi[d] - lo[d]
 			si[d] = shardOf(src, d, lo[d])
-			ti[d] = shardOf(dst, d, lo[d])
+			ti[d] = shardOf(dst, d, lo[d]+off[d])
 		}
 		if elems > 0 {
 			c.cells = append(c.cells, cell{lo: lo, hi: hi, elems: elems, holders: holders[tupleKey(si)], needers: needers[tupleKey(ti)]})

@@ -85,6 +85,29 @@ func tileBox(m *sharding.Mesh, shape []int64, s sharding.Sharding, pos int) box 
 	return box(t.Ranges)
 }
 
+// targetBox is the box of t (in t's own index space) that the target tile at mesh
+// position pos covers: the tile itself, or for a fused part the fused tile's overlap
+// with the part, shifted to the part's indices (empty: lo >= hi on some dim).
+func (t *Tensor) targetBox(m *sharding.Mesh, pos int) (lo, hi []int64) {
+	if t.Fused == nil {
+		r := sharding.NewLayout(m, t.Shape, t.Target).TileOf(pos).Ranges
+		lo, hi = make([]int64, len(r)), make([]int64, len(r))
+		for d := range r {
+			lo[d], hi[d] = r[d][0], r[d][1]
+		}
+		return lo, hi
+	}
+	f := t.Fused
+	r := sharding.NewLayout(m, f.Shape, t.Target).TileOf(pos).Ranges
+	lo, hi = make([]int64, len(r)), make([]int64, len(r))
+	for d := range r {
+		lo[d], hi[d] = r[d][0], r[d][1]
+	}
+	lo[f.Dim] = min(max(lo[f.Dim]-f.Offset, 0), t.Shape[f.Dim])
+	hi[f.Dim] = min(max(hi[f.Dim]-f.Offset, 0), t.Shape[f.Dim])
+	return lo, hi
+}
+
 // replay checks res's moves for every class: each move sends what its sender held when
 // its phase began (its source tile, or what earlier phases brought), and every target
 // device ends with exactly its tile of the tensor: it holds all of it, and what it
@@ -123,7 +146,11 @@ func replay(p *Problem, res *Result) error {
 		}
 		for r, tp := range p.Targets {
 			for pos, d := range tp.Devices {
-				want := tileBox(tp.Mesh, t.Shape, t.Target, pos)
+				lo, hi := t.targetBox(tp.Mesh, pos)
+				want := make(box, len(lo))
+				for d := range lo {
+					want[d] = [2]int64{lo[d], hi[d]}
+				}
 				if want.empty() {
 					continue
 				}

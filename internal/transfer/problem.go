@@ -39,6 +39,18 @@ type Tensor struct {
 	// each of them on demand (Names.Count() == Count; zero: the one tensor Name).
 	Count int
 	Names Names
+	// Fused, when set, makes this tensor one part of a fused target tensor: Target is
+	// then the fused tensor's sharding (over Fused.Shape) and the part lands at
+	// Fused.Offset along Fused.Dim. Moves keep the part's own index space.
+	Fused *FusedPart
+}
+
+// FusedPart places a source tensor inside a fused target tensor: the fused tensor is
+// its parts concatenated along Dim, this part at [Offset, Offset+Shape[Dim]) of it.
+type FusedPart struct {
+	Shape  []int64 // the fused tensor's shape
+	Dim    int
+	Offset int64
 }
 
 // NameAt is the name of the k-th tensor the entry stands for.
