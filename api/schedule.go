@@ -84,7 +84,22 @@ type ScheduleTensor struct {
 	ElementBits int     `json:"element_bits"`
 	Bucket      int     `json:"bucket"`
 	Bytes       int64   `json:"bytes"`
+	// Fused (a part of a fused target): the part has no target buffers of its own;
+	// its operations on "target" read and write the fused tensor's, at the part's
+	// offset along the fused dim (API.md "Fused targets").
+	Fused *ScheduleTensorFused `json:"fused,omitempty"`
+	// Parts (a fused target tensor, listed after the moved tensors): the tensors
+	// concatenated into it, in order. It has target buffers only and no operations.
+	Parts []int `json:"parts,omitempty"`
 } // @name ScheduleTensor
+
+// ScheduleTensorFused places a part in its fused tensor: part index x along dim is
+// fused index x+offset.
+type ScheduleTensorFused struct {
+	Tensor int   `json:"tensor"`
+	Dim    int   `json:"dim"`
+	Offset int64 `json:"offset"`
+} // @name ScheduleTensorFused
 
 // ScheduleJSON is every rank's schedule: ranks, or rank_runs where shorter.
 type ScheduleJSON struct {
@@ -147,7 +162,10 @@ func rankJSON(r *schedule.Rank) ScheduleRank {
 func scheduleJSON(s *schedule.Schedule) (*ScheduleJSON, error) {
 	out := &ScheduleJSON{Kind: s.Kind, Phases: s.Phases, Buckets: s.Buckets, Ops: s.Ops(), Tensors: make([]ScheduleTensor, len(s.Tensors))}
 	for i, t := range s.Tensors {
-		out.Tensors[i] = ScheduleTensor{Name: t.Name, Shape: t.Shape, ElementBits: t.ElemBits, Bucket: t.Bucket, Bytes: t.Bytes}
+		out.Tensors[i] = ScheduleTensor{Name: t.Name, Shape: t.Shape, ElementBits: t.ElemBits, Bucket: t.Bucket, Bytes: t.Bytes, Parts: t.Parts}
+		if f := t.Fused; f != nil {
+			out.Tensors[i].Fused = &ScheduleTensorFused{Tensor: f.Tensor, Dim: f.Dim, Offset: f.Offset}
+		}
 	}
 	ranks := make([]ScheduleRank, len(s.Ranks))
 	for i := range s.Ranks {

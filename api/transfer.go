@@ -158,9 +158,6 @@ func (s *Server) transferProblem(req *TransferRequest) (*transfer.Problem, error
 	if err := fes.Err(); err != nil {
 		return p, err
 	}
-	if len(req.Fused) > 0 && slices.Contains(req.Include, "schedule") {
-		return p, sharding.Fieldf("include", "schedules are not written for fused targets yet; leave \"schedule\" out of include or drop fused")
-	}
 	return p, s.fuseTargets(req, p)
 }
 
@@ -266,7 +263,8 @@ func (s *Server) fuseTargets(req *TransferRequest, p *transfer.Problem) error {
 		if r := req.Tensors[idx[0]].RepeatJ; r != nil {
 			rj = *r
 		}
-		if _, err := transfer.NewNames(fj.Name, ri, rj, field+".name"); err != nil {
+		names, err := transfer.NewNames(fj.Name, ri, rj, field+".name")
+		if err != nil {
 			es, _ := fielderr.As(err)
 			fes = append(fes, es...)
 			continue
@@ -284,7 +282,7 @@ func (s *Server) fuseTargets(req *TransferRequest, p *transfer.Problem) error {
 		off := int64(0)
 		for _, i := range idx {
 			t := &p.Tensors[i]
-			t.Target, t.Fused = target, &transfer.FusedPart{Shape: shape, Dim: fj.Dim, Offset: off}
+			t.Target, t.Fused = target, &transfer.FusedPart{Shape: shape, Dim: fj.Dim, Offset: off, Entry: k, Name: fj.Name, Names: names}
 			off += t.Shape[fj.Dim]
 		}
 	}

@@ -27,7 +27,11 @@
 //	        halo exchange
 //	source  (transfer) the rank's source tile of a tensor
 //	target  (transfer) the rank's target tile of a tensor in target placement
-//	        DstIndex, zeroed at the start
+//	        DstIndex, zeroed at the start. A part of a fused target has none: its
+//	        operations on "target" read and write the fused tensor's target buffer
+//	        (Tensor.Fused), their Global ranges the part's own, their local ranges
+//	        inside the fused tile (the part's index plus Offset along Dim, minus the
+//	        tile's start)
 //	stage   (transfer) a piece received to be forwarded (DstIndex numbers them per
 //	        rank and tensor); it lives until the transfer ends
 //
@@ -121,13 +125,28 @@ type Rank struct {
 	Phases  []Phase  `json:"phases"`
 }
 
-// Tensor is one tensor a transfer schedule moves.
+// Tensor is one tensor a transfer schedule moves, or a fused target tensor its parts
+// are moved into.
 type Tensor struct {
 	Name     string  `json:"name"`
 	Shape    []int64 `json:"shape"`
 	ElemBits int     `json:"elem_bits"`
 	Bucket   int     `json:"bucket"`
 	Bytes    int64   `json:"bytes"`
+	// Fused (a part of a fused target) places the tensor in the fused tensor
+	// Fused.Tensor: its target buffers are that tensor's.
+	Fused *FusedIn `json:"fused,omitempty"`
+	// Parts (a fused target) are the tensors concatenated into it, in order; it has
+	// target buffers only and no operations of its own.
+	Parts []int `json:"parts,omitempty"`
+}
+
+// FusedIn is where a part sits in its fused tensor: at [Offset, Offset+Shape[Dim]) of
+// dim Dim.
+type FusedIn struct {
+	Tensor int   `json:"tensor"`
+	Dim    int   `json:"dim"`
+	Offset int64 `json:"offset"`
 }
 
 // Schedule is every rank's schedule.

@@ -176,6 +176,24 @@ type msgKey struct {
 	tensor        int
 }
 
+// resolve is the buffer an operation of tensor names and where its global box sits in
+// that buffer's tensor: a fused part's target buffer is its fused tensor's, the box
+// moved by the part's offset.
+func resolve(s *Schedule, tensor int, name string, index int, global Box) (bufKey, Box) {
+	if s.Kind != "transfer" || name != BufTarget || s.Tensors[tensor].Fused == nil {
+		return bufKey{tensor, name, index}, global
+	}
+	f := s.Tensors[tensor].Fused
+	return bufKey{f.Tensor, name, index}, shift(global, f.Dim, f.Offset)
+}
+
+// shift is b moved by off along dim.
+func shift(b Box, dim int, off int64) Box {
+	out := slices.Clone(b)
+	out[dim] = [2]int64{b[dim][0] + off, b[dim][1] + off}
+	return out
+}
+
 // runPhase runs one phase of s on states (rank -> state): pick gives each rank's part
 // of it (nil: none).
 func runPhase(s *Schedule, states map[int]state, pick func(r *Rank) *Phase) error {
@@ -194,11 +212,12 @@ func runPhase(s *Schedule, states map[int]state, pick func(r *Rank) *Phase) erro
 			if op.Kind != OpSend {
 				continue
 			}
-			b := st[bufKey{op.Tensor, op.Src, op.SrcIndex}]
+			key, global := resolve(s, op.Tensor, op.Src, op.SrcIndex, op.Global)
+			b := st[key]
 			if b == nil {
 				return fmt.Errorf("rank %d phase %d: sends from %s[%d] of tensor %d, which it does not hold", r.Rank, ph.Phase, op.Src, op.SrcIndex, op.Tensor)
 			}
-			if !slices.Equal(local(op.Global, b.at), op.SrcLocal) {
+			if !slices.Equal(local(global, b.at), op.SrcLocal) {
 				return fmt.Errorf("rank %d phase %d: send of %v reads %v of a buffer at %v", r.Rank, ph.Phase, op.Global, op.SrcLocal, b.at)
 			}
 			cs, err := b.read(op.SrcLocal)
@@ -250,9 +269,13 @@ func runPhase(s *Schedule, states map[int]state, pick func(r *Rank) *Phase) erro
 				if op.Src == BufTile || op.Src == BufHalo {
 					src = st // a reshard's copy reads the tile and pieces of the phase's start
 				}
-				b := src[bufKey{op.Tensor, op.Src, op.SrcIndex}]
+				key, global := resolve(s, op.Tensor, op.Src, op.SrcIndex, op.Global)
+				b := src[key]
 				if b == nil {
 					return fmt.Errorf("rank %d phase %d: copies from %s[%d], which it does not hold", r.Rank, ph.Phase, op.Src, op.SrcIndex)
+				}
+				if !slices.Equal(local(global, b.at), op.SrcLocal) {
+					return fmt.Errorf("rank %d phase %d: copy of %v reads %v of a buffer at %v", r.Rank, ph.Phase, op.Global, op.SrcLocal, b.at)
 				}
 				var err error
 				if cs, err = b.read(op.SrcLocal); err != nil {
@@ -261,11 +284,12 @@ func runPhase(s *Schedule, states map[int]state, pick func(r *Rank) *Phase) erro
 			default:
 				return fmt.Errorf("rank %d: unknown op %q", r.Rank, op.Kind)
 			}
-			d := next[bufKey{op.Tensor, op.Dst, op.DstIndex}]
+			key, global := resolve(s, op.Tensor, op.Dst, op.DstIndex, op.Global)
+			d := next[key]
 			if d == nil {
 				return fmt.Errorf("rank %d phase %d: writes %s[%d], which it does not hold", r.Rank, ph.Phase, op.Dst, op.DstIndex)
 			}
-			if !slices.Equal(local(op.Global, d.at), op.DstLocal) {
+			if !slices.Equal(local(global, d.at), op.DstLocal) {
 				return fmt.Errorf("rank %d phase %d: %s of %v writes %v of a buffer at %v", r.Rank, ph.Phase, op.Kind, op.Global, op.DstLocal, d.at)
 			}
 			if int64(len(cs)) != op.Global.elems() {

@@ -18,7 +18,9 @@ import (
 // brought). A device copies what its own source tile holds of its target tile in the
 // first phase of the tensor's bucket; a move lands in the receiver's target tile where
 // it is inside it, else in a stage piece (a relay's), which the receiver then copies
-// into its target tile where they meet.
+// into its target tile where they meet. A fused target's tensors follow the moved ones:
+// a part's target tile is its share of the fused tile, and its operations write the
+// fused tensor's target buffer at the part's offset (the package comment, Buffers).
 func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*Schedule, error) {
 	s := &Schedule{Kind: "transfer", Buckets: max(1, res.Buckets)}
 	type inst struct {
@@ -40,13 +42,7 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 			return nil, errorf("tensor %q is in no class of the plan", t.Name)
 		}
 		for k := range max(1, t.Count) {
-			name := t.Name
-			switch {
-			case t.Names.Count() == t.Count && t.Count > 0:
-				name = t.Names.At(k)
-			case t.Count > 1:
-				name = fmt.Sprintf("%s[%d]", t.Name, k)
-			}
+			name := instName(t.Name, &t.Names, t.Count, k)
 			bytes := sharding.BufferBytes(elements(t.Shape), t.ElemBits)
 			bucket := 0
 			if res.BucketBytes > 0 {
@@ -55,6 +51,34 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 			offset += bytes
 			s.Tensors = append(s.Tensors, Tensor{Name: name, Shape: t.Shape, ElemBits: t.ElemBits, Bucket: bucket, Bytes: bytes})
 			insts = append(insts, inst{class: ci, entry: ti})
+		}
+	}
+	// The fused target tensors, after the moved ones: the k-th of an entry takes the
+	// k-th tensor of each of its parts.
+	fusedAt := map[[2]int]int{} // (fused entry, k) -> tensor
+	j := 0
+	for ti := range p.Tensors {
+		t := &p.Tensors[ti]
+		for k := range max(1, t.Count) {
+			f := t.Fused
+			if f == nil {
+				j++
+				continue
+			}
+			key := [2]int{f.Entry, k}
+			fi, ok := fusedAt[key]
+			if !ok {
+				name := instName(f.Name, &f.Names, t.Count, k)
+				fi = len(s.Tensors)
+				fusedAt[key] = fi
+				s.Tensors = append(s.Tensors, Tensor{Name: name, Shape: f.Shape, ElemBits: t.ElemBits, Bucket: s.Tensors[j].Bucket,
+					Bytes: sharding.BufferBytes(elements(f.Shape), t.ElemBits)})
+			}
+			ft := &s.Tensors[fi]
+			ft.Parts = append(ft.Parts, j)
+			ft.Bucket = min(ft.Bucket, s.Tensors[j].Bucket)
+			s.Tensors[j].Fused = &FusedIn{Tensor: fi, Dim: f.Dim, Offset: f.Offset}
+			j++
 		}
 	}
 	phases := len(res.Phases)
@@ -79,6 +103,10 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 	type tiles struct {
 		source  Box
 		targets map[int]Box // target placement -> tile
+		// Where each target buffer sits (a fused part: the fused tile in the part's
+		// indices, which may reach past the part), and the fused tile itself.
+		at    map[int]Box
+		fused map[int]Box
 	}
 	layouts := map[int][2]*sharding.Layout{} // per entry: source, target
 	for ti := range p.Tensors {
@@ -90,7 +118,7 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 		out := map[int]*tiles{}
 		get := func(g int) *tiles {
 			if out[g] == nil {
-				out[g] = &tiles{targets: map[int]Box{}}
+				out[g] = &tiles{targets: map[int]Box{}, at: map[int]Box{}, fused: map[int]Box{}}
 			}
 			return out[g]
 		}
@@ -100,11 +128,32 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 				get(g).source = b
 			}
 		}
+		whole := make(Box, len(t.Shape))
+		for d, n := range t.Shape {
+			whole[d] = [2]int64{0, n}
+		}
 		for k, tp := range p.Targets {
+			if f := t.Fused; f != nil {
+				tl := sharding.NewLayout(tp.Mesh, f.Shape, t.Target)
+				for pos, g := range tp.Devices {
+					fb := tileBox(tl, tp.Mesh.DeviceAt(pos))
+					if fb.empty() {
+						continue
+					}
+					at := slices.Clone(fb)
+					at[f.Dim] = [2]int64{fb[f.Dim][0] - f.Offset, fb[f.Dim][1] - f.Offset}
+					if b := intersect(at, whole); !b.empty() {
+						tg := get(g)
+						tg.targets[k], tg.at[k], tg.fused[k] = b, at, fb
+					}
+				}
+				continue
+			}
 			tl := sharding.NewLayout(tp.Mesh, t.Shape, t.Target)
 			for pos, g := range tp.Devices {
 				if b := tileBox(tl, tp.Mesh.DeviceAt(pos)); !b.empty() {
-					get(g).targets[k] = b
+					tg := get(g)
+					tg.targets[k], tg.at[k] = b, b
 				}
 			}
 		}
@@ -123,6 +172,7 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 		}
 	}
 	tileCache := map[int]map[int]*tiles{}
+	listed := map[[3]int]bool{} // (fused tensor, device, placement) -> its buffer is listed
 	for j, in := range insts {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -152,7 +202,15 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 				r.Buffers = append(r.Buffers, Buffer{Tensor: j, Name: BufSource, Global: ti.source})
 			}
 			for _, k := range targetKeys(g) {
-				r.Buffers = append(r.Buffers, Buffer{Tensor: j, Name: BufTarget, Index: k, Global: ti.targets[k]})
+				if f := s.Tensors[j].Fused; f != nil {
+					// The fused tensor's buffer, listed with its first part.
+					if key := [3]int{f.Tensor, g, k}; !listed[key] {
+						listed[key] = true
+						r.Buffers = append(r.Buffers, Buffer{Tensor: f.Tensor, Name: BufTarget, Index: k, Global: ti.fused[k]})
+					}
+				} else {
+					r.Buffers = append(r.Buffers, Buffer{Tensor: j, Name: BufTarget, Index: k, Global: ti.targets[k]})
+				}
 				if ti.source == nil {
 					continue
 				}
@@ -160,7 +218,7 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 					// What the device holds already, copied in the first phase.
 					b := builders[bucket][0]
 					b.tensor, b.bits = j, bits
-					b.move(piece{from: holding{rank: g, buf: BufSource, global: ti.source}, box: in}, g, BufTarget, k, ti.targets[k], false)
+					b.move(piece{from: holding{rank: g, buf: BufSource, global: ti.source}, box: in}, g, BufTarget, k, ti.at[k], false)
 					written[[2]int{g, k}] = append(written[[2]int{g, k}], in)
 				}
 			}
@@ -182,7 +240,7 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 				if ti != nil {
 					for _, k := range targetKeys(g) {
 						for _, w := range written[[2]int{g, k}] {
-							hs = append(hs, holding{rank: g, buf: BufTarget, index: k, global: w, at: ti.targets[k]})
+							hs = append(hs, holding{rank: g, buf: BufTarget, index: k, global: w, at: ti.at[k]})
 						}
 					}
 				}
@@ -222,7 +280,7 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 				}
 				if direct >= 0 {
 					for _, pc := range o.pieces {
-						b.move(pc, g, BufTarget, direct, ti.targets[direct], false)
+						b.move(pc, g, BufTarget, direct, ti.at[direct], false)
 					}
 					written[[2]int{g, direct}] = append(written[[2]int{g, direct}], o.box)
 					continue
@@ -249,7 +307,7 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 						if f.empty() {
 							continue
 						}
-						b.move(piece{from: holding{rank: g, buf: BufStage, index: si, global: o.box}, box: f}, g, BufTarget, k, ti.targets[k], false)
+						b.move(piece{from: holding{rank: g, buf: BufStage, index: si, global: o.box}, box: f}, g, BufTarget, k, ti.at[k], false)
 						written[[2]int{g, k}] = append(written[[2]int{g, k}], f)
 					}
 				}
@@ -288,6 +346,18 @@ func Transfer(ctx context.Context, p *transfer.Problem, res *transfer.Result) (*
 		s.Ranks = append(s.Ranks, *r)
 	}
 	return s, nil
+}
+
+// instName names the k-th of the count tensors an entry called name stands for: by
+// names when they name them all, else name[k] when there are several.
+func instName(name string, names *transfer.Names, count, k int) string {
+	switch {
+	case names.Count() == count && count > 0:
+		return names.At(k)
+	case count > 1:
+		return fmt.Sprintf("%s[%d]", name, k)
+	}
+	return name
 }
 
 func overlapsAny(b Box, bs []Box) bool {

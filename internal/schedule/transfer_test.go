@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -86,9 +88,14 @@ func runTransfer(t *testing.T, s *Schedule) {
 		for _, b := range r.Buffers {
 			require.Len(t, b.Global, len(s.Tensors[b.Tensor].Shape), "rank %d: buffer %s of tensor %d", r.Rank, b.Name, b.Tensor)
 			k := bufKey{b.Tensor, b.Name, b.Index}
-			if b.Name == BufSource {
+			switch f := s.Tensors[b.Tensor].Fused; {
+			case b.Name == BufSource && f != nil:
+				// A part's elements are numbered by their place in the fused tensor.
+				st[k] = fill(shift(b.Global, f.Dim, f.Offset), s.Tensors[f.Tensor].Shape, 1)
+				st[k].at = b.Global
+			case b.Name == BufSource:
 				st[k] = fill(b.Global, s.Tensors[b.Tensor].Shape, 1)
-			} else {
+			default:
 				st[k] = newBuf(b.Global)
 			}
 		}
@@ -121,6 +128,25 @@ func runTransfer(t *testing.T, s *Schedule) {
 	require.Positive(t, targets)
 }
 
+// schedules yields the schedule of case i, p, under every strategy that applies.
+func schedules(t *testing.T, p *transfer.Problem, i int) iter.Seq2[string, *Schedule] {
+	return func(yield func(string, *Schedule) bool) {
+		for _, strategy := range transfer.Strategies {
+			if (strategy == "chain" || strategy == "tree") && len(p.Targets) < 2 {
+				continue
+			}
+			p.Strategy = strategy
+			res, err := transfer.Plan(context.Background(), p)
+			require.NoError(t, err)
+			s, err := Transfer(context.Background(), p, res)
+			require.NoError(t, err, "case %d %s", i, strategy)
+			if !yield(strategy, s) {
+				return
+			}
+		}
+	}
+}
+
 // TestTransferReplay runs the schedules of random transfers, under every strategy, on
 // symbolic tensors: every target device ends with exactly its tile of every tensor.
 func TestTransferReplay(t *testing.T) {
@@ -132,15 +158,7 @@ func TestTransferReplay(t *testing.T) {
 	buckets, multi := 0, 0
 	for i := range n {
 		p := randomTransfer(t, rng)
-		for _, strategy := range transfer.Strategies {
-			if (strategy == "chain" || strategy == "tree") && len(p.Targets) < 2 {
-				continue
-			}
-			p.Strategy = strategy
-			res, err := transfer.Plan(context.Background(), p)
-			require.NoError(t, err)
-			s, err := Transfer(context.Background(), p, res)
-			require.NoError(t, err, "case %d %s", i, strategy)
+		for strategy, s := range schedules(t, p, i) {
 			buckets = max(buckets, s.Buckets)
 			if s.Buckets > 1 {
 				multi++
@@ -152,4 +170,102 @@ func TestTransferReplay(t *testing.T) {
 	}
 	t.Logf("%d schedules of several buckets, at most %d", multi, buckets)
 	require.Positive(t, multi, "no schedule of several buckets")
+}
+
+// addFused adds a fused target to p: 2 or 3 parts of uneven sizes along a random dim,
+// repeated alike, each with its own source sharding, under one fused target sharding.
+func addFused(t testing.TB, rng *rand.Rand, p *transfer.Problem) {
+	rank := 1 + rng.IntN(2)
+	dim := rng.IntN(rank)
+	base := make([]int64, rank)
+	for d := range base {
+		base[d] = int64(1 + rng.IntN(10))
+	}
+	fused := slices.Clone(base)
+	fused[dim] = 0
+	bits, count := []int{8, 16, 32}[rng.IntN(3)], 1+rng.IntN(3)
+	names, err := transfer.NewNames("fused{i}", count, 1, "fused[0].name")
+	require.NoError(t, err)
+	first := len(p.Tensors)
+	for k := range 2 + rng.IntN(2) {
+		shape := slices.Clone(base)
+		shape[dim] = int64(1 + rng.IntN(9))
+		p.Tensors = append(p.Tensors, transfer.Tensor{Name: fmt.Sprintf("part%d", k), Field: fmt.Sprintf("tensors[%d]", len(p.Tensors)), Shape: shape,
+			ElemBits: bits, Source: randomSharding(rng, p.Source.Mesh, rank, false), Count: count,
+			Fused: &transfer.FusedPart{Dim: dim, Offset: fused[dim], Entry: 0, Name: "fused{i}", Names: names}})
+		fused[dim] += shape[dim]
+	}
+	target := randomSharding(rng, p.Targets[0].Mesh, rank, false)
+	for i := first; i < len(p.Tensors); i++ {
+		p.Tensors[i].Fused.Shape, p.Tensors[i].Target = fused, target
+	}
+	require.NoError(t, p.Validate())
+}
+
+// TestTransferFusedReplay runs the schedules of random transfers with a fused target
+// beside plain tensors, under every strategy, on symbolic tensors: every target device
+// lists one buffer per fused tensor, its fused tile, and ends with exactly that tile,
+// element by element (runTransfer), the parts' receives writing at their offsets.
+func TestTransferFusedReplay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 46))
+	n := 80
+	if testing.Short() {
+		n = 25
+	}
+	for i := range n {
+		p := randomTransfer(t, rng)
+		addFused(t, rng, p)
+		var fp *transfer.Tensor
+		for ti := range p.Tensors {
+			if p.Tensors[ti].Fused != nil {
+				fp = &p.Tensors[ti]
+				break
+			}
+		}
+		// The fused tiles every target device must hold, per placement.
+		want := map[[2]int]Box{}
+		for k, tp := range p.Targets {
+			l := sharding.NewLayout(tp.Mesh, fp.Fused.Shape, fp.Target)
+			for pos, g := range tp.Devices {
+				if b := Box(l.TileOf(tp.Mesh.DeviceAt(pos)).Ranges); !b.empty() {
+					want[[2]int{g, k}] = b
+				}
+			}
+		}
+		for strategy, s := range schedules(t, p, i) {
+			fusedTensors := 0
+			for fi, ft := range s.Tensors {
+				if len(ft.Parts) == 0 {
+					continue
+				}
+				fusedTensors++
+				require.Equal(t, fp.Fused.Shape, ft.Shape)
+				require.Equal(t, fp.Fused.Names.At(fusedTensors-1), ft.Name)
+				off := int64(0)
+				for _, pj := range ft.Parts {
+					f := s.Tensors[pj].Fused
+					require.NotNil(t, f)
+					require.Equal(t, FusedIn{Tensor: fi, Dim: fp.Fused.Dim, Offset: off}, *f)
+					off += s.Tensors[pj].Shape[f.Dim]
+				}
+				require.Equal(t, ft.Shape[fp.Fused.Dim], off)
+				got := map[[2]int]Box{}
+				for _, r := range s.Ranks {
+					for _, b := range r.Buffers {
+						if b.Tensor == fi {
+							require.Equal(t, BufTarget, b.Name)
+							key := [2]int{r.Rank, b.Index}
+							require.NotContains(t, got, key, "rank %d lists fused tensor %d twice", r.Rank, fi)
+							got[key] = b.Global
+						}
+					}
+				}
+				require.Equal(t, want, got, "case %d %s: the fused target buffers", i, strategy)
+			}
+			require.Equal(t, fp.Count, fusedTensors)
+			if !t.Run(fmt.Sprintf("%d/%s", i, strategy), func(t *testing.T) { runTransfer(t, s) }) {
+				t.FailNow()
+			}
+		}
+	}
 }

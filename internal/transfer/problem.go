@@ -51,6 +51,11 @@ type FusedPart struct {
 	Shape  []int64 // the fused tensor's shape
 	Dim    int
 	Offset int64
+	// Entry tells fused tensors apart: the parts of one fused target share it. Name
+	// and Names name the fused tensor (its k-th when the parts repeat, as Tensor's).
+	Entry int
+	Name  string
+	Names Names
 }
 
 // NameAt is the name of the k-th tensor the entry stands for.
