@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shardplan/shardplan/internal/sharding"
@@ -212,6 +213,15 @@ func TestTransferFusedReplay(t *testing.T) {
 	if testing.Short() {
 		n = 25
 	}
+	paths := map[string]int{}
+	defer func() {
+		t.Logf("operations on fused buffers: %v", paths)
+		// Stage copies into a fused buffer are logged, not required: these cases'
+		// moves land inside a target tile.
+		for _, k := range []string{"recv", "send from target"} {
+			assert.Positive(t, paths[k], "no case takes the path %q", k)
+		}
+	}()
 	for i := range n {
 		p := randomTransfer(t, rng)
 		addFused(t, rng, p)
@@ -263,6 +273,23 @@ func TestTransferFusedReplay(t *testing.T) {
 				require.Equal(t, want, got, "case %d %s: the fused target buffers", i, strategy)
 			}
 			require.Equal(t, fp.Count, fusedTensors)
+			// The paths into a fused buffer the cases take: a receive, a copy from a
+			// stage piece, a send out of it (a relay passing on what it holds).
+			for _, r := range s.Ranks {
+				for _, ph := range r.Phases {
+					for _, op := range ph.Ops {
+						switch {
+						case s.Tensors[op.Tensor].Fused == nil:
+						case op.Kind == OpRecv && op.Dst == BufTarget:
+							paths["recv"]++
+						case op.Kind == OpCopy && op.Src == BufStage && op.Dst == BufTarget:
+							paths["stage copy"]++
+						case op.Kind == OpSend && op.Src == BufTarget:
+							paths["send from target"]++
+						}
+					}
+				}
+			}
 			if !t.Run(fmt.Sprintf("%d/%s", i, strategy), func(t *testing.T) { runTransfer(t, s) }) {
 				t.FailNow()
 			}
