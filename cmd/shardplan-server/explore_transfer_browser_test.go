@@ -14,17 +14,35 @@ import (
 	"github.com/shardplan/shardplan/internal/testgen"
 )
 
-// TestExplorerTransferPane pastes a 256-GPU transfer (a trainer of 128 H100s to 16
-// replicas of 8) into /explore's transfer pane: the pane shows the answer's summary, the
-// server's drawing inside the pane, and a node x replica table of network bytes with one
-// row per target node and one column per replica, each replica's bytes on its own node,
-// summing to the answer's network bytes.
+// TestExplorerTransferPane pastes 256-GPU transfers into /explore's transfer pane (a
+// trainer of 128 H100s to 16 replicas of 8 on other nodes; a trainer of 256 to 32
+// replicas of 8 on the same nodes, where NVLink moves stay out of the table): the pane
+// shows the answer's summary, the server's drawing inside the pane, and a node x replica
+// table of network bytes with one row per target node and one column per replica, each
+// replica's bytes on its own node, summing to the answer's network bytes. The first is
+// also pasted into the module box, which hands a transfer to the transfer pane.
 func TestExplorerTransferPane(t *testing.T) {
-	ctx, base, wd := openInBrowser(t, "/explore", 120*time.Second)
-	const gpus = 8 // the h100 fabric's GPUs per node
-	body := string(testgen.TransferRequestJSON("h100", 256,
-		testgen.At("trainer", "fsdp=16,tp=8", 0), testgen.Replicas("tp=8", 16, gpus, 128), testgen.Llama3_8B.Tensors()))
+	const gpus = 8 // the h100 fabric's GPUs per node; every replica fills one node
+	cases := []struct {
+		name      string
+		body      string
+		replicas  int
+		firstNode int // replica r is on node firstNode+r
+	}{
+		{"trainer of 128 to 16 replicas of 8", string(testgen.TransferRequestJSON("h100", 256,
+			testgen.At("trainer", "fsdp=16,tp=8", 0), testgen.Replicas("tp=8", 16, gpus, 128), testgen.Llama3_8B.Tensors())), 16, 128 / gpus},
+		{"trainer of 256 to 32 colocated replicas of 8", string(testgen.TransferRequestJSON("h100", 256,
+			testgen.At("trainer", "fsdp=32,tp=8", 0), testgen.Replicas("tp=8", 32, gpus, 0), testgen.Llama3_8B.Tensors())), 32, 0},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkTransferPane(t, tc.body, tc.replicas, tc.firstNode, i == 0, fmt.Sprintf("explore-transfer-%d.png", i+1))
+		})
+	}
+}
 
+func checkTransferPane(t *testing.T, body string, replicaCount, firstNode int, viaModule bool, shot string) {
+	ctx, base, wd := openInBrowser(t, "/explore", 120*time.Second)
 	var answer struct {
 		Summary struct {
 			Strategy       string  `json:"strategy"`
@@ -88,14 +106,14 @@ func TestExplorerTransferPane(t *testing.T) {
 		}
 		return JSON.stringify({cols: [...t.querySelectorAll("thead th[data-replica]")].map(th => th.dataset.replica), rows, cells})`)
 	var replicas []string
-	for r := range 16 {
+	for r := range replicaCount {
 		replicas = append(replicas, strconv.Itoa(r))
 	}
 	assert.Equal(t, replicas, table.Cols)
-	require.Len(t, table.Rows, 16)
+	require.Len(t, table.Rows, replicaCount)
 	var sum int64
-	for r := range 16 {
-		node := strconv.Itoa(128/gpus + r)
+	for r := range replicaCount {
+		node := strconv.Itoa(firstNode + r)
 		require.Contains(t, table.Rows, node, "a row for target node %s", node)
 		assert.Equal(t, replicas, table.Rows[node])
 		for c, v := range table.Cells[node] {
@@ -110,6 +128,19 @@ func TestExplorerTransferPane(t *testing.T) {
 	}
 	assert.Equal(t, answer.Summary.NetworkBytes, sum, "the table sums to the answer's network bytes")
 	wd.script(ctx, t, `document.getElementById("transfer-input").scrollIntoView({block: "start"})`)
-	wd.saveScreenshot(ctx, t, "explore-transfer.png")
+	wd.saveScreenshot(ctx, t, shot)
+	if !viaModule {
+		assertSelfContained(ctx, t, wd, base, 5)
+		return
+	}
+
+	// The same request pasted into the module box is planned in the transfer pane.
+	wd.script(ctx, t, `const v = document.getElementById("transfer-view"); delete v.dataset.ready; document.getElementById("transfer-summary").replaceChildren();
+		document.getElementById("transfer-request").value = ""; document.getElementById("module").value = arguments[0]`, body)
+	wd.click(ctx, t, wd.waitElement(ctx, t, "#show-graph"))
+	wd.waitScript(ctx, t, "transfer from the module box drawn", `return document.getElementById("transfer-view").dataset.ready === "true"`)
+	assert.Equal(t, answer.Summary.Why, wd.script(ctx, t, `return document.querySelector('#transfer-summary dd[data-field="why"]').textContent`))
+	assert.EqualValues(t, strconv.FormatInt(answer.Summary.NetworkBytes, 10),
+		wd.script(ctx, t, `return document.querySelector("#transfer-matrix tfoot td[data-bytes]").dataset.bytes`))
 	assertSelfContained(ctx, t, wd, base, 5)
 }
