@@ -60,6 +60,14 @@ func checkTransferPane(t *testing.T, body string, replicaCount, firstNode int, v
 	require.Positive(t, flows)
 
 	wd.waitScript(ctx, t, "page ready", `return document.body.dataset.ready === "true"`)
+	if viaModule {
+		// The page's own example plans: two replicas on two nodes, a row and a column each.
+		wd.click(ctx, t, wd.waitElement(ctx, t, "#show-transfer"))
+		wd.waitScript(ctx, t, "example drawn", `return document.getElementById("transfer-view").dataset.ready === "true"`)
+		assert.EqualValues(t, 2, wd.script(ctx, t, `return document.querySelectorAll("#transfer-matrix tbody tr").length`))
+		assert.EqualValues(t, 2, wd.script(ctx, t, `return document.querySelectorAll("#transfer-matrix thead th[data-replica]").length`))
+		wd.script(ctx, t, `delete document.getElementById("transfer-view").dataset.ready`)
+	}
 	wd.script(ctx, t, `document.getElementById("transfer-request").value = arguments[0]`, body)
 	wd.click(ctx, t, wd.waitElement(ctx, t, "#show-transfer"))
 	wd.waitScript(ctx, t, "transfer drawn", `return document.getElementById("transfer-view").dataset.ready === "true"`)

@@ -1374,6 +1374,19 @@
     }
   }
 
+  // The transfer pane's example: a trainer of 16 H100s to two replicas of 8 on the
+  // other two nodes of a 32-GPU fabric.
+  const transferExample = JSON.stringify({
+    cost_model: "h100", fabric_devices: 32,
+    source: { name: "trainer", mesh: "fsdp=2,tp=8", first_device: 0 },
+    targets: [{ name: "rollout0", mesh: "tp=8", first_device: 16 }, { name: "rollout1", mesh: "tp=8", first_device: 24 }],
+    tensors: [
+      { name: "layers.{i}.mlp.up_proj.weight", shape: [14336, 4096], dtype: "bf16", source: [["fsdp", "tp"], null], target: ["tp", null], repeat: 32 },
+      { name: "layers.{i}.mlp.down_proj.weight", tensor: "bf16[4096,14336]", source: "P('fsdp', 'tp')", target: { placements: ["Shard(1)"] }, repeat: 32 },
+      { name: "norm.weight", shape: [4096], dtype: "bf16", source: ["fsdp"], target: [null] },
+    ],
+  }, null, 1);
+
   async function init() {
     const select = document.getElementById("example");
     select.append(...examples.map((e) => el("option", { value: e.id }, e.label)));
@@ -1395,6 +1408,7 @@
     document.getElementById("next").addEventListener("click", () => { stopPlay(); showStep(state.step + 1); });
     document.getElementById("play").addEventListener("click", togglePlay);
     document.getElementById("module").value = graphExample;
+    document.getElementById("transfer-request").value = transferExample;
     hookTips();
     const wanted = new URLSearchParams(location.search).get("example");
     select.value = examples.some((e) => e.id === wanted) ? wanted : examples[0].id;
