@@ -1,8 +1,9 @@
 // Package ui holds shardplan's two web pages, embedded so that the binary serves them
 // with no network access: the API explorer at GET /docs (docsui/: it fetches
 // /openapi.json and calls the API from the browser) and the mesh explorer at GET
-// /explore (explorer/: plain JavaScript and SVG; it calls /v1/tiles, /v1/reshard and
-// /v1/graph and draws the mesh, the tensor's tiles on it and a plan step by step). Every
+// /explore (explorer/: plain JavaScript and SVG; it calls /v1/tiles, /v1/reshard,
+// /v1/graph and /v1/transfer and draws the mesh, the tensor's tiles on it, a plan step by
+// step and a transfer's placements and flows). Every
 // URL they use is relative to the server that serves them.
 package ui
 

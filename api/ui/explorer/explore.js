@@ -1,5 +1,6 @@
 // shardplan explorer: draws a mesh, a tensor's tiles on it and a reshard plan step by
-// step, from this server's /v1/reshard, /v1/tiles and /v1/graph answers. Plain
+// step, from this server's /v1/reshard, /v1/tiles and /v1/graph answers, and a planned
+// transfer from /v1/transfer's answer and drawing. Plain
 // JavaScript and SVG; every URL is relative to this server.
 (() => {
   "use strict";
@@ -1072,6 +1073,14 @@
       let resp;
       if (/^\s*\{/.test(text)) {
         const req = JSON.parse(text);
+        if (Array.isArray(req.targets)) {
+          // A transfer request: the transfer pane plans it.
+          document.getElementById("transfer-request").value = text;
+          setStatus("graph-status", "A transfer request: planned in the transfer pane below.");
+          await showTransfer();
+          document.getElementById("transfer-input").scrollIntoView({ block: "start" });
+          return;
+        }
         req.include = [...new Set((req.include || []).concat(["ops"]))];
         if (strategy) req.strategy = strategy;
         resp = await post("/v1/graph", req);
@@ -1209,6 +1218,175 @@
     document.getElementById("allowed-ops").value = ex.allowed_ops || "";
   }
 
+  // ---- transfers ----
+
+  // postSVG posts a JSON request and returns the server's drawing as an SVG element.
+  async function postSVG(path, body) {
+    const resp = await fetch(api(path), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "image/svg+xml" },
+      body: JSON.stringify(body),
+    });
+    const text = await resp.text();
+    if (!resp.ok) {
+      let msg = text;
+      try {
+        const data = JSON.parse(text);
+        const errs = (data.errors || []).map((e) => (e.field ? e.field + ": " : "") + e.message);
+        msg = errs.length ? errs.join("; ") : data.detail || data.title || text;
+      } catch (e) { /* not JSON: the text itself */ }
+      throw new Error(resp.status + " " + msg);
+    }
+    const doc = new DOMParser().parseFromString(text, "image/svg+xml");
+    const root = doc.documentElement;
+    if (root.nodeName !== "svg") throw new Error("the drawing is not an SVG");
+    return document.importNode(root, true);
+  }
+
+  // transferMoves calls f(from, to, bytes) for every move of a group, its runs expanded.
+  function transferMoves(g, f) {
+    for (const m of g.transfers || []) f(m.from, m.to, m.bytes);
+    for (const r of g.transfer_runs || []) {
+      for (let i = 0; i < r.count; i++) f(r.first.from + i * r.step.from, r.first.to + i * r.step.to, r.first.bytes + i * r.step.bytes);
+    }
+  }
+
+  // flowMatrix sums the network bytes each target node receives for each replica: every
+  // move of every group (times the group's tensors) whose sender and receiver are on
+  // different nodes, by the receiver's node and replica (as the server's drawing places
+  // them).
+  function flowMatrix(resp, svg) {
+    const node = new Map(), replica = new Map();
+    for (const g of svg.querySelectorAll("g.node[data-node]")) {
+      for (const d of g.querySelectorAll("rect.device[data-device]")) {
+        const id = +d.dataset.device;
+        node.set(id, +g.dataset.node);
+        const m = /replica (\d+)/.exec(d.dataset.role || "");
+        if (m) replica.set(id, +m[1]);
+      }
+    }
+    const cells = new Map(); // node -> Map(replica or -1 -> bytes)
+    const replicas = new Set(replica.values());
+    for (const id of replica.keys()) if (!cells.has(node.get(id))) cells.set(node.get(id), new Map());
+    let total = 0;
+    for (const g of resp.groups) {
+      transferMoves(g, (from, to, bytes) => {
+        const nf = node.get(from), nt = node.get(to);
+        if (nf === undefined || nt === undefined || nf === nt) return;
+        const r = replica.has(to) ? replica.get(to) : -1;
+        if (!cells.has(nt)) cells.set(nt, new Map());
+        const row = cells.get(nt);
+        const b = bytes * g.count;
+        row.set(r, (row.get(r) || 0) + b);
+        total += b;
+      });
+    }
+    const cols = [...replicas].sort((a, b) => a - b);
+    if ([...cells.values()].some((row) => row.has(-1))) cols.push(-1);
+    return { rows: [...cells.keys()].sort((a, b) => a - b), cols, cells, total };
+  }
+
+  function renderTransferSummary(resp) {
+    const s = resp.summary;
+    const rows = [
+      ["strategy", s.strategy + (s.optimality ? " (" + s.optimality + ")" : "")],
+      ["time", fmtUS(s.time_us)],
+      ["lower bound", fmtUS(s.time_lower_bound_us) + (s.bound && s.bound.binding ? ", bound by " + s.bound.binding : "")],
+      ["efficiency", (100 * s.time_efficiency).toFixed(1) + "% of the bound"],
+      ["network bytes", fmtBytes(s.network_bytes) + " (" + s.network_bytes + " B)"],
+      ["buckets", s.buckets + " of " + fmtBytes(s.bucket_bytes)],
+      ["tensors", s.tensors + " in " + count(s.groups, "group") + ", " + fmtBytes(s.tensor_bytes)],
+      ["why", s.why],
+    ];
+    const dl = document.getElementById("transfer-summary");
+    dl.replaceChildren(...rows.flatMap(([k, v]) => [el("dt", null, k), el("dd", { dataset: { field: k } }, v)]));
+  }
+
+  function renderFlowMatrix(m) {
+    const name = (r) => (r < 0 ? "no replica" : "replica " + r);
+    const table = document.getElementById("transfer-matrix");
+    table.querySelector("thead").replaceChildren(el("tr", null, el("th", null, "node"), m.cols.map((r) => el("th", { class: "bytes", dataset: { replica: r } }, name(r))), el("th", { class: "bytes" }, "node total")));
+    table.querySelector("tbody").replaceChildren(...m.rows.map((n) => {
+      const row = m.cells.get(n);
+      let sum = 0;
+      const tds = m.cols.map((r) => {
+        const b = row.get(r) || 0;
+        sum += b;
+        return el("td", { class: "bytes" + (b ? "" : " zero"), title: b + " B", dataset: { replica: r, bytes: b } }, b ? fmtBytes(b) : "0");
+      });
+      return el("tr", { dataset: { node: n } }, el("th", null, "node " + n), tds, el("td", { class: "bytes" }, fmtBytes(sum)));
+    }));
+    const colSums = m.cols.map((r) => m.rows.reduce((a, n) => a + (m.cells.get(n).get(r) || 0), 0));
+    table.querySelector("tfoot").replaceChildren(el("tr", null, el("th", null, "total"), colSums.map((b) => el("td", { class: "bytes" }, fmtBytes(b))), el("td", { class: "bytes", dataset: { bytes: m.total } }, fmtBytes(m.total))));
+  }
+
+  async function showTransfer(ev) {
+    if (ev) ev.preventDefault();
+    const view = document.getElementById("transfer-view");
+    delete view.dataset.ready;
+    setStatus("transfer-status", "Planning…");
+    try {
+      let req;
+      try {
+        req = JSON.parse(document.getElementById("transfer-request").value);
+      } catch (e) {
+        throw new Error("the request is not JSON: " + e.message);
+      }
+      if (!req || typeof req !== "object" || !Array.isArray(req.targets)) throw new Error("a transfer request has targets (a list of placements)");
+      // The moves are asked for (include transfers), for the flow table; an answer that
+      // would be too large with them is asked for again without.
+      const withMoves = Object.assign({}, req, { include: [...new Set((req.include || []).concat(["transfers"]))] });
+      let resp, moves = true;
+      try {
+        resp = await post("/v1/transfer", withMoves);
+      } catch (e) {
+        if (!/^422 /.test(e.message)) throw e;
+        resp = await post("/v1/transfer", req);
+        moves = false;
+      }
+      renderTransferSummary(resp);
+      const box = document.getElementById("transfer-svg");
+      const note = document.getElementById("transfer-matrix-note");
+      let svg = null;
+      try {
+        svg = await postSVG("/v1/transfer", req);
+        box.replaceChildren(svg);
+      } catch (e) {
+        box.replaceChildren(el("p", { class: "hint" }, "No drawing: " + e.message));
+      }
+      const table = document.getElementById("transfer-matrix");
+      if (svg && moves) {
+        const m = flowMatrix(resp, svg);
+        renderFlowMatrix(m);
+        table.hidden = false;
+        note.textContent = "Each cell sums the bytes that cross the network (sender and receiver on different nodes) into a target node's devices for one replica: every move the answer's groups list, times the tensors of its group. NVLink moves inside a node are left out. Total " +
+          fmtBytes(m.total) + (m.total === resp.summary.network_bytes ? ", the answer's network bytes." : "; the answer counts " + fmtBytes(resp.summary.network_bytes) + ".");
+      } else {
+        table.hidden = true;
+        note.textContent = moves ? "No flow table: it places the devices as the drawing does." : "No flow table: the answer with every move listed would be too large.";
+      }
+      view.hidden = false;
+      view.dataset.ready = "true";
+      setStatus("transfer-status", resp.summary.strategy + ", " + fmtUS(resp.summary.time_us) + ", " + fmtBytes(resp.summary.network_bytes) + " over the network");
+    } catch (e) {
+      view.hidden = true;
+      setStatus("transfer-status", e.message, true);
+    }
+  }
+
+  // The transfer pane's example: a trainer of 16 H100s to two replicas of 8 on the
+  // other two nodes of a 32-GPU fabric.
+  const transferExample = JSON.stringify({
+    cost_model: "h100", fabric_devices: 32,
+    source: { name: "trainer", mesh: "fsdp=2,tp=8", first_device: 0 },
+    targets: [{ name: "rollout0", mesh: "tp=8", first_device: 16 }, { name: "rollout1", mesh: "tp=8", first_device: 24 }],
+    tensors: [
+      { name: "layers.{i}.mlp.up_proj.weight", shape: [14336, 4096], dtype: "bf16", source: [["fsdp", "tp"], null], target: ["tp", null], repeat: 32 },
+      { name: "layers.{i}.mlp.down_proj.weight", tensor: "bf16[4096,14336]", source: "P('fsdp', 'tp')", target: { placements: ["Shard(1)"] }, repeat: 32 },
+      { name: "norm.weight", shape: [4096], dtype: "bf16", source: ["fsdp"], target: [null] },
+    ],
+  }, null, 1);
+
   async function init() {
     const select = document.getElementById("example");
     select.append(...examples.map((e) => el("option", { value: e.id }, e.label)));
@@ -1224,11 +1402,13 @@
     }
     document.getElementById("reshard-form").addEventListener("submit", showPlan);
     document.getElementById("graph-form").addEventListener("submit", showGraph);
+    document.getElementById("transfer-form").addEventListener("submit", showTransfer);
     document.getElementById("first").addEventListener("click", () => { stopPlay(); showStep(0); });
     document.getElementById("prev").addEventListener("click", () => { stopPlay(); showStep(state.step - 1); });
     document.getElementById("next").addEventListener("click", () => { stopPlay(); showStep(state.step + 1); });
     document.getElementById("play").addEventListener("click", togglePlay);
     document.getElementById("module").value = graphExample;
+    document.getElementById("transfer-request").value = transferExample;
     hookTips();
     const wanted = new URLSearchParams(location.search).get("example");
     select.value = examples.some((e) => e.id === wanted) ? wanted : examples[0].id;
