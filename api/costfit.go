@@ -14,10 +14,10 @@ import (
 )
 
 // Limits of a fit: they bound its work (every point is priced at every step of the
-// search), whatever the body limit.
+// search, a sendrecv by routing each of its ranks' transfers), whatever the body limit.
 const (
-	maxFitOutputs = 64
-	maxFitPoints  = 4096
+	maxFitPoints = 4096
+	maxFitRanks  = 65536
 )
 
 // fitOutlier is the error past which a fitted point is listed as an outlier.
@@ -46,7 +46,7 @@ type FitOutput struct {
 	// "# nic_gbps: 50" or "# nvlink_domain: 72" fill in what the output does not say.
 	Text string `json:"text" validate:"required"`
 	// Ranks, Nodes and Collective override what Text says.
-	Ranks      int    `json:"ranks,omitempty" validate:"omitempty,gte=2,lte=1048576" example:"16"`
+	Ranks      int    `json:"ranks,omitempty" validate:"omitempty,gte=2,lte=65536" example:"16"`
 	Nodes      int    `json:"nodes,omitempty" validate:"omitempty,gte=1,lte=1048576" example:"2"`
 	Collective string `json:"collective,omitempty" example:"all_reduce"`
 } // @name FitOutput
@@ -124,9 +124,6 @@ func (s *Server) fitCostModel(w http.ResponseWriter, r *http.Request) error {
 	}
 	ms, err := fitMeasurements(req.Outputs)
 	if err != nil {
-		return err
-	}
-	if err := r.Context().Err(); err != nil {
 		return err
 	}
 	fitted, pe, err := cost.FitContext(r.Context(), ms, base)
@@ -234,6 +231,9 @@ func fitRun(res *nccltests.Result, o FitOutput, i int, name string) ([]cost.Meas
 	}
 	if o.Nodes > 0 {
 		res.Nodes = o.Nodes
+	}
+	if res.Ranks > maxFitRanks {
+		return nil, sharding.Fieldf(fmt.Sprintf("outputs[%d].ranks", i), "%d ranks; a fit takes runs of at most %d ranks", res.Ranks, maxFitRanks)
 	}
 	if res.Nodes > res.Ranks && res.Ranks > 0 {
 		return nil, sharding.Fieldf(fmt.Sprintf("outputs[%d].nodes", i), "%d nodes for %d ranks; a node holds at least one rank", res.Nodes, res.Ranks)

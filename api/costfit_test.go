@@ -118,6 +118,7 @@ func TestFitCostModelBadInput(t *testing.T) {
 		{"unknown collective", with(func(r *FitRequest) { r.Outputs[0].Collective = "broadcast_twice" }), "outputs[0].collective", "unknown collective"},
 		{"more nodes than ranks", with(func(r *FitRequest) { r.Outputs[0].Ranks, r.Outputs[0].Nodes = 4, 8 }), "outputs[0].nodes", ""},
 		{"no outputs", `{"base": "h100", "outputs": []}`, "outputs", ""},
+		{"too many ranks", with(func(r *FitRequest) { r.Outputs[0].Ranks = 70000 }), "outputs[0].ranks", ""},
 		{"no base", `{"outputs": [{"text": "x"}]}`, "base", ""},
 	}
 	for _, c := range cases {

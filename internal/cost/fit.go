@@ -202,6 +202,9 @@ func setKey(m map[string]string, k, v string) map[string]string {
 	return m
 }
 
+// errFitDone is what pricing answers once the fit's context is done.
+var errFitDone = errors.New("the fit's context is done")
+
 // evaluator prices measurements, building one model per machine variant.
 type evaluator struct {
 	ms   []Measurement
@@ -221,6 +224,11 @@ func (ev *evaluator) errors(p ProfileInfo) ([]PointError, error) {
 	models := map[string]*Fabric{}
 	out := make([]PointError, 0, len(ev.ms))
 	for _, m := range ev.ms {
+		select {
+		case <-ev.done:
+			return nil, errFitDone
+		default:
+		}
 		key := fmt.Sprintf("%d/%d/%g", m.Ranks, m.Nodes, m.NICGBps)
 		f := models[key]
 		if f == nil {
